@@ -1,0 +1,83 @@
+/* Key and value structs the NFS probe (nfs.bpf.c) and its user side (nfs_probe.c) share;
+ * fixed-width types only, laid out without implicit padding so both sides hash the same bytes. */
+#ifndef WL_NFS_H
+#define WL_NFS_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define NFS_COMM_LEN      16
+#define NFS_HIST_SLOTS    32 /* log2 buckets of microseconds: slot i holds [2^i, 2^(i+1)) us */
+#define NFS_STATS_ENTRIES 16384
+#define NFS_INFLIGHT_MAX  16384
+#define NFS_DIRTIER_MAX   65536
+
+/* NFS operations a record counts. */
+#define NFS_OP_READ   0
+#define NFS_OP_WRITE  1
+#define NFS_OP_COMMIT 2
+#define NFS_OP_COUNT  3
+
+/* How the initiator of a record was found. */
+#define NFS_CREDIT_TASK    0 /* the user task that started the I/O (read, close, fsync) */
+#define NFS_CREDIT_DIRTIER 1 /* a kernel worker wrote back pages: the last task that dirtied them */
+#define NFS_CREDIT_KERNEL  2 /* a kernel worker, and no dirtier was known */
+
+/* Who initiated: a process (tgid + its leader's start time, so pid reuse makes a new owner) with
+ * the uid, cgroup and comm it had when it started or dirtied the I/O. 48 bytes. */
+struct nfs_owner {
+    __u32 tgid;
+    __u32 uid;
+    __u64 cgroup_id;
+    __u64 start_ns; /* task group leader's start_boottime, ns since boot */
+    char comm[NFS_COMM_LEN];
+};
+
+/* One record: an owner's operations of one kind on one NFS superblock in one generation. */
+struct nfs_stat_key {
+    struct nfs_owner owner;
+    __u32 dev;    /* the superblock's kernel dev_t (major << 20 | minor), as in mountinfo */
+    __u8 op;      /* NFS_OP_* */
+    __u8 credit;  /* NFS_CREDIT_* */
+    __u8 gen;     /* drain generation (0 or 1) the update landed in */
+    __u8 pad;
+};
+
+/* Counters of one record; updated with atomic adds (one shared hash, not per-CPU). */
+struct nfs_stat_val {
+    __u64 bytes;  /* bytes of the completed requests without error */
+    __u64 ops;    /* completed requests (RPCs), errors included */
+    __u64 errors; /* completed with an error */
+    __u64 latency_hist[NFS_HIST_SLOTS]; /* initiate -> done, log2 us; sums to ops */
+};
+
+/* A request between its initiate event (initiator's context) and its done event (rpciod). */
+struct nfs_inflight_key {
+    __u64 fileid;
+    __s64 offset;
+    __u32 dev;
+    __u32 op;
+};
+
+struct nfs_inflight_val {
+    struct nfs_owner owner;
+    __u64 start_ns; /* bpf_ktime_get_ns() at initiate */
+    __u32 count;    /* bytes asked for */
+    __u8 credit;
+    __u8 pad[3];
+};
+
+/* The last user task that dirtied pages of a file, for write-back done later by a worker. */
+struct nfs_file_key {
+    __u64 fileid;
+    __u32 dev;
+    __u32 pad;
+};
+
+/* Indexes of the `drops` array. */
+#define NFS_DROP_STATS_FULL 0 /* a new record did not fit in `stats` */
+#define NFS_DROP_UNMATCHED  1 /* a done event without its initiate (evicted, or started before) */
+#define NFS_DROP_NSLOTS     2
+
+#endif

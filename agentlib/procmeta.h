@@ -1,0 +1,36 @@
+/* Who owns a flow: user name, program, cgroup (container, Kubernetes pod, systemd unit, Slurm
+ * job) and workflow, joined from /proc and the cgroup tree and cached per (pid, start time) so
+ * pid reuse never mislabels. A process that already exited keeps what the kernel recorded (comm,
+ * uid, cgroup id) and inherits its parent's workflow. */
+#ifndef WL_PROCMETA_H
+#define WL_PROCMETA_H
+
+#include <stddef.h>
+
+#include "flowset.h"
+
+struct procmeta;
+
+/* workflow_env: environment variable names tried in order (e.g. WANLEDGER_WORKFLOW,
+ * SLURM_JOB_ID); proc_root and cgroup_root default to "/proc" and "/sys/fs/cgroup". */
+struct procmeta *procmeta_new(const char *const *workflow_env, size_t n_env, const char *proc_root,
+                              const char *cgroup_root, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+void procmeta_free(struct procmeta *pm);
+
+/* Points every record's meta at its cached owner metadata (resolving new processes now). */
+void procmeta_join(struct procmeta *pm, struct flowset *fs);
+
+/* Forgets processes not seen in the last `windows` joins; invalidates meta pointers of older
+ * flowsets. */
+void procmeta_prune(struct procmeta *pm, unsigned windows);
+
+/* Cached processes (for /metrics). */
+size_t procmeta_count(const struct procmeta *pm);
+
+/* Derives container id, pod uid, systemd unit and Slurm job from a cgroup path such as
+ * "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1b2c_..slice/cri-containerd-
+ * <64 hex>.scope" or "/system.slice/slurmstepd.scope/job_42/step_0". Fills only those fields. */
+void procmeta_parse_cgroup(const char *path, struct flow_meta *m);
+
+#endif

@@ -1,0 +1,327 @@
+/* Loading, attach-mode probing and the two-generation drain of the socket probe. */
+#include "sockprobe.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+
+#include "socket.h"
+#include "socket.skel.h"
+
+#define DRAIN_BATCH   4096
+#define WAIT_LIMIT_NS 2000000000LL /* an in-flight program finishes in microseconds */
+
+struct sockprobe {
+    struct socket *skel;
+    enum sockprobe_attach mode;
+    int ncpus;
+    uint64_t drops_seen; /* cumulative drops already reported */
+    /* batch buffers */
+    struct flow_key *keys;
+    struct flow_val *vals; /* DRAIN_BATCH x ncpus */
+};
+
+const char *sockprobe_mode_name(enum sockprobe_attach m)
+{
+    switch (m) {
+    case SOCKPROBE_TP_BTF:
+        return "tp_btf";
+    case SOCKPROBE_FENTRY:
+        return "fentry";
+    case SOCKPROBE_KPROBE:
+        return "kprobe";
+    default:
+        return "auto";
+    }
+}
+
+int sockprobe_parse_mode(const char *s, enum sockprobe_attach *out)
+{
+    static const enum sockprobe_attach all[] = {SOCKPROBE_AUTO, SOCKPROBE_TP_BTF,
+                                                SOCKPROBE_FENTRY, SOCKPROBE_KPROBE};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        if (strcmp(s, sockprobe_mode_name(all[i])) == 0) {
+            *out = all[i];
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Which mode a program belongs to, by its name prefix in socket.bpf.c; AUTO = every mode. */
+static enum sockprobe_attach prog_mode(const struct bpf_program *p)
+{
+    const char *n = bpf_program__name(p);
+    if (strncmp(n, "tpb_", 4) == 0)
+        return SOCKPROBE_TP_BTF;
+    if (strncmp(n, "fx_", 3) == 0)
+        return SOCKPROBE_FENTRY;
+    if (strncmp(n, "kp_", 3) == 0 || strncmp(n, "kr_", 3) == 0)
+        return SOCKPROBE_KPROBE;
+    return SOCKPROBE_AUTO;
+}
+
+static const char *errno_hint(int e)
+{
+    if (e == EPERM || e == EACCES)
+        return " (needs root or CAP_BPF+CAP_PERFMON)";
+    return "";
+}
+
+/* Opens, configures, loads and attaches one mode; NULL with err on failure. */
+static struct socket *try_mode(const struct sockprobe_opts *o, enum sockprobe_attach mode,
+                               char *err, size_t errlen)
+{
+    struct socket *skel = socket__open();
+    struct bpf_program *p;
+    int e;
+    if (!skel) {
+        e = errno;
+        snprintf(err, errlen, "%s: open: %s%s", sockprobe_mode_name(mode), strerror(e),
+                 errno_hint(e));
+        return NULL;
+    }
+    skel->rodata->filter_netns = o->netns_ino;
+    skel->rodata->filter_cgroup_id = o->cgroup_id;
+    skel->rodata->filter_cgroup_level = o->cgroup_level;
+    for (size_t i = 0; i < o->n_excl_ports && i < WL_MAX_EXCL_PORTS; i++)
+        skel->rodata->excl_ports[i] = o->excl_ports[i];
+    skel->rodata->n_excl_ports = (__u32)(o->n_excl_ports < WL_MAX_EXCL_PORTS ? o->n_excl_ports
+                                                                             : WL_MAX_EXCL_PORTS);
+    if (o->map_entries) {
+        bpf_map__set_max_entries(skel->maps.flows0, o->map_entries);
+        bpf_map__set_max_entries(skel->maps.flows1, o->map_entries);
+    }
+    bpf_object__for_each_program(p, skel->obj)
+    {
+        enum sockprobe_attach pm = prog_mode(p);
+        bpf_program__set_autoload(p, pm == SOCKPROBE_AUTO || pm == mode);
+    }
+    e = socket__load(skel);
+    if (e) {
+        e = -e;
+        snprintf(err, errlen, "%s: load: %s%s", sockprobe_mode_name(mode), strerror(e),
+                 errno_hint(e));
+        goto fail;
+    }
+    e = socket__attach(skel);
+    if (e) {
+        e = -e;
+        snprintf(err, errlen, "%s: attach: %s%s", sockprobe_mode_name(mode), strerror(e),
+                 errno_hint(e));
+        goto fail;
+    }
+    return skel;
+fail:
+    socket__destroy(skel);
+    return NULL;
+}
+
+struct sockprobe *sockprobe_open(const struct sockprobe_opts *o, char *err, size_t errlen)
+{
+    static const enum sockprobe_attach order[] = {SOCKPROBE_TP_BTF, SOCKPROBE_FENTRY,
+                                                  SOCKPROBE_KPROBE};
+    struct sockprobe *sp = calloc(1, sizeof(*sp));
+    char why[3][256] = {{0}};
+    if (!sp) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    sp->ncpus = libbpf_num_possible_cpus();
+    if (sp->ncpus <= 0) {
+        snprintf(err, errlen, "cannot count possible CPUs: %s", strerror(-sp->ncpus));
+        goto fail;
+    }
+    sp->keys = calloc(DRAIN_BATCH, sizeof(*sp->keys));
+    sp->vals = calloc((size_t)DRAIN_BATCH * (size_t)sp->ncpus, sizeof(*sp->vals));
+    if (!sp->keys || !sp->vals) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (o->attach != SOCKPROBE_AUTO) {
+        sp->skel = try_mode(o, o->attach, err, errlen);
+        sp->mode = o->attach;
+    } else {
+        for (size_t i = 0; i < 3 && !sp->skel; i++) {
+            sp->skel = try_mode(o, order[i], why[i], sizeof(why[i]));
+            sp->mode = order[i];
+        }
+        if (!sp->skel)
+            snprintf(err, errlen, "no attach mode works: %s; %s; %s", why[0], why[1], why[2]);
+    }
+    if (!sp->skel)
+        goto fail;
+    return sp;
+fail:
+    sockprobe_close(sp);
+    return NULL;
+}
+
+void sockprobe_close(struct sockprobe *sp)
+{
+    if (!sp)
+        return;
+    socket__destroy(sp->skel);
+    free(sp->keys);
+    free(sp->vals);
+    free(sp);
+}
+
+enum sockprobe_attach sockprobe_mode(const struct sockprobe *sp)
+{
+    return sp->mode;
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Sum over CPUs of a per-CPU u64 array slot. */
+static int percpu_sum(int fd, __u32 slot, int ncpus, uint64_t *sum)
+{
+    uint64_t v[ncpus > 0 ? ncpus : 1];
+    if (bpf_map_lookup_elem(fd, &slot, v))
+        return -1;
+    *sum = 0;
+    for (int i = 0; i < ncpus; i++)
+        *sum += v[i];
+    return 0;
+}
+
+static void add_record(struct flowset *out, const struct flow_key *k, const struct flow_val *v,
+                       int ncpus, int *oom)
+{
+    struct flow_val sum = {0};
+    for (int c = 0; c < ncpus; c++) {
+        sum.tx_bytes += v[c].tx_bytes;
+        sum.rx_bytes += v[c].rx_bytes;
+        sum.tx_calls += v[c].tx_calls;
+        sum.rx_calls += v[c].rx_calls;
+        if (v[c].role > sum.role)
+            sum.role = v[c].role;
+    }
+    if (sum.tx_bytes == 0 && sum.rx_bytes == 0)
+        return;
+    struct flow_rec *r = flowset_add(out);
+    if (!r) {
+        *oom = 1;
+        return;
+    }
+    r->source = FLOW_SRC_SOCKET;
+    r->owner.pid = k->tgid;
+    r->owner.ppid = k->ppid;
+    r->owner.uid = k->uid;
+    r->owner.cgroup_id = k->cgroup_id;
+    r->owner.start_ns = k->start_ns;
+    memcpy(r->owner.comm, k->comm, sizeof(r->owner.comm));
+    r->owner.comm[sizeof(r->owner.comm) - 1] = '\0';
+    r->family = k->family;
+    r->proto = k->proto;
+    memcpy(r->laddr, k->laddr, 16);
+    memcpy(r->raddr, k->raddr, 16);
+    r->lport = k->lport;
+    r->rport = k->rport;
+    r->netns = k->netns;
+    r->role = (int)sum.role;
+    r->tx_bytes = sum.tx_bytes;
+    r->rx_bytes = sum.rx_bytes;
+    r->tx_calls = sum.tx_calls;
+    r->rx_calls = sum.rx_calls;
+}
+
+int sockprobe_drain(struct sockprobe *sp, struct flowset *out, uint64_t *dropped, char *err,
+                    size_t errlen)
+{
+    __u32 old = sp->skel->bss->gen & 1;
+    struct bpf_map *m = old ? sp->skel->maps.flows1 : sp->skel->maps.flows0;
+    int fd = bpf_map__fd(m);
+    int infd = bpf_map__fd(sp->skel->maps.inflight);
+    uint64_t busy = 0;
+    int oom = 0;
+
+    /* Flip, then a full fence before reading the in-flight counts (see account() in
+     * socket.bpf.c for the other half of the protocol). */
+    __atomic_store_n(&sp->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    int64_t t0 = mono_ns();
+    for (;;) {
+        if (percpu_sum(infd, old, sp->ncpus, &busy)) {
+            snprintf(err, errlen, "reading in-flight counts: %s", strerror(errno));
+            return -1;
+        }
+        if (busy == 0)
+            break;
+        if (mono_ns() - t0 > WAIT_LIMIT_NS) {
+            snprintf(err, errlen, "generation %u still has %llu writers after 2 s", old,
+                     (unsigned long long)busy);
+            return -1;
+        }
+        sched_yield();
+    }
+
+    /* Nothing writes `old` now: read and delete it whole, batch by batch. */
+    __u32 token = 0;
+    bool first = true;
+    for (;;) {
+        __u32 count = DRAIN_BATCH;
+        LIBBPF_OPTS(bpf_map_batch_opts, bo);
+        int rc = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &token, &token, sp->keys,
+                                                 sp->vals, &count, &bo);
+        int e = rc ? errno : 0;
+        first = false;
+        for (__u32 i = 0; i < count; i++)
+            add_record(out, &sp->keys[i], &sp->vals[(size_t)i * (size_t)sp->ncpus], sp->ncpus,
+                       &oom);
+        if (rc && e == ENOENT)
+            break;
+        if (rc) {
+            snprintf(err, errlen, "draining flows%u: %s", old, strerror(e));
+            return -1;
+        }
+    }
+    if (oom) {
+        snprintf(err, errlen, "out of memory while draining");
+        return -1;
+    }
+
+    uint64_t full = 0, race = 0;
+    int dfd = bpf_map__fd(sp->skel->maps.drops);
+    if (percpu_sum(dfd, WL_DROP_MAP_FULL, sp->ncpus, &full) ||
+        percpu_sum(dfd, WL_DROP_RACE, sp->ncpus, &race)) {
+        snprintf(err, errlen, "reading drop counts: %s", strerror(errno));
+        return -1;
+    }
+    *dropped = full + race - sp->drops_seen;
+    sp->drops_seen = full + race;
+    return 0;
+}
+
+size_t sockprobe_prog_ids(const struct sockprobe *sp, uint32_t *ids, size_t max)
+{
+    struct bpf_program *p;
+    size_t n = 0;
+    bpf_object__for_each_program(p, sp->skel->obj)
+    {
+        int fd = bpf_program__fd(p);
+        struct bpf_prog_info info;
+        __u32 len = sizeof(info);
+        if (fd < 0 || n >= max)
+            continue;
+        memset(&info, 0, sizeof(info));
+        if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
+            ids[n++] = info.id;
+    }
+    return n;
+}

@@ -1,0 +1,17 @@
+# Writes OUT: a C array of {name, text} for every SQL_DIR/NNN_*.sql, in order, so that
+# `wanledger migrate` needs no files at run time.
+file(GLOB files ${SQL_DIR}/[0-9][0-9][0-9]_*.sql)
+list(SORT files)
+set(body "/* generated from sql/NNN_name.sql by cmake/embed_sql.cmake: do not edit */\n#include \"db.h\"\n")
+set(table "const struct db_migration db_migrations[] = {\n")
+set(i 0)
+foreach(f ${files})
+  get_filename_component(name ${f} NAME)
+  file(READ ${f} hex HEX)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
+  string(APPEND body "static const char sql_${i}[] = {${hex} 0x00};\n")
+  string(APPEND table "    {\"${name}\", sql_${i}},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND table "};\nconst unsigned db_n_migrations = ${i};\n")
+file(WRITE ${OUT} "${body}${table}")

@@ -1,0 +1,588 @@
+/* `wanledger ship`: tails data-transfer service logs (one JSON object per line) and posts them in
+ * batches to the reconciler's /v1/transfers with the first `service` token.
+ *
+ *   wanledger [--config F] ship [--once] [--state FILE] [--batch N] [--interval-ms MS] LOG...
+ *
+ * Each log's position (device, inode, byte offset) is kept in a state file, written atomically
+ * after every batch the reconciler accepted (2xx = committed), so a restart resends nothing and
+ * loses nothing. Only complete lines are shipped: a line still being written waits for its
+ * newline. A rotated log (the path now names another file) is read to its end before the new
+ * file is opened from its start; a truncated log is read again from its start. A line the
+ * reconciler rejects (4xx) is isolated by resending the batch line by line and then skipped with
+ * an error naming the file and byte offset; connection failures and 5xx are retried, never
+ * skipped. Resending is harmless anyway: the reconciler is idempotent on (service, id). */
+#include "ship.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "httpc.h"
+#include "log.h"
+
+#define SHIP_DEFAULT_BATCH     1000
+#define SHIP_MAX_BATCH_BYTES   (1024 * 1024)
+#define SHIP_MAX_LINE          (256 * 1024)
+#define SHIP_POST_TIMEOUT_MS   10000
+#define SHIP_BACKOFF_MAX_MS    30000
+#define SHIP_DEFAULT_INTERVAL  500
+
+struct ship_log {
+    const char *path;
+    int fd;        /* -1 while the file does not exist */
+    dev_t dev;
+    ino_t ino;
+    uint64_t offset;  /* first byte not yet shipped (always at a line start) */
+    char *buf;        /* bytes read after offset, not yet shipped */
+    size_t len, cap;
+    bool at_eof;      /* the last read found no more bytes */
+    bool skipping;    /* inside an over-long line: drop bytes up to its newline */
+};
+
+struct ship {
+    const struct cfg *cfg;
+    char *url;
+    const char *token;
+    const char *state_path;
+    size_t batch_lines;
+    struct ship_log *logs;
+    size_t n_logs;
+    uint64_t shipped_lines, skipped_lines, posts;
+};
+
+static volatile sig_atomic_t ship_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    ship_stop = 1;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (!ship_stop && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* ---- state file: {"version":1,"logs":[{"path","dev","ino","offset"}]} ---- */
+
+static int state_load(struct ship *s)
+{
+    FILE *f = fopen(s->state_path, "r");
+    if (!f) {
+        if (errno == ENOENT)
+            return 0;
+        log_error(s->state_path, "cannot read state file: %s", strerror(errno));
+        return -1;
+    }
+    char *text = NULL;
+    size_t cap = 0, len = 0;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (len + n + 1 > cap) {
+            cap = (len + n + 1) * 2;
+            char *t = realloc(text, cap);
+            if (!t) {
+                free(text);
+                fclose(f);
+                return -1;
+            }
+            text = t;
+        }
+        memcpy(text + len, chunk, n);
+        len += n;
+    }
+    fclose(f);
+    if (!text)
+        return 0; /* empty file: nothing shipped yet */
+    text[len] = '\0';
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    const cJSON *logs = cJSON_GetObjectItemCaseSensitive(root, "logs");
+    if (!cJSON_IsArray(logs)) {
+        log_error(s->state_path, "state file is not {\"version\":1,\"logs\":[...]}: remove it to "
+                                 "ship every log from its start");
+        cJSON_Delete(root);
+        return -1;
+    }
+    const cJSON *e;
+    cJSON_ArrayForEach(e, logs)
+    {
+        const cJSON *path = cJSON_GetObjectItemCaseSensitive(e, "path");
+        const cJSON *dev = cJSON_GetObjectItemCaseSensitive(e, "dev");
+        const cJSON *ino = cJSON_GetObjectItemCaseSensitive(e, "ino");
+        const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "offset");
+        if (!cJSON_IsString(path) || !cJSON_IsNumber(dev) || !cJSON_IsNumber(ino) ||
+            !cJSON_IsNumber(off) || off->valuedouble < 0)
+            continue;
+        for (size_t i = 0; i < s->n_logs; i++) {
+            if (strcmp(s->logs[i].path, path->valuestring) != 0)
+                continue;
+            s->logs[i].dev = (dev_t)dev->valuedouble;
+            s->logs[i].ino = (ino_t)ino->valuedouble;
+            s->logs[i].offset = (uint64_t)off->valuedouble;
+        }
+    }
+    cJSON_Delete(root);
+    return 0;
+}
+
+/* Writes the whole state to a temporary file, fsyncs and renames it over the old one, so the
+ * state file is always either the old or the new state. */
+static int state_save(struct ship *s)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON *logs = cJSON_AddArrayToObject(root, "logs");
+    for (size_t i = 0; i < s->n_logs; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "path", s->logs[i].path);
+        cJSON_AddNumberToObject(e, "dev", (double)s->logs[i].dev);
+        cJSON_AddNumberToObject(e, "ino", (double)s->logs[i].ino);
+        cJSON_AddNumberToObject(e, "offset", (double)s->logs[i].offset);
+        cJSON_AddItemToArray(logs, e);
+    }
+    char *text = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!text)
+        return -1;
+    size_t tl = strlen(s->state_path) + 8;
+    char *tmp = malloc(tl);
+    int rc = -1, fd = -1;
+    if (!tmp)
+        goto cleanup;
+    snprintf(tmp, tl, "%s.tmp", s->state_path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        goto cleanup;
+    size_t len = strlen(text);
+    if (write(fd, text, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || fsync(fd) < 0)
+        goto cleanup;
+    if (close(fd) < 0) {
+        fd = -1;
+        goto cleanup;
+    }
+    fd = -1;
+    if (rename(tmp, s->state_path) < 0)
+        goto cleanup;
+    rc = 0;
+cleanup:
+    if (rc < 0)
+        log_error(s->state_path, "cannot write state file: %s", strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    free(tmp);
+    free(text);
+    return rc;
+}
+
+/* ---- reading logs ---- */
+
+static void log_close(struct ship_log *l)
+{
+    if (l->fd >= 0)
+        close(l->fd);
+    l->fd = -1;
+    l->len = 0;
+    l->at_eof = false;
+}
+
+/* Opens the log when it is closed; drops a saved offset that belongs to another file. */
+static void log_open(struct ship_log *l)
+{
+    if (l->fd >= 0)
+        return;
+    int fd = open(l->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return; /* not there yet: tried again next round */
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        close(fd);
+        return;
+    }
+    if (st.st_dev != l->dev || st.st_ino != l->ino) {
+        if (l->offset)
+            log_info(l->path, "a new file: shipping it from its start");
+        l->offset = 0;
+    } else if ((uint64_t)st.st_size < l->offset) {
+        log_warn(l->path, "truncated to %lld bytes (shipped up to %llu): shipping it again from "
+                          "its start", (long long)st.st_size, (unsigned long long)l->offset);
+        l->offset = 0;
+    }
+    l->dev = st.st_dev;
+    l->ino = st.st_ino;
+    l->fd = fd;
+    l->len = 0;
+    l->at_eof = false;
+}
+
+/* Reads what follows offset + len into buf (up to the buffer's bound). */
+static int log_fill(struct ship_log *l)
+{
+    if (l->fd < 0)
+        return 0;
+    size_t want = SHIP_MAX_BATCH_BYTES + SHIP_MAX_LINE;
+    if (l->cap < want) {
+        char *b = realloc(l->buf, want);
+        if (!b)
+            return -1;
+        l->buf = b;
+        l->cap = want;
+    }
+    l->at_eof = false;
+    while (l->len < l->cap) {
+        ssize_t r = pread(l->fd, l->buf + l->len, l->cap - l->len, (off_t)(l->offset + l->len));
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            log_error(l->path, "read: %s", strerror(errno));
+            return -1;
+        }
+        if (r == 0) {
+            l->at_eof = true;
+            break;
+        }
+        l->len += (size_t)r;
+    }
+    return 0;
+}
+
+/* Where the file at path now is another file (rotation) and ours is read to its end: switch. */
+static void log_check_rotation(struct ship_log *l)
+{
+    if (l->fd < 0 || !l->at_eof || l->len > 0)
+        return;
+    struct stat st, cur;
+    if (stat(l->path, &st) < 0 || fstat(l->fd, &cur) < 0)
+        return;
+    if (st.st_dev != cur.st_dev || st.st_ino != cur.st_ino) {
+        log_info(l->path, "rotated: old file shipped to its end (%llu bytes), opening the new one",
+                 (unsigned long long)l->offset);
+        log_close(l);
+        l->offset = 0;
+        l->dev = 0;
+        l->ino = 0;
+        log_open(l);
+    } else if ((uint64_t)st.st_size < l->offset) {
+        log_close(l);
+        log_open(l);
+    }
+}
+
+/* ---- posting ---- */
+
+/* 0 accepted, 1 rejected as bad data (4xx other than auth), -1 retry later. */
+static int post(struct ship *s, const char *body, size_t len, const char *ctx)
+{
+    struct httpc_response resp = {0};
+    char err[256] = "";
+    s->posts++;
+    if (httpc_post(s->url, s->token, body, len, SHIP_POST_TIMEOUT_MS, &resp, err, sizeof err) <
+        0) {
+        log_warn(ctx, "POST %s: %s (will retry)", s->url, err);
+        return -1;
+    }
+    int status = resp.status, rc;
+    if (status >= 200 && status < 300) {
+        rc = 0;
+    } else if (status == 401 || status == 403 || status == 404 || status == 429 ||
+               status == 408 || status >= 500 || status < 200) {
+        /* Our credentials, the URL, the size or the server: not the data's fault. */
+        log_warn(ctx, "POST %s: HTTP %d %s (will retry)", s->url, status,
+                 resp.body ? resp.body : "");
+        rc = -1;
+    } else {
+        log_debug(ctx, "POST %s: HTTP %d %s", s->url, status, resp.body ? resp.body : "");
+        rc = 1;
+    }
+    httpc_response_free(&resp);
+    return rc;
+}
+
+/* A line worth sending: not blank. Lines that are not a JSON object are skipped here with an
+ * error (the reconciler would refuse the whole batch for them). */
+static bool line_ok(struct ship_log *l, const char *line, size_t len, uint64_t off)
+{
+    size_t i = 0;
+    while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+        i++;
+    if (i == len)
+        return false;
+    cJSON *j = cJSON_ParseWithLength(line, len);
+    bool obj = cJSON_IsObject(j);
+    cJSON_Delete(j);
+    if (!obj)
+        log_error(l->path, "byte %llu: not a JSON object, skipped: %.*s",
+                  (unsigned long long)off, (int)(len > 80 ? 80 : len), line);
+    return obj;
+}
+
+/* Ships one batch of complete lines from the start of l->buf. Returns the number of bytes
+ * consumed (shipped or skipped), 0 when nothing complete is there, -1 to retry later. */
+static long ship_batch(struct ship *s, struct ship_log *l)
+{
+    size_t end = 0, n_lines = 0;
+    if (l->skipping) {
+        char *nl = memchr(l->buf, '\n', l->len);
+        if (nl)
+            l->skipping = false;
+        return nl ? (long)(nl - l->buf) + 1 : (long)l->len;
+    }
+    /* Collect up to batch_lines complete lines within the body bound. */
+    while (n_lines < s->batch_lines) {
+        char *nl = memchr(l->buf + end, '\n', l->len - end);
+        if (!nl)
+            break;
+        size_t next = (size_t)(nl - l->buf) + 1;
+        if (next > SHIP_MAX_BATCH_BYTES && n_lines > 0)
+            break;
+        end = next;
+        n_lines++;
+    }
+    if (n_lines == 0) {
+        if (l->len == l->cap) {
+            /* A line longer than any record could be: skip it up to its newline. */
+            log_error(l->path, "byte %llu: line longer than %zu bytes, skipped",
+                      (unsigned long long)l->offset, l->cap);
+            s->skipped_lines++;
+            l->skipping = true;
+            return (long)l->len;
+        }
+        return 0;
+    }
+    /* Body: the good lines, in order. */
+    char *body = malloc(end + 1);
+    size_t blen = 0, n_good = 0;
+    if (!body)
+        return -1;
+    for (size_t p = 0; p < end;) {
+        char *nl = memchr(l->buf + p, '\n', end - p);
+        size_t ll = (size_t)(nl - (l->buf + p));
+        if (line_ok(l, l->buf + p, ll, l->offset + p)) {
+            memcpy(body + blen, l->buf + p, ll + 1);
+            blen += ll + 1;
+            n_good++;
+        } else {
+            s->skipped_lines++;
+        }
+        p += ll + 1;
+    }
+    long rc = (long)end;
+    if (n_good > 0) {
+        int r = post(s, body, blen, l->path);
+        if (r < 0) {
+            rc = -1;
+        } else if (r == 0) {
+            s->shipped_lines += n_good;
+        } else {
+            /* Rejected whole: send line by line to keep the good ones. */
+            for (size_t p = 0; p < blen;) {
+                char *nl = memchr(body + p, '\n', blen - p);
+                size_t ll = (size_t)(nl - (body + p)) + 1;
+                int r1 = post(s, body + p, ll, l->path);
+                if (r1 < 0) {
+                    /* Nothing is lost: the batch is resent whole later (idempotent). */
+                    rc = -1;
+                    break;
+                }
+                if (r1 == 0) {
+                    s->shipped_lines++;
+                } else {
+                    s->skipped_lines++;
+                    log_error(l->path, "the reconciler refused a record, skipped: %.*s",
+                              (int)(ll - 1 > 200 ? 200 : ll - 1), body + p);
+                }
+                p += ll;
+            }
+        }
+    }
+    free(body);
+    return rc;
+}
+
+/* Ships what every log has. Returns 1 if something was shipped, 0 if idle, -1 on a failed post
+ * (the caller backs off). */
+static int ship_round(struct ship *s)
+{
+    int result = 0;
+    for (size_t i = 0; i < s->n_logs && !ship_stop; i++) {
+        struct ship_log *l = &s->logs[i];
+        log_open(l);
+        log_check_rotation(l);
+        if (l->fd < 0)
+            continue;
+        for (;;) {
+            if (log_fill(l) < 0)
+                return -1;
+            long used = ship_batch(s, l);
+            if (used < 0)
+                return -1;
+            if (used == 0)
+                break;
+            l->offset += (uint64_t)used;
+            memmove(l->buf, l->buf + used, l->len - (size_t)used);
+            l->len -= (size_t)used;
+            if (state_save(s) < 0)
+                return -1;
+            result = 1;
+        }
+        l->len = 0; /* re-read from offset next round: the file may have grown */
+    }
+    return result;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: wanledger [--config FILE] ship [--once] [--state FILE] [--batch N]\n"
+               "                 [--interval-ms MS] LOG...\n"
+               "Tails data-transfer service logs (one JSON transfer record per line) and posts\n"
+               "them to reconciler_url/v1/transfers with the first `service` token.\n"
+               "  --once          ship what the logs hold now, then exit (1 if a post failed)\n"
+               "  --state FILE    where the shipped offsets are kept (default: LOG.ship-state of\n"
+               "                  the first LOG)\n"
+               "  --batch N       records per POST (default %d)\n"
+               "  --interval-ms   how often the logs are checked for new lines (default %d)\n",
+            SHIP_DEFAULT_BATCH, SHIP_DEFAULT_INTERVAL);
+}
+
+int ship_cmd(const struct cfg *cfg, int argc, char **argv)
+{
+    bool once = false;
+    const char *state = NULL;
+    long batch = SHIP_DEFAULT_BATCH, interval = SHIP_DEFAULT_INTERVAL;
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        const char *a = argv[i];
+        char *end = NULL;
+        if (!strcmp(a, "--once")) {
+            once = true;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--state") && i + 1 < argc) {
+            state = argv[++i];
+        } else if (!strcmp(a, "--batch") && i + 1 < argc) {
+            batch = strtol(argv[++i], &end, 10);
+            if (*end || batch < 1 || batch > 100000) {
+                fprintf(stderr, "wanledger ship: --batch: expected 1..100000, got '%s'\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(a, "--interval-ms") && i + 1 < argc) {
+            interval = strtol(argv[++i], &end, 10);
+            if (*end || interval < 10 || interval > 3600000) {
+                fprintf(stderr, "wanledger ship: --interval-ms: expected 10..3600000, got '%s'\n",
+                        argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(a, "--")) {
+            i++;
+            break;
+        } else {
+            fprintf(stderr, "wanledger ship: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (i >= argc) {
+        fprintf(stderr, "wanledger ship: no log file given\n");
+        usage(stderr);
+        return 2;
+    }
+    if (!cfg->reconciler_url) {
+        fprintf(stderr, "wanledger ship: %s: $.reconciler_url: expected an http:// URL (or "
+                        "$.listen)\n", cfg->path ? cfg->path : "config");
+        return 2;
+    }
+    if (cfg->tokens.n_service == 0) {
+        fprintf(stderr, "wanledger ship: %s: $.tokens_file: expected a \"service\" token to post "
+                        "transfers with\n", cfg->path ? cfg->path : "config");
+        return 2;
+    }
+
+    struct ship s = {.cfg = cfg, .token = cfg->tokens.service[0], .batch_lines = (size_t)batch};
+    size_t ul = strlen(cfg->reconciler_url) + sizeof "/v1/transfers";
+    s.url = malloc(ul);
+    s.n_logs = (size_t)(argc - i);
+    s.logs = calloc(s.n_logs, sizeof *s.logs);
+    char *state_buf = NULL;
+    int rc = 1;
+    if (!s.url || !s.logs)
+        goto cleanup;
+    snprintf(s.url, ul, "%s", cfg->reconciler_url);
+    size_t k = strlen(s.url);
+    while (k > 0 && s.url[k - 1] == '/')
+        s.url[--k] = '\0';
+    strcat(s.url, "/v1/transfers");
+    for (size_t j = 0; j < s.n_logs; j++) {
+        s.logs[j].path = argv[i + (int)j];
+        s.logs[j].fd = -1;
+    }
+    if (!state) {
+        size_t sl = strlen(s.logs[0].path) + sizeof ".ship-state";
+        state_buf = malloc(sl);
+        if (!state_buf)
+            goto cleanup;
+        snprintf(state_buf, sl, "%s.ship-state", s.logs[0].path);
+        state = state_buf;
+    }
+    s.state_path = state;
+    if (state_load(&s) < 0) {
+        rc = 2;
+        goto cleanup;
+    }
+
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    log_info(NULL, "shipping %zu log(s) to %s, state in %s", s.n_logs, s.url, s.state_path);
+    int backoff = interval;
+    for (;;) {
+        int r = ship_round(&s);
+        if (once) {
+            rc = r < 0 ? 1 : 0;
+            break;
+        }
+        if (ship_stop) {
+            rc = 0;
+            break;
+        }
+        if (r < 0) {
+            sleep_ms(backoff);
+            backoff = backoff * 2 > SHIP_BACKOFF_MAX_MS ? SHIP_BACKOFF_MAX_MS : backoff * 2;
+        } else {
+            backoff = (int)interval;
+            if (r == 0)
+                sleep_ms((int)interval);
+        }
+        if (ship_stop) {
+            rc = 0;
+            break;
+        }
+    }
+    log_info(NULL, "shipped %llu records in %llu posts, skipped %llu",
+             (unsigned long long)s.shipped_lines, (unsigned long long)s.posts,
+             (unsigned long long)s.skipped_lines);
+cleanup:
+    for (size_t j = 0; s.logs && j < s.n_logs; j++) {
+        log_close(&s.logs[j]);
+        free(s.logs[j].buf);
+    }
+    free(s.logs);
+    free(s.url);
+    free(state_buf);
+    return rc;
+}

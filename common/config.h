@@ -1,0 +1,194 @@
+/* The server-side configuration (DESIGN.md "Configuration"): parsed with cJSON, every field
+ * checked; errors name the file, the JSON path and what was expected. */
+#ifndef WL_CONFIG_H
+#define WL_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sitemap.h"
+
+struct cfg_prefix {
+    int family;       /* AF_INET or AF_INET6 */
+    uint8_t addr[16]; /* network address, host bits zero; IPv4 in the first 4 bytes */
+    int len;          /* prefix length */
+};
+
+struct cfg_site {
+    char *name;
+    size_t n_prefixes;
+    struct cfg_prefix *prefixes;
+};
+
+struct cfg_snmp {
+    char *address;        /* net-snmp peer string, "udp:127.0.0.1:16101" */
+    int version;          /* 1, 2 (for "2c") or 3 */
+    char *community;      /* v1/v2c, read from community_file or $WANLEDGER_SNMP_COMMUNITY */
+    char *community_file;
+    /* v3 USM; passwords read from *_file */
+    char *user;
+    char *auth_protocol;  /* "SHA", "SHA-256", "SHA-512", "MD5" */
+    char *auth_password;
+    char *auth_password_file;
+    char *priv_protocol;  /* "AES", "AES-256", "DES" */
+    char *priv_password;
+    char *priv_password_file;
+    char *security_level; /* "authPriv" (default for v3), "authNoPriv", "noAuthNoPriv" */
+    int interval_seconds; /* default 30 */
+    int timeout_ms;       /* default 2000 */
+    int retries;          /* default 1 */
+};
+
+struct cfg_device {
+    char *name;
+    char *site;
+    int site_idx;
+    bool has_snmp;
+    struct cfg_snmp snmp;
+    bool has_gnmi;
+    char *gnmi_source; /* gnmic's "source" tag for this device; default: name */
+};
+
+struct cfg_link {
+    char *device;
+    int device_idx;
+    char *interface;
+    char *site;
+    int site_idx;
+    char *peer_site;
+    int peer_site_idx;
+    char *circuit;
+    uint64_t capacity_bps; /* 0 = unknown */
+};
+
+struct cfg_route {
+    char *src, *dst;
+    int src_idx, dst_idx;
+    size_t n_via;
+    char **via;
+    int *via_idx;
+};
+
+struct cfg_service {
+    char *name;
+    size_t n_ports;
+    uint16_t *ports;
+    size_t n_users;
+    char **users;
+};
+
+struct cfg_tokens {
+    size_t n_agent, n_poller, n_service, n_reader;
+    char **agent, **poller, **service, **reader;
+};
+
+struct cfg {
+    char *path; /* the file it was read from */
+
+    int window_seconds;     /* default 60 */
+    int grace_seconds;      /* default 90 */
+    int tick_seconds;       /* default 5 */
+    int max_future_seconds; /* default 120 */
+
+    char *database; /* libpq conninfo; password via database_password_file or PGPASSWORD */
+    char *database_password_file;
+    char *listen;   /* "127.0.0.1:7070" */
+    char *tokens_file;
+    struct cfg_tokens tokens;
+    char *reconciler_url; /* default "http://" + listen */
+    char *public_url;     /* base for generatorURL in alerts; default reconciler_url */
+    bool open_on_loopback; /* pages readable without a reader token from 127.0.0.1/::1 */
+
+    size_t n_sites;
+    struct cfg_site *sites;
+    size_t n_devices;
+    struct cfg_device *devices;
+    size_t n_links;
+    struct cfg_link *links;
+    size_t n_routes;
+    struct cfg_route *routes;
+
+    /* dedup */
+    size_t n_nfs_ports;
+    uint16_t *nfs_ports; /* default {2049} */
+    size_t n_services;
+    struct cfg_service *services;
+
+    /* overhead */
+    double bytes_per_packet;      /* default 66 */
+    double ratio_without_packets; /* default 0.95 */
+
+    /* thresholds */
+    double green;           /* default 0.95 */
+    double red;             /* default 0.80 */
+    uint64_t min_gap_bytes; /* default 100000000 */
+    double over;            /* default 1.05 */
+    int alert_windows;      /* default 3 */
+    int resolve_windows;    /* default 3 */
+    double saturation;      /* default 0.90 */
+
+    /* alerts */
+    size_t n_webhooks;
+    char **webhooks;
+    int resend_seconds; /* default 300 */
+
+    /* limits */
+    uint64_t max_body_bytes; /* default 64 MiB */
+    uint64_t max_flow_bps;   /* default 400e9: a flow may not claim more than this x window */
+
+    /* poller */
+    char *spool_dir;       /* default "/var/lib/wanledger/spool" */
+    uint64_t spool_max_bytes; /* default 256 MiB */
+    char *gnmi_tcp_listen; /* "127.0.0.1:57400" or NULL */
+    char *gnmi_udp_listen;
+
+    /* derived */
+    struct sitemap *sitemap; /* every site prefix -> site index */
+};
+
+/* One error: "FILE: $.links[2].peer_site: expected a site name, got \"xyz\"". */
+struct cfg_error {
+    char *jpath;
+    char *msg;
+};
+
+struct cfg_errors {
+    size_t n;
+    struct cfg_error *items;
+};
+
+/* Reads and validates path. On success returns a config (free with cfg_free) and errs->n == 0.
+ * On failure returns NULL and fills errs with every problem found (free with cfg_errors_free). */
+struct cfg *cfg_load(const char *path, struct cfg_errors *errs) __attribute__((warn_unused_result));
+/* Same, from a JSON string; path is only used in messages and for relative secret files. */
+struct cfg *cfg_parse(const char *path, const char *json, struct cfg_errors *errs)
+    __attribute__((warn_unused_result));
+void cfg_free(struct cfg *cfg);
+void cfg_errors_free(struct cfg_errors *errs);
+/* Prints every error as "FILE: PATH: MSG" lines to f. */
+void cfg_errors_print(const struct cfg *unused, const char *file, const struct cfg_errors *errs,
+                      void *f /* FILE* */);
+
+/* Look-ups by name: index or -1. */
+int cfg_site_index(const struct cfg *cfg, const char *name);
+int cfg_device_index(const struct cfg *cfg, const char *name);
+/* Site of a textual address ("10.1.2.3", "fd00:1::5"): index or -1 (unmapped or unparsable). */
+int cfg_site_of_addr(const struct cfg *cfg, const char *addr);
+/* 1 if port is an NFS port or a service's port. */
+int cfg_is_dedup_port(const struct cfg *cfg, uint16_t port);
+/* Index of the service owning this port or this user name, else -1. */
+int cfg_service_of_port(const struct cfg *cfg, uint16_t port);
+int cfg_service_of_user(const struct cfg *cfg, const char *user);
+/* Path of site indexes from src to dst (src and dst included) via routes, or the direct pair
+ * when a link joins them. Returns the number of sites written to out (<= max), 0 if no path. */
+size_t cfg_path(const struct cfg *cfg, int src, int dst, int *out, size_t max);
+
+/* Prints the one-screen summary of `wanledger check-config`. */
+void cfg_print_summary(const struct cfg *cfg, void *f /* FILE* */);
+
+/* Reads a whole small file (a secret) and strips one trailing newline. NULL on error, with
+ * errno set. */
+char *cfg_read_secret(const char *path);
+
+#endif

@@ -1,0 +1,238 @@
+/* Database helpers: connect, migrate (embedded sql/NNN_*.sql), daily partitions of the raw tables,
+ * prune, and the sites/links tables from the configuration. */
+#include "db.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "timeutil.h"
+
+int db_exec(PGconn *db, const char *sql, char *err, size_t errlen)
+{
+    PGresult *r = PQexec(db, sql);
+    ExecStatusType st = PQresultStatus(r);
+    int rc = 0;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        snprintf(err, errlen, "%s", PQresultErrorMessage(r));
+        size_t n = strlen(err);
+        while (n && err[n - 1] == '\n')
+            err[--n] = '\0';
+        rc = -1;
+    }
+    PQclear(r);
+    return rc;
+}
+
+PGconn *db_connect_str(const char *conninfo, char *err, size_t errlen)
+{
+    PGconn *db = PQconnectdb(conninfo);
+    if (PQstatus(db) != CONNECTION_OK) {
+        snprintf(err, errlen, "cannot connect to PostgreSQL (%s): %s", conninfo,
+                 PQerrorMessage(db));
+        size_t n = strlen(err);
+        while (n && err[n - 1] == '\n')
+            err[--n] = '\0';
+        PQfinish(db);
+        return NULL;
+    }
+    PGresult *r = PQexec(db, "SET TIME ZONE 'UTC'; SET client_min_messages = warning");
+    PQclear(r);
+    return db;
+}
+
+PGconn *db_connect(const struct cfg *cfg, char *err, size_t errlen)
+{
+    if (!cfg->database_password_file)
+        return db_connect_str(cfg->database, err, errlen);
+    char *pw = cfg_read_secret(cfg->database_password_file);
+    if (!pw) {
+        snprintf(err, errlen, "cannot read database password file %s",
+                 cfg->database_password_file);
+        return NULL;
+    }
+    /* conninfo strings take single-quoted values with \\ and \' escaped */
+    size_t n = strlen(cfg->database) + 2 * strlen(pw) + 32;
+    char *ci = malloc(n);
+    size_t o = (size_t)snprintf(ci, n, "%s password='", cfg->database);
+    for (const char *p = pw; *p; p++) {
+        if (*p == '\\' || *p == '\'')
+            ci[o++] = '\\';
+        ci[o++] = *p;
+    }
+    ci[o++] = '\'';
+    ci[o] = '\0';
+    PGconn *db = db_connect_str(ci, err, errlen);
+    if (!db) /* do not leak the password into logs */
+        snprintf(err, errlen, "cannot connect to PostgreSQL (%s, password from %s)",
+                 cfg->database, cfg->database_password_file);
+    memset(pw, 0, strlen(pw));
+    free(pw);
+    free(ci);
+    return db;
+}
+
+int db_migrate(PGconn *db, int *applied, char *err, size_t errlen)
+{
+    *applied = 0;
+    /* a session-level advisory lock serialises concurrent migrate runs */
+    if (db_exec(db, "SELECT pg_advisory_lock(hashtext('wanledger.migrate'))", err, errlen) != 0)
+        return -1;
+    int rc = -1;
+    if (db_exec(db,
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version int PRIMARY KEY, "
+                "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
+                err, errlen) != 0)
+        goto cleanup;
+    for (unsigned i = 0; i < db_n_migrations; i++) {
+        const struct db_migration *m = &db_migrations[i];
+        int version = atoi(m->name);
+        char vs[16];
+        snprintf(vs, sizeof(vs), "%d", version);
+        const char *params[2] = {vs, m->name};
+        PGresult *r = PQexecParams(db, "SELECT 1 FROM schema_migrations WHERE version = $1", 1,
+                                   NULL, params, NULL, NULL, 0);
+        int done = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0;
+        int bad = PQresultStatus(r) != PGRES_TUPLES_OK;
+        if (bad)
+            snprintf(err, errlen, "%s", PQresultErrorMessage(r));
+        PQclear(r);
+        if (bad)
+            goto cleanup;
+        if (done)
+            continue;
+        if (db_exec(db, "BEGIN", err, errlen) != 0)
+            goto cleanup;
+        char e2[1024];
+        if (db_exec(db, m->sql, e2, sizeof(e2)) != 0) {
+            snprintf(err, errlen, "migration %s failed: %s", m->name, e2);
+            db_exec(db, "ROLLBACK", e2, sizeof(e2));
+            goto cleanup;
+        }
+        r = PQexecParams(db, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", 2,
+                         NULL, params, NULL, NULL, 0);
+        bad = PQresultStatus(r) != PGRES_COMMAND_OK;
+        if (bad)
+            snprintf(err, errlen, "recording migration %s: %s", m->name, PQresultErrorMessage(r));
+        PQclear(r);
+        if (bad) {
+            db_exec(db, "ROLLBACK", e2, sizeof(e2));
+            goto cleanup;
+        }
+        if (db_exec(db, "COMMIT", err, errlen) != 0)
+            goto cleanup;
+        (*applied)++;
+    }
+    rc = 0;
+cleanup:;
+    char e3[256];
+    db_exec(db, "SELECT pg_advisory_unlock(hashtext('wanledger.migrate'))", e3, sizeof(e3));
+    return rc;
+}
+
+/* Days already ensured by this process (per connection is good enough: partitions persist). */
+static int64_t g_made_from = INT64_MAX, g_made_to = INT64_MIN;
+
+int db_ensure_partitions(PGconn *db, int64_t from_us, int64_t to_us, char *err, size_t errlen)
+{
+    int64_t d0 = tm_window_start(from_us, 86400) / (86400 * TM_USEC_PER_SEC);
+    int64_t d1 = tm_window_start(to_us, 86400) / (86400 * TM_USEC_PER_SEC);
+    if (d0 >= g_made_from && d1 <= g_made_to)
+        return 0;
+    char a[TM_RFC3339_LEN], b[TM_RFC3339_LEN];
+    tm_format_rfc3339(d0 * 86400 * TM_USEC_PER_SEC, a);
+    tm_format_rfc3339(d1 * 86400 * TM_USEC_PER_SEC, b);
+    a[10] = b[10] = '\0';
+    const char *params[2] = {a, b};
+    PGresult *r = PQexecParams(db, "SELECT wl_ensure_partitions($1::date, $2::date)", 2, NULL,
+                               params, NULL, NULL, 0);
+    int rc = 0;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        snprintf(err, errlen, "creating partitions %s..%s: %s", a, b, PQresultErrorMessage(r));
+        rc = -1;
+    } else if (PQtransactionStatus(db) == PQTRANS_IDLE) {
+        /* only cache once committed: inside a caller's transaction a rollback would undo it;
+         * the cache is one contiguous range of days */
+        if (g_made_from > g_made_to || d1 + 1 < g_made_from || d0 > g_made_to + 1) {
+            g_made_from = d0;
+            g_made_to = d1;
+        } else {
+            g_made_from = d0 < g_made_from ? d0 : g_made_from;
+            g_made_to = d1 > g_made_to ? d1 : g_made_to;
+        }
+    }
+    PQclear(r);
+    return rc;
+}
+
+int db_prune(PGconn *db, int64_t cutoff_us, int *dropped, char *err, size_t errlen)
+{
+    char ts[TM_RFC3339_LEN];
+    tm_format_rfc3339(cutoff_us, ts);
+    const char *params[1] = {ts};
+    PGresult *r = PQexecParams(db, "SELECT wl_prune($1::timestamptz)", 1, NULL, params, NULL, NULL,
+                               0);
+    int rc = 0;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        snprintf(err, errlen, "prune: %s", PQresultErrorMessage(r));
+        rc = -1;
+    } else {
+        *dropped = atoi(PQgetvalue(r, 0, 0));
+        g_made_from = INT64_MAX; /* partitions may be gone now */
+        g_made_to = INT64_MIN;
+    }
+    PQclear(r);
+    return rc;
+}
+
+int db_sync_config(PGconn *db, const struct cfg *cfg, char *err, size_t errlen)
+{
+    if (db_exec(db, "BEGIN", err, errlen) != 0)
+        return -1;
+    if (db_exec(db, "DELETE FROM sites; DELETE FROM links", err, errlen) != 0)
+        goto fail;
+    for (size_t i = 0; i < cfg->n_sites; i++) {
+        const struct cfg_site *s = &cfg->sites[i];
+        char arr[8192];
+        size_t o = (size_t)snprintf(arr, sizeof(arr), "{");
+        for (size_t k = 0; k < s->n_prefixes && o < sizeof(arr) - 64; k++) {
+            char a[64];
+            const struct cfg_prefix *p = &s->prefixes[k];
+            inet_ntop(p->family, p->addr, a, sizeof(a));
+            o += (size_t)snprintf(arr + o, sizeof(arr) - o, "%s\"%s/%d\"", k ? "," : "", a,
+                                  p->len);
+        }
+        snprintf(arr + o, sizeof(arr) - o, "}");
+        const char *params[2] = {s->name, arr};
+        PGresult *r = PQexecParams(db, "INSERT INTO sites (name, prefixes) VALUES ($1, $2)", 2,
+                                   NULL, params, NULL, NULL, 0);
+        int bad = PQresultStatus(r) != PGRES_COMMAND_OK;
+        if (bad)
+            snprintf(err, errlen, "sites: %s", PQresultErrorMessage(r));
+        PQclear(r);
+        if (bad)
+            goto fail;
+    }
+    for (size_t i = 0; i < cfg->n_links; i++) {
+        const struct cfg_link *l = &cfg->links[i];
+        char cap[32];
+        snprintf(cap, sizeof(cap), "%llu", (unsigned long long)l->capacity_bps);
+        const char *params[6] = {l->device, l->interface, l->site, l->peer_site, l->circuit, cap};
+        PGresult *r = PQexecParams(db,
+                                   "INSERT INTO links (device, interface, site, peer_site, "
+                                   "circuit, capacity_bps) VALUES ($1,$2,$3,$4,$5,$6)",
+                                   6, NULL, params, NULL, NULL, 0);
+        int bad = PQresultStatus(r) != PGRES_COMMAND_OK;
+        if (bad)
+            snprintf(err, errlen, "links: %s", PQresultErrorMessage(r));
+        PQclear(r);
+        if (bad)
+            goto fail;
+    }
+    return db_exec(db, "COMMIT", err, errlen);
+fail:;
+    char e2[256];
+    db_exec(db, "ROLLBACK", e2, sizeof(e2));
+    return -1;
+}

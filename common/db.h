@@ -1,0 +1,39 @@
+/* Database helpers shared by the server-side subcommands: connect, migrate (embedded sql/NNN_*.sql,
+ * advisory-locked, each file in its own transaction), raw-table partitions, prune, and loading
+ * sites/links from the configuration. */
+#ifndef WL_DB_H
+#define WL_DB_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+struct db_migration {
+    const char *name; /* "001_schema.sql" */
+    const char *sql;
+};
+extern const struct db_migration db_migrations[];
+extern const unsigned db_n_migrations;
+
+/* Connects with cfg->database (password from cfg->database_password_file when set).
+ * NULL on failure with err filled. */
+PGconn *db_connect(const struct cfg *cfg, char *err, size_t errlen) __attribute__((warn_unused_result));
+PGconn *db_connect_str(const char *conninfo, char *err, size_t errlen) __attribute__((warn_unused_result));
+/* Applies pending migrations in order; *applied gets how many. Safe concurrently. 0 or -1. */
+int db_migrate(PGconn *db, int *applied, char *err, size_t errlen) __attribute__((warn_unused_result));
+/* Makes sure the daily partitions of the raw tables exist for [from_us, to_us]. Caches what it
+ * made in-process, so calling it per batch is cheap. 0 or -1. */
+int db_ensure_partitions(PGconn *db, int64_t from_us, int64_t to_us, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* Drops raw partitions ending at or before cutoff_us; *dropped gets the count. 0 or -1. */
+int db_prune(PGconn *db, int64_t cutoff_us, int *dropped, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* Replaces the sites and links tables with the configuration's. 0 or -1. */
+int db_sync_config(PGconn *db, const struct cfg *cfg, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* Runs a statement with no result rows; 0 or -1 with err = the server's message. */
+int db_exec(PGconn *db, const char *sql, char *err, size_t errlen);
+
+#endif

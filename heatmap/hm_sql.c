@@ -1,0 +1,56 @@
+/* libpq helpers for the heatmap readers (see hm_sql.h). */
+#include "hm_sql.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+PGresult *hm_sql_query(PGconn *db, const char *what, const char *sql, int n,
+                       const char *const *params, char *err, size_t errlen)
+{
+    PGresult *r = PQexecParams(db, sql, n, NULL, params, NULL, NULL, 0);
+    ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+        return r;
+    const char *msg = r ? PQresultErrorMessage(r) : PQerrorMessage(db);
+    snprintf(err, errlen, "%s: %s", what, msg && *msg ? msg : "query failed");
+    size_t l = strlen(err);
+    while (l && (err[l - 1] == '\n' || err[l - 1] == ' '))
+        err[--l] = 0;
+    PQclear(r);
+    return NULL;
+}
+
+int hm_sql_null(const PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col);
+}
+
+int64_t hm_sql_i64(const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return 0;
+    return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+double hm_sql_f64(const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return NAN;
+    return strtod(PQgetvalue(r, row, col), NULL);
+}
+
+const char *hm_sql_str(const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return "";
+    return PQgetvalue(r, row, col);
+}
+
+char *hm_sql_i64_text(int64_t v, char buf[24])
+{
+    snprintf(buf, 24, "%" PRId64, v);
+    return buf;
+}

@@ -1,0 +1,28 @@
+/* Small libpq helpers for the heatmap readers: text-parameter queries with the server's message
+ * in err, typed column reads, and the SQL spelling of wanledger's microsecond times. */
+#ifndef WL_HM_SQL_H
+#define WL_HM_SQL_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* $n (int64 microseconds as text) as a timestamptz. */
+#define HM_SQL_TS(n) "(timestamptz 'epoch' + $" #n "::bigint * interval '1 microsecond')"
+/* A timestamptz expression as int64 microseconds. */
+#define HM_SQL_US(e) "(extract(epoch from " e ") * 1000000)::bigint"
+
+/* Runs sql with n text params; returns a PGRES_TUPLES_OK or PGRES_COMMAND_OK result, or NULL
+ * with err = "what: server message". */
+PGresult *hm_sql_query(PGconn *db, const char *what, const char *sql, int n,
+                       const char *const *params, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* Column reads: NULL gives 0 / NAN / "" respectively. */
+int64_t hm_sql_i64(const PGresult *r, int row, int col);
+double hm_sql_f64(const PGresult *r, int row, int col);
+const char *hm_sql_str(const PGresult *r, int row, int col);
+int hm_sql_null(const PGresult *r, int row, int col);
+/* int64 as decimal text into buf (for params). */
+char *hm_sql_i64_text(int64_t v, char buf[24]);
+
+#endif

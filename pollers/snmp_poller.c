@@ -1,0 +1,876 @@
+/* SNMP poller: per device, resolve configured interface names to ifIndex (ifName, then ifDescr),
+ * then every interval GET only the needed IF-MIB columns for those indexes, several interfaces per
+ * PDU, a few PDUs in flight, each PDU carrying sysUpTime so every sample pairs its counters with
+ * the uptime and arrival time of the same response.
+ *
+ * Why libevent rather than net-snmp's select loop: the gNMI listener, the batch timer and signal
+ * handling already live on a libevent loop; each net-snmp session contributes one socket event and
+ * one timer (from snmp_sess_select_info2), which is all its retry logic needs. */
+#include "snmp_poller.h"
+
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <net-snmp/net-snmp-config.h>
+#include <net-snmp/net-snmp-includes.h>
+#include <net-snmp/library/large_fd_set.h>
+
+#include "log.h"
+#include "timeutil.h"
+
+/* Per-interface columns, in the order they are requested. */
+enum col {
+    C_NAME,
+    C_IN_OCT,
+    C_OUT_OCT,
+    C_SPEED,
+    C_OPER,
+    C_DISC,
+    C_IN_UC,
+    C_IN_MC,
+    C_IN_BC,
+    C_OUT_UC,
+    C_OUT_MC,
+    C_OUT_BC,
+    N_COLS
+};
+
+#define IFX(n)  {1, 3, 6, 1, 2, 1, 31, 1, 1, 1, n}
+#define IFT(n)  {1, 3, 6, 1, 2, 1, 2, 2, 1, n}
+#define COL_LEN 11 /* longest column OID; ifTable ones are 10 long */
+
+struct colspec {
+    oid base[COL_LEN];
+    size_t len;
+};
+
+/* 64-bit (ifXTable HC) columns; C_NAME is ifName or ifDescr as resolved. */
+static const struct colspec hc_cols[N_COLS] = {
+    [C_NAME] = {IFX(1), 11},    [C_IN_OCT] = {IFX(6), 11},  [C_OUT_OCT] = {IFX(10), 11},
+    [C_SPEED] = {IFX(15), 11},  [C_OPER] = {IFT(8), 10},    [C_DISC] = {IFX(19), 11},
+    [C_IN_UC] = {IFX(7), 11},   [C_IN_MC] = {IFX(8), 11},   [C_IN_BC] = {IFX(9), 11},
+    [C_OUT_UC] = {IFX(11), 11}, [C_OUT_MC] = {IFX(12), 11}, [C_OUT_BC] = {IFX(13), 11},
+};
+/* 32-bit fallback (ifTable): octets, ifSpeed in bit/s, no packet columns. */
+static const struct colspec c32_cols[C_DISC + 1] = {
+    [C_NAME] = {IFX(1), 11},   [C_IN_OCT] = {IFT(10), 10}, [C_OUT_OCT] = {IFT(16), 10},
+    [C_SPEED] = {IFT(5), 10},  [C_OPER] = {IFT(8), 10},    [C_DISC] = {IFX(19), 11},
+};
+static const struct colspec if_name_col = {IFX(1), 11};
+static const struct colspec if_descr_col = {IFT(2), 10};
+static const oid sys_uptime_oid[] = {1, 3, 6, 1, 2, 1, 1, 3, 0};
+
+struct snmp_if {
+    const char *name;     /* configured interface name */
+    long ifindex;         /* 0 = not resolved */
+    bool by_descr;        /* resolved through ifDescr */
+    bool warned_missing;
+    /* this poll */
+    uint64_t v[N_COLS];
+    uint32_t have; /* bit per column */
+    bool name_ok;
+};
+
+enum phase { PH_IDLE, PH_RESOLVE, PH_POLL };
+
+struct snmp_dev;
+struct req {
+    struct snmp_dev *d;
+    unsigned gen;
+    int reqid;       /* net-snmp request id: a reused slot ignores its old request's answer */
+    size_t from, to; /* active[] range of a GET */
+};
+
+struct snmp_dev {
+    struct snmp_poller *p;
+    const struct cfg_device *cd;
+    void *sess;
+    struct event *rd_ev, *to_ev, *tick_ev;
+    struct snmp_if *ifs;
+    size_t n_ifs;
+    size_t *active; /* indexes into ifs[] of resolved interfaces */
+    size_t n_active;
+    enum phase phase;
+    unsigned gen; /* bumped whenever a cycle is abandoned: late responses are ignored */
+    bool need_resolve;
+    bool hc; /* 64-bit columns available */
+    int max_vb;
+    int reresolves; /* within one cycle */
+    /* resolve walk */
+    bool walk_descr;
+    oid cursor[MAX_OID_LEN];
+    size_t cursor_len;
+    /* poll */
+    size_t next, inflight, done;
+    struct req *reqs; /* one per possible chunk */
+    size_t n_reqs;
+    struct req walk_req;
+    bool rebooted;
+    int64_t last_uptime_cs;
+    /* state for logging once per change */
+    int up; /* -1 unknown, 0 down, 1 up */
+    unsigned fails;
+    char last_err[256];
+    bool finished_once;
+};
+
+struct snmp_poller {
+    struct event_base *base;
+    const struct cfg *cfg;
+    struct poll_sink *sink;
+    struct snmp_poller_opts o;
+    struct snmp_dev *devs;
+    size_t n_devs;
+    size_t n_done, n_failed;
+};
+
+static void dev_tick(evutil_socket_t fd, short what, void *arg);
+static void start_resolve(struct snmp_dev *d);
+static void start_poll(struct snmp_dev *d);
+
+static int n_cols(const struct snmp_dev *d)
+{
+    return d->hc ? N_COLS : C_DISC + 1;
+}
+
+static const struct colspec *col_spec(const struct snmp_dev *d, int c, const struct snmp_if *i)
+{
+    if (c == C_NAME)
+        return i->by_descr ? &if_descr_col : &if_name_col;
+    return d->hc ? &hc_cols[c] : &c32_cols[c];
+}
+
+static const char *dname(const struct snmp_dev *d)
+{
+    return d->cd->name;
+}
+
+/* Re-arms the net-snmp retry timer from the session's earliest pending timeout. */
+static void arm_timeout(struct snmp_dev *d)
+{
+    int numfds = 0, block = 1;
+    struct timeval tv = {0, 0};
+    netsnmp_large_fd_set fds;
+    netsnmp_large_fd_set_init(&fds, FD_SETSIZE);
+    snmp_sess_select_info2(d->sess, &numfds, &fds, &tv, &block);
+    netsnmp_large_fd_set_cleanup(&fds);
+    if (!block)
+        evtimer_add(d->to_ev, &tv);
+    else
+        evtimer_del(d->to_ev);
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    struct snmp_dev *d = arg;
+    netsnmp_large_fd_set fds;
+    netsnmp_large_fd_set_init(&fds, fd + 1);
+    NETSNMP_LARGE_FD_SET(fd, &fds);
+    snmp_sess_read2(d->sess, &fds);
+    netsnmp_large_fd_set_cleanup(&fds);
+    arm_timeout(d);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct snmp_dev *d = arg;
+    snmp_sess_timeout(d->sess);
+    arm_timeout(d);
+}
+
+static void schedule(struct snmp_dev *d, int64_t delay_ms)
+{
+    struct timeval tv = {delay_ms / 1000, (delay_ms % 1000) * 1000};
+    evtimer_add(d->tick_ev, &tv);
+}
+
+static void cycle_end(struct snmp_dev *d, bool ok)
+{
+    struct snmp_poller *p = d->p;
+    d->phase = PH_IDLE;
+    d->gen++;
+    if (p->o.once) {
+        if (!d->finished_once) {
+            d->finished_once = true;
+            p->n_done++;
+            if (!ok)
+                p->n_failed++;
+            if (p->n_done == p->n_devs && p->o.done)
+                p->o.done(p->o.done_arg);
+        }
+        return;
+    }
+    int64_t ivl = (int64_t)d->cd->snmp.interval_seconds * 1000;
+    if (ivl <= 0)
+        ivl = 30000;
+    int64_t delay;
+    if (ok) {
+        /* +-5% jitter keeps devices from falling into step */
+        int64_t j = ivl / 20;
+        delay = ivl + (j ? (int64_t)(random() % (2 * j + 1)) - j : 0);
+    } else {
+        unsigned k = d->fails > 5 ? 5 : d->fails;
+        delay = ivl << (k ? k - 1 : 0);
+        int64_t cap = ivl > 300000 ? ivl : 300000;
+        if (delay > cap)
+            delay = cap;
+    }
+    schedule(d, delay);
+}
+
+/* The poll failed: log once per state change (or when the reason changes), back off. */
+static void cycle_fail(struct snmp_dev *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void cycle_fail(struct snmp_dev *d, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    d->fails++;
+    if (d->up != 0 || strcmp(msg, d->last_err) != 0)
+        log_error(dname(d), "SNMP device %s (%s) unreachable: %s%s", dname(d),
+                  d->cd->snmp.address, msg, d->p->o.once ? "" : "; backing off");
+    snprintf(d->last_err, sizeof(d->last_err), "%s", msg);
+    d->up = 0;
+    cycle_end(d, false);
+}
+
+static void cycle_ok(struct snmp_dev *d)
+{
+    if (d->up == 0)
+        log_info(dname(d), "SNMP device %s reachable again after %u failed poll(s)", dname(d),
+                 d->fails);
+    d->up = 1;
+    d->fails = 0;
+    d->last_err[0] = '\0';
+    cycle_end(d, true);
+}
+
+static void report_error(struct snmp_dev *d, netsnmp_pdu *resp)
+{
+    if (resp->command == SNMP_MSG_REPORT) {
+        cycle_fail(d, "agent reported: %s", snmp_api_errstring(snmpv3_get_report_type(resp)));
+        return;
+    }
+    char o[128] = "?";
+    netsnmp_variable_list *v = resp->variables;
+    for (long i = 1; v && i < resp->errindex; i++)
+        v = v->next_variable;
+    if (v)
+        snprint_objid(o, sizeof(o), v->name, v->name_length);
+    cycle_fail(d, "agent answered %s (at %s)", snmp_errstring(resp->errstat), o);
+}
+
+static bool send_pdu(struct snmp_dev *d, netsnmp_pdu *pdu, struct req *r, netsnmp_callback cb)
+{
+    int reqid = snmp_sess_async_send(d->sess, pdu, cb, r);
+    if (!reqid) {
+        int liberr = 0, snmperr = 0;
+        char *errstr = NULL;
+        snmp_sess_error(d->sess, &liberr, &snmperr, &errstr);
+        snmp_free_pdu(pdu);
+        cycle_fail(d, "cannot send: %s", errstr ? errstr : "unknown error");
+        free(errstr);
+        return false;
+    }
+    r->reqid = reqid;
+    arm_timeout(d);
+    return true;
+}
+
+/* ---- resolution: walk ifName (then ifDescr) until every configured name is found ---- */
+
+static int walk_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, void *magic);
+
+static void send_walk(struct snmp_dev *d)
+{
+    netsnmp_pdu *pdu;
+    if (d->cd->snmp.version == 1) {
+        pdu = snmp_pdu_create(SNMP_MSG_GETNEXT);
+    } else {
+        pdu = snmp_pdu_create(SNMP_MSG_GETBULK);
+        pdu->non_repeaters = 0;
+        pdu->max_repetitions = 50;
+    }
+    snmp_add_null_var(pdu, d->cursor, d->cursor_len);
+    d->walk_req = (struct req){.d = d, .gen = d->gen};
+    send_pdu(d, pdu, &d->walk_req, walk_cb);
+}
+
+static void walk_column(struct snmp_dev *d, bool descr)
+{
+    const struct colspec *c = descr ? &if_descr_col : &if_name_col;
+    d->walk_descr = descr;
+    memcpy(d->cursor, c->base, c->len * sizeof(oid));
+    d->cursor_len = c->len;
+    send_walk(d);
+}
+
+static void start_resolve(struct snmp_dev *d)
+{
+    d->phase = PH_RESOLVE;
+    for (size_t i = 0; i < d->n_ifs; i++) {
+        d->ifs[i].ifindex = 0;
+        d->ifs[i].by_descr = false;
+    }
+    walk_column(d, false);
+}
+
+static void resolve_done(struct snmp_dev *d)
+{
+    d->n_active = 0;
+    for (size_t i = 0; i < d->n_ifs; i++) {
+        struct snmp_if *f = &d->ifs[i];
+        if (f->ifindex > 0) {
+            d->active[d->n_active++] = i;
+            f->warned_missing = false;
+            log_debug(dname(d), "%s is ifIndex %ld (by %s)", f->name, f->ifindex,
+                      f->by_descr ? "ifDescr" : "ifName");
+        } else if (!f->warned_missing) {
+            log_warn(dname(d), "interface %s not found in ifName or ifDescr of %s", f->name,
+                     dname(d));
+            f->warned_missing = true;
+        }
+    }
+    d->need_resolve = false;
+    if (d->n_active == 0) {
+        cycle_fail(d, "none of its %zu configured interface(s) found in ifName or ifDescr",
+                   d->n_ifs);
+        return;
+    }
+    start_poll(d);
+}
+
+static int walk_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, void *magic)
+{
+    (void)s;
+    struct req *r = magic;
+    struct snmp_dev *d = r->d;
+    if (r->reqid != reqid || r->gen != d->gen || d->phase != PH_RESOLVE)
+        return 1;
+    if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
+        cycle_fail(d, "no response after %d tries of %d ms", d->cd->snmp.retries + 1,
+                   d->cd->snmp.timeout_ms);
+        return 1;
+    }
+    if (op != NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE)
+        return 1;
+    if (resp->command == SNMP_MSG_REPORT ||
+        (resp->errstat != SNMP_ERR_NOERROR && resp->errstat != SNMP_ERR_NOSUCHNAME)) {
+        report_error(d, resp);
+        return 1;
+    }
+    const struct colspec *c = d->walk_descr ? &if_descr_col : &if_name_col;
+    bool column_end = resp->errstat == SNMP_ERR_NOSUCHNAME; /* v1 end of MIB */
+    for (netsnmp_variable_list *v = resp->variables; v && !column_end; v = v->next_variable) {
+        if (v->type == SNMP_ENDOFMIBVIEW || v->type == SNMP_NOSUCHOBJECT ||
+            v->type == SNMP_NOSUCHINSTANCE || v->name_length != c->len + 1 ||
+            netsnmp_oid_is_subtree(c->base, c->len, v->name, v->name_length) != 0) {
+            column_end = true;
+            break;
+        }
+        long idx = (long)v->name[c->len];
+        if (v->type == ASN_OCTET_STR) {
+            size_t n = v->val_len;
+            for (size_t i = 0; i < d->n_ifs; i++) {
+                struct snmp_if *f = &d->ifs[i];
+                if (f->ifindex == 0 && strlen(f->name) == n &&
+                    memcmp(f->name, v->val.string, n) == 0) {
+                    f->ifindex = idx;
+                    f->by_descr = d->walk_descr;
+                }
+            }
+        }
+        memcpy(d->cursor, v->name, v->name_length * sizeof(oid));
+        d->cursor_len = v->name_length;
+    }
+    bool all = true;
+    for (size_t i = 0; i < d->n_ifs; i++)
+        all = all && d->ifs[i].ifindex > 0;
+    if (all)
+        resolve_done(d);
+    else if (!column_end)
+        send_walk(d);
+    else if (!d->walk_descr)
+        walk_column(d, true);
+    else
+        resolve_done(d);
+    return 1;
+}
+
+/* ---- the poll: GET the columns of a few interfaces per PDU ---- */
+
+static int get_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, void *magic);
+
+static size_t ifs_per_pdu(const struct snmp_dev *d)
+{
+    int k = (d->max_vb - 1) / n_cols(d);
+    return k < 1 ? 1 : (size_t)k;
+}
+
+static void send_more(struct snmp_dev *d)
+{
+    size_t chunk = ifs_per_pdu(d);
+    int pipeline = d->p->o.pipeline;
+    while (d->phase == PH_POLL && d->inflight < (size_t)pipeline && d->next < d->n_active) {
+        netsnmp_pdu *pdu = snmp_pdu_create(SNMP_MSG_GET);
+        snmp_add_null_var(pdu, sys_uptime_oid, OID_LENGTH(sys_uptime_oid));
+        size_t from = d->next, to = d->next + chunk;
+        if (to > d->n_active)
+            to = d->n_active;
+        for (size_t a = from; a < to; a++) {
+            struct snmp_if *f = &d->ifs[d->active[a]];
+            f->have = 0;
+            f->name_ok = false;
+            for (int c = 0; c < n_cols(d); c++) {
+                const struct colspec *cs = col_spec(d, c, f);
+                oid name[COL_LEN + 1];
+                memcpy(name, cs->base, cs->len * sizeof(oid));
+                name[cs->len] = (oid)f->ifindex;
+                snmp_add_null_var(pdu, name, cs->len + 1);
+            }
+        }
+        struct req *r = &d->reqs[from / chunk];
+        *r = (struct req){.d = d, .gen = d->gen, .from = from, .to = to};
+        d->next = to;
+        d->inflight++;
+        if (!send_pdu(d, pdu, r, get_cb))
+            return;
+    }
+}
+
+static void start_poll(struct snmp_dev *d)
+{
+    d->phase = PH_POLL;
+    d->next = d->inflight = d->done = 0;
+    d->rebooted = false;
+    send_more(d);
+}
+
+static uint64_t var_u64(const netsnmp_variable_list *v)
+{
+    switch (v->type) {
+    case ASN_COUNTER64:
+        return ((uint64_t)v->val.counter64->high << 32) | (uint64_t)v->val.counter64->low;
+    case ASN_COUNTER:
+    case ASN_GAUGE:
+    case ASN_TIMETICKS:
+        return (uint64_t)(*v->val.integer & 0xffffffffUL);
+    case ASN_INTEGER:
+        return (uint64_t)*v->val.integer;
+    default:
+        return 0;
+    }
+}
+
+static void emit(struct snmp_dev *d, struct snmp_if *f, int64_t at_us, int64_t uptime_cs)
+{
+    const uint32_t need = (1u << C_IN_OCT) | (1u << C_OUT_OCT);
+    if ((f->have & need) != need)
+        return;
+    struct poll_sample s = {0};
+    snprintf(s.device, sizeof(s.device), "%s", dname(d));
+    snprintf(s.interface, sizeof(s.interface), "%s", f->name);
+    s.at_us = at_us;
+    s.has_uptime = true;
+    s.uptime_cs = uptime_cs;
+    s.in_octets = f->v[C_IN_OCT];
+    s.out_octets = f->v[C_OUT_OCT];
+    s.counter_bits = d->hc ? 64 : 32;
+    if (f->have & (1u << C_SPEED))
+        s.speed_bps = d->hc ? f->v[C_SPEED] * 1000000ULL : f->v[C_SPEED];
+    if (f->have & (1u << C_DISC))
+        s.discontinuity_cs = (int64_t)f->v[C_DISC];
+    if (d->hc && (f->have & (1u << C_IN_UC)) && (f->have & (1u << C_OUT_UC))) {
+        /* packets = unicast + multicast + broadcast (the latter two when the agent has them);
+         * sums of 64-bit counters wrap consistently modulo 2^64 */
+        s.has_pkts = true;
+        s.in_pkts = f->v[C_IN_UC] + f->v[C_IN_MC] + f->v[C_IN_BC];
+        s.out_pkts = f->v[C_OUT_UC] + f->v[C_OUT_MC] + f->v[C_OUT_BC];
+    }
+    poll_sink_add(d->p->sink, &s);
+}
+
+/* Restarts the current poll from scratch (after tooBig or a switch to 32-bit columns). */
+static void restart_poll(struct snmp_dev *d)
+{
+    d->gen++;
+    start_poll(d);
+}
+
+static int get_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, void *magic)
+{
+    (void)s;
+    int64_t at_us = tm_now_us();
+    struct req *r = magic;
+    struct snmp_dev *d = r->d;
+    if (r->reqid != reqid || r->gen != d->gen || d->phase != PH_POLL)
+        return 1;
+    if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
+        cycle_fail(d, "no response after %d tries of %d ms", d->cd->snmp.retries + 1,
+                   d->cd->snmp.timeout_ms);
+        return 1;
+    }
+    if (op != NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE)
+        return 1;
+    if (resp->command != SNMP_MSG_REPORT && resp->errstat == SNMP_ERR_TOOBIG &&
+        d->max_vb > n_cols(d) + 1) {
+        d->max_vb = d->max_vb / 2 < n_cols(d) + 1 ? n_cols(d) + 1 : d->max_vb / 2;
+        log_info(dname(d), "response too big; now %d varbinds per GET", d->max_vb);
+        restart_poll(d);
+        return 1;
+    }
+    if (resp->command != SNMP_MSG_REPORT && resp->errstat == SNMP_ERR_NOSUCHNAME && d->hc) {
+        /* SNMPv1 agent without ifXTable HC counters */
+        log_info(dname(d), "no 64-bit counters (noSuchName); using 32-bit ifTable columns");
+        d->hc = false;
+        restart_poll(d);
+        return 1;
+    }
+    if (resp->command == SNMP_MSG_REPORT || resp->errstat != SNMP_ERR_NOERROR) {
+        report_error(d, resp);
+        return 1;
+    }
+    netsnmp_variable_list *v = resp->variables;
+    if (!v || snmp_oid_compare(v->name, v->name_length, sys_uptime_oid,
+                               OID_LENGTH(sys_uptime_oid)) != 0 ||
+        v->type != ASN_TIMETICKS) {
+        cycle_fail(d, "response without sysUpTime");
+        return 1;
+    }
+    int64_t uptime_cs = (int64_t)var_u64(v);
+    if (d->last_uptime_cs > 0 && uptime_cs < d->last_uptime_cs && !d->rebooted) {
+        log_info(dname(d), "device restarted (sysUpTime %" PRId64 " -> %" PRId64
+                           " cs); re-resolving interface names",
+                 d->last_uptime_cs, uptime_cs);
+        d->rebooted = true;
+        d->need_resolve = true;
+    }
+    d->last_uptime_cs = uptime_cs;
+    bool no_hc = false;
+    /* varbinds come back in request order: interface by interface, column by column */
+    v = v->next_variable;
+    for (size_t a = r->from; a < r->to; a++) {
+        struct snmp_if *f = &d->ifs[d->active[a]];
+        for (int c = 0; c < n_cols(d) && v; c++, v = v->next_variable) {
+            bool missing = v->type == SNMP_NOSUCHOBJECT || v->type == SNMP_NOSUCHINSTANCE ||
+                           v->type == SNMP_ENDOFMIBVIEW || v->type == ASN_NULL;
+            if (c == C_NAME) {
+                f->name_ok = !missing && v->type == ASN_OCTET_STR &&
+                             v->val_len == strlen(f->name) &&
+                             memcmp(v->val.string, f->name, v->val_len) == 0;
+                continue;
+            }
+            if (missing) {
+                if (c == C_IN_OCT && d->hc && f->name_ok)
+                    no_hc = true;
+                continue;
+            }
+            f->v[c] = var_u64(v);
+            f->have |= 1u << c;
+        }
+    }
+    if (no_hc) {
+        log_info(dname(d), "no ifHCInOctets; using 32-bit ifTable columns");
+        d->hc = false;
+        restart_poll(d);
+        return 1;
+    }
+    for (size_t a = r->from; a < r->to; a++) {
+        struct snmp_if *f = &d->ifs[d->active[a]];
+        if (f->name_ok) {
+            emit(d, f, at_us, uptime_cs);
+        } else {
+            log_info(dname(d), "ifIndex %ld is no longer %s; re-resolving interface names",
+                     f->ifindex, f->name);
+            d->need_resolve = true;
+        }
+    }
+    d->inflight--;
+    d->done += r->to - r->from;
+    send_more(d);
+    if (d->phase == PH_POLL && d->inflight == 0 && d->next == d->n_active) {
+        if (d->need_resolve && !d->rebooted && d->reresolves == 0) {
+            /* a name moved: find it again and poll those interfaces now */
+            d->reresolves++;
+            d->gen++;
+            start_resolve(d);
+            return 1;
+        }
+        cycle_ok(d);
+    }
+    return 1;
+}
+
+static void dev_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct snmp_dev *d = arg;
+    if (d->phase != PH_IDLE)
+        return;
+    d->gen++;
+    d->reresolves = 0;
+    if (d->need_resolve)
+        start_resolve(d);
+    else
+        start_poll(d);
+}
+
+/* ---- set-up ---- */
+
+static int open_session(struct snmp_dev *d, char *err, size_t errlen)
+{
+    const struct cfg_snmp *c = &d->cd->snmp;
+    netsnmp_session s;
+    snmp_sess_init(&s);
+    s.peername = c->address;
+    s.timeout = (long)(c->timeout_ms > 0 ? c->timeout_ms : 2000) * 1000L;
+    s.retries = c->retries >= 0 ? c->retries : 1;
+    if (c->version == 3) {
+        s.version = SNMP_VERSION_3;
+        s.securityName = c->user;
+        s.securityNameLen = c->user ? strlen(c->user) : 0;
+        const char *lvl = c->security_level ? c->security_level : "authPriv";
+        if (strcmp(lvl, "noAuthNoPriv") == 0)
+            s.securityLevel = SNMP_SEC_LEVEL_NOAUTH;
+        else if (strcmp(lvl, "authNoPriv") == 0)
+            s.securityLevel = SNMP_SEC_LEVEL_AUTHNOPRIV;
+        else
+            s.securityLevel = SNMP_SEC_LEVEL_AUTHPRIV;
+        const char *ap = c->auth_protocol ? c->auth_protocol : "SHA";
+        if (strcmp(ap, "SHA") == 0) {
+            s.securityAuthProto = usmHMACSHA1AuthProtocol;
+            s.securityAuthProtoLen = OID_LENGTH(usmHMACSHA1AuthProtocol);
+        } else if (strcmp(ap, "SHA-256") == 0) {
+            s.securityAuthProto = usmHMAC192SHA256AuthProtocol;
+            s.securityAuthProtoLen = OID_LENGTH(usmHMAC192SHA256AuthProtocol);
+        } else if (strcmp(ap, "SHA-224") == 0) {
+            s.securityAuthProto = usmHMAC128SHA224AuthProtocol;
+            s.securityAuthProtoLen = OID_LENGTH(usmHMAC128SHA224AuthProtocol);
+        } else if (strcmp(ap, "SHA-384") == 0) {
+            s.securityAuthProto = usmHMAC256SHA384AuthProtocol;
+            s.securityAuthProtoLen = OID_LENGTH(usmHMAC256SHA384AuthProtocol);
+        } else if (strcmp(ap, "SHA-512") == 0) {
+            s.securityAuthProto = usmHMAC384SHA512AuthProtocol;
+            s.securityAuthProtoLen = OID_LENGTH(usmHMAC384SHA512AuthProtocol);
+        } else if (strcmp(ap, "MD5") == 0) {
+            s.securityAuthProto = usmHMACMD5AuthProtocol;
+            s.securityAuthProtoLen = OID_LENGTH(usmHMACMD5AuthProtocol);
+        } else {
+            snprintf(err, errlen, "device %s: unknown auth_protocol \"%s\"", dname(d), ap);
+            return -1;
+        }
+        const char *pp = c->priv_protocol ? c->priv_protocol : "AES";
+        if (strcmp(pp, "AES") == 0) {
+            s.securityPrivProto = usmAESPrivProtocol;
+            s.securityPrivProtoLen = OID_LENGTH(usmAESPrivProtocol);
+        } else if (strcmp(pp, "AES-192") == 0) {
+            s.securityPrivProto = usmAES192PrivProtocol;
+            s.securityPrivProtoLen = OID_LENGTH(usmAES192PrivProtocol);
+        } else if (strcmp(pp, "AES-256") == 0) {
+            s.securityPrivProto = usmAES256PrivProtocol;
+            s.securityPrivProtoLen = OID_LENGTH(usmAES256PrivProtocol);
+        } else if (strcmp(pp, "DES") == 0) {
+            s.securityPrivProto = usmDESPrivProtocol;
+            s.securityPrivProtoLen = OID_LENGTH(usmDESPrivProtocol);
+        } else {
+            snprintf(err, errlen, "device %s: unknown priv_protocol \"%s\"", dname(d), pp);
+            return -1;
+        }
+        if (s.securityLevel != SNMP_SEC_LEVEL_NOAUTH) {
+            if (!c->auth_password || strlen(c->auth_password) < 8) {
+                snprintf(err, errlen, "device %s: auth password missing or shorter than 8",
+                         dname(d));
+                return -1;
+            }
+            s.securityAuthKeyLen = USM_AUTH_KU_LEN;
+            if (generate_Ku(s.securityAuthProto, (u_int)s.securityAuthProtoLen,
+                            (const u_char *)c->auth_password, strlen(c->auth_password),
+                            s.securityAuthKey, &s.securityAuthKeyLen) != SNMPERR_SUCCESS) {
+                snprintf(err, errlen, "device %s: cannot derive the auth key", dname(d));
+                return -1;
+            }
+        }
+        if (s.securityLevel == SNMP_SEC_LEVEL_AUTHPRIV) {
+            if (!c->priv_password || strlen(c->priv_password) < 8) {
+                snprintf(err, errlen, "device %s: priv password missing or shorter than 8",
+                         dname(d));
+                return -1;
+            }
+            s.securityPrivKeyLen = USM_PRIV_KU_LEN;
+            if (generate_Ku(s.securityAuthProto, (u_int)s.securityAuthProtoLen,
+                            (const u_char *)c->priv_password, strlen(c->priv_password),
+                            s.securityPrivKey, &s.securityPrivKeyLen) != SNMPERR_SUCCESS) {
+                snprintf(err, errlen, "device %s: cannot derive the priv key", dname(d));
+                return -1;
+            }
+        }
+    } else {
+        s.version = c->version == 1 ? SNMP_VERSION_1 : SNMP_VERSION_2c;
+        if (!c->community) {
+            snprintf(err, errlen, "device %s: no SNMP community (community_file)", dname(d));
+            return -1;
+        }
+        s.community = (u_char *)c->community;
+        s.community_len = strlen(c->community);
+    }
+    d->sess = snmp_sess_open(&s);
+    if (!d->sess) {
+        int liberr = 0, snmperr = 0;
+        char *errstr = NULL;
+        snmp_error(&s, &liberr, &snmperr, &errstr);
+        snprintf(err, errlen, "device %s: cannot open SNMP session to %s: %s", dname(d),
+                 c->address, errstr ? errstr : "unknown error");
+        free(errstr);
+        return -1;
+    }
+    return 0;
+}
+
+static int g_snmp_inited;
+
+static void snmp_lib_init(void)
+{
+    if (g_snmp_inited++)
+        return;
+    /* numeric OIDs only (Debian ships no MIBs); no persistent state under /var/lib/snmp */
+    setenv("MIBS", "", 1);
+    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DONT_PERSIST_STATE, 1);
+    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DISABLE_PERSISTENT_LOAD, 1);
+    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DISABLE_PERSISTENT_SAVE, 1);
+    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DISABLE_CONFIG_LOAD, 1);
+    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_QUICK_PRINT, 1);
+    init_snmp("wanledger");
+}
+
+static void snmp_lib_shutdown(void)
+{
+    if (--g_snmp_inited == 0)
+        snmp_shutdown("wanledger");
+}
+
+struct snmp_poller *snmp_poller_new(struct event_base *base, const struct cfg *cfg,
+                                    struct poll_sink *sink, const struct snmp_poller_opts *o,
+                                    char **only, size_t n_only, char *err, size_t errlen)
+{
+    snmp_lib_init();
+    struct snmp_poller *p = calloc(1, sizeof(*p));
+    if (!p)
+        goto oom;
+    p->base = base;
+    p->cfg = cfg;
+    p->sink = sink;
+    p->o = *o;
+    if (p->o.max_varbinds <= 0)
+        p->o.max_varbinds = 100;
+    if (p->o.pipeline <= 0)
+        p->o.pipeline = 4;
+    srandom((unsigned)(tm_now_us() ^ getpid()));
+    p->devs = calloc(cfg->n_devices ? cfg->n_devices : 1, sizeof(*p->devs));
+    if (!p->devs)
+        goto oom;
+    for (size_t i = 0; i < cfg->n_devices; i++) {
+        const struct cfg_device *cd = &cfg->devices[i];
+        if (!cd->has_snmp)
+            continue;
+        if (n_only) {
+            bool want = false;
+            for (size_t k = 0; k < n_only; k++)
+                want = want || strcmp(only[k], cd->name) == 0;
+            if (!want)
+                continue;
+        }
+        struct snmp_dev *d = &p->devs[p->n_devs++];
+        d->p = p;
+        d->cd = cd;
+        d->up = -1;
+        d->hc = true;
+        d->need_resolve = true;
+        d->max_vb = p->o.max_varbinds;
+        for (size_t l = 0; l < cfg->n_links; l++)
+            if (strcmp(cfg->links[l].device, cd->name) == 0)
+                d->n_ifs++;
+        d->ifs = calloc(d->n_ifs ? d->n_ifs : 1, sizeof(*d->ifs));
+        d->active = calloc(d->n_ifs ? d->n_ifs : 1, sizeof(*d->active));
+        d->reqs = calloc(d->n_ifs ? d->n_ifs : 1, sizeof(*d->reqs));
+        d->n_reqs = d->n_ifs;
+        if (!d->ifs || !d->active || !d->reqs)
+            goto oom;
+        size_t k = 0;
+        for (size_t l = 0; l < cfg->n_links; l++)
+            if (strcmp(cfg->links[l].device, cd->name) == 0)
+                d->ifs[k++].name = cfg->links[l].interface;
+        if (open_session(d, err, errlen) != 0)
+            goto fail;
+        netsnmp_transport *t = snmp_sess_transport(d->sess);
+        d->rd_ev = event_new(base, t->sock, EV_READ | EV_PERSIST, on_readable, d);
+        d->to_ev = evtimer_new(base, on_timer, d);
+        d->tick_ev = evtimer_new(base, dev_tick, d);
+        if (!d->rd_ev || !d->to_ev || !d->tick_ev)
+            goto oom;
+        event_add(d->rd_ev, NULL);
+        if (d->n_ifs == 0) {
+            log_warn(cd->name, "SNMP device %s has no links; not polled", cd->name);
+            d->finished_once = true;
+            p->n_done++;
+            continue;
+        }
+        /* first poll: now in once mode, else at a random phase within the interval */
+        int ivl = cd->snmp.interval_seconds > 0 ? cd->snmp.interval_seconds : 30;
+        schedule(d, o->once ? 0 : (int64_t)(random() % (ivl * 1000)));
+    }
+    if (p->o.once && p->n_done == p->n_devs && p->o.done)
+        p->o.done(p->o.done_arg); /* nothing to poll */
+    return p;
+oom:
+    snprintf(err, errlen, "out of memory");
+fail:
+    snmp_poller_free(p);
+    return NULL;
+}
+
+size_t snmp_poller_failures(const struct snmp_poller *p)
+{
+    return p->n_failed;
+}
+
+size_t snmp_poller_devices(const struct snmp_poller *p)
+{
+    return p->n_devs;
+}
+
+void snmp_poller_free(struct snmp_poller *p)
+{
+    if (!p) {
+        return;
+    }
+    for (size_t i = 0; i < p->n_devs; i++) {
+        struct snmp_dev *d = &p->devs[i];
+        if (d->rd_ev)
+            event_free(d->rd_ev);
+        if (d->to_ev)
+            event_free(d->to_ev);
+        if (d->tick_ev)
+            event_free(d->tick_ev);
+        d->gen++; /* callbacks run by the close below see a stale generation */
+        if (d->sess)
+            snmp_sess_close(d->sess);
+        free(d->ifs);
+        free(d->active);
+        free(d->reqs);
+    }
+    free(p->devs);
+    free(p);
+    snmp_lib_shutdown();
+}

@@ -1,0 +1,155 @@
+/* GET /api/v1/cells and /api/v1/top (see api.h). */
+#include "api.h"
+
+#include <sys/queue.h>
+
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonw.h"
+#include "timeutil.h"
+#include "top.h"
+
+#define TOP_ROWS 50
+
+int api_parse_time(const char *s, int64_t now_us, int64_t *us)
+{
+    int64_t d;
+    if (tm_parse_rfc3339(s, us) == 0)
+        return 0;
+    if (strpbrk(s, "smhd") && tm_parse_duration(s, &d) == 0) {
+        *us = now_us - d;
+        return 0;
+    }
+    return tm_parse_epoch(s, us);
+}
+
+/* from/to of a query with their defaults ([to - 1 h, now)) and bounds. */
+static int range_of(const struct evkeyvalq *q, const struct cfg *cfg, int64_t *from, int64_t *to,
+                    struct evbuffer *out)
+{
+    int64_t now = tm_now_us();
+    const char *f = evhttp_find_header(q, "from"), *t = evhttp_find_header(q, "to");
+    *to = now;
+    if (t && api_parse_time(t, now, to) < 0) {
+        jw_error(out, "expected an RFC 3339 time, epoch seconds or a duration ago", "to");
+        return 400;
+    }
+    *from = *to - (int64_t)API_DEFAULT_SPAN_S * TM_USEC_PER_SEC;
+    if (f && api_parse_time(f, now, from) < 0) {
+        jw_error(out, "expected an RFC 3339 time, epoch seconds or a duration ago", "from");
+        return 400;
+    }
+    if (*from > *to) {
+        jw_error(out, "from is after to", "from");
+        return 400;
+    }
+    if (*to - *from > (int64_t)API_MAX_SPAN_S * TM_USEC_PER_SEC) {
+        jw_error(out, "the range is longer than 7 days", "from");
+        return 400;
+    }
+    (void)cfg;
+    return 0;
+}
+
+static const char SQL_CELLS[] =
+    "SELECT to_char(window_start AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
+    " window_seconds, src_site, dst_site, observed_bytes,"
+    " observed_payload_bytes, attributed_bytes, socket_bytes, nfs_bytes, service_bytes,"
+    " unattributed_bytes, coverage, status, valid_fraction, capacity_bps"
+    " FROM heatmap_cells WHERE window_start >= $1 AND window_start < $2"
+    " AND ($3::text IS NULL OR src_site = $3) AND ($4::text IS NULL OR dst_site = $4)"
+    " ORDER BY window_start, src_site, dst_site LIMIT 200000";
+
+static const char *const CELL_FIELDS[] = {
+    "window_start",     "window_seconds", "src_site",          "dst_site",
+    "observed_bytes",   "observed_payload_bytes", "attributed_bytes", "socket_bytes",
+    "nfs_bytes",        "service_bytes",  "unattributed_bytes", "coverage",
+    "status",           "valid_fraction", "capacity_bps"};
+
+int api_cells(PGconn *db, const struct cfg *cfg, const char *query, struct evbuffer *out)
+{
+    struct evkeyvalq q;
+    TAILQ_INIT(&q);
+    if (query && evhttp_parse_query_str(query, &q) < 0) {
+        jw_error(out, "malformed query string", "?");
+        return 400;
+    }
+    int64_t from, to;
+    int status = range_of(&q, cfg, &from, &to, out);
+    if (status) {
+        evhttp_clear_headers(&q);
+        return status;
+    }
+    char a[TM_RFC3339_LEN], b[TM_RFC3339_LEN];
+    const char *params[4] = {tm_format_rfc3339(from, a), tm_format_rfc3339(to, b),
+                             evhttp_find_header(&q, "src"), evhttp_find_header(&q, "dst")};
+    PGresult *r = PQexecParams(db, SQL_CELLS, 4, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        jw_error(out, PQresultErrorMessage(r), "");
+        PQclear(r);
+        evhttp_clear_headers(&q);
+        return 500;
+    }
+    evbuffer_add_printf(out, "{\"from\":\"%s\",\"to\":\"%s\",\"cells\":[", a, b);
+    for (int i = 0; i < PQntuples(r); i++) {
+        evbuffer_add(out, i ? ",{" : "{", i ? 2 : 1);
+        for (int c = 0; c < (int)(sizeof(CELL_FIELDS) / sizeof(CELL_FIELDS[0])); c++) {
+            evbuffer_add_printf(out, "%s\"%s\":", c ? "," : "", CELL_FIELDS[c]);
+            if (PQgetisnull(r, i, c)) {
+                evbuffer_add(out, "null", 4);
+            } else if (c == 0 || c == 2 || c == 3 || c == 12) {
+                jw_str(out, PQgetvalue(r, i, c));
+            } else {
+                evbuffer_add(out, PQgetvalue(r, i, c), (size_t)PQgetlength(r, i, c));
+            }
+        }
+        evbuffer_add(out, "}", 1);
+    }
+    evbuffer_add_printf(out, "]}\n");
+    PQclear(r);
+    evhttp_clear_headers(&q);
+    return 200;
+}
+
+int api_top(PGconn *db, const struct cfg *cfg, const char *query, struct evbuffer *out)
+{
+    struct evkeyvalq q;
+    TAILQ_INIT(&q);
+    if (query && evhttp_parse_query_str(query, &q) < 0) {
+        jw_error(out, "malformed query string", "?");
+        return 400;
+    }
+    int status = 0;
+    const char *src = evhttp_find_header(&q, "src"), *dst = evhttp_find_header(&q, "dst");
+    int64_t from, to;
+    if (!src || cfg_site_index(cfg, src) < 0) {
+        jw_error(out, "expected a configured site name", "src");
+        status = 400;
+    } else if (!dst || cfg_site_index(cfg, dst) < 0) {
+        jw_error(out, "expected a configured site name", "dst");
+        status = 400;
+    } else {
+        status = range_of(&q, cfg, &from, &to, out);
+    }
+    if (status) {
+        evhttp_clear_headers(&q);
+        return status;
+    }
+    struct top_result tr;
+    char err[512];
+    if (top_query(db, src, dst, from, to, cfg->window_seconds, TOP_ROWS, &tr, err, sizeof(err)) <
+        0) {
+        jw_error(out, err, "");
+        status = 500;
+    } else {
+        top_json(out, &tr);
+        status = 200;
+    }
+    top_result_free(&tr);
+    evhttp_clear_headers(&q);
+    return status;
+}

@@ -1,0 +1,25 @@
+/* The read API of `wanledger reconcile` (DESIGN.md "HTTP API"): GET /api/v1/cells?from=&to=
+ * and GET /api/v1/top?src=&dst=&from=&to=, JSON from PostgreSQL. */
+#ifndef WL_API_H
+#define WL_API_H
+
+#include <event2/buffer.h>
+#include <libpq-fe.h>
+#include <stdint.h>
+
+#include "config.h"
+
+/* Default and longest span a request may cover. */
+#define API_DEFAULT_SPAN_S 3600
+#define API_MAX_SPAN_S     (7 * 86400)
+
+/* query: raw query string (NULL when none). Writes JSON to out and returns the HTTP status: 200,
+ * 400 ({"error","path"} naming the parameter) or 500. */
+int api_cells(PGconn *db, const struct cfg *cfg, const char *query, struct evbuffer *out);
+int api_top(PGconn *db, const struct cfg *cfg, const char *query, struct evbuffer *out);
+
+/* A time given as RFC 3339, epoch seconds, or a duration before now_us ("90m", "2h", "7d").
+ * 0 or -1. */
+int api_parse_time(const char *s, int64_t now_us, int64_t *us) __attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,865 @@
+/* Validation of ingest bodies into COPY rows; see ingest.h for the contract. */
+#include "ingest.h"
+
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonv.h"
+#include "timeutil.h"
+
+#define NAME_MAX_BYTES 1024 /* longest accepted name (host, program, interface, id, …) */
+
+/* Where a value sits: "$" [ "." arr ] [ "[" idx "]" ] [ "." key ]. */
+struct loc {
+    const char *arr; /* "flows", "samples", or NULL */
+    long idx;        /* element index, or -1 */
+    const char *key; /* member, or NULL */
+};
+
+struct vctx {
+    const struct cfg *cfg;
+    int64_t now_us;
+    struct ingest_error *e;
+    struct ingest_batch *b;
+};
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+static void loc_format(const struct loc *l, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "$");
+    if (l->arr)
+        n += snprintf(out + n, cap - (size_t)n, ".%s", l->arr);
+    if (l->idx >= 0 && (size_t)n < cap)
+        n += snprintf(out + n, cap - (size_t)n, "[%ld]", l->idx);
+    if (l->key && (size_t)n < cap)
+        snprintf(out + n, cap - (size_t)n, ".%s", l->key);
+}
+
+static int bad(struct vctx *c, struct loc l, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int bad(struct vctx *c, struct loc l, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->e->msg, sizeof(c->e->msg), fmt, ap);
+    va_end(ap);
+    loc_format(&l, c->e->path, sizeof(c->e->path));
+    c->e->status = 422;
+    return -1;
+}
+
+static struct loc at_key(struct loc l, const char *key)
+{
+    l.key = key;
+    return l;
+}
+
+/* ---- the COPY buffer -------------------------------------------------------------------- */
+
+static int buf_reserve(struct ingest_batch *b, size_t more)
+{
+    if (b->copy_len + more <= b->copy_cap)
+        return 0;
+    size_t cap = b->copy_cap ? b->copy_cap : 4096;
+    while (cap < b->copy_len + more)
+        cap *= 2;
+    char *p = realloc(b->copy, cap);
+    if (!p) {
+        b->oom = true;
+        return -1;
+    }
+    b->copy = p;
+    b->copy_cap = cap;
+    return 0;
+}
+
+static void buf_put(struct ingest_batch *b, const char *s, size_t n)
+{
+    if (buf_reserve(b, n) < 0)
+        return; /* checked once per row by row_end */
+    memcpy(b->copy + b->copy_len, s, n);
+    b->copy_len += n;
+}
+
+static void buf_c(struct ingest_batch *b, char ch)
+{
+    buf_put(b, &ch, 1);
+}
+
+static void buf_u64(struct ingest_batch *b, bool neg, uint64_t v)
+{
+    char tmp[24];
+    int i = sizeof(tmp);
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    if (neg)
+        tmp[--i] = '-';
+    buf_put(b, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
+static void buf_null(struct ingest_batch *b)
+{
+    buf_put(b, "\\N", 2);
+}
+
+/* A text value escaped for COPY's text format. */
+static void buf_text(struct ingest_batch *b, const char *s, size_t n)
+{
+    if (buf_reserve(b, 2 * n) < 0)
+        return;
+    char *w = b->copy + b->copy_len;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        switch (ch) {
+        case '\\': *w++ = '\\', *w++ = '\\'; break;
+        case '\n': *w++ = '\\', *w++ = 'n'; break;
+        case '\r': *w++ = '\\', *w++ = 'r'; break;
+        case '\t': *w++ = '\\', *w++ = 't'; break;
+        default: *w++ = ch;
+        }
+    }
+    b->copy_len = (size_t)(w - b->copy);
+}
+
+static void buf_time(struct ingest_batch *b, int64_t us)
+{
+    char t[TM_RFC3339_LEN];
+    tm_format_rfc3339(us, t);
+    buf_put(b, t, strlen(t));
+}
+
+static void buf_str_or_null(struct ingest_batch *b, const struct jv *v)
+{
+    if (v && v->type == JV_STRING)
+        buf_text(b, v->s, v->n);
+    else
+        buf_null(b);
+}
+
+static int row_end(struct vctx *c)
+{
+    buf_c(c->b, '\n');
+    if (c->b->oom) {
+        c->e->status = 500;
+        snprintf(c->e->msg, sizeof(c->e->msg), "out of memory");
+        snprintf(c->e->path, sizeof(c->e->path), "$");
+        return -1;
+    }
+    c->b->n_rows++;
+    return 0;
+}
+
+static void span_add(struct ingest_batch *b, int64_t us)
+{
+    if (b->n_rows == 0 && b->min_us == 0 && b->max_us == 0) {
+        b->min_us = b->max_us = us;
+        return;
+    }
+    if (us < b->min_us)
+        b->min_us = us;
+    if (us > b->max_us)
+        b->max_us = us;
+}
+
+/* ---- typed fields ----------------------------------------------------------------------- */
+
+static int want_object(struct vctx *c, const struct jv *v, struct loc l)
+{
+    if (!v || v->type != JV_OBJECT)
+        return bad(c, l, "expected an object, got %s", jv_type_name(v));
+    return 0;
+}
+
+/* A string of 1..NAME_MAX_BYTES bytes (NUL-free: PostgreSQL text cannot hold U+0000). With
+ * optional, a missing or null value is accepted and *out becomes NULL. */
+static int want_name(struct vctx *c, const struct jv *v, struct loc l, bool optional,
+                     const struct jv **out)
+{
+    *out = NULL;
+    if (!v || v->type == JV_NULL) {
+        if (optional)
+            return 0;
+        return bad(c, l, "missing: expected a string");
+    }
+    if (v->type != JV_STRING)
+        return bad(c, l, "expected a string, got %s", jv_type_name(v));
+    if (v->n == 0 && !optional)
+        return bad(c, l, "expected a non-empty string");
+    if (v->n > NAME_MAX_BYTES)
+        return bad(c, l, "string longer than %d bytes", NAME_MAX_BYTES);
+    if (strlen(v->s) != v->n)
+        return bad(c, l, "string contains U+0000");
+    *out = v;
+    return 0;
+}
+
+/* A non-negative integer no greater than max. */
+static int want_uint(struct vctx *c, const struct jv *v, struct loc l, uint64_t max, uint64_t *out)
+{
+    if (!v)
+        return bad(c, l, "missing: expected a non-negative integer");
+    if (v->type != JV_NUMBER)
+        return bad(c, l, "expected a non-negative integer, got %s", jv_type_name(v));
+    if (!v->is_int)
+        return bad(c, l, "expected a non-negative integer, got a non-integer number");
+    if (v->neg && v->u != 0)
+        return bad(c, l, "expected a non-negative integer, got a negative number");
+    if (v->overflow || v->u > max)
+        return bad(c, l, "%s%" PRIu64 " is larger than the maximum %" PRIu64,
+                   v->overflow ? "a value beyond " : "", v->overflow ? UINT64_MAX : v->u, max);
+    *out = v->u;
+    return 0;
+}
+
+/* Same, where a missing or null value is allowed (*present false). */
+static int opt_uint(struct vctx *c, const struct jv *v, struct loc l, uint64_t max, uint64_t *out,
+                    bool *present)
+{
+    *present = v && v->type != JV_NULL;
+    if (!*present)
+        return 0;
+    return want_uint(c, v, l, max, out);
+}
+
+/* A time: RFC 3339 text, or epoch seconds as a JSON number or as numeric text. */
+static int want_time(struct vctx *c, const struct jv *v, struct loc l, int64_t *us)
+{
+    if (!v || v->type == JV_NULL)
+        return bad(c, l, "missing: expected an RFC 3339 time or epoch seconds");
+    if (v->type == JV_STRING) {
+        if (tm_parse_rfc3339(v->s, us) == 0 || tm_parse_epoch(v->s, us) == 0)
+            return 0;
+        return bad(c, l, "expected an RFC 3339 time or epoch seconds, got \"%.60s\"", v->s);
+    }
+    if (v->type == JV_NUMBER) {
+        if (v->is_int && !v->overflow && v->u <= (uint64_t)INT64_MAX / TM_USEC_PER_SEC) {
+            *us = (int64_t)v->u * TM_USEC_PER_SEC * (v->neg ? -1 : 1);
+            return 0;
+        }
+        if (tm_from_epoch_double(v->d, us) == 0)
+            return 0;
+        return bad(c, l, "epoch seconds out of range");
+    }
+    return bad(c, l, "expected an RFC 3339 time or epoch seconds, got %s", jv_type_name(v));
+}
+
+static int not_future(struct vctx *c, struct loc l, int64_t us)
+{
+    int64_t limit = c->now_us + (int64_t)c->cfg->max_future_seconds * TM_USEC_PER_SEC;
+    if (us > limit) {
+        char t[TM_RFC3339_LEN];
+        return bad(c, l, "%s is more than %d s ahead of the reconciler's clock",
+                   tm_format_rfc3339(us, t), c->cfg->max_future_seconds);
+    }
+    return 0;
+}
+
+/* "10.1.0.2:41522" or "[fd00::1]:5201"; with port_optional a bare address is accepted and
+ * *port is set to -1. The address text (without brackets) goes to addr. */
+static int parse_endpoint(const char *s, bool port_optional, char addr[INET6_ADDRSTRLEN],
+                          long *port)
+{
+    const char *host = s, *host_end, *ps = NULL;
+    unsigned char bin[16];
+    if (s[0] == '[') {
+        host = s + 1;
+        host_end = strchr(host, ']');
+        if (!host_end)
+            return -1;
+        if (host_end[1] == ':')
+            ps = host_end + 2;
+        else if (host_end[1] != 0)
+            return -1;
+    } else {
+        const char *colon = strchr(s, ':');
+        if (colon && strchr(colon + 1, ':')) {
+            /* bare IPv6 without brackets: only valid without a port */
+            host_end = s + strlen(s);
+        } else if (colon) {
+            host_end = colon;
+            ps = colon + 1;
+        } else {
+            host_end = s + strlen(s);
+        }
+    }
+    size_t hl = (size_t)(host_end - host);
+    if (hl == 0 || hl >= INET6_ADDRSTRLEN)
+        return -1;
+    memcpy(addr, host, hl);
+    addr[hl] = 0;
+    if (inet_pton(AF_INET, addr, bin) != 1 && inet_pton(AF_INET6, addr, bin) != 1)
+        return -1;
+    if (!ps) {
+        if (!port_optional)
+            return -1;
+        *port = -1;
+        return 0;
+    }
+    if (*ps == 0 || strlen(ps) > 5)
+        return -1;
+    long p = 0;
+    for (const char *q = ps; *q; q++) {
+        if (*q < '0' || *q > '9')
+            return -1;
+        p = p * 10 + (*q - '0');
+    }
+    if (p > 65535)
+        return -1;
+    *port = p;
+    return 0;
+}
+
+static int want_endpoint(struct vctx *c, const struct jv *v, struct loc l, bool port_optional,
+                         char addr[INET6_ADDRSTRLEN], long *port)
+{
+    const struct jv *s;
+    if (want_name(c, v, l, false, &s) < 0)
+        return -1;
+    if (parse_endpoint(s->s, port_optional, addr, port) < 0)
+        return bad(c, l, "expected %s, got \"%.80s\"",
+                   port_optional ? "an IP address with an optional :port" : "ADDRESS:PORT",
+                   s->s);
+    return 0;
+}
+
+static int want_enum(struct vctx *c, const struct jv *v, struct loc l, bool optional,
+                     const char *const *allowed, const struct jv **out)
+{
+    if (want_name(c, v, l, optional, out) < 0)
+        return -1;
+    if (!*out)
+        return 0;
+    char list[128] = "";
+    for (const char *const *a = allowed; *a; a++) {
+        if (strcmp((*out)->s, *a) == 0)
+            return 0;
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s\"%s\"",
+                 a == allowed ? "" : " or ", *a);
+    }
+    return bad(c, l, "expected %s, got \"%.60s\"", list, (*out)->s);
+}
+
+static int want_version(struct vctx *c, const struct jv *root)
+{
+    const struct jv *v = jv_get(root, "version");
+    struct loc l = {.idx = -1, .key = "version"};
+    if (!v)
+        return bad(c, l, "missing: expected 1");
+    if (v->type != JV_NUMBER || !v->is_int || v->neg || v->overflow || v->u != 1)
+        return bad(c, l, "unknown version: this reconciler accepts version 1");
+    return 0;
+}
+
+/* The most a flow or transfer may claim over span_s seconds: max_flow_bps x span / 8. */
+static uint64_t max_bytes_over(const struct cfg *cfg, uint64_t span_s)
+{
+    unsigned __int128 m = (unsigned __int128)cfg->max_flow_bps * span_s / 8;
+    return m > INT64_MAX ? INT64_MAX : (uint64_t)m;
+}
+
+/* ---- /v1/attributions -------------------------------------------------------------------- */
+
+enum flow_slot {
+    F_SOURCE, F_PROTO, F_LOCAL, F_REMOTE, F_ROLE, F_TX, F_RX, F_SERVER, F_EXPORT, F_OP, F_BYTES,
+    F_OPS, F_PID, F_UID, F_USER, F_PROGRAM, F_WORKFLOW, F_CONTAINER, F_N
+};
+
+static const char *const flow_keys[F_N] = {
+    "source", "proto", "local", "remote", "role", "tx_bytes", "rx_bytes", "server", "export",
+    "op", "bytes", "ops", "pid", "uid", "user", "program", "workflow", "container"};
+
+static int flow_slot_of(const char *k)
+{
+    for (int i = 0; i < F_N; i++)
+        if (k[0] == flow_keys[i][0] && strcmp(k, flow_keys[i]) == 0)
+            return i;
+    return -1;
+}
+
+static const char *const sources[] = {"socket", "nfs", NULL};
+static const char *const protos[] = {"tcp", "udp", NULL};
+static const char *const roles[] = {"client", "server", "unknown", NULL};
+static const char *const nfs_ops[] = {"read", "write", NULL};
+
+static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_text,
+                    const struct jv *agent_id, uint64_t seq, const struct jv *host, uint64_t cap)
+{
+    struct loc l = {.arr = "flows", .idx = i};
+    const struct jv *s[F_N] = {0};
+    if (want_object(c, f, l) < 0)
+        return -1;
+    for (const struct jv *m = f->child; m; m = m->next) {
+        int k = flow_slot_of(m->key);
+        if (k < 0)
+            continue; /* unknown members are ignored: newer agents may add fields */
+        if (s[k])
+            return bad(c, at_key(l, m->key), "duplicate key");
+        s[k] = m;
+    }
+    const struct jv *source, *proto = NULL, *role = NULL, *op = NULL, *export = NULL;
+    const struct jv *user, *program, *workflow, *container;
+    char laddr[INET6_ADDRSTRLEN], raddr[INET6_ADDRSTRLEN];
+    long lport = -1, rport = -1;
+    uint64_t tx = 0, rx = 0, nbytes = 0, nops = 0, pid = 0, uid = 0;
+    bool has_ops, has_pid, has_uid;
+    if (want_enum(c, s[F_SOURCE], at_key(l, "source"), false, sources, &source) < 0)
+        return -1;
+    bool is_socket = strcmp(source->s, "socket") == 0;
+    if (is_socket) {
+        if (want_enum(c, s[F_PROTO], at_key(l, "proto"), false, protos, &proto) < 0 ||
+            want_endpoint(c, s[F_LOCAL], at_key(l, "local"), false, laddr, &lport) < 0 ||
+            want_endpoint(c, s[F_REMOTE], at_key(l, "remote"), false, raddr, &rport) < 0 ||
+            want_enum(c, s[F_ROLE], at_key(l, "role"), true, roles, &role) < 0 ||
+            want_uint(c, s[F_TX], at_key(l, "tx_bytes"), cap, &tx) < 0 ||
+            want_uint(c, s[F_RX], at_key(l, "rx_bytes"), cap, &rx) < 0)
+            return -1;
+    } else {
+        if (want_endpoint(c, s[F_SERVER], at_key(l, "server"), true, raddr, &rport) < 0 ||
+            want_enum(c, s[F_OP], at_key(l, "op"), false, nfs_ops, &op) < 0 ||
+            want_name(c, s[F_EXPORT], at_key(l, "export"), true, &export) < 0 ||
+            want_uint(c, s[F_BYTES], at_key(l, "bytes"), cap, &nbytes) < 0 ||
+            opt_uint(c, s[F_OPS], at_key(l, "ops"), INT64_MAX, &nops, &has_ops) < 0)
+            return -1;
+        if (rport < 0)
+            rport = 2049;
+    }
+    if (opt_uint(c, s[F_PID], at_key(l, "pid"), INT32_MAX, &pid, &has_pid) < 0 ||
+        opt_uint(c, s[F_UID], at_key(l, "uid"), UINT32_MAX, &uid, &has_uid) < 0 ||
+        want_name(c, s[F_USER], at_key(l, "user"), true, &user) < 0 ||
+        want_name(c, s[F_PROGRAM], at_key(l, "program"), true, &program) < 0 ||
+        want_name(c, s[F_WORKFLOW], at_key(l, "workflow"), true, &workflow) < 0 ||
+        want_name(c, s[F_CONTAINER], at_key(l, "container"), true, &container) < 0)
+        return -1;
+    if (has_uid && uid > INT32_MAX)
+        return bad(c, at_key(l, "uid"), "uid %" PRIu64 " does not fit the uid column", uid);
+
+    /* window_start agent_id seq idx host source proto local_addr local_port remote_addr
+     * remote_port role tx_bytes rx_bytes nfs_server nfs_port nfs_export nfs_op nfs_bytes nfs_ops
+     * pid uid user_name program workflow container */
+    struct ingest_batch *b = c->b;
+    buf_put(b, ws_text, strlen(ws_text));
+    buf_c(b, '\t');
+    buf_text(b, agent_id->s, agent_id->n);
+    buf_c(b, '\t');
+    buf_u64(b, false, seq);
+    buf_c(b, '\t');
+    buf_u64(b, false, (uint64_t)i);
+    buf_c(b, '\t');
+    buf_text(b, host->s, host->n);
+    buf_c(b, '\t');
+    buf_text(b, source->s, source->n);
+    buf_c(b, '\t');
+    if (is_socket) {
+        buf_text(b, proto->s, proto->n);
+        buf_c(b, '\t');
+        buf_put(b, laddr, strlen(laddr));
+        buf_c(b, '\t');
+        buf_u64(b, false, (uint64_t)lport);
+        buf_c(b, '\t');
+        buf_put(b, raddr, strlen(raddr));
+        buf_c(b, '\t');
+        buf_u64(b, false, (uint64_t)rport);
+        buf_c(b, '\t');
+        buf_str_or_null(b, role);
+        buf_c(b, '\t');
+        buf_u64(b, false, tx);
+        buf_c(b, '\t');
+        buf_u64(b, false, rx);
+        buf_put(b, "\t\\N\t\\N\t\\N\t\\N\t0\t0\t", 18);
+    } else {
+        buf_put(b, "\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t0\t0\t", 24);
+        buf_put(b, raddr, strlen(raddr));
+        buf_c(b, '\t');
+        buf_u64(b, false, (uint64_t)rport);
+        buf_c(b, '\t');
+        buf_str_or_null(b, export);
+        buf_c(b, '\t');
+        buf_text(b, op->s, op->n);
+        buf_c(b, '\t');
+        buf_u64(b, false, nbytes);
+        buf_c(b, '\t');
+        buf_u64(b, false, has_ops ? nops : 0);
+        buf_c(b, '\t');
+    }
+    if (has_pid)
+        buf_u64(b, false, pid);
+    else
+        buf_null(b);
+    buf_c(b, '\t');
+    if (has_uid)
+        buf_u64(b, false, uid);
+    else
+        buf_null(b);
+    buf_c(b, '\t');
+    buf_str_or_null(b, user);
+    buf_c(b, '\t');
+    buf_str_or_null(b, program);
+    buf_c(b, '\t');
+    buf_str_or_null(b, workflow);
+    buf_c(b, '\t');
+    buf_str_or_null(b, container);
+    return row_end(c);
+}
+
+static char *dup_text(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static char *fmt_u64(uint64_t v)
+{
+    char t[24];
+    snprintf(t, sizeof(t), "%" PRIu64, v);
+    return strdup(t);
+}
+
+static int parse_attributions(struct vctx *c, const struct jv *root)
+{
+    const struct cfg *cfg = c->cfg;
+    struct loc top = {.idx = -1};
+    const struct jv *host, *agent_id;
+    uint64_t seq, wsec, dropped = 0, k = 0, seen = 0;
+    bool has_dropped, has_k, has_seen;
+    int64_t ws;
+    double threshold = 0;
+    bool has_threshold = false;
+    if (want_object(c, root, top) < 0 || want_version(c, root) < 0 ||
+        want_name(c, jv_get(root, "host"), at_key(top, "host"), false, &host) < 0 ||
+        want_name(c, jv_get(root, "agent_id"), at_key(top, "agent_id"), false, &agent_id) < 0 ||
+        want_uint(c, jv_get(root, "seq"), at_key(top, "seq"), INT64_MAX, &seq) < 0 ||
+        want_time(c, jv_get(root, "window_start"), at_key(top, "window_start"), &ws) < 0)
+        return -1;
+    if (!tm_is_aligned(ws, cfg->window_seconds))
+        return bad(c, at_key(top, "window_start"),
+                   "not aligned to the %d s window (a multiple of %d s since the epoch, UTC)",
+                   cfg->window_seconds, cfg->window_seconds);
+    if (not_future(c, at_key(top, "window_start"), ws) < 0)
+        return -1;
+    const struct jv *wv = jv_get(root, "window_seconds");
+    if (wv) {
+        if (want_uint(c, wv, at_key(top, "window_seconds"), INT32_MAX, &wsec) < 0)
+            return -1;
+        if (wsec != (uint64_t)cfg->window_seconds)
+            return bad(c, at_key(top, "window_seconds"),
+                       "%" PRIu64 " differs from the reconciler's window of %d s", wsec,
+                       cfg->window_seconds);
+    }
+    if (opt_uint(c, jv_get(root, "dropped_events"), at_key(top, "dropped_events"), INT64_MAX,
+                 &dropped, &has_dropped) < 0)
+        return -1;
+    const struct jv *smp = jv_get(root, "sampling");
+    if (smp && smp->type != JV_NULL) {
+        struct loc sl = {.arr = "sampling", .idx = -1};
+        if (want_object(c, smp, at_key(top, "sampling")) < 0 ||
+            opt_uint(c, jv_get(smp, "k"), at_key(sl, "k"), INT32_MAX, &k, &has_k) < 0 ||
+            opt_uint(c, jv_get(smp, "flows_seen"), at_key(sl, "flows_seen"), INT64_MAX, &seen,
+                     &has_seen) < 0)
+            return -1;
+        const struct jv *t = jv_get(smp, "threshold");
+        if (t && t->type != JV_NULL) {
+            if (t->type != JV_NUMBER || t->neg || !isfinite(t->d))
+                return bad(c, at_key(sl, "threshold"), "expected a non-negative number, got %s",
+                           jv_type_name(t));
+            threshold = t->d;
+            has_threshold = true;
+        }
+    } else {
+        has_k = has_seen = false;
+    }
+    const struct jv *flows = jv_get(root, "flows");
+    if (!flows)
+        return bad(c, at_key(top, "flows"), "missing: expected an array of flows");
+    if (flows->type != JV_ARRAY)
+        return bad(c, at_key(top, "flows"), "expected an array, got %s", jv_type_name(flows));
+
+    char ws_text[TM_RFC3339_LEN];
+    tm_format_rfc3339(ws, ws_text);
+    uint64_t cap = max_bytes_over(cfg, (uint64_t)cfg->window_seconds);
+    long i = 0;
+    for (const struct jv *f = flows->child; f; f = f->next, i++)
+        if (one_flow(c, f, i, ws_text, agent_id, seq, host, cap) < 0)
+            return -1;
+
+    struct ingest_batch *b = c->b;
+    char thr[40];
+    snprintf(thr, sizeof(thr), "%.17g", threshold);
+    b->window_start_us = ws;
+    b->min_us = b->max_us = ws;
+    b->report[0] = dup_text(agent_id->s);
+    b->report[1] = fmt_u64(seq);
+    b->report[2] = dup_text(host->s);
+    b->report[3] = dup_text(ws_text);
+    b->report[4] = fmt_u64((uint64_t)cfg->window_seconds);
+    b->report[5] = fmt_u64(has_dropped ? dropped : 0);
+    b->report[6] = has_k ? fmt_u64(k) : NULL;
+    b->report[7] = has_threshold ? strdup(thr) : NULL;
+    b->report[8] = has_seen ? fmt_u64(seen) : NULL;
+    b->report[9] = fmt_u64(b->n_rows);
+    for (int p = 0; p < INGEST_REPORT_PARAMS; p++)
+        if (!b->report[p] && p != 6 && p != 7 && p != 8) {
+            c->e->status = 500;
+            snprintf(c->e->msg, sizeof(c->e->msg), "out of memory");
+            return -1;
+        }
+    return 0;
+}
+
+/* ---- /v1/counters ------------------------------------------------------------------------ */
+
+static void buf_opt_u64(struct ingest_batch *b, bool present, uint64_t v)
+{
+    if (present)
+        buf_u64(b, false, v);
+    else
+        buf_null(b);
+}
+
+static int one_sample(struct vctx *c, const struct jv *smp, long i, const struct jv *poller)
+{
+    struct loc l = {.arr = "samples", .idx = i};
+    const struct jv *device, *iface;
+    int64_t at;
+    uint64_t bits = 64, uptime = 0, disc = 0, speed = 0, io = 0, oo = 0, ip = 0, op = 0;
+    bool has_bits, has_uptime, has_disc, has_speed, has_io, has_oo, has_ip, has_op;
+    if (want_object(c, smp, l) < 0 ||
+        want_name(c, jv_get(smp, "device"), at_key(l, "device"), false, &device) < 0 ||
+        want_name(c, jv_get(smp, "interface"), at_key(l, "interface"), false, &iface) < 0 ||
+        want_time(c, jv_get(smp, "at"), at_key(l, "at"), &at) < 0 ||
+        not_future(c, at_key(l, "at"), at) < 0 ||
+        opt_uint(c, jv_get(smp, "counter_bits"), at_key(l, "counter_bits"), 64, &bits,
+                 &has_bits) < 0)
+        return -1;
+    if (!has_bits)
+        bits = 64;
+    if (bits != 32 && bits != 64)
+        return bad(c, at_key(l, "counter_bits"), "expected 32 or 64, got %" PRIu64, bits);
+    uint64_t cmax = bits == 32 ? UINT32_MAX : UINT64_MAX;
+    if (opt_uint(c, jv_get(smp, "uptime_cs"), at_key(l, "uptime_cs"), INT64_MAX, &uptime,
+                 &has_uptime) < 0 ||
+        opt_uint(c, jv_get(smp, "in_octets"), at_key(l, "in_octets"), cmax, &io, &has_io) < 0 ||
+        opt_uint(c, jv_get(smp, "out_octets"), at_key(l, "out_octets"), cmax, &oo, &has_oo) < 0 ||
+        opt_uint(c, jv_get(smp, "in_pkts"), at_key(l, "in_pkts"), cmax, &ip, &has_ip) < 0 ||
+        opt_uint(c, jv_get(smp, "out_pkts"), at_key(l, "out_pkts"), cmax, &op, &has_op) < 0 ||
+        opt_uint(c, jv_get(smp, "speed_bps"), at_key(l, "speed_bps"), INT64_MAX, &speed,
+                 &has_speed) < 0 ||
+        opt_uint(c, jv_get(smp, "discontinuity_cs"), at_key(l, "discontinuity_cs"), INT64_MAX,
+                 &disc, &has_disc) < 0)
+        return -1;
+    if (!has_io && !has_oo)
+        return bad(c, l, "a sample needs in_octets or out_octets");
+
+    /* device interface at poller uptime_cs in_octets out_octets in_pkts out_pkts speed_bps
+     * counter_bits discontinuity_cs */
+    struct ingest_batch *b = c->b;
+    buf_text(b, device->s, device->n);
+    buf_c(b, '\t');
+    buf_text(b, iface->s, iface->n);
+    buf_c(b, '\t');
+    buf_time(b, at);
+    buf_c(b, '\t');
+    buf_text(b, poller->s, poller->n);
+    buf_c(b, '\t');
+    buf_opt_u64(b, has_uptime, uptime);
+    buf_c(b, '\t');
+    buf_opt_u64(b, has_io, io);
+    buf_c(b, '\t');
+    buf_opt_u64(b, has_oo, oo);
+    buf_c(b, '\t');
+    buf_opt_u64(b, has_ip, ip);
+    buf_c(b, '\t');
+    buf_opt_u64(b, has_op, op);
+    buf_c(b, '\t');
+    buf_opt_u64(b, has_speed, speed);
+    buf_c(b, '\t');
+    buf_u64(b, false, bits);
+    buf_c(b, '\t');
+    buf_u64(b, false, has_disc ? disc : 0);
+    span_add(b, at);
+    return row_end(c);
+}
+
+static int parse_counters(struct vctx *c, const struct jv *root)
+{
+    struct loc top = {.idx = -1};
+    const struct jv *poller;
+    if (want_object(c, root, top) < 0 || want_version(c, root) < 0 ||
+        want_name(c, jv_get(root, "poller"), at_key(top, "poller"), false, &poller) < 0)
+        return -1;
+    const struct jv *samples = jv_get(root, "samples");
+    if (!samples)
+        return bad(c, at_key(top, "samples"), "missing: expected an array of samples");
+    if (samples->type != JV_ARRAY)
+        return bad(c, at_key(top, "samples"), "expected an array, got %s",
+                   jv_type_name(samples));
+    long i = 0;
+    for (const struct jv *s = samples->child; s; s = s->next, i++)
+        if (one_sample(c, s, i, poller) < 0)
+            return -1;
+    return 0;
+}
+
+/* ---- /v1/transfers ----------------------------------------------------------------------- */
+
+/* src/dst: an IP address or a configured site name. */
+static int want_place(struct vctx *c, const struct jv *v, struct loc l, const struct jv **out)
+{
+    unsigned char bin[16];
+    if (want_name(c, v, l, false, out) < 0)
+        return -1;
+    const char *s = (*out)->s;
+    if (inet_pton(AF_INET, s, bin) == 1 || inet_pton(AF_INET6, s, bin) == 1 ||
+        cfg_site_index(c->cfg, s) >= 0)
+        return 0;
+    return bad(c, l, "expected an IP address or a configured site name, got \"%.80s\"", s);
+}
+
+static int one_transfer(struct vctx *c, const struct jv *t, long i)
+{
+    struct loc l = {.idx = i};
+    const struct jv *service, *id, *requester, *workflow, *src, *dst;
+    int64_t start, end;
+    uint64_t bytes;
+    char idnum[24];
+    if (want_object(c, t, l) < 0 ||
+        want_name(c, jv_get(t, "service"), at_key(l, "service"), false, &service) < 0)
+        return -1;
+    const struct jv *idv = jv_get(t, "id");
+    if (idv && idv->type == JV_NUMBER && idv->is_int && !idv->neg && !idv->overflow) {
+        snprintf(idnum, sizeof(idnum), "%" PRIu64, idv->u);
+        id = NULL;
+    } else if (want_name(c, idv, at_key(l, "id"), false, &id) < 0) {
+        return -1;
+    }
+    if (want_name(c, jv_get(t, "requester"), at_key(l, "requester"), true, &requester) < 0 ||
+        want_name(c, jv_get(t, "workflow"), at_key(l, "workflow"), true, &workflow) < 0 ||
+        want_place(c, jv_get(t, "src"), at_key(l, "src"), &src) < 0 ||
+        want_place(c, jv_get(t, "dst"), at_key(l, "dst"), &dst) < 0 ||
+        want_time(c, jv_get(t, "start"), at_key(l, "start"), &start) < 0)
+        return -1;
+    /* Fluent Bit adds the record time as "date"; it stands in for a missing "end". */
+    const struct jv *endv = jv_get(t, "end");
+    const char *end_key = "end";
+    if (!endv && jv_get(t, "date")) {
+        endv = jv_get(t, "date");
+        end_key = "date";
+    }
+    if (want_time(c, endv, at_key(l, end_key), &end) < 0)
+        return -1;
+    if (end < start)
+        return bad(c, at_key(l, end_key), "the transfer ends before it starts");
+    if (not_future(c, at_key(l, end_key), end) < 0)
+        return -1;
+    uint64_t span_s = (uint64_t)((end - start + TM_USEC_PER_SEC - 1) / TM_USEC_PER_SEC);
+    if (span_s < (uint64_t)c->cfg->window_seconds)
+        span_s = (uint64_t)c->cfg->window_seconds;
+    if (want_uint(c, jv_get(t, "bytes"), at_key(l, "bytes"), max_bytes_over(c->cfg, span_s),
+                  &bytes) < 0)
+        return -1;
+
+    /* service id requester workflow src dst bytes start_at end_at */
+    struct ingest_batch *b = c->b;
+    buf_text(b, service->s, service->n);
+    buf_c(b, '\t');
+    if (id)
+        buf_text(b, id->s, id->n);
+    else
+        buf_put(b, idnum, strlen(idnum));
+    buf_c(b, '\t');
+    buf_str_or_null(b, requester);
+    buf_c(b, '\t');
+    buf_str_or_null(b, workflow);
+    buf_c(b, '\t');
+    buf_text(b, src->s, src->n);
+    buf_c(b, '\t');
+    buf_text(b, dst->s, dst->n);
+    buf_c(b, '\t');
+    buf_u64(b, false, bytes);
+    buf_c(b, '\t');
+    buf_time(b, start);
+    buf_c(b, '\t');
+    buf_time(b, end);
+    span_add(b, start);
+    return row_end(c);
+}
+
+/* ---- entry ------------------------------------------------------------------------------- */
+
+const char *ingest_kind_name(enum ingest_kind kind)
+{
+    switch (kind) {
+    case INGEST_ATTRIBUTIONS: return "attributions";
+    case INGEST_COUNTERS: return "counters";
+    case INGEST_TRANSFERS: return "transfers";
+    }
+    return "?";
+}
+
+void ingest_batch_free(struct ingest_batch *b)
+{
+    if (!b)
+        return;
+    for (int i = 0; i < INGEST_REPORT_PARAMS; i++)
+        free(b->report[i]);
+    free(b->copy);
+    memset(b, 0, sizeof(*b));
+}
+
+int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body, size_t len,
+                 int64_t now_us, struct ingest_batch *b, struct ingest_error *e)
+{
+    memset(b, 0, sizeof(*b));
+    memset(e, 0, sizeof(*e));
+    b->kind = kind;
+    struct vctx c = {.cfg = cfg, .now_us = now_us, .e = e, .b = b};
+
+    /* Transfers come as one array, or as a stream of objects (NDJSON, concatenated). */
+    size_t lead = 0;
+    while (lead < len && (body[lead] == ' ' || body[lead] == '\n' || body[lead] == '\r' ||
+                          body[lead] == '\t'))
+        lead++;
+    bool stream = kind == INGEST_TRANSFERS && !(lead < len && body[lead] == '[');
+    struct jv *first;
+    size_t n_values;
+    struct jv_error je;
+    struct jv_doc *doc = jv_parse(body, len, stream, &first, &n_values, &je);
+    if (!doc) {
+        e->status = 400;
+        snprintf(e->msg, sizeof(e->msg), "%s (byte %zu)", je.msg, je.offset);
+        snprintf(e->path, sizeof(e->path), "%s", je.path);
+        return -1;
+    }
+    int rc;
+    switch (kind) {
+    case INGEST_ATTRIBUTIONS: rc = parse_attributions(&c, first); break;
+    case INGEST_COUNTERS: rc = parse_counters(&c, first); break;
+    case INGEST_TRANSFERS: {
+        rc = 0;
+        if (stream && n_values == 0) {
+            rc = bad(&c, (struct loc){.idx = -1}, "empty body: expected transfer records");
+            break;
+        }
+        const struct jv *items = stream ? first : first->child;
+        long i = 0;
+        for (const struct jv *t = items; t && rc == 0; t = t->next, i++)
+            rc = one_transfer(&c, t, i);
+        break;
+    }
+    default: rc = -1;
+    }
+    jv_doc_free(doc);
+    if (rc < 0) {
+        ingest_batch_free(b);
+        b->kind = kind;
+        return -1;
+    }
+    return 0;
+}

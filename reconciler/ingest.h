@@ -1,0 +1,49 @@
+/* Whole-request validation of the ingest API bodies (DESIGN.md "HTTP API"): an agent's report
+ * (/v1/attributions), a poller's counter samples (/v1/counters) and service transfer records
+ * (/v1/transfers). A request is either entirely valid, and turned into rows ready for COPY, or
+ * rejected with one error naming what and where ({"error","path"}); nothing is partially kept. */
+#ifndef WL_INGEST_H
+#define WL_INGEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+enum ingest_kind { INGEST_ATTRIBUTIONS, INGEST_COUNTERS, INGEST_TRANSFERS };
+
+#define INGEST_REPORT_PARAMS 10
+
+struct ingest_error {
+    int status;     /* 400 (not JSON / not UTF-8) or 422 (valid JSON, invalid content) */
+    char msg[200];
+    char path[256]; /* JSON path: "$.flows[3].tx_bytes", "$[2].start" */
+};
+
+struct ingest_batch {
+    enum ingest_kind kind;
+    /* attributions: the flow_reports row, in the column order of store.c (NULL = SQL NULL):
+     * agent_id, seq, host, window_start, window_seconds, dropped_events, sampling_k,
+     * sampling_threshold, flows_seen, n_flows */
+    char *report[INGEST_REPORT_PARAMS];
+    int64_t window_start_us; /* attributions */
+    /* rows in PostgreSQL COPY text format: flow_records, or the counter/transfer staging table */
+    char *copy;
+    size_t copy_len, copy_cap;
+    size_t n_rows;
+    int64_t min_us, max_us; /* range of the rows' partition keys (for db_ensure_partitions) */
+    bool oom;               /* internal: an allocation failed while building copy */
+};
+
+/* Validates body (len bytes) as kind against cfg at wall-clock now_us. Returns 0 with *b filled
+ * (free with ingest_batch_free), or -1 with *e filled and *b empty. */
+int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body, size_t len,
+                 int64_t now_us, struct ingest_batch *b, struct ingest_error *e)
+    __attribute__((warn_unused_result));
+void ingest_batch_free(struct ingest_batch *b);
+
+/* Name of the endpoint of a kind ("attributions", …), for logs and metrics. */
+const char *ingest_kind_name(enum ingest_kind kind);
+
+#endif

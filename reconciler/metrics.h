@@ -1,0 +1,38 @@
+/* The service's own counters, exported at GET /metrics in the Prometheus text format. Updated
+ * from the HTTP thread and the reconcile thread (atomics); gauges that live in PostgreSQL (open
+ * alerts, dirty windows) are read at scrape time. */
+#ifndef WL_METRICS_H
+#define WL_METRICS_H
+
+#include <event2/buffer.h>
+#include <libpq-fe.h>
+#include <stdint.h>
+
+enum metrics_endpoint {
+    METRICS_EP_ATTRIBUTIONS,
+    METRICS_EP_COUNTERS,
+    METRICS_EP_TRANSFERS,
+    METRICS_EP_API,
+    METRICS_EP_PAGES,
+    METRICS_EP_OTHER,
+    METRICS_EP_N
+};
+
+struct metrics;
+
+struct metrics *metrics_new(void);
+void metrics_free(struct metrics *m);
+
+/* One answered HTTP request: its endpoint, status and time to answer. */
+void metrics_request(struct metrics *m, enum metrics_endpoint ep, int status, int64_t span_ns);
+/* Rows of an accepted ingest batch: received, and new to the database. */
+void metrics_rows(struct metrics *m, enum metrics_endpoint ep, uint64_t received, uint64_t stored);
+/* One window reconciled (ok) or failed, with its span. */
+void metrics_reconcile(struct metrics *m, int ok, int64_t span_ns, int64_t window_start_us);
+/* One webhook delivery attempt (ok or failed) carrying n alerts. */
+void metrics_webhook(struct metrics *m, int ok, uint64_t n_alerts);
+
+/* Appends the Prometheus text exposition; db (may be NULL) gives the gauges kept in PostgreSQL. */
+void metrics_render(struct metrics *m, PGconn *db, struct evbuffer *out);
+
+#endif

@@ -1,0 +1,900 @@
+/* Reconciliation of one window, pure: observed bytes from counters, attributed bytes from flows
+ * and transfers (de-duplicated, laid onto circuits along routes), cells and their statuses. */
+#include "recon.h"
+
+#include <math.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "sitemap.h"
+
+static const char *const status_names[] = {
+    [RECON_OK] = "ok",
+    [RECON_WARN] = "warn",
+    [RECON_RED] = "red",
+    [RECON_OVER] = "over",
+    [RECON_IDLE] = "idle",
+    [RECON_INCOMPLETE] = "incomplete",
+    [RECON_NO_COUNTER] = "no_counter",
+};
+
+const char *recon_status_name(enum recon_status s)
+{
+    if ((unsigned)s >= sizeof status_names / sizeof status_names[0])
+        return "?";
+    return status_names[s];
+}
+
+int recon_status_parse(const char *s)
+{
+    for (size_t i = 0; i < sizeof status_names / sizeof status_names[0]; i++)
+        if (s && strcmp(s, status_names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+uint64_t recon_spread(uint64_t total, int64_t start_us, int64_t end_us, int64_t from_us,
+                      int64_t to_us)
+{
+    if (end_us <= start_us)
+        return (start_us >= from_us && start_us < to_us) ? total : 0;
+    int64_t lo = from_us > start_us ? from_us : start_us;
+    int64_t hi = to_us < end_us ? to_us : end_us;
+    if (hi <= lo)
+        return 0;
+    /* floor(total * elapsed / span) at both ends: adjacent ranges share their edge value, so the
+     * parts of one total always add up to it exactly. */
+    unsigned __int128 span = (unsigned __int128)(end_us - start_us);
+    unsigned __int128 upto_hi = (unsigned __int128)total * (uint64_t)(hi - start_us) / span;
+    unsigned __int128 upto_lo = (unsigned __int128)total * (uint64_t)(lo - start_us) / span;
+    return (uint64_t)(upto_hi - upto_lo);
+}
+
+enum recon_status recon_cell_status(const struct cfg *cfg, double valid_fraction,
+                                    uint64_t observed_payload_bytes, bool has_coverage,
+                                    double coverage)
+{
+    if (valid_fraction < RECON_MIN_VALID_FRACTION)
+        return RECON_INCOMPLETE;
+    if (observed_payload_bytes < cfg->min_gap_bytes || !has_coverage)
+        return RECON_IDLE;
+    if (coverage > cfg->over)
+        return RECON_OVER;
+    if (coverage >= cfg->green)
+        return RECON_OK;
+    if (coverage >= cfg->red)
+        return RECON_WARN;
+    return RECON_RED;
+}
+
+/* ---- a small open-addressing index: hash -> position in a caller's array ---- */
+
+struct slot {
+    uint64_t hash;
+    size_t idx1; /* index + 1; 0 = empty */
+};
+
+struct index {
+    struct slot *slots;
+    size_t cap; /* power of two */
+    size_t n;
+};
+
+static int index_init(struct index *ix, size_t expect)
+{
+    size_t cap = 64;
+    while (cap < expect * 2)
+        cap <<= 1;
+    ix->slots = calloc(cap, sizeof *ix->slots);
+    ix->cap = cap;
+    ix->n = 0;
+    return ix->slots ? 0 : -1;
+}
+
+static void index_free(struct index *ix)
+{
+    free(ix->slots);
+    ix->slots = NULL;
+}
+
+static int index_grow(struct index *ix)
+{
+    size_t cap = ix->cap * 2;
+    struct slot *s = calloc(cap, sizeof *s);
+    if (!s)
+        return -1;
+    for (size_t i = 0; i < ix->cap; i++) {
+        if (!ix->slots[i].idx1)
+            continue;
+        size_t j = ix->slots[i].hash & (cap - 1);
+        while (s[j].idx1)
+            j = (j + 1) & (cap - 1);
+        s[j] = ix->slots[i];
+    }
+    free(ix->slots);
+    ix->slots = s;
+    ix->cap = cap;
+    return 0;
+}
+
+/* The slot holding a key with this hash for which eq() holds, or the empty slot where it goes. */
+static struct slot *index_find(struct index *ix, uint64_t hash,
+                               int (*eq)(const void *ctx, size_t idx, const void *key),
+                               const void *ctx, const void *key)
+{
+    size_t j = hash & (ix->cap - 1);
+    for (;;) {
+        struct slot *s = &ix->slots[j];
+        if (!s->idx1 || (s->hash == hash && eq(ctx, s->idx1 - 1, key)))
+            return s;
+        j = (j + 1) & (ix->cap - 1);
+    }
+}
+
+/* Records idx in the empty slot s found by index_find; may grow (s is then stale). */
+static int index_put(struct index *ix, struct slot *s, uint64_t hash, size_t idx)
+{
+    s->hash = hash;
+    s->idx1 = idx + 1;
+    ix->n++;
+    if (ix->n * 2 > ix->cap)
+        return index_grow(ix);
+    return 0;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 33);
+}
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    uint64_t f = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++)
+        f = (f ^ b[i]) * 0x100000001b3ULL;
+    return mix(h, f);
+}
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+    return hash_bytes(h, s, strlen(s));
+}
+
+static const char *str_or_empty(const char *s)
+{
+    return s ? s : "";
+}
+
+/* ---- growable arrays ---- */
+
+static int grow(void **items, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 64;
+    while (c < need)
+        c *= 2;
+    void *p = realloc(*items, c * size);
+    if (!p)
+        return -1;
+    *items = p;
+    *cap = c;
+    return 0;
+}
+
+/* ---- per-link counters over the window ---- */
+
+/* One direction of one interface over the window. */
+struct counter_part {
+    int64_t covered_us;
+    uint64_t octets;
+    double payload;
+};
+
+struct link_counts {
+    size_t n_samples;
+    uint64_t speed_bps;
+    struct counter_part in, out;
+};
+
+/* delta of a cumulative counter; 32-bit counters wrap once at 2^32; false if it went back. */
+static bool counter_delta(uint64_t prev, uint64_t cur, int bits, uint64_t *d)
+{
+    if (cur >= prev) {
+        *d = cur - prev;
+        return true;
+    }
+    if (bits == 32 && prev <= UINT32_MAX && cur <= UINT32_MAX) {
+        *d = cur + (UINT64_C(1) << 32) - prev;
+        return true;
+    }
+    return false;
+}
+
+static void add_interval(const struct cfg *cfg, struct counter_part *part, int64_t ws, int64_t we,
+                         int64_t t0, int64_t t1, bool has_oct, uint64_t oct0, uint64_t oct1,
+                         bool has_pkt, uint64_t pkt0, uint64_t pkt1, int bits)
+{
+    uint64_t doct, dpkt;
+    if (!has_oct || !counter_delta(oct0, oct1, bits, &doct))
+        return;
+    int64_t lo = t0 > ws ? t0 : ws, hi = t1 < we ? t1 : we;
+    if (hi <= lo)
+        return;
+    uint64_t oct = recon_spread(doct, t0, t1, ws, we);
+    part->covered_us += hi - lo;
+    part->octets += oct;
+    if (has_pkt && counter_delta(pkt0, pkt1, bits, &dpkt)) {
+        uint64_t pkts = recon_spread(dpkt, t0, t1, ws, we);
+        part->payload += (double)oct - (double)pkts * cfg->bytes_per_packet;
+    } else {
+        part->payload += (double)oct * cfg->ratio_without_packets;
+    }
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+    const struct recon_sample *x = *(const struct recon_sample *const *)a;
+    const struct recon_sample *y = *(const struct recon_sample *const *)b;
+    if (x->link != y->link)
+        return x->link < y->link ? -1 : 1;
+    return (x->at_us > y->at_us) - (x->at_us < y->at_us);
+}
+
+static int count_links(const struct cfg *cfg, const struct recon_input *in, struct link_counts *lc,
+                       char *err, size_t errlen)
+{
+    int64_t ws = in->window_start_us, we = ws + (int64_t)cfg->window_seconds * 1000000;
+    const struct recon_sample **order = malloc((in->n_samples + 1) * sizeof *order);
+    if (!order) {
+        snprintf(err, errlen, "recon: out of memory sorting %zu samples", in->n_samples);
+        return -1;
+    }
+    for (size_t i = 0; i < in->n_samples; i++) {
+        const struct recon_sample *s = &in->samples[i];
+        if (s->link < 0 || (size_t)s->link >= cfg->n_links) {
+            snprintf(err, errlen, "recon: samples[%zu]: link %d is not configured", i, s->link);
+            free(order);
+            return -1;
+        }
+        order[i] = s;
+    }
+    if (in->n_samples)
+        qsort(order, in->n_samples, sizeof *order, cmp_sample);
+    for (size_t i = 0; i < in->n_samples; i++) {
+        const struct recon_sample *c = order[i];
+        struct link_counts *l = &lc[c->link];
+        l->n_samples++;
+        if (c->speed_bps > l->speed_bps)
+            l->speed_bps = c->speed_bps;
+        if (i == 0 || order[i - 1]->link != c->link)
+            continue;
+        const struct recon_sample *p = order[i - 1];
+        if (c->at_us <= p->at_us || c->counter_bits != p->counter_bits)
+            continue;
+        if (p->uptime_cs >= 0 && c->uptime_cs >= 0 && c->uptime_cs < p->uptime_cs)
+            continue; /* rebooted: the counters restarted somewhere in the interval */
+        if (c->discontinuity_cs != p->discontinuity_cs)
+            continue;
+        if (c->at_us <= ws || p->at_us >= we)
+            continue;
+        add_interval(cfg, &l->in, ws, we, p->at_us, c->at_us, p->has_in_octets && c->has_in_octets,
+                     p->in_octets, c->in_octets, p->has_in_pkts && c->has_in_pkts, p->in_pkts,
+                     c->in_pkts, c->counter_bits);
+        add_interval(cfg, &l->out, ws, we, p->at_us, c->at_us,
+                     p->has_out_octets && c->has_out_octets, p->out_octets, c->out_octets,
+                     p->has_out_pkts && c->has_out_pkts, p->out_pkts, c->out_pkts, c->counter_bits);
+    }
+    free(order);
+    return 0;
+}
+
+/* ---- the working state of one run ---- */
+
+struct pair_path {
+    uint64_t key;
+    size_t off, len; /* into run.path_sites */
+};
+
+struct cell_acc {
+    uint64_t key;
+    struct recon_cell cell;
+    double payload;
+};
+
+struct endpoint {
+    int family;
+    uint8_t addr[16];
+    uint16_t port;
+};
+
+struct conn_side {
+    bool seen;
+    enum recon_role role;
+    uint64_t tx, rx;
+    const struct recon_flow *owner;
+};
+
+struct conn {
+    uint64_t hash;
+    int proto;
+    struct endpoint ep[2]; /* ep[0] < ep[1] */
+    int site[2];
+    struct conn_side side[2];
+};
+
+struct host_site {
+    const char *host;
+    int site;
+};
+
+struct run {
+    const struct cfg *cfg;
+    struct cell_acc *cells;
+    size_t n_cells, cap_cells;
+    struct index cell_ix;
+    struct pair_path *paths;
+    size_t n_paths, cap_paths;
+    struct index path_ix;
+    int *path_sites;
+    size_t n_path_sites, cap_path_sites;
+    struct recon_rollup *rollup;
+    size_t n_rollup, cap_rollup;
+    struct index rollup_ix;
+    struct conn *conns;
+    size_t n_conns, cap_conns;
+    struct index conn_ix;
+    struct host_site *hosts;
+    size_t n_hosts, cap_hosts;
+    struct index host_ix;
+    int *path_buf;
+};
+
+static uint64_t pair_key(int src, int dst)
+{
+    return ((uint64_t)(uint32_t)src << 32) | (uint32_t)dst;
+}
+
+static int eq_cell(const void *ctx, size_t idx, const void *key)
+{
+    return ((const struct run *)ctx)->cells[idx].key == *(const uint64_t *)key;
+}
+
+static struct cell_acc *cell_get(struct run *r, int src, int dst)
+{
+    uint64_t key = pair_key(src, dst), h = mix(0, key);
+    struct slot *s = index_find(&r->cell_ix, h, eq_cell, r, &key);
+    if (s->idx1)
+        return &r->cells[s->idx1 - 1];
+    if (grow((void **)&r->cells, &r->cap_cells, r->n_cells + 1, sizeof *r->cells))
+        return NULL;
+    struct cell_acc *c = &r->cells[r->n_cells];
+    memset(c, 0, sizeof *c);
+    c->key = key;
+    c->cell.src_site = src;
+    c->cell.dst_site = dst;
+    c->cell.valid_fraction = 1.0;
+    if (index_put(&r->cell_ix, s, h, r->n_cells))
+        return NULL;
+    r->n_cells++;
+    return c;
+}
+
+static int eq_path(const void *ctx, size_t idx, const void *key)
+{
+    return ((const struct run *)ctx)->paths[idx].key == *(const uint64_t *)key;
+}
+
+/* The sites from src to dst along which the pair's bytes are laid: its route, the direct pair
+ * when a link joins them, else just (src, dst) (a no_counter cell). */
+static const struct pair_path *path_get(struct run *r, int src, int dst)
+{
+    uint64_t key = pair_key(src, dst), h = mix(0, key);
+    struct slot *s = index_find(&r->path_ix, h, eq_path, r, &key);
+    if (s->idx1)
+        return &r->paths[s->idx1 - 1];
+    size_t n = cfg_path(r->cfg, src, dst, r->path_buf, r->cfg->n_sites + 1);
+    if (n < 2) {
+        r->path_buf[0] = src;
+        r->path_buf[1] = dst;
+        n = 2;
+    }
+    if (grow((void **)&r->path_sites, &r->cap_path_sites, r->n_path_sites + n,
+             sizeof *r->path_sites) ||
+        grow((void **)&r->paths, &r->cap_paths, r->n_paths + 1, sizeof *r->paths))
+        return NULL;
+    memcpy(r->path_sites + r->n_path_sites, r->path_buf, n * sizeof *r->path_buf);
+    struct pair_path *p = &r->paths[r->n_paths];
+    p->key = key;
+    p->off = r->n_path_sites;
+    p->len = n;
+    r->n_path_sites += n;
+    if (index_put(&r->path_ix, s, h, r->n_paths))
+        return NULL;
+    r->n_paths++;
+    return p;
+}
+
+static int eq_rollup(const void *ctx, size_t idx, const void *key)
+{
+    const struct recon_rollup *a = &((const struct run *)ctx)->rollup[idx], *b = key;
+    return a->src_site == b->src_site && a->dst_site == b->dst_site && a->source == b->source &&
+           strcmp(a->workflow, b->workflow) == 0 && strcmp(a->user, b->user) == 0 &&
+           strcmp(a->program, b->program) == 0 && strcmp(a->host, b->host) == 0;
+}
+
+static const char SRC_SOCKET[] = "socket", SRC_NFS[] = "nfs", SRC_SERVICE[] = "service";
+
+/* Credits bytes of one kind between two sites to one owner, on every hop of the pair's path. */
+static int attribute(struct run *r, int src, int dst, const char *source, const char *workflow,
+                     const char *user, const char *program, const char *host, uint64_t bytes)
+{
+    if (bytes == 0)
+        return 0;
+    const struct pair_path *p = path_get(r, src, dst);
+    if (!p)
+        return -1;
+    struct recon_rollup key = {.source = source,
+                               .workflow = str_or_empty(workflow),
+                               .user = str_or_empty(user),
+                               .program = str_or_empty(program),
+                               .host = str_or_empty(host)};
+    uint64_t base =
+        hash_str(hash_str(hash_str(hash_str(mix(0, (uintptr_t)source), key.workflow), key.user),
+                          key.program),
+                 key.host);
+    size_t off = p->off, len = p->len; /* p may move when paths grow; not here, but be plain */
+    for (size_t i = 0; i + 1 < len; i++) {
+        int a = r->path_sites[off + i], b = r->path_sites[off + i + 1];
+        struct cell_acc *c = cell_get(r, a, b);
+        if (!c)
+            return -1;
+        if (source == SRC_SOCKET)
+            c->cell.socket_bytes += bytes;
+        else if (source == SRC_NFS)
+            c->cell.nfs_bytes += bytes;
+        else
+            c->cell.service_bytes += bytes;
+        key.src_site = a;
+        key.dst_site = b;
+        uint64_t h = mix(base, pair_key(a, b));
+        struct slot *s = index_find(&r->rollup_ix, h, eq_rollup, r, &key);
+        if (s->idx1) {
+            r->rollup[s->idx1 - 1].bytes += bytes;
+            continue;
+        }
+        if (grow((void **)&r->rollup, &r->cap_rollup, r->n_rollup + 1, sizeof *r->rollup))
+            return -1;
+        r->rollup[r->n_rollup] = key;
+        r->rollup[r->n_rollup].bytes = bytes;
+        if (index_put(&r->rollup_ix, s, h, r->n_rollup))
+            return -1;
+        r->n_rollup++;
+    }
+    return 0;
+}
+
+/* ---- counters -> circuit directions -> cells ---- */
+
+static int observe_circuits(struct run *r, const struct link_counts *lc, int64_t window_us,
+                            struct recon_result *out)
+{
+    const struct cfg *cfg = r->cfg;
+    size_t cap = 0;
+    for (size_t i = 0; i < cfg->n_links; i++) {
+        const struct cfg_link *li = &cfg->links[i];
+        bool first = true;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(cfg->links[j].circuit, li->circuit) == 0)
+                first = false;
+        if (!first || li->site_idx == li->peer_site_idx)
+            continue;
+        /* both directions of this circuit, between the two sites of its first link */
+        for (int d = 0; d < 2; d++) {
+            int from = d == 0 ? li->site_idx : li->peer_site_idx;
+            int to = d == 0 ? li->peer_site_idx : li->site_idx;
+            int sender = -1, receiver = -1;
+            for (size_t j = i; j < cfg->n_links; j++) {
+                const struct cfg_link *lj = &cfg->links[j];
+                if (strcmp(lj->circuit, li->circuit) != 0)
+                    continue;
+                if (sender < 0 && lj->site_idx == from && lj->peer_site_idx == to)
+                    sender = (int)j;
+                if (receiver < 0 && lj->site_idx == to && lj->peer_site_idx == from)
+                    receiver = (int)j;
+            }
+            double fs = sender >= 0 ? (double)lc[sender].out.covered_us / (double)window_us : 0;
+            double fr = receiver >= 0 ? (double)lc[receiver].in.covered_us / (double)window_us : 0;
+            bool use_out = sender >= 0 && (receiver < 0 || fs >= RECON_MIN_VALID_FRACTION ||
+                                           fs >= fr || lc[receiver].n_samples == 0);
+            int used = use_out ? sender : receiver;
+            const struct counter_part *part = use_out ? &lc[used].out : &lc[used].in;
+            if (grow((void **)&out->links, &cap, out->n_links + 1, sizeof *out->links))
+                return -1;
+            struct recon_link_obs *o = &out->links[out->n_links++];
+            memset(o, 0, sizeof *o);
+            o->circuit = li->circuit;
+            o->src_site = from;
+            o->dst_site = to;
+            o->out_counter = use_out;
+            o->link = lc[used].n_samples ? used : -1;
+            o->observed_bytes = part->octets;
+            o->observed_payload_bytes = part->payload > 0 ? (uint64_t)llround(part->payload) : 0;
+            o->valid_fraction = (double)part->covered_us / (double)window_us;
+            if (sender >= 0 && cfg->links[sender].capacity_bps)
+                o->capacity_bps = cfg->links[sender].capacity_bps;
+            else if (receiver >= 0 && cfg->links[receiver].capacity_bps)
+                o->capacity_bps = cfg->links[receiver].capacity_bps;
+            else
+                o->capacity_bps = lc[used].speed_bps;
+            if (o->capacity_bps && part->covered_us > 0) {
+                o->has_utilization = true;
+                o->utilization = (double)part->octets * 8.0 /
+                                 ((double)part->covered_us / 1e6 * (double)o->capacity_bps);
+            }
+            struct cell_acc *c = cell_get(r, from, to);
+            if (!c)
+                return -1;
+            if (!c->cell.has_link || o->valid_fraction < c->cell.valid_fraction)
+                c->cell.valid_fraction = o->valid_fraction;
+            c->cell.has_link = true;
+            c->cell.observed_bytes += o->observed_bytes;
+            c->payload += part->payload > 0 ? part->payload : 0;
+            c->cell.capacity_bps += o->capacity_bps;
+        }
+    }
+    return 0;
+}
+
+/* ---- socket flows: de-duplication and both-ends matching ---- */
+
+static int site_of(const struct cfg *cfg, const struct recon_addr *a)
+{
+    if (a->family != AF_INET && a->family != AF_INET6)
+        return -1;
+    return sm_lookup(cfg->sitemap, a->family, a->addr);
+}
+
+static int cmp_endpoint(const struct endpoint *a, const struct endpoint *b)
+{
+    if (a->family != b->family)
+        return a->family < b->family ? -1 : 1;
+    int c = memcmp(a->addr, b->addr, 16);
+    if (c)
+        return c;
+    return (a->port > b->port) - (a->port < b->port);
+}
+
+static int eq_conn(const void *ctx, size_t idx, const void *key)
+{
+    const struct conn *a = &((const struct run *)ctx)->conns[idx], *b = key;
+    return a->proto == b->proto && cmp_endpoint(&a->ep[0], &b->ep[0]) == 0 &&
+           cmp_endpoint(&a->ep[1], &b->ep[1]) == 0;
+}
+
+static int eq_host(const void *ctx, size_t idx, const void *key)
+{
+    return strcmp(((const struct run *)ctx)->hosts[idx].host, (const char *)key) == 0;
+}
+
+static bool is_dedup_flow(const struct cfg *cfg, const struct recon_flow *f)
+{
+    for (size_t i = 0; i < cfg->n_nfs_ports; i++)
+        if (f->local_port == cfg->nfs_ports[i] || f->remote_port == cfg->nfs_ports[i])
+            return true;
+    if (cfg->n_services == 0)
+        return false;
+    if (cfg_service_of_port(cfg, f->local_port) >= 0 ||
+        cfg_service_of_port(cfg, f->remote_port) >= 0)
+        return true;
+    return f->user && cfg_service_of_user(cfg, f->user) >= 0;
+}
+
+static int note_host_site(struct run *r, const struct recon_flow *f, int site)
+{
+    if (!f->host || site < 0)
+        return 0;
+    uint64_t h = hash_str(0, f->host);
+    struct slot *s = index_find(&r->host_ix, h, eq_host, r, f->host);
+    if (s->idx1)
+        return 0;
+    if (grow((void **)&r->hosts, &r->cap_hosts, r->n_hosts + 1, sizeof *r->hosts))
+        return -1;
+    r->hosts[r->n_hosts] = (struct host_site){.host = f->host, .site = site};
+    if (index_put(&r->host_ix, s, h, r->n_hosts))
+        return -1;
+    r->n_hosts++;
+    return 0;
+}
+
+static int add_socket_flow(struct run *r, const struct recon_flow *f, struct recon_result *out)
+{
+    int ls = site_of(r->cfg, &f->local), rs = site_of(r->cfg, &f->remote);
+    if (note_host_site(r, f, ls))
+        return -1;
+    if (ls < 0 || rs < 0) {
+        out->n_unmapped++;
+        return 0;
+    }
+    if (ls == rs) {
+        out->n_intra_site++;
+        return 0;
+    }
+    if (is_dedup_flow(r->cfg, f)) {
+        out->n_dedup_flows++;
+        return 0;
+    }
+    struct conn key;
+    memset(&key, 0, sizeof key);
+    struct endpoint l = {.family = f->local.family, .port = f->local_port};
+    struct endpoint m = {.family = f->remote.family, .port = f->remote_port};
+    memcpy(l.addr, f->local.addr, 16);
+    memcpy(m.addr, f->remote.addr, 16);
+    int me = cmp_endpoint(&l, &m) <= 0 ? 0 : 1; /* which side of the connection reported */
+    key.proto = f->proto;
+    key.ep[me] = l;
+    key.ep[1 - me] = m;
+    key.site[me] = ls;
+    key.site[1 - me] = rs;
+    uint64_t h = hash_bytes(hash_bytes(mix(0, (uint64_t)f->proto), &key.ep[0], sizeof key.ep[0]),
+                            &key.ep[1], sizeof key.ep[1]);
+    struct slot *s = index_find(&r->conn_ix, h, eq_conn, r, &key);
+    struct conn *c;
+    if (s->idx1) {
+        c = &r->conns[s->idx1 - 1];
+    } else {
+        if (grow((void **)&r->conns, &r->cap_conns, r->n_conns + 1, sizeof *r->conns))
+            return -1;
+        c = &r->conns[r->n_conns];
+        *c = key;
+        c->hash = h;
+        if (index_put(&r->conn_ix, s, h, r->n_conns))
+            return -1;
+        r->n_conns++;
+    }
+    struct conn_side *side = &c->side[me];
+    if (!side->seen || (side->role == RECON_ROLE_UNKNOWN && f->role != RECON_ROLE_UNKNOWN)) {
+        side->role = f->role;
+        side->owner = f;
+    }
+    side->seen = true;
+    side->tx += f->tx_bytes;
+    side->rx += f->rx_bytes;
+    return 0;
+}
+
+/* The side whose owner is credited: the client (connecting) side when known. */
+static int credited_side(const struct conn *c)
+{
+    for (int i = 0; i < 2; i++)
+        if (c->side[i].seen && c->side[i].role == RECON_ROLE_CLIENT)
+            return i;
+    for (int i = 0; i < 2; i++)
+        if (c->side[i].seen && c->side[i].role == RECON_ROLE_SERVER && c->side[1 - i].seen)
+            return 1 - i;
+    return c->side[0].seen ? 0 : 1;
+}
+
+static int credit_connections(struct run *r, struct recon_result *out)
+{
+    for (size_t i = 0; i < r->n_conns; i++) {
+        const struct conn *c = &r->conns[i];
+        const struct recon_flow *owner = c->side[credited_side(c)].owner;
+        if (c->side[0].seen && c->side[1].seen)
+            out->n_both_ends++;
+        for (int from = 0; from < 2; from++) {
+            int to = 1 - from;
+            /* one connection, one direction: max(sender tx, receiver rx) */
+            uint64_t sent = c->side[from].seen ? c->side[from].tx : 0;
+            uint64_t got = c->side[to].seen ? c->side[to].rx : 0;
+            if (attribute(r, c->site[from], c->site[to], SRC_SOCKET, owner->workflow, owner->user,
+                          owner->program, owner->host, sent > got ? sent : got))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int add_nfs_flow(struct run *r, const struct recon_flow *f, struct recon_result *out)
+{
+    int client = site_of(r->cfg, &f->local);
+    if (client < 0 && f->local.family == 0 && f->host) {
+        struct slot *s = index_find(&r->host_ix, hash_str(0, f->host), eq_host, r, f->host);
+        if (s->idx1)
+            client = r->hosts[s->idx1 - 1].site;
+    }
+    int server = site_of(r->cfg, &f->nfs_server);
+    if (client < 0 || server < 0) {
+        out->n_unmapped++;
+        return 0;
+    }
+    if (client == server) {
+        out->n_intra_site++;
+        return 0;
+    }
+    int src = f->nfs_op == RECON_NFS_READ ? server : client;
+    int dst = f->nfs_op == RECON_NFS_READ ? client : server;
+    return attribute(r, src, dst, SRC_NFS, f->workflow, f->user, f->program, f->host, f->nfs_bytes);
+}
+
+static int site_of_end(const struct cfg *cfg, const char *s)
+{
+    if (!s)
+        return -1;
+    int i = cfg_site_index(cfg, s);
+    return i >= 0 ? i : cfg_site_of_addr(cfg, s);
+}
+
+static int add_transfer(struct run *r, const struct recon_transfer *t, int64_t ws, int64_t we,
+                        struct recon_result *out)
+{
+    uint64_t part = recon_spread(t->bytes, t->start_us, t->end_us, ws, we);
+    if (part == 0)
+        return 0;
+    int src = site_of_end(r->cfg, t->src), dst = site_of_end(r->cfg, t->dst);
+    if (src < 0 || dst < 0) {
+        out->n_unmapped++;
+        return 0;
+    }
+    if (src == dst) {
+        out->n_intra_site++;
+        return 0;
+    }
+    return attribute(r, src, dst, SRC_SERVICE, t->workflow, t->requester, t->service, "", part);
+}
+
+/* ---- results ---- */
+
+static int cmp_cell(const void *a, const void *b)
+{
+    const struct recon_cell *x = a, *y = b;
+    if (x->src_site != y->src_site)
+        return x->src_site < y->src_site ? -1 : 1;
+    return (x->dst_site > y->dst_site) - (x->dst_site < y->dst_site);
+}
+
+static int cmp_rollup(const void *a, const void *b)
+{
+    const struct recon_rollup *x = a, *y = b;
+    if (x->src_site != y->src_site)
+        return x->src_site < y->src_site ? -1 : 1;
+    if (x->dst_site != y->dst_site)
+        return x->dst_site < y->dst_site ? -1 : 1;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    int c;
+    if ((c = strcmp(x->source, y->source)) || (c = strcmp(x->workflow, y->workflow)) ||
+        (c = strcmp(x->user, y->user)) || (c = strcmp(x->program, y->program)))
+        return c;
+    return strcmp(x->host, y->host);
+}
+
+static int cmp_link(const void *a, const void *b)
+{
+    const struct recon_link_obs *x = a, *y = b;
+    int c = strcmp(x->circuit, y->circuit);
+    if (c)
+        return c;
+    return (x->src_site > y->src_site) - (x->src_site < y->src_site);
+}
+
+static int finish_cells(struct run *r, struct recon_result *out)
+{
+    out->cells = malloc((r->n_cells + 1) * sizeof *out->cells);
+    if (!out->cells)
+        return -1;
+    for (size_t i = 0; i < r->n_cells; i++) {
+        struct recon_cell *c = &r->cells[i].cell;
+        c->observed_payload_bytes = (uint64_t)llround(r->cells[i].payload);
+        c->attributed_bytes = c->socket_bytes + c->nfs_bytes + c->service_bytes;
+        c->unattributed_bytes = c->observed_payload_bytes > c->attributed_bytes
+                                    ? c->observed_payload_bytes - c->attributed_bytes
+                                    : 0;
+        if (!c->has_link) {
+            c->valid_fraction = 0;
+            c->status = RECON_NO_COUNTER;
+        } else {
+            c->has_coverage = c->observed_payload_bytes > 0;
+            c->coverage = c->has_coverage
+                              ? (double)c->attributed_bytes / (double)c->observed_payload_bytes
+                              : 0;
+            c->status = recon_cell_status(r->cfg, c->valid_fraction, c->observed_payload_bytes,
+                                          c->has_coverage, c->coverage);
+        }
+        out->cells[i] = *c;
+    }
+    out->n_cells = r->n_cells;
+    if (out->n_cells)
+        qsort(out->cells, out->n_cells, sizeof *out->cells, cmp_cell);
+    out->rollup = r->rollup;
+    out->n_rollup = r->n_rollup;
+    r->rollup = NULL;
+    if (out->n_rollup)
+        qsort(out->rollup, out->n_rollup, sizeof *out->rollup, cmp_rollup);
+    if (out->n_links)
+        qsort(out->links, out->n_links, sizeof *out->links, cmp_link);
+    return 0;
+}
+
+static void run_free(struct run *r)
+{
+    free(r->cells);
+    index_free(&r->cell_ix);
+    free(r->paths);
+    index_free(&r->path_ix);
+    free(r->path_sites);
+    free(r->rollup);
+    index_free(&r->rollup_ix);
+    free(r->conns);
+    index_free(&r->conn_ix);
+    free(r->hosts);
+    index_free(&r->host_ix);
+    free(r->path_buf);
+}
+
+int recon_run(const struct cfg *cfg, const struct recon_input *in, struct recon_result *out,
+              char *err, size_t errlen)
+{
+    int rc = -1;
+    struct run r = {.cfg = cfg};
+    struct link_counts *lc = NULL;
+    memset(out, 0, sizeof *out);
+    if (cfg->window_seconds <= 0 ||
+        in->window_start_us % ((int64_t)cfg->window_seconds * 1000000) != 0) {
+        snprintf(err, errlen, "recon: window_start %lld is not aligned to %d s",
+                 (long long)in->window_start_us, cfg->window_seconds);
+        return -1;
+    }
+    int64_t ws = in->window_start_us, window_us = (int64_t)cfg->window_seconds * 1000000;
+    lc = calloc(cfg->n_links + 1, sizeof *lc);
+    r.path_buf = malloc((cfg->n_sites + 2) * sizeof *r.path_buf);
+    if (!lc || !r.path_buf || index_init(&r.cell_ix, 256) || index_init(&r.path_ix, 256) ||
+        index_init(&r.rollup_ix, 1024) || index_init(&r.conn_ix, in->n_flows) ||
+        index_init(&r.host_ix, 64)) {
+        snprintf(err, errlen, "recon: out of memory");
+        goto cleanup;
+    }
+    if (count_links(cfg, in, lc, err, errlen))
+        goto cleanup;
+    if (observe_circuits(&r, lc, window_us, out))
+        goto oom;
+    for (size_t i = 0; i < in->n_flows; i++)
+        if (in->flows[i].source == RECON_FLOW_SOCKET && add_socket_flow(&r, &in->flows[i], out))
+            goto oom;
+    if (credit_connections(&r, out))
+        goto oom;
+    for (size_t i = 0; i < in->n_flows; i++)
+        if (in->flows[i].source == RECON_FLOW_NFS && add_nfs_flow(&r, &in->flows[i], out))
+            goto oom;
+    for (size_t i = 0; i < in->n_transfers; i++)
+        if (add_transfer(&r, &in->transfers[i], ws, ws + window_us, out))
+            goto oom;
+    if (finish_cells(&r, out))
+        goto oom;
+    rc = 0;
+    goto cleanup;
+oom:
+    snprintf(err, errlen, "recon: out of memory");
+cleanup:
+    if (rc)
+        recon_result_free(out);
+    run_free(&r);
+    free(lc);
+    return rc;
+}
+
+void recon_result_free(struct recon_result *r)
+{
+    if (!r)
+        return;
+    free(r->links);
+    free(r->cells);
+    free(r->rollup);
+    memset(r, 0, sizeof *r);
+}

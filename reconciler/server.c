@@ -1,0 +1,397 @@
+/* The evhttp server of `wanledger reconcile` (see server.h). */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "api.h"
+#include "hm_pages.h"
+#include "ingest.h"
+#include "jsonw.h"
+#include "log.h"
+#include "timeutil.h"
+
+struct srv {
+    const struct cfg *cfg;
+    struct event_base *base;
+    struct evhttp *http;
+    struct store *store;
+    struct metrics *metrics;
+    int port;
+};
+
+enum access {
+    ACCESS_OPEN,    /* /healthz, /metrics */
+    ACCESS_ROLE,    /* a token of the route's role */
+    ACCESS_PAGE,    /* reader token, or none from loopback with open_on_loopback */
+};
+
+enum handler { H_INGEST, H_HEALTHZ, H_METRICS, H_CELLS, H_TOP, H_HEATMAP, H_CELL };
+
+struct route {
+    const char *path;
+    enum evhttp_cmd_type method;
+    enum access access;
+    enum srv_role role;
+    enum handler handler;
+    enum ingest_kind kind;
+    enum metrics_endpoint ep;
+};
+
+static const struct route ROUTES[] = {
+    {"/v1/attributions", EVHTTP_REQ_POST, ACCESS_ROLE, SRV_ROLE_AGENT, H_INGEST,
+     INGEST_ATTRIBUTIONS, METRICS_EP_ATTRIBUTIONS},
+    {"/v1/counters", EVHTTP_REQ_POST, ACCESS_ROLE, SRV_ROLE_POLLER, H_INGEST, INGEST_COUNTERS,
+     METRICS_EP_COUNTERS},
+    {"/v1/transfers", EVHTTP_REQ_POST, ACCESS_ROLE, SRV_ROLE_SERVICE, H_INGEST, INGEST_TRANSFERS,
+     METRICS_EP_TRANSFERS},
+    {"/healthz", EVHTTP_REQ_GET, ACCESS_OPEN, 0, H_HEALTHZ, 0, METRICS_EP_OTHER},
+    {"/metrics", EVHTTP_REQ_GET, ACCESS_OPEN, 0, H_METRICS, 0, METRICS_EP_OTHER},
+    {"/api/v1/cells", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_CELLS, 0, METRICS_EP_API},
+    {"/api/v1/top", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_TOP, 0, METRICS_EP_API},
+    {"/heatmap", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_HEATMAP, 0, METRICS_EP_PAGES},
+    {"/heatmap/cell", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_CELL, 0,
+     METRICS_EP_PAGES},
+};
+
+static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader"};
+
+/* ---- authentication ----------------------------------------------------------------------- */
+
+/* Compares without an early exit; the time depends only on the configured token's length. */
+static bool ct_equal(const char *given, size_t glen, const char *token)
+{
+    size_t tlen = strlen(token);
+    volatile unsigned char diff = glen != tlen;
+    for (size_t i = 0; i < tlen; i++) {
+        unsigned char g = i < glen ? (unsigned char)given[i] : 0;
+        diff |= g ^ (unsigned char)token[i];
+    }
+    return diff == 0;
+}
+
+int srv_role_of_token(const struct cfg *cfg, const char *token, size_t len)
+{
+    const struct cfg_tokens *t = &cfg->tokens;
+    char **lists[SRV_ROLE_N] = {t->agent, t->poller, t->service, t->reader};
+    size_t ns[SRV_ROLE_N] = {t->n_agent, t->n_poller, t->n_service, t->n_reader};
+    int role = -1;
+    /* every token is compared, so the time does not tell which one matched */
+    for (int r = 0; r < SRV_ROLE_N; r++)
+        for (size_t i = 0; i < ns[r]; i++)
+            if (ct_equal(token, len, lists[r][i]))
+                role = r;
+    return role;
+}
+
+/* The role of the request's bearer token, or -1. */
+static int request_role(const struct cfg *cfg, struct evhttp_request *req)
+{
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return -1;
+    const char *tok = h + 7;
+    while (*tok == ' ')
+        tok++;
+    size_t len = strlen(tok);
+    while (len && (tok[len - 1] == ' ' || tok[len - 1] == '\t'))
+        len--;
+    if (len == 0)
+        return -1;
+    return srv_role_of_token(cfg, tok, len);
+}
+
+static bool peer_is_loopback(struct evhttp_request *req)
+{
+    struct evhttp_connection *con = evhttp_request_get_connection(req);
+    char *addr = NULL;
+    ev_uint16_t port = 0;
+    if (!con)
+        return false;
+    evhttp_connection_get_peer(con, &addr, &port);
+    if (!addr)
+        return false;
+    return strncmp(addr, "127.", 4) == 0 || strcmp(addr, "::1") == 0 ||
+           strncmp(addr, "::ffff:127.", 11) == 0;
+}
+
+static const char *peer_of(struct evhttp_request *req)
+{
+    struct evhttp_connection *con = evhttp_request_get_connection(req);
+    char *addr = NULL;
+    ev_uint16_t port = 0;
+    if (con)
+        evhttp_connection_get_peer(con, &addr, &port);
+    return addr ? addr : "?";
+}
+
+/* ---- replies ------------------------------------------------------------------------------ */
+
+static const char *reason_of(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
+    case 422: return "Unprocessable Entity";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    }
+    return "Status";
+}
+
+static void reply(struct srv *s, struct evhttp_request *req, enum metrics_endpoint ep,
+                  int64_t t0, int status, const char *content_type, struct evbuffer *body)
+{
+    struct evkeyvalq *oh = evhttp_request_get_output_headers(req);
+    evhttp_add_header(oh, "Content-Type", content_type);
+    evhttp_add_header(oh, "Cache-Control", "no-store");
+    evhttp_send_reply(req, status, reason_of(status), body);
+    metrics_request(s->metrics, ep, status, tm_mono_ns() - t0);
+}
+
+static void reply_error(struct srv *s, struct evhttp_request *req, enum metrics_endpoint ep,
+                        int64_t t0, int status, const char *msg, const char *path)
+{
+    struct evbuffer *out = evbuffer_new();
+    jw_error(out, msg, path);
+    if (status == 401)
+        evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+                          "Bearer realm=\"wanledger\"");
+    reply(s, req, ep, t0, status, "application/json", out);
+    evbuffer_free(out);
+}
+
+/* ---- handlers ----------------------------------------------------------------------------- */
+
+static void handle_ingest(struct srv *s, struct evhttp_request *req, const struct route *rt,
+                          int64_t t0)
+{
+    struct evkeyvalq *ih = evhttp_request_get_input_headers(req);
+    const char *enc = evhttp_find_header(ih, "Content-Encoding");
+    if (enc && strcasecmp(enc, "identity") != 0) {
+        reply_error(s, req, rt->ep, t0, 415, "Content-Encoding is not supported: send plain JSON",
+                    "$");
+        return;
+    }
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    if (len > s->cfg->max_body_bytes) {
+        reply_error(s, req, rt->ep, t0, 413, "body larger than max_body_bytes", "$");
+        return;
+    }
+    const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    struct ingest_batch b;
+    struct ingest_error e;
+    if (ingest_parse(s->cfg, rt->kind, body, len, tm_now_us(), &b, &e) < 0) {
+        log_info(peer_of(req), "%s rejected (%d): %s at %s", rt->path, e.status, e.msg, e.path);
+        reply_error(s, req, rt->ep, t0, e.status, e.msg, e.path);
+        return;
+    }
+    struct store_result res;
+    char err[512];
+    if (store_write(s->store, &b, &res, err, sizeof(err)) < 0) {
+        log_error(peer_of(req), "%s not stored: %s", rt->path, err);
+        char msg[600];
+        snprintf(msg, sizeof(msg), "not stored: %s", err);
+        reply_error(s, req, rt->ep, t0, 503, msg, "$");
+        ingest_batch_free(&b);
+        return;
+    }
+    metrics_rows(s->metrics, rt->ep, res.received, res.stored);
+    log_debug(peer_of(req), "%s: %zu rows, %zu new", rt->path, res.received, res.stored);
+    struct evbuffer *out = evbuffer_new();
+    evbuffer_add_printf(out, "{\"received\":%zu,\"stored\":%zu,\"duplicate\":%zu}\n",
+                        res.received, res.stored, res.received - res.stored);
+    reply(s, req, rt->ep, t0, 200, "application/json", out);
+    evbuffer_free(out);
+    ingest_batch_free(&b);
+}
+
+static void handle_get(struct srv *s, struct evhttp_request *req, const struct route *rt,
+                       int64_t t0)
+{
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    struct evbuffer *out = evbuffer_new();
+    const char *ct = "application/json";
+    int status;
+    PGconn *db = store_db(s->store);
+    if (rt->handler == H_METRICS) {
+        metrics_render(s->metrics, db, out);
+        ct = "text/plain; version=0.0.4; charset=utf-8";
+        status = 200;
+    } else if (!db) {
+        jw_error(out, "database unreachable", "");
+        status = 503;
+    } else {
+        switch (rt->handler) {
+        case H_HEALTHZ: {
+            PGresult *r = PQexec(db, "SELECT 1");
+            status = PQresultStatus(r) == PGRES_TUPLES_OK ? 200 : 503;
+            PQclear(r);
+            evbuffer_add_printf(out, "{\"status\":\"%s\"}\n",
+                                status == 200 ? "ok" : "database unreachable");
+            break;
+        }
+        case H_CELLS: status = api_cells(db, s->cfg, query, out); break;
+        case H_TOP: status = api_top(db, s->cfg, query, out); break;
+        case H_HEATMAP: status = hm_page_heatmap(db, s->cfg, query, out, &ct); break;
+        case H_CELL: status = hm_page_cell(db, s->cfg, query, out, &ct); break;
+        default: status = 500;
+        }
+    }
+    reply(s, req, rt->ep, t0, status, ct, out);
+    evbuffer_free(out);
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    struct srv *s = arg;
+    int64_t t0 = tm_mono_ns();
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    if (!path || !*path)
+        path = "/";
+    const struct route *rt = NULL;
+    bool path_known = false;
+    enum evhttp_cmd_type method = evhttp_request_get_command(req);
+    for (size_t i = 0; i < sizeof(ROUTES) / sizeof(ROUTES[0]); i++) {
+        if (strcmp(ROUTES[i].path, path) != 0)
+            continue;
+        path_known = true;
+        if (ROUTES[i].method == method ||
+            (method == EVHTTP_REQ_HEAD && ROUTES[i].method == EVHTTP_REQ_GET))
+            rt = &ROUTES[i];
+    }
+    if (!rt) {
+        if (path_known)
+            reply_error(s, req, METRICS_EP_OTHER, t0, 405, "method not allowed here", path);
+        else
+            reply_error(s, req, METRICS_EP_OTHER, t0, 404, "no such endpoint", path);
+        return;
+    }
+    if (rt->access != ACCESS_OPEN) {
+        bool open = rt->access == ACCESS_PAGE && s->cfg->open_on_loopback && peer_is_loopback(req);
+        if (!open) {
+            int role = request_role(s->cfg, req);
+            if (role < 0) {
+                log_info(peer_of(req), "%s: missing or unknown bearer token", path);
+                reply_error(s, req, rt->ep, t0, 401, "missing or unknown bearer token",
+                            "Authorization");
+                return;
+            }
+            if (role != (int)rt->role) {
+                char msg[120];
+                snprintf(msg, sizeof(msg), "a %s token may not use this endpoint (needs %s)",
+                         ROLE_NAMES[role], ROLE_NAMES[rt->role]);
+                log_info(peer_of(req), "%s: %s", path, msg);
+                reply_error(s, req, rt->ep, t0, 403, msg, "Authorization");
+                return;
+            }
+        }
+    }
+    if (rt->handler == H_INGEST)
+        handle_ingest(s, req, rt, t0);
+    else
+        handle_get(s, req, rt, t0);
+}
+
+/* ---- life cycle --------------------------------------------------------------------------- */
+
+/* "127.0.0.1:7070", "[::1]:7070", "0.0.0.0:7070" -> host and port. */
+static int split_listen(const char *listen, char *host, size_t hostlen, int *port)
+{
+    const char *colon = strrchr(listen, ':');
+    if (!colon)
+        return -1;
+    const char *h = listen;
+    size_t hl = (size_t)(colon - listen);
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    if (hl == 0 || hl >= hostlen)
+        return -1;
+    memcpy(host, h, hl);
+    host[hl] = 0;
+    char *end;
+    long p = strtol(colon + 1, &end, 10);
+    if (*end || p < 0 || p > 65535)
+        return -1;
+    *port = (int)p;
+    return 0;
+}
+
+struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store *store,
+                    struct metrics *metrics, char *err, size_t errlen)
+{
+    char host[128];
+    int port;
+    if (!cfg->listen || split_listen(cfg->listen, host, sizeof(host), &port) < 0) {
+        snprintf(err, errlen, "listen: expected HOST:PORT, got \"%s\"",
+                 cfg->listen ? cfg->listen : "");
+        return NULL;
+    }
+    struct srv *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->cfg = cfg;
+    s->base = base;
+    s->store = store;
+    s->metrics = metrics;
+    s->http = evhttp_new(base);
+    if (!s->http) {
+        snprintf(err, errlen, "evhttp_new failed");
+        free(s);
+        return NULL;
+    }
+    evhttp_set_max_body_size(s->http, (ev_ssize_t)cfg->max_body_bytes);
+    evhttp_set_max_headers_size(s->http, 64 * 1024);
+    evhttp_set_timeout(s->http, 120);
+    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                            EVHTTP_REQ_PATCH);
+    evhttp_set_gencb(s->http, on_request, s);
+    struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(s->http, host, (ev_uint16_t)port);
+    if (!bs) {
+        snprintf(err, errlen, "cannot listen on %s", cfg->listen);
+        evhttp_free(s->http);
+        free(s);
+        return NULL;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    s->port = port;
+    if (getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl) == 0)
+        s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                 : ((struct sockaddr_in *)&ss)->sin_port);
+    return s;
+}
+
+void srv_free(struct srv *s)
+{
+    if (!s)
+        return;
+    evhttp_free(s->http);
+    free(s);
+}
+
+int srv_port(const struct srv *s)
+{
+    return s->port;
+}

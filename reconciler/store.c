@@ -1,0 +1,266 @@
+/* Durable storage of ingest batches (see store.h). */
+#include "store.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+
+#define COPY_CHUNK (1 << 20)
+
+struct store {
+    const struct cfg *cfg;
+    PGconn *db;
+    bool staged; /* the session's temporary staging tables exist */
+};
+
+static const char SQL_STAGING[] =
+    "CREATE TEMP TABLE IF NOT EXISTS wl_counter_in ("
+    " device text, interface text, at timestamptz, poller text, uptime_cs bigint,"
+    " in_octets numeric(20,0), out_octets numeric(20,0), in_pkts numeric(20,0),"
+    " out_pkts numeric(20,0), speed_bps bigint, counter_bits smallint, discontinuity_cs bigint)"
+    " ON COMMIT DELETE ROWS;"
+    "CREATE TEMP TABLE IF NOT EXISTS wl_transfer_in ("
+    " service text, id text, requester text, workflow text, src text, dst text, bytes bigint,"
+    " start_at timestamptz, end_at timestamptz) ON COMMIT DELETE ROWS";
+
+static const char SQL_REPORT[] =
+    "INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds, dropped_events,"
+    " sampling_k, sampling_threshold, flows_seen, n_flows)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING RETURNING 1";
+
+static const char SQL_COPY_FLOWS[] =
+    "COPY flow_records (window_start, agent_id, seq, idx, host, source, proto, local_addr,"
+    " local_port, remote_addr, remote_port, role, tx_bytes, rx_bytes, nfs_server, nfs_port,"
+    " nfs_export, nfs_op, nfs_bytes, nfs_ops, pid, uid, user_name, program, workflow, container)"
+    " FROM STDIN";
+
+/* Marks as recon_db_mark_done expects: a fresh clock_timestamp() on every mark. */
+#define MARK_WINDOWS                                                                               \
+    " INSERT INTO window_state (window_start, window_seconds, dirty, last_data_at)"                \
+    " SELECT ws, $1::int, true, clock_timestamp() FROM w"                                          \
+    " ON CONFLICT (window_start) DO UPDATE SET dirty = true, last_data_at = clock_timestamp()"
+
+static const char SQL_MARK_ONE[] = "WITH w AS (SELECT $2::timestamptz AS ws)" MARK_WINDOWS;
+
+/* A sample at t changes the intervals (prev, t] and (t, next]: mark the windows within $2 window
+ * lengths either side (the longest poll interval, in windows). */
+static const char SQL_COUNTERS[] =
+    "WITH ins AS (INSERT INTO counter_samples (device, interface, at, poller, uptime_cs,"
+    " in_octets, out_octets, in_pkts, out_pkts, speed_bps, counter_bits, discontinuity_cs)"
+    " SELECT * FROM wl_counter_in ON CONFLICT DO NOTHING RETURNING at),"
+    " w AS (SELECT DISTINCT to_timestamp((floor(extract(epoch FROM at) / $1::int) + k) * $1::int) AS ws"
+    " FROM ins, generate_series(-$2::int, $2::int) AS k),"
+    " mark AS (" MARK_WINDOWS ")"
+    " SELECT count(*) FROM ins";
+
+/* A transfer is spread over [start, end]: every window of that span changes. */
+static const char SQL_TRANSFERS[] =
+    "WITH ins AS (INSERT INTO transfers (service, id, requester, workflow, src, dst, bytes,"
+    " start_at, end_at) SELECT * FROM wl_transfer_in ON CONFLICT DO NOTHING"
+    " RETURNING start_at, end_at),"
+    " w AS (SELECT DISTINCT generate_series("
+    " to_timestamp(floor(extract(epoch FROM start_at) / $1::int) * $1::int),"
+    " to_timestamp(floor(extract(epoch FROM end_at) / $1::int) * $1::int),"
+    " make_interval(secs => $1::int)) AS ws FROM ins),"
+    " mark AS (" MARK_WINDOWS ")"
+    " SELECT count(*) FROM ins";
+
+static void set_err(char *err, size_t errlen, const char *what, const char *msg)
+{
+    snprintf(err, errlen, "%s: %s", what, msg);
+    size_t n = strlen(err);
+    while (n && (err[n - 1] == '\n' || err[n - 1] == ' '))
+        err[--n] = 0;
+}
+
+struct store *store_open(const struct cfg *cfg, char *err, size_t errlen)
+{
+    struct store *st = calloc(1, sizeof(*st));
+    if (!st) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    st->cfg = cfg;
+    st->db = db_connect(cfg, err, errlen);
+    if (!st->db) {
+        free(st);
+        return NULL;
+    }
+    return st;
+}
+
+void store_close(struct store *st)
+{
+    if (!st)
+        return;
+    if (st->db)
+        PQfinish(st->db);
+    free(st);
+}
+
+PGconn *store_db(struct store *st)
+{
+    if (st->db && PQstatus(st->db) == CONNECTION_OK)
+        return st->db;
+    char err[512];
+    if (st->db)
+        PQfinish(st->db);
+    st->staged = false;
+    st->db = db_connect(st->cfg, err, sizeof(err));
+    return st->db;
+}
+
+/* Runs a statement expected to return rows or nothing; *ntuples and the first value (as a
+ * number) are returned when asked. */
+static int run(PGconn *db, const char *what, const char *sql, int nparams,
+               const char *const *params, long *first_value, int *ntuples, char *err,
+               size_t errlen)
+{
+    PGresult *r = nparams ? PQexecParams(db, sql, nparams, NULL, params, NULL, NULL, 0)
+                          : PQexec(db, sql);
+    ExecStatusType s = PQresultStatus(r);
+    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
+        set_err(err, errlen, what, PQresultErrorMessage(r));
+        PQclear(r);
+        return -1;
+    }
+    if (ntuples)
+        *ntuples = PQntuples(r);
+    if (first_value)
+        *first_value = PQntuples(r) > 0 ? atol(PQgetvalue(r, 0, 0)) : 0;
+    PQclear(r);
+    return 0;
+}
+
+static int copy_in(PGconn *db, const char *what, const char *sql, const char *data, size_t len,
+                   char *err, size_t errlen)
+{
+    PGresult *r = PQexec(db, sql);
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        set_err(err, errlen, what, PQresultErrorMessage(r));
+        PQclear(r);
+        return -1;
+    }
+    PQclear(r);
+    int rc = 0;
+    for (size_t off = 0; off < len && rc == 0;) {
+        size_t n = len - off < COPY_CHUNK ? len - off : COPY_CHUNK;
+        if (PQputCopyData(db, data + off, (int)n) != 1) {
+            set_err(err, errlen, what, PQerrorMessage(db));
+            rc = -1;
+        }
+        off += n;
+    }
+    if (PQputCopyEnd(db, rc == 0 ? NULL : "aborted") != 1 && rc == 0) {
+        set_err(err, errlen, what, PQerrorMessage(db));
+        rc = -1;
+    }
+    while ((r = PQgetResult(db)) != NULL) {
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == 0) {
+            set_err(err, errlen, what, PQresultErrorMessage(r));
+            rc = -1;
+        }
+        PQclear(r);
+    }
+    return rc;
+}
+
+static int write_attributions(struct store *st, const struct ingest_batch *b,
+                              struct store_result *res, char *err, size_t errlen)
+{
+    char wsec[16];
+    snprintf(wsec, sizeof(wsec), "%d", st->cfg->window_seconds);
+    int fresh = 0;
+    if (run(st->db, "flow_reports", SQL_REPORT, INGEST_REPORT_PARAMS,
+            (const char *const *)b->report, NULL, &fresh, err, errlen) < 0)
+        return -1;
+    if (!fresh)
+        return 0; /* a resend: the report and its flows are already stored */
+    if (b->n_rows && copy_in(st->db, "flow_records", SQL_COPY_FLOWS, b->copy, b->copy_len, err,
+                             errlen) < 0)
+        return -1;
+    const char *mark[2] = {wsec, b->report[3]};
+    if (run(st->db, "window_state", SQL_MARK_ONE, 2, mark, NULL, NULL, err, errlen) < 0)
+        return -1;
+    res->stored = b->n_rows;
+    return 0;
+}
+
+/* The longest poll interval in windows, at least one. */
+static int poll_span_windows(const struct cfg *cfg)
+{
+    int longest = cfg->window_seconds;
+    for (size_t i = 0; i < cfg->n_devices; i++)
+        if (cfg->devices[i].has_snmp && cfg->devices[i].snmp.interval_seconds > longest)
+            longest = cfg->devices[i].snmp.interval_seconds;
+    return (longest + cfg->window_seconds - 1) / cfg->window_seconds;
+}
+
+static int write_staged(struct store *st, const struct ingest_batch *b, struct store_result *res,
+                        char *err, size_t errlen)
+{
+    if (!st->staged) {
+        if (run(st->db, "staging tables", SQL_STAGING, 0, NULL, NULL, NULL, err, errlen) < 0)
+            return -1;
+        st->staged = true;
+    }
+    bool counters = b->kind == INGEST_COUNTERS;
+    if (copy_in(st->db, counters ? "counter_samples" : "transfers",
+                counters ? "COPY wl_counter_in FROM STDIN" : "COPY wl_transfer_in FROM STDIN",
+                b->copy, b->copy_len, err, errlen) < 0)
+        return -1;
+    char wsec[16], span[16];
+    snprintf(wsec, sizeof(wsec), "%d", st->cfg->window_seconds);
+    snprintf(span, sizeof(span), "%d", poll_span_windows(st->cfg));
+    const char *params[2] = {wsec, span};
+    long stored = 0;
+    if (run(st->db, counters ? "counter_samples" : "transfers",
+            counters ? SQL_COUNTERS : SQL_TRANSFERS, counters ? 2 : 1, params, &stored, NULL, err,
+            errlen) < 0)
+        return -1;
+    res->stored = (size_t)stored;
+    return 0;
+}
+
+static int write_once(struct store *st, const struct ingest_batch *b, struct store_result *res,
+                      char *err, size_t errlen)
+{
+    if (b->n_rows == 0 && b->kind != INGEST_ATTRIBUTIONS)
+        return 0;
+    /* partitions first, in their own transaction: a rollback of ours must not undo them */
+    if (db_ensure_partitions(st->db, b->min_us, b->max_us, err, errlen) < 0)
+        return -1;
+    if (run(st->db, "BEGIN", "BEGIN", 0, NULL, NULL, NULL, err, errlen) < 0)
+        return -1;
+    int rc = b->kind == INGEST_ATTRIBUTIONS ? write_attributions(st, b, res, err, errlen)
+                                            : write_staged(st, b, res, err, errlen);
+    if (rc == 0)
+        rc = run(st->db, "COMMIT", "COMMIT", 0, NULL, NULL, NULL, err, errlen);
+    if (rc < 0) {
+        PGresult *r = PQexec(st->db, "ROLLBACK");
+        PQclear(r);
+        res->stored = 0;
+    }
+    return rc;
+}
+
+int store_write(struct store *st, const struct ingest_batch *b, struct store_result *res,
+                char *err, size_t errlen)
+{
+    res->received = b->n_rows;
+    res->stored = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (!store_db(st)) {
+            snprintf(err, errlen, "database unreachable");
+            return -1;
+        }
+        if (write_once(st, b, res, err, errlen) == 0)
+            return 0;
+        if (PQstatus(st->db) == CONNECTION_OK)
+            return -1; /* a real error, not a lost connection: do not retry */
+    }
+    return -1;
+}

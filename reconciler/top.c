@@ -1,0 +1,166 @@
+/* Who used a site pair over a time range (see top.h). */
+#include "top.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonw.h"
+#include "timeutil.h"
+
+static const char SQL_TOTALS[] =
+    "SELECT count(*), coalesce(sum(observed_payload_bytes), 0)::text,"
+    " coalesce(sum(attributed_bytes), 0)::text,"
+    " coalesce(sum(greatest(unattributed_bytes, 0)), 0)::text"
+    " FROM heatmap_cells WHERE src_site = $1 AND dst_site = $2"
+    " AND window_start >= $3 AND window_start < $4";
+
+static const char SQL_ROWS[] =
+    "SELECT source, workflow, user_name, program, sum(bytes)::text AS b"
+    " FROM attribution_rollup WHERE src_site = $1 AND dst_site = $2"
+    " AND window_start >= $3 AND window_start < $4"
+    " GROUP BY source, workflow, user_name, program ORDER BY sum(bytes) DESC,"
+    " source, workflow, user_name, program";
+
+int top_query(PGconn *db, const char *src, const char *dst, int64_t from_us, int64_t to_us,
+              int window_seconds, size_t limit, struct top_result *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof(*r));
+    char from[TM_RFC3339_LEN], to[TM_RFC3339_LEN];
+    const char *params[4] = {src, dst, tm_format_rfc3339(from_us, from),
+                             tm_format_rfc3339(to_us, to)};
+    r->src = strdup(src);
+    r->dst = strdup(dst);
+    r->from_us = from_us;
+    r->to_us = to_us;
+    r->window_seconds = window_seconds;
+    PGresult *q = PQexecParams(db, SQL_TOTALS, 4, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(q) != PGRES_TUPLES_OK || PQntuples(q) != 1) {
+        snprintf(err, errlen, "heatmap_cells: %s", PQresultErrorMessage(q));
+        PQclear(q);
+        return -1;
+    }
+    r->windows = strtoull(PQgetvalue(q, 0, 0), NULL, 10);
+    r->observed_payload_bytes = strtoull(PQgetvalue(q, 0, 1), NULL, 10);
+    r->attributed_bytes = strtoull(PQgetvalue(q, 0, 2), NULL, 10);
+    r->unattributed_bytes = strtoull(PQgetvalue(q, 0, 3), NULL, 10);
+    PQclear(q);
+
+    q = PQexecParams(db, SQL_ROWS, 4, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(q) != PGRES_TUPLES_OK) {
+        snprintf(err, errlen, "attribution_rollup: %s", PQresultErrorMessage(q));
+        PQclear(q);
+        return -1;
+    }
+    size_t n = (size_t)PQntuples(q);
+    r->rows = calloc(n < limit ? n + 1 : limit + 1, sizeof(*r->rows));
+    if (!r->rows) {
+        snprintf(err, errlen, "out of memory");
+        PQclear(q);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t b = strtoull(PQgetvalue(q, (int)i, 4), NULL, 10);
+        if (i >= limit) {
+            r->other_bytes += b;
+            continue;
+        }
+        struct top_row *row = &r->rows[r->n_rows++];
+        row->source = strdup(PQgetvalue(q, (int)i, 0));
+        row->workflow = strdup(PQgetvalue(q, (int)i, 1));
+        row->user = strdup(PQgetvalue(q, (int)i, 2));
+        row->program = strdup(PQgetvalue(q, (int)i, 3));
+        row->bytes = b;
+    }
+    PQclear(q);
+    return 0;
+}
+
+void top_result_free(struct top_result *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_rows; i++) {
+        free(r->rows[i].source);
+        free(r->rows[i].workflow);
+        free(r->rows[i].user);
+        free(r->rows[i].program);
+    }
+    free(r->rows);
+    free(r->src);
+    free(r->dst);
+    memset(r, 0, sizeof(*r));
+}
+
+double top_share(const struct top_result *r, uint64_t bytes)
+{
+    uint64_t base = r->observed_payload_bytes ? r->observed_payload_bytes : r->attributed_bytes;
+    return base ? (double)bytes / (double)base : 0;
+}
+
+static const char *or_dash(const char *s)
+{
+    return s && *s ? s : "-";
+}
+
+void top_print(FILE *f, const struct top_result *r)
+{
+    char from[TM_RFC3339_LEN], to[TM_RFC3339_LEN];
+    fprintf(f, "%s -> %s, window starts %s .. %s: %llu windows of %d s\n", r->src, r->dst,
+            tm_format_rfc3339(r->from_us, from), tm_format_rfc3339(r->to_us, to),
+            (unsigned long long)r->windows, r->window_seconds);
+    fprintf(f, "observed payload %llu bytes, attributed %llu bytes, unattributed %llu bytes\n",
+            (unsigned long long)r->observed_payload_bytes, (unsigned long long)r->attributed_bytes,
+            (unsigned long long)r->unattributed_bytes);
+    fprintf(f, "shares are of the %s\n\n",
+            r->observed_payload_bytes ? "observed payload" : "attributed bytes (no counters)");
+    fprintf(f, "%-8s %-24s %-16s %-20s %20s %7s\n", "SOURCE", "WORKFLOW", "USER", "PROGRAM",
+            "BYTES", "SHARE");
+    for (size_t i = 0; i < r->n_rows; i++) {
+        const struct top_row *w = &r->rows[i];
+        fprintf(f, "%-8s %-24s %-16s %-20s %20llu %6.1f%%\n", w->source, or_dash(w->workflow),
+                or_dash(w->user), or_dash(w->program), (unsigned long long)w->bytes,
+                100 * top_share(r, w->bytes));
+    }
+    if (r->other_bytes)
+        fprintf(f, "%-71s %20llu %6.1f%%\n", "(other attributed rows)",
+                (unsigned long long)r->other_bytes, 100 * top_share(r, r->other_bytes));
+    if (r->observed_payload_bytes)
+        fprintf(f, "%-71s %20llu %6.1f%%\n", "(unattributed)",
+                (unsigned long long)r->unattributed_bytes,
+                100 * top_share(r, r->unattributed_bytes));
+}
+
+void top_json(struct evbuffer *out, const struct top_result *r)
+{
+    char from[TM_RFC3339_LEN], to[TM_RFC3339_LEN];
+    evbuffer_add_printf(out, "{\"src\":");
+    jw_str(out, r->src);
+    evbuffer_add_printf(out, ",\"dst\":");
+    jw_str(out, r->dst);
+    evbuffer_add_printf(out,
+                        ",\"from\":\"%s\",\"to\":\"%s\",\"window_seconds\":%d,\"windows\":%llu,"
+                        "\"observed_payload_bytes\":%llu,\"attributed_bytes\":%llu,"
+                        "\"unattributed_bytes\":%llu,\"unattributed_share\":%.6f,"
+                        "\"other_bytes\":%llu,\"rows\":[",
+                        tm_format_rfc3339(r->from_us, from), tm_format_rfc3339(r->to_us, to),
+                        r->window_seconds, (unsigned long long)r->windows,
+                        (unsigned long long)r->observed_payload_bytes,
+                        (unsigned long long)r->attributed_bytes,
+                        (unsigned long long)r->unattributed_bytes,
+                        r->observed_payload_bytes ? top_share(r, r->unattributed_bytes) : 0.0,
+                        (unsigned long long)r->other_bytes);
+    for (size_t i = 0; i < r->n_rows; i++) {
+        const struct top_row *w = &r->rows[i];
+        evbuffer_add_printf(out, "%s{\"source\":", i ? "," : "");
+        jw_str(out, w->source);
+        evbuffer_add_printf(out, ",\"workflow\":");
+        jw_str(out, w->workflow);
+        evbuffer_add_printf(out, ",\"user\":");
+        jw_str(out, w->user);
+        evbuffer_add_printf(out, ",\"program\":");
+        jw_str(out, w->program);
+        evbuffer_add_printf(out, ",\"bytes\":%llu,\"share\":%.6f}", (unsigned long long)w->bytes,
+                            top_share(r, w->bytes));
+    }
+    evbuffer_add_printf(out, "]}\n");
+}

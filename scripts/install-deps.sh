@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs every Debian package wanledger builds, tests and demos with. Idempotent: does nothing
+# when all are present. Needs root (CI and the demo run as root).
+set -euo pipefail
+PKGS=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
+      libzstd-dev libsnmp-dev snmpd snmp libpq-dev postgresql libevent-dev libcjson-dev
+      libcmocka-dev iproute2 iperf3 ethtool procps psmisc curl python3 chromium
+      libxml2-utils clang-format docker-compose busybox-static qemu-system-x86 cpio)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages ${missing[*]} and not root; run as root" >&2; exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"
+# Debian's snmpd package starts a system snmpd on 127.0.0.1:161; our tests run their own.
+systemctl disable --now snmpd >/dev/null 2>&1 || service snmpd stop >/dev/null 2>&1 || true
+pkill -x snmpd >/dev/null 2>&1 || true

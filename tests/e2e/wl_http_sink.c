@@ -1,0 +1,151 @@
+/* wl-http-sink: a small real HTTP server (libevent evhttp) that records every request it gets,
+ * for tests and the demo: the webhook receiver of the alerts and the stand-in reconciler of the
+ * shipper's test.
+ *
+ *   wl-http-sink --listen 127.0.0.1:PORT --out FILE [--status-file F] [--seconds T]
+ *
+ * Appends one JSON line per request to FILE: {"method","path","authorization","body"} (body as a
+ * string), flushed before the response is sent. Answers 200 {"ok":true}, or, while F exists, the
+ * status code written in F (a test switches failures on and off at run time). Exits after T
+ * seconds (default 3600) or on SIGTERM/SIGINT. */
+#include <cjson/cJSON.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static FILE *out;
+static const char *status_file;
+
+static int current_status(void)
+{
+    if (!status_file)
+        return 200;
+    FILE *f = fopen(status_file, "r");
+    if (!f)
+        return 200;
+    int code = 200;
+    if (fscanf(f, "%d", &code) != 1 || code < 100 || code > 599)
+        code = 500;
+    fclose(f);
+    return code;
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    (void)arg;
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    char *body = malloc(len + 1);
+    if (!body) {
+        evhttp_send_error(req, 500, NULL);
+        return;
+    }
+    evbuffer_copyout(in, body, len);
+    body[len] = '\0';
+    const char *method = "OTHER";
+    switch (evhttp_request_get_command(req)) {
+    case EVHTTP_REQ_GET:
+        method = "GET";
+        break;
+    case EVHTTP_REQ_POST:
+        method = "POST";
+        break;
+    case EVHTTP_REQ_PUT:
+        method = "PUT";
+        break;
+    default:
+        break;
+    }
+    const char *auth =
+        evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    cJSON *rec = cJSON_CreateObject();
+    cJSON_AddStringToObject(rec, "method", method);
+    cJSON_AddStringToObject(rec, "path", evhttp_request_get_uri(req));
+    cJSON_AddStringToObject(rec, "authorization", auth ? auth : "");
+    cJSON_AddStringToObject(rec, "body", body);
+    int status = current_status();
+    cJSON_AddNumberToObject(rec, "status", status);
+    char *line = cJSON_PrintUnformatted(rec);
+    cJSON_Delete(rec);
+    free(body);
+    if (line) {
+        fprintf(out, "%s\n", line);
+        fflush(out);
+        free(line);
+    }
+    struct evbuffer *reply = evbuffer_new();
+    evbuffer_add_printf(reply, status < 300 ? "{\"ok\":true}" : "{\"error\":\"test\",\"path\":\"$\"}");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_send_reply(req, status, status < 300 ? "OK" : "Test failure", reply);
+    evbuffer_free(reply);
+}
+
+static void on_stop(evutil_socket_t fd, short ev, void *arg)
+{
+    (void)fd;
+    (void)ev;
+    event_base_loopbreak(arg);
+}
+
+int main(int argc, char **argv)
+{
+    const char *listen = NULL, *out_path = NULL;
+    double seconds = 3600;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--listen"))
+            listen = argv[i + 1];
+        else if (!strcmp(argv[i], "--out"))
+            out_path = argv[i + 1];
+        else if (!strcmp(argv[i], "--status-file"))
+            status_file = argv[i + 1];
+        else if (!strcmp(argv[i], "--seconds"))
+            seconds = strtod(argv[i + 1], NULL);
+        else {
+            fprintf(stderr, "wl-http-sink: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    const char *colon = listen ? strrchr(listen, ':') : NULL;
+    if (!colon || !out_path || seconds <= 0 || seconds > 86400) {
+        fprintf(stderr, "usage: wl-http-sink --listen ADDR:PORT --out FILE [--status-file F] "
+                        "[--seconds T]\n");
+        return 2;
+    }
+    char host[64];
+    snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
+    int port = atoi(colon + 1);
+    out = fopen(out_path, "a");
+    if (!out) {
+        perror(out_path);
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    struct event_base *base = event_base_new();
+    struct evhttp *http = evhttp_new(base);
+    evhttp_set_gencb(http, on_request, NULL);
+    evhttp_set_max_body_size(http, 64 * 1024 * 1024);
+    if (evhttp_bind_socket(http, host, (ev_uint16_t)port) != 0) {
+        fprintf(stderr, "wl-http-sink: cannot listen on %s\n", listen);
+        return 1;
+    }
+    struct event *sigterm = evsignal_new(base, SIGTERM, on_stop, base);
+    struct event *sigint = evsignal_new(base, SIGINT, on_stop, base);
+    struct event *timer = evtimer_new(base, on_stop, base);
+    struct timeval tv = {.tv_sec = (time_t)seconds};
+    evsignal_add(sigterm, NULL);
+    evsignal_add(sigint, NULL);
+    evtimer_add(timer, &tv);
+    event_base_dispatch(base);
+    event_free(sigterm);
+    event_free(sigint);
+    event_free(timer);
+    evhttp_free(http);
+    event_base_free(base);
+    fclose(out);
+    return 0;
+}

@@ -1,0 +1,355 @@
+/* The program the NFS VM test runs inside the VM (linked static): `nfsvm mount` mounts NFS with
+ * kernel text options; `nfsvm run` starts the NFS probe, runs three workloads with different
+ * WANLEDGER_WORKFLOW values on one mount, drains the probe and prints one NFSREC line per record
+ * on stdout (the serial console), which the host-side test checks. Invoked as wl-reader,
+ * wl-writer or wl-flusher it is one of the workloads (argv[0] names the process's comm). */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nfs_probe.h"
+
+#define CHUNK (64 * 1024)
+
+static int die(const char *what)
+{
+    fprintf(stderr, "nfsvm: %s: %s\n", what, strerror(errno));
+    return 1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Tells the driver the I/O is over, then waits for stdin to close, so the driver can read this
+ * process's environment while it drains. */
+static int report_done_and_wait(void)
+{
+    char c;
+    if (write(STDOUT_FILENO, "D", 1) != 1)
+        return die("write to driver");
+    while (read(STDIN_FILENO, &c, 1) > 0)
+        ;
+    return 0;
+}
+
+static int read_all(const char *path)
+{
+    char *buf = malloc(CHUNK);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0 || !buf)
+        return die(path);
+    ssize_t n;
+    while ((n = read(fd, buf, CHUNK)) > 0)
+        ;
+    free(buf);
+    close(fd);
+    return n < 0 ? die(path) : 0;
+}
+
+/* Faults every page of the file in through a shared mapping. */
+static int mmap_all(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st))
+        return die(path);
+    volatile const char *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        return die(path);
+    unsigned sum = 0;
+    for (off_t i = 0; i < st.st_size; i += 4096)
+        sum += (unsigned char)p[i];
+    munmap((void *)p, (size_t)st.st_size);
+    close(fd);
+    return sum == 0xffffffffu; /* keeps the loads */
+}
+
+/* readahead(2) pulls the whole file into the cache; the read() after it is served from there. */
+static int readahead_all(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st))
+        return die(path);
+    if (readahead(fd, 0, (size_t)st.st_size))
+        return die("readahead");
+    close(fd);
+    return read_all(path);
+}
+
+static int write_file(const char *path, long size, int *fd_out)
+{
+    char *buf = malloc(CHUNK);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || !buf)
+        return die(path);
+    for (long i = 0; i < CHUNK; i++)
+        buf[i] = (char)(i * 7 + 1);
+    for (long done = 0; done < size;) {
+        long n = size - done < CHUNK ? size - done : CHUNK;
+        if (write(fd, buf, (size_t)n) != n)
+            return die(path);
+        done += n;
+    }
+    free(buf);
+    *fd_out = fd;
+    return 0;
+}
+
+/* kB of page cache still dirty or under write-back, from /proc/meminfo. */
+static long dirty_kb(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[128];
+    long total = 0, v;
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "Dirty: %ld", &v) == 1 || sscanf(line, "Writeback: %ld", &v) == 1)
+            total += v;
+    fclose(f);
+    return total;
+}
+
+static int workload(const char *name, int argc, char **argv)
+{
+    char path[512];
+    if (strcmp(name, "wl-reader") == 0 && argc == 2) {
+        const char *kind[] = {"read-a", "read-b", "read-c"};
+        int (*fn[])(const char *) = {read_all, mmap_all, readahead_all};
+        for (int i = 0; i < 3; i++) {
+            snprintf(path, sizeof(path), "%s/%s", argv[1], kind[i]);
+            if (fn[i](path))
+                return 1;
+        }
+        return report_done_and_wait();
+    }
+    if (strcmp(name, "wl-writer") == 0 && argc == 4) { /* DIR FILE SIZE: write, close */
+        int fd;
+        snprintf(path, sizeof(path), "%s/%s", argv[1], argv[2]);
+        if (write_file(path, atol(argv[3]), &fd))
+            return 1;
+        if (close(fd))
+            return die("close");
+        return report_done_and_wait();
+    }
+    if (strcmp(name, "wl-flusher") == 0 && argc == 4) { /* DIR FILE SIZE: write, keep open */
+        int fd;
+        snprintf(path, sizeof(path), "%s/%s", argv[1], argv[2]);
+        if (write_file(path, atol(argv[3]), &fd))
+            return 1;
+        /* The flusher writes it back (dirty_expire_centisecs is short in the VM); the file stays
+         * open so that close() does not flush it from here. */
+        double start = now_s();
+        sleep(1);
+        while (dirty_kb() > 64 && now_s() - start < 60)
+            usleep(200000);
+        fprintf(stderr, "wl-flusher: write-back waited %.1f s, %ld kB still dirty\n",
+                now_s() - start, dirty_kb());
+        int rc = report_done_and_wait();
+        close(fd);
+        return rc;
+    }
+    fprintf(stderr, "nfsvm: bad workload invocation %s\n", name);
+    return 2;
+}
+
+struct child {
+    pid_t pid;
+    int to_child;   /* closed to let it exit */
+    int from_child; /* 'D' when its I/O is over */
+    char workflow[64];
+};
+
+static int spawn(struct child *c, const char *workflow, char *const argv[])
+{
+    int in[2], out[2];
+    if (pipe(in) || pipe(out))
+        return die("pipe");
+    snprintf(c->workflow, sizeof(c->workflow), "%s", workflow);
+    c->pid = fork();
+    if (c->pid < 0)
+        return die("fork");
+    if (c->pid == 0) {
+        dup2(in[0], STDIN_FILENO);
+        dup2(out[1], STDOUT_FILENO);
+        close(in[1]);
+        close(out[0]);
+        setenv("WANLEDGER_WORKFLOW", workflow, 1);
+        char path[64];
+        snprintf(path, sizeof(path), "/bin/%s", argv[0]); /* its name becomes the comm */
+        execv(path, argv);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    c->to_child = in[1];
+    c->from_child = out[0];
+    return 0;
+}
+
+/* tgid -> workflow, read from /proc/PID/environ while the process lives and remembered after. */
+struct wf_cache {
+    __u32 tgid[64];
+    char workflow[64][64];
+    int n;
+};
+
+static const char *workflow_of(struct wf_cache *wc, __u32 tgid)
+{
+    for (int i = 0; i < wc->n; i++)
+        if (wc->tgid[i] == tgid)
+            return wc->workflow[i];
+    char path[64], env[8192];
+    snprintf(path, sizeof(path), "/proc/%u/environ", tgid);
+    const char *wf = "-";
+    int fd = open(path, O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, env, sizeof(env) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n > 0) {
+        env[n] = '\0';
+        for (char *s = env; s < env + n; s += strlen(s) + 1)
+            if (strncmp(s, "WANLEDGER_WORKFLOW=", 19) == 0)
+                wf = s + 19;
+    }
+    if (wc->n < 64) {
+        wc->tgid[wc->n] = tgid;
+        snprintf(wc->workflow[wc->n], sizeof(wc->workflow[0]), "%s", wf);
+        return wc->workflow[wc->n++];
+    }
+    return "-";
+}
+
+struct print_ctx {
+    const char *label;
+    struct wf_cache *wc;
+};
+
+static void print_record(const struct nfs_probe_record *r, void *arg)
+{
+    struct print_ctx *pc = arg;
+    __u64 hist_total = 0;
+    for (int i = 0; i < NFS_HIST_SLOTS; i++)
+        hist_total += r->latency_hist[i];
+    printf("NFSREC label=%s wf=%s comm=%.16s tgid=%u uid=%u op=%s credit=%s bytes=%llu "
+           "ops=%llu errors=%llu hist_total=%llu p50_us=%llu p99_us=%llu server=%s export=%s "
+           "mnt=%s fstype=%s\n",
+           pc->label, workflow_of(pc->wc, r->owner->tgid), r->owner->comm, r->owner->tgid,
+           r->owner->uid, r->op, r->credit, (unsigned long long)r->bytes,
+           (unsigned long long)r->ops, (unsigned long long)r->errors,
+           (unsigned long long)hist_total,
+           (unsigned long long)nfs_probe_hist_quantile_us(r->latency_hist, 0.5),
+           (unsigned long long)nfs_probe_hist_quantile_us(r->latency_hist, 0.99), r->server,
+           r->export, r->mountpoint, r->fstype);
+}
+
+static int drain(struct nfs_probe *p, struct print_ctx *pc)
+{
+    char err[256];
+    struct nfs_probe_drops d;
+    if (nfs_probe_drain(p, print_record, pc, &d, err, sizeof(err))) {
+        fprintf(stderr, "nfsvm: drain: %s\n", err);
+        return 1;
+    }
+    printf("NFSDROPS label=%s stats_full=%llu unmatched=%llu\n", pc->label,
+           (unsigned long long)d.stats_full, (unsigned long long)d.unmatched);
+    fflush(stdout);
+    return 0;
+}
+
+/* run LABEL DIR WRITE_SIZE FLUSH_SIZE */
+static int run(int argc, char **argv)
+{
+    if (argc != 6) {
+        fprintf(stderr, "usage: nfsvm run LABEL DIR WRITE_SIZE FLUSH_SIZE\n");
+        return 2;
+    }
+    const char *label = argv[2], *dir = argv[3];
+    char why[512];
+    struct nfs_probe *p = nfs_probe_open(why, sizeof(why));
+    if (!p) {
+        printf("NFSPROBE label=%s %s\n", label, why);
+        return 1;
+    }
+    struct wf_cache wc = {.n = 0};
+    struct print_ctx pc = {.label = label, .wc = &wc};
+    if (drain(p, &pc)) /* whatever ran before (setup) is not part of this run */
+        return 1;
+    char wfile[64], ffile[64];
+    snprintf(wfile, sizeof(wfile), "close-%s", label);
+    snprintf(ffile, sizeof(ffile), "flush-%s", label);
+    char *reader[] = {"wl-reader", (char *)dir, NULL};
+    char *writer[] = {"wl-writer", (char *)dir, wfile, argv[4], NULL};
+    char *flusher[] = {"wl-flusher", (char *)dir, ffile, argv[5], NULL};
+    struct child kids[3];
+    double start = now_s();
+    if (spawn(&kids[0], "wf-read", reader) || spawn(&kids[1], "wf-close", writer) ||
+        spawn(&kids[2], "wf-flush", flusher))
+        return 1;
+    for (int i = 0; i < 3; i++) {
+        char c = 0;
+        if (read(kids[i].from_child, &c, 1) != 1 || c != 'D') {
+            fprintf(stderr, "nfsvm: workload %s failed\n", kids[i].workflow);
+            return 1;
+        }
+        /* What the driver knows from spawning; the NFSREC lines resolve it from /proc. */
+        printf("NFSKID label=%s wf=%s tgid=%d\n", label, kids[i].workflow, (int)kids[i].pid);
+    }
+    printf("NFSTIME label=%s workloads_s=%.2f\n", label, now_s() - start);
+    int rc = drain(p, &pc);
+    for (int i = 0; i < 3; i++)
+        close(kids[i].to_child);
+    for (int i = 0; i < 3; i++) {
+        int st;
+        waitpid(kids[i].pid, &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "nfsvm: workload %s exited with %d\n", kids[i].workflow, st);
+            rc = 1;
+        }
+    }
+    sleep(1); /* commits or last requests sent at exit complete */
+    rc |= drain(p, &pc);
+    printf("NFSRUN label=%s rc=%d\n", label, rc);
+    fflush(stdout);
+    nfs_probe_close(p);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char *name = basename(argv[0]);
+    if (strncmp(name, "wl-", 3) == 0)
+        return workload(name, argc, argv);
+    if (argc == 6 && strcmp(argv[1], "mount") == 0) { /* mount SRC DIR FSTYPE OPTIONS */
+        mkdir(argv[3], 0755);
+        if (mount(argv[2], argv[3], argv[4], 0, argv[5]))
+            return die("mount");
+        return 0;
+    }
+    if (argc >= 2 && strcmp(argv[1], "run") == 0)
+        return run(argc, argv);
+    if (argc == 2 && strcmp(argv[1], "probe") == 0) { /* just says whether the probe opens */
+        char why[512];
+        struct nfs_probe *p = nfs_probe_open(why, sizeof(why));
+        printf("NFSPROBE %s\n", p ? "available" : why);
+        nfs_probe_close(p);
+        return p ? 0 : 1;
+    }
+    fprintf(stderr, "usage: nfsvm mount SRC DIR FSTYPE OPTIONS | run LABEL DIR WRITE FLUSH\n");
+    return 2;
+}

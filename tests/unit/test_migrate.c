@@ -1,0 +1,263 @@
+/* Migrations on a real PostgreSQL: the contract's tables and columns exist with their types
+ * (checked through information_schema against DESIGN.md, written out here by hand), extra columns
+ * all have defaults, migrate is idempotent and safe from two processes at once, partitions are
+ * made ahead and pruned whole. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "db.h"
+#include "harness.h"
+#include "timeutil.h"
+
+static const char *g_conn;
+
+struct col {
+    const char *table, *column, *type;
+};
+
+/* DESIGN.md "PostgreSQL": the stable columns and their types. */
+static const struct col contract[] = {
+    {"heatmap_cells", "window_start", "timestamp with time zone"},
+    {"heatmap_cells", "window_seconds", "integer"},
+    {"heatmap_cells", "src_site", "text"},
+    {"heatmap_cells", "dst_site", "text"},
+    {"heatmap_cells", "observed_bytes", "bigint"},
+    {"heatmap_cells", "observed_payload_bytes", "bigint"},
+    {"heatmap_cells", "attributed_bytes", "bigint"},
+    {"heatmap_cells", "socket_bytes", "bigint"},
+    {"heatmap_cells", "nfs_bytes", "bigint"},
+    {"heatmap_cells", "service_bytes", "bigint"},
+    {"heatmap_cells", "unattributed_bytes", "bigint"},
+    {"heatmap_cells", "coverage", "double precision"},
+    {"heatmap_cells", "status", "text"},
+    {"gap_alerts", "id", "bigint"},
+    {"gap_alerts", "kind", "text"},
+    {"gap_alerts", "src_site", "text"},
+    {"gap_alerts", "dst_site", "text"},
+    {"gap_alerts", "state", "text"},
+    {"gap_alerts", "opened_at", "timestamp with time zone"},
+    {"gap_alerts", "resolved_at", "timestamp with time zone"},
+    {"gap_alerts", "first_window", "timestamp with time zone"},
+    {"gap_alerts", "last_window", "timestamp with time zone"},
+    {"gap_alerts", "peak_unattributed_bytes", "bigint"},
+    {"gap_alerts", "peak_ratio", "double precision"},
+    {"gap_alerts", "summary", "text"},
+    {"attribution_rollup", "window_start", "timestamp with time zone"},
+    {"attribution_rollup", "src_site", "text"},
+    {"attribution_rollup", "dst_site", "text"},
+    {"attribution_rollup", "source", "text"},
+    {"attribution_rollup", "workflow", "text"},
+    {"attribution_rollup", "user_name", "text"},
+    {"attribution_rollup", "program", "text"},
+    {"attribution_rollup", "host", "text"},
+    {"attribution_rollup", "bytes", "bigint"},
+};
+
+static PGresult *q(PGconn *db, const char *sql)
+{
+    PGresult *r = PQexec(db, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    return r;
+}
+
+static void test_contract_columns(void **state)
+{
+    (void)state;
+    char err[512];
+    PGconn *db = db_connect_str(g_conn, err, sizeof(err));
+    assert_non_null(db);
+    for (size_t i = 0; i < sizeof(contract) / sizeof(contract[0]); i++) {
+        const char *p[2] = {contract[i].table, contract[i].column};
+        PGresult *r = PQexecParams(db,
+                                   "SELECT data_type FROM information_schema.columns WHERE "
+                                   "table_schema = 'public' AND table_name = $1 AND column_name = $2",
+                                   2, NULL, p, NULL, NULL, 0);
+        if (PQntuples(r) != 1)
+            fail_msg("%s.%s is missing", contract[i].table, contract[i].column);
+        assert_string_equal(PQgetvalue(r, 0, 0), contract[i].type);
+        PQclear(r);
+    }
+    /* every column beyond the contract has a default (or is nullable), so inserts naming only
+     * the contract's columns work */
+    PGresult *r = q(db, "SELECT table_name, column_name FROM information_schema.columns c WHERE "
+                        "table_schema = 'public' AND table_name IN ('heatmap_cells', 'gap_alerts', "
+                        "'attribution_rollup') AND is_nullable = 'NO' AND column_default IS NULL");
+    for (int i = 0; i < PQntuples(r); i++) {
+        int in_contract = 0;
+        for (size_t k = 0; k < sizeof(contract) / sizeof(contract[0]); k++)
+            if (strcmp(contract[k].table, PQgetvalue(r, i, 0)) == 0 &&
+                strcmp(contract[k].column, PQgetvalue(r, i, 1)) == 0)
+                in_contract = 1;
+        if (!in_contract)
+            fail_msg("%s.%s is NOT NULL without a default", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1));
+    }
+    PQclear(r);
+    PQclear(q(db, "BEGIN"));
+    PQclear(q(db, "INSERT INTO heatmap_cells (window_start, window_seconds, src_site, dst_site, "
+                  "observed_bytes, observed_payload_bytes, attributed_bytes, socket_bytes, "
+                  "nfs_bytes, service_bytes, unattributed_bytes, coverage, status) VALUES "
+                  "('2026-11-29T18:53:00Z', 60, 'nyc', 'chi', 100, 90, 80, 50, 20, 10, 10, 0.888, "
+                  "'warn')"));
+    PQclear(q(db, "INSERT INTO gap_alerts (kind, src_site, dst_site, state, opened_at, "
+                  "first_window, last_window, peak_unattributed_bytes, peak_ratio, summary) "
+                  "VALUES ('gap', 'nyc', 'chi', 'open', now(), now(), now(), 5, 0.5, 's')"));
+    PQclear(q(db, "INSERT INTO attribution_rollup (window_start, src_site, dst_site, source, "
+                  "workflow, user_name, program, host, bytes) VALUES ('2026-11-29T18:53:00Z', "
+                  "'nyc', 'chi', 'socket', 'w', 'u', 'p', 'h', 80)"));
+    /* at most one open alert per (kind, pair) */
+    PGresult *dup = PQexec(db, "INSERT INTO gap_alerts (kind, src_site, dst_site, state) VALUES "
+                               "('gap', 'nyc', 'chi', 'open')");
+    assert_int_equal(PQresultStatus(dup), PGRES_FATAL_ERROR);
+    PQclear(dup);
+    PQclear(q(db, "ROLLBACK"));
+    /* the view and the partitioned raw tables */
+    r = q(db, "SELECT count(*) FROM information_schema.views WHERE table_name = 'coverage_weekly'");
+    assert_string_equal(PQgetvalue(r, 0, 0), "1");
+    PQclear(r);
+    r = q(db, "SELECT count(*) FROM pg_class WHERE relkind = 'p' AND relname IN "
+              "('counter_samples', 'flow_reports', 'flow_records', 'transfers')");
+    assert_string_equal(PQgetvalue(r, 0, 0), "4");
+    PQclear(r);
+    r = q(db, "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('sites', "
+              "'links', 'schema_migrations', 'window_state', 'link_windows')");
+    assert_string_equal(PQgetvalue(r, 0, 0), "5");
+    PQclear(r);
+    PQfinish(db);
+}
+
+static void test_migrate_twice_and_concurrently(void **state)
+{
+    (void)state;
+    char err[512];
+    PGconn *db = db_connect_str(g_conn, err, sizeof(err));
+    int applied = -1;
+    assert_int_equal(db_migrate(db, &applied, err, sizeof(err)), 0);
+    assert_int_equal(applied, 0); /* already applied by the harness */
+    PQclear(q(db, "DROP DATABASE IF EXISTS wl_concurrent"));
+    PQclear(q(db, "CREATE DATABASE wl_concurrent"));
+    char conn2[512];
+    snprintf(conn2, sizeof(conn2), "%s", g_conn);
+    assert_non_null(strstr(g_conn, "dbname=wanledger"));
+    snprintf(conn2, sizeof(conn2), "%.*sdbname=wl_concurrent%s", (int)(strstr(g_conn, "dbname=") - g_conn),
+             g_conn, strstr(g_conn, "dbname=wanledger") + strlen("dbname=wanledger"));
+    pid_t kids[2];
+    for (int k = 0; k < 2; k++) {
+        kids[k] = fork();
+        if (kids[k] == 0) {
+            char e[512];
+            int a = 0;
+            PGconn *c = db_connect_str(conn2, e, sizeof(e));
+            int rc = c ? db_migrate(c, &a, e, sizeof(e)) : -1;
+            if (rc != 0)
+                fprintf(stderr, "child %d: %s\n", k, e);
+            _exit(rc == 0 ? (a > 0 ? 10 : 11) : 1);
+        }
+    }
+    int st0, st1;
+    waitpid(kids[0], &st0, 0);
+    waitpid(kids[1], &st1, 0);
+    /* both succeed; exactly one of them applied the files */
+    assert_true(WIFEXITED(st0) && WIFEXITED(st1));
+    int a = WEXITSTATUS(st0), b = WEXITSTATUS(st1);
+    assert_true((a == 10 && b == 11) || (a == 11 && b == 10));
+    PGconn *c2 = db_connect_str(conn2, err, sizeof(err));
+    PGresult *r = q(c2, "SELECT count(*) FROM schema_migrations");
+    char want[16];
+    snprintf(want, sizeof(want), "%u", db_n_migrations);
+    assert_string_equal(PQgetvalue(r, 0, 0), want);
+    PQclear(r);
+    PQfinish(c2);
+    PQfinish(db);
+}
+
+static void test_partitions_and_prune(void **state)
+{
+    (void)state;
+    char err[512];
+    PGconn *db = db_connect_str(g_conn, err, sizeof(err));
+    int64_t day = 86400 * TM_USEC_PER_SEC;
+    int64_t now = tm_now_us();
+    /* 40 days ago .. 38 days ago, and today */
+    assert_int_equal(db_ensure_partitions(db, now - 40 * day, now - 38 * day, err, sizeof(err)), 0);
+    assert_int_equal(db_ensure_partitions(db, now, now + day, err, sizeof(err)), 0);
+    PGresult *r = q(db, "SELECT count(*) FROM pg_inherits i JOIN pg_class p ON p.oid = "
+                        "i.inhparent WHERE p.relname = 'transfers'");
+    int before = atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    assert_true(before >= 5);
+    /* a row in an old partition and one today */
+    char ts_old[TM_RFC3339_LEN], ts_new[TM_RFC3339_LEN], sql[512];
+    tm_format_rfc3339(now - 39 * day, ts_old);
+    tm_format_rfc3339(now, ts_new);
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO transfers (service, id, src, dst, bytes, start_at, end_at) VALUES "
+             "('s', 'old', 'nyc', 'chi', 1, '%s', '%s'), ('s', 'new', 'nyc', 'chi', 1, '%s', '%s')",
+             ts_old, ts_old, ts_new, ts_new);
+    PQclear(q(db, sql));
+    int dropped = -1;
+    assert_int_equal(db_prune(db, now - 30 * day, &dropped, err, sizeof(err)), 0);
+    assert_int_equal(dropped, 3 * 4); /* 3 old days x 4 raw tables */
+    r = q(db, "SELECT id FROM transfers ORDER BY id");
+    assert_int_equal(PQntuples(r), 1);
+    assert_string_equal(PQgetvalue(r, 0, 0), "new");
+    PQclear(r);
+    /* writing into a day with no partition fails loudly rather than vanishing */
+    tm_format_rfc3339(now - 39 * day, ts_old);
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO transfers (service, id, src, dst, bytes, start_at, end_at) VALUES "
+             "('s', 'x', 'a', 'b', 1, '%s', '%s')",
+             ts_old, ts_old);
+    PGresult *bad = PQexec(db, sql);
+    assert_int_equal(PQresultStatus(bad), PGRES_FATAL_ERROR);
+    PQclear(bad);
+    PQfinish(db);
+}
+
+static void test_migrate_command(void **state)
+{
+    (void)state;
+    /* `wanledger migrate` against the same cluster: loads sites and links from the example */
+    const char *dir = th_tmpdir("mig");
+    char cfgpath[512];
+    snprintf(cfgpath, sizeof(cfgpath), "%s/config.json", dir);
+    th_sh("cp %s/examples/tokens.json %s/examples/community %s/examples/snmp-auth "
+          "%s/examples/snmp-priv %s/",
+          getenv("WL_SOURCE_DIR"), getenv("WL_SOURCE_DIR"), getenv("WL_SOURCE_DIR"),
+          getenv("WL_SOURCE_DIR"), dir);
+    assert_int_equal(th_sh("sed 's|\"database\": \"[^\"]*\"|\"database\": \"%s\"|' "
+                           "%s/examples/config.json > %s",
+                           g_conn, getenv("WL_SOURCE_DIR"), cfgpath),
+                     0);
+    assert_int_equal(th_sh("%s --config %s migrate", th_bin("wanledger"), cfgpath), 0);
+    char err[512];
+    PGconn *db = db_connect_str(g_conn, err, sizeof(err));
+    PGresult *r = q(db, "SELECT (SELECT count(*) FROM sites), (SELECT count(*) FROM links), "
+                        "(SELECT prefixes::text FROM sites WHERE name = 'nyc')");
+    assert_string_equal(PQgetvalue(r, 0, 0), "3");
+    assert_string_equal(PQgetvalue(r, 0, 1), "4");
+    assert_string_equal(PQgetvalue(r, 0, 2), "{10.1.0.0/16,fd00:1::/48}");
+    PQclear(r);
+    PQfinish(db);
+}
+
+int main(void)
+{
+    g_conn = th_pg_default();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_contract_columns),
+        cmocka_unit_test(test_migrate_twice_and_concurrently),
+        cmocka_unit_test(test_partitions_and_prune),
+        cmocka_unit_test(test_migrate_command),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
