@@ -184,6 +184,10 @@ int cfg_service_of_user(const struct cfg *cfg, const char *user);
  * when a link joins them. Returns the number of sites written to out (<= max), 0 if no path. */
 size_t cfg_path(const struct cfg *cfg, int src, int dst, int *out, size_t max);
 
+/* The configuration as JSON with every default filled in and secret *files* (never secrets)
+ * named by absolute path: parsing the output again gives the same configuration. malloc'd. */
+char *cfg_to_json(const struct cfg *cfg);
+
 /* Prints the one-screen summary of `wanledger check-config`. */
 void cfg_print_summary(const struct cfg *cfg, void *f /* FILE* */);
 

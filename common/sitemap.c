@@ -1,6 +1,8 @@
 /* Longest-prefix match of addresses to site indexes: one binary trie per family, nodes in one
  * array (indexes, not pointers, so growth is a realloc). A lookup walks at most 32/128 nodes and
- * remembers the deepest value seen. */
+ * remembers the deepest value seen. IPv4 starts with a 65,536-entry first level (DIR-16): the best
+ * value among prefixes of length <= 16 for each /16, and the trie node at depth 16 to continue
+ * from, so an IPv4 lookup walks at most 16 nodes, and none for site aggregates of /16 or shorter. */
 #include "sitemap.h"
 
 #include <arpa/inet.h>
@@ -16,6 +18,9 @@ struct sm_node {
 struct sitemap {
     struct sm_node *nodes;
     uint32_t n, cap;
+    int32_t v4_best16[65536];  /* best value of prefixes with len <= 16 covering this /16 */
+    int8_t v4_len16[65536];    /* its length, -1 when none */
+    uint32_t v4_node16[65536]; /* trie node at depth 16 for this /16, 0 when none */
 };
 
 static uint32_t node_new(struct sitemap *sm)
@@ -41,6 +46,10 @@ struct sitemap *sm_new(void)
     if (node_new(sm) != 0 || node_new(sm) != 1) {
         sm_free(sm);
         return NULL;
+    }
+    for (int i = 0; i < 65536; i++) {
+        sm->v4_best16[i] = -1;
+        sm->v4_len16[i] = -1;
     }
     return sm;
 }
@@ -77,12 +86,40 @@ int sm_add(struct sitemap *sm, int family, const uint8_t *addr, int len, int val
     if (sm->nodes[cur].value >= 0 && sm->nodes[cur].value != value)
         return -1;
     sm->nodes[cur].value = value;
+    if (family == AF_INET) {
+        uint32_t first = ((uint32_t)addr[0] << 8) | addr[1];
+        if (len <= 16) {
+            uint32_t span = 1u << (16 - len);
+            first &= ~(span - 1);
+            for (uint32_t i = first; i < first + span; i++)
+                if (sm->v4_len16[i] <= len) {
+                    sm->v4_len16[i] = (int8_t)len;
+                    sm->v4_best16[i] = value;
+                }
+        } else {
+            uint32_t n16 = 0;
+            for (int i = 0; i < 16; i++)
+                n16 = sm->nodes[n16].child[bit_at(addr, i)];
+            sm->v4_node16[first] = n16;
+        }
+    }
     return 0;
 }
 
 int sm_lookup(const struct sitemap *sm, int family, const uint8_t *addr)
 {
-    int maxlen = family == AF_INET ? 32 : 128;
+    if (family == AF_INET) {
+        uint32_t first = ((uint32_t)addr[0] << 8) | addr[1];
+        int best = sm->v4_best16[first];
+        uint32_t cur = sm->v4_node16[first];
+        for (int i = 16; cur && i < 32; i++) {
+            cur = sm->nodes[cur].child[bit_at(addr, i)];
+            if (cur && sm->nodes[cur].value >= 0)
+                best = sm->nodes[cur].value;
+        }
+        return best;
+    }
+    int maxlen = 128;
     uint32_t cur = family == AF_INET ? 0 : 1;
     int best = sm->nodes[cur].value;
     for (int i = 0; i < maxlen; i++) {

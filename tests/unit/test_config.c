@@ -206,6 +206,35 @@ static void test_example_config_loads_with_its_values(void **state)
     cfg_free(cfg);
 }
 
+/* Parse -> JSON -> parse gives the same configuration: the second serialisation equals the
+ * first byte for byte, and the values the test checked above survive. */
+static void test_example_config_round_trips(void **state)
+{
+    (void)state;
+    char path[1024], path2[1024];
+    snprintf(path, sizeof(path), "%s/examples/config.json", getenv("WL_SOURCE_DIR"));
+    struct cfg_errors errs;
+    struct cfg *cfg = cfg_load(path, &errs);
+    assert_non_null(cfg);
+    char *json1 = cfg_to_json(cfg);
+    snprintf(path2, sizeof(path2), "%s/roundtrip.json", g_dir);
+    struct cfg *cfg2 = cfg_parse(path2, json1, &errs);
+    if (!cfg2)
+        cfg_errors_print(NULL, path2, &errs, stderr);
+    assert_non_null(cfg2);
+    char *json2 = cfg_to_json(cfg2);
+    assert_string_equal(json1, json2);
+    assert_int_equal(cfg2->n_links, 4);
+    assert_int_equal(cfg2->links[0].capacity_bps, 100000000000ull);
+    assert_string_equal(cfg2->devices[2].snmp.priv_password, "example-priv-pass");
+    assert_int_equal(cfg2->sites[0].prefixes[1].len, 48);
+    assert_null(strstr(json1, "example-priv-pass")); /* secrets never serialised */
+    free(json1);
+    free(json2);
+    cfg_free(cfg);
+    cfg_free(cfg2);
+}
+
 static void test_check_config_exit_codes(void **state)
 {
     (void)state;
@@ -231,6 +260,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_each_bad_config_names_its_path),
         cmocka_unit_test(test_example_config_loads_with_its_values),
+        cmocka_unit_test(test_example_config_round_trips),
         cmocka_unit_test(test_check_config_exit_codes),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
