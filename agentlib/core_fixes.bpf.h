@@ -41,4 +41,33 @@ static __always_inline __u32 wl_sock_netns(const struct sock *sk)
     return BPF_CORE_READ(net, ns.inum);
 }
 
+/* Role of a TCP connection the state tracepoint never saw start (older than the agent): an
+ * accepted socket shares its port's bind bucket with the listener, a connected one does not.
+ * Since the bhash2 rework (v6.8-era kernels) sockets hang off inet_bind2_bucket.owners by
+ * skc_bind_node and each inet_bind_bucket lists its bind2 buckets in bhash2; older kernels link
+ * owners from the inet_bind_bucket itself, and there we return 0 (unknown) and let the agent
+ * decide from the listening sockets in /proc. Returns WL_ROLE_SERVER, WL_ROLE_CLIENT or 0. */
+static __always_inline __u32 wl_tcp_role_from_bind_bucket(struct sock *sk)
+{
+    struct inet_connection_sock *icsk = (struct inet_connection_sock *)sk;
+    struct inet_bind_bucket *tb = BPF_CORE_READ(icsk, icsk_bind_hash);
+    if (!tb || !bpf_core_field_exists(tb->bhash2))
+        return 0;
+    struct hlist_node *b2 = BPF_CORE_READ(tb, bhash2.first);
+    for (int i = 0; i < 8 && b2; i++) {
+        struct inet_bind2_bucket *tb2 =
+            (void *)b2 - bpf_core_field_offset(struct inet_bind2_bucket, bhash_node);
+        struct hlist_node *o = BPF_CORE_READ(tb2, owners.first);
+        for (int j = 0; j < 16 && o; j++) {
+            struct sock_common *skc =
+                (void *)o - bpf_core_field_offset(struct sock_common, skc_bind_node);
+            if (BPF_CORE_READ(skc, skc_state) == TCP_LISTEN)
+                return 2; /* WL_ROLE_SERVER */
+            o = BPF_CORE_READ(o, next);
+        }
+        b2 = BPF_CORE_READ(b2, next);
+    }
+    return 1; /* WL_ROLE_CLIENT */
+}
+
 #endif

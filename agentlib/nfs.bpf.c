@@ -100,6 +100,7 @@ static __always_inline void count_drop(__u32 slot)
 static __always_inline void current_owner(struct task_struct *task, struct nfs_owner *o)
 {
     o->tgid = bpf_get_current_pid_tgid() >> 32;
+    o->ppid = BPF_CORE_READ(task, real_parent, tgid);
     o->uid = (__u32)bpf_get_current_uid_gid();
     o->cgroup_id = bpf_get_current_cgroup_id();
     o->start_ns = wl_task_start_boottime(BPF_CORE_READ(task, group_leader));
@@ -149,7 +150,8 @@ static __always_inline __u32 log2_slot(__u64 us)
 }
 
 /* Runs in an rpciod worker: finds the initiation and credits its owner, never the worker. */
-static __always_inline void on_done(__u32 op, __u32 dev, __u64 fileid, __s64 offset, int error)
+static __always_inline void on_done(__u32 op, __u32 dev, __u64 fileid, __s64 offset, int error,
+                                    __u32 res_count)
 {
     struct nfs_inflight_key k = {.fileid = fileid, .offset = offset, .dev = dev, .op = op};
     struct nfs_inflight_val *in = bpf_map_lookup_elem(&inflight, &k);
@@ -161,7 +163,9 @@ static __always_inline void on_done(__u32 op, __u32 dev, __u64 fileid, __s64 off
     __u64 us = now > in->start_ns ? (now - in->start_ns) / 1000 : 0;
     struct nfs_stat_key sk = {.dev = dev, .op = op, .credit = in->credit, .gen = gen & 1};
     sk.owner = in->owner;
-    __u64 bytes = (error < 0 || op == NFS_OP_COMMIT) ? 0 : in->count;
+    /* Bytes the server returned or accepted: a read of the last page asks for the whole page
+     * but gets only what is left of the file. */
+    __u64 bytes = (error < 0 || op == NFS_OP_COMMIT) ? 0 : res_count;
     bpf_map_delete_elem(&inflight, &k);
 
     struct nfs_stat_val *sv = bpf_map_lookup_elem(&stats, &sk);
@@ -193,7 +197,7 @@ int nfs_initiate_read(struct trace_event_raw_nfs_initiate_read___wl *ctx)
 SEC("tracepoint/nfs/nfs_readpage_done")
 int nfs_readpage_done(struct trace_event_raw_nfs_readpage_done___wl *ctx)
 {
-    on_done(NFS_OP_READ, ctx->dev, ctx->fileid, ctx->offset, ctx->error);
+    on_done(NFS_OP_READ, ctx->dev, ctx->fileid, ctx->offset, ctx->error, ctx->res_count);
     return 0;
 }
 
@@ -207,7 +211,7 @@ int nfs_initiate_write(struct trace_event_raw_nfs_initiate_write___wl *ctx)
 SEC("tracepoint/nfs/nfs_writeback_done")
 int nfs_writeback_done(struct trace_event_raw_nfs_writeback_done___wl *ctx)
 {
-    on_done(NFS_OP_WRITE, ctx->dev, ctx->fileid, ctx->offset, ctx->error);
+    on_done(NFS_OP_WRITE, ctx->dev, ctx->fileid, ctx->offset, ctx->error, ctx->res_count);
     return 0;
 }
 
@@ -221,7 +225,7 @@ int nfs_initiate_commit(struct trace_event_raw_nfs_initiate_commit___wl *ctx)
 SEC("tracepoint/nfs/nfs_commit_done")
 int nfs_commit_done(struct trace_event_raw_nfs_commit_done___wl *ctx)
 {
-    on_done(NFS_OP_COMMIT, ctx->dev, ctx->fileid, ctx->offset, ctx->error);
+    on_done(NFS_OP_COMMIT, ctx->dev, ctx->fileid, ctx->offset, ctx->error, 0);
     return 0;
 }
 
@@ -239,7 +243,8 @@ static __always_inline void on_dirty(struct address_space *mapping)
     struct super_block *sb = BPF_CORE_READ(inode, i_sb);
     if (BPF_CORE_READ(sb, s_magic) != NFS_SUPER_MAGIC)
         return;
-    struct nfs_file_key fk = {.fileid = BPF_CORE_READ(inode, i_ino), .dev = BPF_CORE_READ(sb, s_dev)};
+    struct nfs_file_key fk = {.fileid = BPF_CORE_READ(inode, i_ino),
+                              .dev = BPF_CORE_READ(sb, s_dev)};
     struct nfs_owner o = {};
     current_owner(task, &o);
     bpf_map_update_elem(&dirtiers, &fk, &o, BPF_ANY);

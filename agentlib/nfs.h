@@ -21,14 +21,17 @@
 
 /* How the initiator of a record was found. */
 #define NFS_CREDIT_TASK    0 /* the user task that started the I/O (read, close, fsync) */
-#define NFS_CREDIT_DIRTIER 1 /* a kernel worker wrote back pages: the last task that dirtied them */
-#define NFS_CREDIT_KERNEL  2 /* a kernel worker, and no dirtier was known */
+#define NFS_CREDIT_DIRTIER 1 /* a kernel worker wrote back pages: the last task that dirtied them  \
+                              */
+#define NFS_CREDIT_KERNEL 2  /* a kernel worker, and no dirtier was known */
 
 /* Who initiated: a process (tgid + its leader's start time, so pid reuse makes a new owner) with
- * the uid, cgroup and comm it had when it started or dirtied the I/O. 48 bytes. */
+ * the parent, uid, cgroup and comm it had when it started or dirtied the I/O. 48 bytes. */
 struct nfs_owner {
     __u32 tgid;
+    __u32 ppid; /* real parent's tgid */
     __u32 uid;
+    __u32 pad;
     __u64 cgroup_id;
     __u64 start_ns; /* task group leader's start_boottime, ns since boot */
     char comm[NFS_COMM_LEN];
@@ -37,18 +40,18 @@ struct nfs_owner {
 /* One record: an owner's operations of one kind on one NFS superblock in one generation. */
 struct nfs_stat_key {
     struct nfs_owner owner;
-    __u32 dev;    /* the superblock's kernel dev_t (major << 20 | minor), as in mountinfo */
-    __u8 op;      /* NFS_OP_* */
-    __u8 credit;  /* NFS_CREDIT_* */
-    __u8 gen;     /* drain generation (0 or 1) the update landed in */
+    __u32 dev;   /* the superblock's kernel dev_t (major << 20 | minor), as in mountinfo */
+    __u8 op;     /* NFS_OP_* */
+    __u8 credit; /* NFS_CREDIT_* */
+    __u8 gen;    /* drain generation (0 or 1) the update landed in */
     __u8 pad;
 };
 
 /* Counters of one record; updated with atomic adds (one shared hash, not per-CPU). */
 struct nfs_stat_val {
-    __u64 bytes;  /* bytes of the completed requests without error */
-    __u64 ops;    /* completed requests (RPCs), errors included */
-    __u64 errors; /* completed with an error */
+    __u64 bytes;                        /* bytes of the completed requests without error */
+    __u64 ops;                          /* completed requests (RPCs), errors included */
+    __u64 errors;                       /* completed with an error */
     __u64 latency_hist[NFS_HIST_SLOTS]; /* initiate -> done, log2 us; sums to ops */
 };
 

@@ -152,8 +152,8 @@ static const char *next_field(const char *s, char *out, size_t out_len)
         return NULL;
     while (*s && *s != ' ' && *s != '\n') {
         char c = *s++;
-        if (c == '\\' && s[0] >= '0' && s[0] <= '3' && s[1] >= '0' && s[1] <= '7' &&
-            s[2] >= '0' && s[2] <= '7') {
+        if (c == '\\' && s[0] >= '0' && s[0] <= '3' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' &&
+            s[2] <= '7') {
             c = (char)((s[0] - '0') * 64 + (s[1] - '0') * 8 + (s[2] - '0'));
             s += 3;
         }
@@ -217,7 +217,8 @@ int nfs_probe_parse_mountinfo_line(const char *line, struct nfs_probe_mount *m)
         if (strcmp(field, "-") == 0)
             break;
     }
-    if (!(s = next_field(s, fstype, sizeof(fstype))) || !(s = next_field(s, source, sizeof(source))))
+    if (!(s = next_field(s, fstype, sizeof(fstype))) ||
+        !(s = next_field(s, source, sizeof(source))))
         return -1;
     if (!next_field(s, superopts, sizeof(superopts)))
         superopts[0] = '\0';
@@ -385,8 +386,8 @@ int nfs_probe_drain(struct nfs_probe *p, nfs_probe_record_fn fn, void *arg,
             .owner = &keys[i].owner,
             .dev = keys[i].dev,
             .op = keys[i].op < NFS_OP_COUNT ? op_names[keys[i].op] : "unknown",
-            .credit = keys[i].credit <= NFS_CREDIT_KERNEL ? credit_names[keys[i].credit]
-                                                          : "unknown",
+            .credit =
+                keys[i].credit <= NFS_CREDIT_KERNEL ? credit_names[keys[i].credit] : "unknown",
             .server = m ? m->server : "",
             .export = m ? m->export : "",
             .mountpoint = m ? m->mountpoint : "",
@@ -423,3 +424,63 @@ uint64_t nfs_probe_hist_quantile_us(const __u64 hist[NFS_HIST_SLOTS], double q)
     }
     return (uint64_t)1 << NFS_HIST_SLOTS;
 }
+
+/* agent_nfs_hook adapter. */
+
+static void *hook_open(const struct agent_opts *opts, char *why, size_t why_len)
+{
+    (void)opts;
+    return nfs_probe_open(why, why_len);
+}
+
+struct hook_drain_ctx {
+    struct flowset *out;
+    uint64_t lost; /* records the flowset had no room for */
+};
+
+static void hook_add_flow(const struct nfs_probe_record *rec, void *arg)
+{
+    struct hook_drain_ctx *ctx = arg;
+    if (strcmp(rec->op, "commit") == 0)
+        return;
+    struct flow_rec *f = flowset_add(ctx->out);
+    if (!f) {
+        ctx->lost++;
+        return;
+    }
+    f->source = FLOW_SRC_NFS;
+    f->owner.pid = rec->owner->tgid;
+    f->owner.ppid = rec->owner->ppid;
+    f->owner.uid = rec->owner->uid;
+    f->owner.cgroup_id = rec->owner->cgroup_id;
+    f->owner.start_ns = rec->owner->start_ns;
+    memcpy(f->owner.comm, rec->owner->comm, sizeof(f->owner.comm));
+    f->owner.comm[sizeof(f->owner.comm) - 1] = '\0';
+    copy_str(f->server, sizeof(f->server), rec->server, strlen(rec->server));
+    copy_str(f->export_path, sizeof(f->export_path), rec->export, strlen(rec->export));
+    copy_str(f->op, sizeof(f->op), rec->op, strlen(rec->op));
+    f->bytes = rec->bytes;
+    f->ops = rec->ops;
+}
+
+static int hook_drain(void *h, struct flowset *out, uint64_t *dropped, char *err, size_t err_len)
+{
+    struct nfs_probe_drops d = {0};
+    struct hook_drain_ctx ctx = {.out = out, .lost = 0};
+    if (nfs_probe_drain(h, hook_add_flow, &ctx, &d, err, err_len))
+        return -1;
+    *dropped += d.stats_full + d.unmatched + ctx.lost;
+    return 0;
+}
+
+static void hook_close(void *h)
+{
+    nfs_probe_close(h);
+}
+
+const struct agent_nfs_hook nfs_probe_hook = {
+    .name = "nfs",
+    .open = hook_open,
+    .drain = hook_drain,
+    .close = hook_close,
+};

@@ -7,9 +7,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent_nfs_hook.h"
 #include "nfs.h"
 
 struct nfs_probe;
+
+/* The agent's seam (agent_nfs_hook.h): open/drain/close of this probe, draining read and write
+ * records into the agent's flowset as FLOW_SRC_NFS flows (commits carry no payload and are left
+ * out there; nfs_probe_drain reports them). */
+extern const struct agent_nfs_hook nfs_probe_hook;
 
 /* One drained record: what an owner did on one NFS mount in one window. Strings are never NULL
  * ("" when the superblock is no longer in mountinfo); all pointers are valid only during the
@@ -26,7 +32,7 @@ struct nfs_probe_record {
     uint64_t bytes;                /* payload bytes of requests completed without error */
     uint64_t ops;                  /* completed requests (RPCs), errors included */
     uint64_t errors;
-    const __u64 *latency_hist;     /* NFS_HIST_SLOTS log2 buckets, microseconds; sums to ops */
+    const __u64 *latency_hist; /* NFS_HIST_SLOTS log2 buckets, microseconds; sums to ops */
 };
 
 typedef void (*nfs_probe_record_fn)(const struct nfs_probe_record *rec, void *arg);

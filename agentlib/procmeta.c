@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -255,8 +256,10 @@ void procmeta_parse_cgroup(const char *path, struct flow_meta *m)
             continue;
         }
         /* Kubernetes pod: "pod<uid>" (cgroupfs) or "kubepods-...-pod<uid with _>.slice" */
-        const char *pod = strstr(c, "pod");
-        if (strstr(path, "kubepods") && pod && (pod == c || pod[-1] == '-')) {
+        const char *pod = strncmp(c, "pod", 3) == 0 ? c : strstr(c, "-pod");
+        if (pod && pod != c)
+            pod++;
+        if (strstr(path, "kubepods") && pod) {
             char uid[40];
             size_t k = 0;
             for (const char *q = pod + 3; *q && *q != '.' && k + 1 < sizeof(uid); q++)
@@ -300,26 +303,29 @@ static void cg_remember(struct procmeta *pm, uint64_t id, const char *path)
     pm->n_cgs++;
 }
 
-/* Walks the cgroup v2 tree recording every directory's inode (= cgroup id). */
+/* Walks the cgroup v2 tree recording every directory's inode (= cgroup id); paths longer than
+ * PATH_MAX are skipped. */
 static void cg_walk(struct procmeta *pm, const char *rel, int depth)
 {
-    char dir[1024];
-    snprintf(dir, sizeof(dir), "%s%s", pm->cgroup_root, rel);
-    DIR *d = opendir(dir);
-    if (!d || depth > 32) {
-        if (d)
-            closedir(d);
+    char dir[PATH_MAX];
+    int len = snprintf(dir, sizeof(dir), "%s%s", pm->cgroup_root, rel);
+    if (len < 0 || (size_t)len >= sizeof(dir) || depth > 32)
         return;
-    }
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (de->d_type != DT_DIR || de->d_name[0] == '.')
             continue;
-        char sub[1024];
+        char sub[PATH_MAX], full[PATH_MAX];
         struct stat st;
-        snprintf(sub, sizeof(sub), "%s/%s", rel, de->d_name);
-        char full[1200];
-        snprintf(full, sizeof(full), "%s%s", pm->cgroup_root, sub);
+        int a = snprintf(sub, sizeof(sub), "%s/%s", rel, de->d_name);
+        if (a < 0 || (size_t)a >= sizeof(sub))
+            continue;
+        int b = snprintf(full, sizeof(full), "%s/%s", dir, de->d_name);
+        if (b < 0 || (size_t)b >= sizeof(full))
+            continue;
         if (stat(full, &st) == 0)
             cg_remember(pm, (uint64_t)st.st_ino, sub);
         cg_walk(pm, sub, depth + 1);

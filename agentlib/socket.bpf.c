@@ -50,13 +50,22 @@ struct {
     __type(value, __u64);
 } drops SEC(".maps");
 
-/* Role of each live TCP socket the kernel saw connect or get accepted (key: struct sock *). */
+/* What the state tracepoint learnt about a TCP socket (key: struct sock *): its role when the
+ * kernel saw it connect or get accepted, and its local port, which the kernel zeroes when the
+ * connection closes while unread data may still wait in the socket. Entries are not deleted at
+ * close (that data is read later); a reused sock pointer is overwritten when the new socket
+ * connects or is accepted, and LRU evicts the rest. */
+struct sock_info {
+    __u32 role;
+    __u16 lport;
+    __u16 pad;
+};
 struct {
     __uint(type, BPF_MAP_TYPE_LRU_HASH);
     __uint(max_entries, 65536);
     __type(key, __u64);
-    __type(value, __u32);
-} roles SEC(".maps");
+    __type(value, struct sock_info);
+} socks SEC(".maps");
 
 /* A peer address taken from a message rather than from the socket (unconnected UDP). */
 struct wl_peer {
@@ -116,9 +125,17 @@ static __always_inline void flow_add(void *flows, const struct flow_key *k, __u6
     if (!v) {
         struct flow_val zero = {};
         if (skp) {
-            __u32 *r = bpf_map_lookup_elem(&roles, &skp);
-            if (r)
-                zero.role = *r;
+            struct sock_info *si = bpf_map_lookup_elem(&socks, &skp);
+            if (si && si->role) {
+                zero.role = si->role;
+            } else {
+                /* a connection older than the agent: decide once, remember */
+                struct sock_info fresh = {.lport = k->lport};
+                fresh.role = wl_tcp_role_from_bind_bucket((struct sock *)skp);
+                zero.role = fresh.role;
+                if (fresh.role)
+                    bpf_map_update_elem(&socks, &skp, &fresh, BPF_ANY);
+            }
         }
         long err = bpf_map_update_elem(flows, k, &zero, BPF_NOEXIST);
         if (err && err != -EEXIST) {
@@ -301,6 +318,15 @@ static __always_inline int peer_read(struct wl_peer *p, const void *ptr, bool us
     return 0;
 }
 
+static __always_inline bool key_equal(const struct flow_key *a, const struct flow_key *b)
+{
+    const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+    for (int i = 0; i < (int)(sizeof(*a) / 8); i++)
+        if (x[i] != y[i])
+            return false;
+    return true;
+}
+
 /* The one handler every attach mode calls. ret is the syscall-level byte count (negative on
  * error); peer, when not NULL, is the destination/source from the message (UDP). With `defer`
  * (tp_btf mode), an unconnected UDP receive whose address only reaches user memory later waits
@@ -313,6 +339,13 @@ static __always_inline int handle(struct sock *sk, long ret, int flags, bool tx,
         return 0;
     if (!key_from_sock(&k, sk))
         return 0;
+    if (k.proto == IPPROTO_TCP && k.lport == 0) {
+        /* reading what arrived before the connection closed: the port is gone from sk */
+        __u64 skp = (__u64)sk;
+        struct sock_info *si = bpf_map_lookup_elem(&socks, &skp);
+        if (si)
+            k.lport = si->lport;
+    }
     if (k.proto == IPPROTO_UDP) {
         if (peer) {
             key_set_peer(&k, peer);
@@ -320,7 +353,7 @@ static __always_inline int handle(struct sock *sk, long ret, int flags, bool tx,
             __u64 tid = bpf_get_current_pid_tgid();
             struct stash *st = bpf_map_lookup_elem(&stashes, &tid);
             if (st && (st->kind == STASH_RECV_ADDR || st->kind == STASH_RECV_MSG)) {
-                if (st->pending && __builtin_memcmp(&st->key, &k, sizeof(k)) != 0) {
+                if (st->pending && !key_equal(&st->key, &k)) {
                     if (key_counted(&st->key))
                         account(&st->key, st->bytes, st->calls, false, 0);
                     st->bytes = st->calls = 0;
@@ -654,18 +687,25 @@ int all_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
     if (ctx->protocol != IPPROTO_TCP)
         return 0;
     __u64 skp = (__u64)ctx->skaddr;
-    __u32 role;
+    struct sock_info si = {.lport = ctx->sport};
     if (ctx->newstate == TCP_SYN_SENT) {
-        role = WL_ROLE_CLIENT;
+        si.role = WL_ROLE_CLIENT;
     } else if (ctx->newstate == TCP_SYN_RECV ||
                (ctx->oldstate == TCP_SYN_RECV && ctx->newstate == TCP_ESTABLISHED)) {
-        role = WL_ROLE_SERVER;
+        si.role = WL_ROLE_SERVER;
     } else if (ctx->newstate == TCP_CLOSE) {
-        bpf_map_delete_elem(&roles, &skp);
-        return 0;
+        /* keep the role; record the port of a connection older than the agent */
+        struct sock_info *old = bpf_map_lookup_elem(&socks, &skp);
+        if (old) {
+            if (ctx->sport)
+                old->lport = ctx->sport;
+            return 0;
+        }
+        if (!ctx->sport || ctx->oldstate == TCP_LISTEN || ctx->oldstate == TCP_SYN_SENT)
+            return 0;
     } else {
         return 0;
     }
-    bpf_map_update_elem(&roles, &skp, &role, BPF_ANY);
+    bpf_map_update_elem(&socks, &skp, &si, BPF_ANY);
     return 0;
 }

@@ -73,7 +73,8 @@ static enum sockprobe_attach prog_mode(const struct bpf_program *p)
 static const char *errno_hint(int e)
 {
     if (e == EPERM || e == EACCES)
-        return " (needs root or CAP_BPF+CAP_PERFMON)";
+        return " (the kernel refused: this program type is unsupported here, or the process "
+               "lacks CAP_BPF+CAP_PERFMON)";
     return "";
 }
 

@@ -37,14 +37,13 @@
 #define SHIP_DEFAULT_INTERVAL  500
 
 struct ship_log {
-    const char *path;
+    char *path;       /* absolute */
     int fd;        /* -1 while the file does not exist */
     dev_t dev;
     ino_t ino;
     uint64_t offset;  /* first byte not yet shipped (always at a line start) */
     char *buf;        /* bytes read after offset, not yet shipped */
     size_t len, cap;
-    bool at_eof;      /* the last read found no more bytes */
     bool skipping;    /* inside an over-long line: drop bytes up to its newline */
 };
 
@@ -195,7 +194,6 @@ static void log_close(struct ship_log *l)
         close(l->fd);
     l->fd = -1;
     l->len = 0;
-    l->at_eof = false;
 }
 
 /* Opens the log when it is closed; drops a saved offset that belongs to another file. */
@@ -224,7 +222,6 @@ static void log_open(struct ship_log *l)
     l->ino = st.st_ino;
     l->fd = fd;
     l->len = 0;
-    l->at_eof = false;
 }
 
 /* Reads what follows offset + len into buf (up to the buffer's bound). */
@@ -240,7 +237,6 @@ static int log_fill(struct ship_log *l)
         l->buf = b;
         l->cap = want;
     }
-    l->at_eof = false;
     while (l->len < l->cap) {
         ssize_t r = pread(l->fd, l->buf + l->len, l->cap - l->len, (off_t)(l->offset + l->len));
         if (r < 0) {
@@ -250,7 +246,6 @@ static int log_fill(struct ship_log *l)
             return -1;
         }
         if (r == 0) {
-            l->at_eof = true;
             break;
         }
         l->len += (size_t)r;
@@ -258,26 +253,19 @@ static int log_fill(struct ship_log *l)
     return 0;
 }
 
-/* Where the file at path now is another file (rotation) and ours is read to its end: switch. */
-static void log_check_rotation(struct ship_log *l)
+/* 1 when path now names another file (rotation) or ours shrank below what we shipped
+ * (truncation): the caller drains what is left and reopens. */
+static int log_replaced(struct ship_log *l)
 {
-    if (l->fd < 0 || !l->at_eof || l->len > 0)
-        return;
     struct stat st, cur;
-    if (stat(l->path, &st) < 0 || fstat(l->fd, &cur) < 0)
-        return;
+    if (l->fd < 0 || stat(l->path, &st) < 0 || fstat(l->fd, &cur) < 0)
+        return 0;
     if (st.st_dev != cur.st_dev || st.st_ino != cur.st_ino) {
         log_info(l->path, "rotated: old file shipped to its end (%llu bytes), opening the new one",
                  (unsigned long long)l->offset);
-        log_close(l);
-        l->offset = 0;
-        l->dev = 0;
-        l->ino = 0;
-        log_open(l);
-    } else if ((uint64_t)st.st_size < l->offset) {
-        log_close(l);
-        log_open(l);
+        return 1;
     }
+    return (uint64_t)st.st_size < l->offset;
 }
 
 /* ---- posting ---- */
@@ -310,15 +298,18 @@ static int post(struct ship *s, const char *body, size_t len, const char *ctx)
     return rc;
 }
 
-/* A line worth sending: not blank. Lines that are not a JSON object are skipped here with an
- * error (the reconciler would refuse the whole batch for them). */
-static bool line_ok(struct ship_log *l, const char *line, size_t len, uint64_t off)
+static bool line_blank(const char *line, size_t len)
 {
     size_t i = 0;
     while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
         i++;
-    if (i == len)
-        return false;
+    return i == len;
+}
+
+/* Lines that are not a JSON object are skipped here with an error (the reconciler would refuse
+ * the whole batch for them). */
+static bool line_ok(struct ship_log *l, const char *line, size_t len, uint64_t off)
+{
     cJSON *j = cJSON_ParseWithLength(line, len);
     bool obj = cJSON_IsObject(j);
     cJSON_Delete(j);
@@ -369,7 +360,9 @@ static long ship_batch(struct ship *s, struct ship_log *l)
     for (size_t p = 0; p < end;) {
         char *nl = memchr(l->buf + p, '\n', end - p);
         size_t ll = (size_t)(nl - (l->buf + p));
-        if (line_ok(l, l->buf + p, ll, l->offset + p)) {
+        if (line_blank(l->buf + p, ll)) {
+            /* nothing to send */
+        } else if (line_ok(l, l->buf + p, ll, l->offset + p)) {
             memcpy(body + blen, l->buf + p, ll + 1);
             blen += ll + 1;
             n_good++;
@@ -411,7 +404,31 @@ static long ship_batch(struct ship *s, struct ship_log *l)
     return rc;
 }
 
-/* Ships what every log has. Returns 1 if something was shipped, 0 if idle, -1 on a failed post
+/* Ships every complete line l has after its offset. Returns 1 if something was shipped, 0 if
+ * not, -1 on a failed read, post or state write. */
+static int log_drain(struct ship *s, struct ship_log *l)
+{
+    int result = 0;
+    while (l->fd >= 0 && !ship_stop) {
+        if (log_fill(l) < 0)
+            return -1;
+        long used = ship_batch(s, l);
+        if (used < 0)
+            return -1;
+        if (used == 0)
+            break;
+        l->offset += (uint64_t)used;
+        memmove(l->buf, l->buf + used, l->len - (size_t)used);
+        l->len -= (size_t)used;
+        if (state_save(s) < 0)
+            return -1;
+        result = 1;
+    }
+    l->len = 0; /* re-read from offset next time: the file may have grown */
+    return result;
+}
+
+/* Ships what every log has. Returns 1 if something was shipped, 0 if idle, -1 on a failure
  * (the caller backs off). */
 static int ship_round(struct ship *s)
 {
@@ -419,27 +436,43 @@ static int ship_round(struct ship *s)
     for (size_t i = 0; i < s->n_logs && !ship_stop; i++) {
         struct ship_log *l = &s->logs[i];
         log_open(l);
-        log_check_rotation(l);
-        if (l->fd < 0)
-            continue;
-        for (;;) {
-            if (log_fill(l) < 0)
-                return -1;
-            long used = ship_batch(s, l);
-            if (used < 0)
-                return -1;
-            if (used == 0)
-                break;
-            l->offset += (uint64_t)used;
-            memmove(l->buf, l->buf + used, l->len - (size_t)used);
-            l->len -= (size_t)used;
-            if (state_save(s) < 0)
-                return -1;
-            result = 1;
+        int r = log_drain(s, l);
+        if (r == 0 && log_replaced(l)) {
+            /* Lines written to the old file up to the rename are shipped before we switch. */
+            r = log_drain(s, l);
+            if (r >= 0) {
+                struct stat st;
+                bool truncated = stat(l->path, &st) == 0 && st.st_ino == l->ino;
+                log_close(l);
+                if (!truncated) {
+                    l->offset = 0;
+                    l->dev = 0;
+                    l->ino = 0;
+                }
+                log_open(l);
+                int r2 = log_drain(s, l);
+                r = r2 < 0 ? r2 : (r || r2);
+            }
         }
-        l->len = 0; /* re-read from offset next round: the file may have grown */
+        if (r < 0)
+            return -1;
+        result |= r;
     }
     return result;
+}
+
+static char *absolute_path(const char *p)
+{
+    if (p[0] == '/')
+        return strdup(p);
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd))
+        return NULL;
+    size_t n = strlen(cwd) + strlen(p) + 2;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s/%s", cwd, p[0] == '.' && p[1] == '/' ? p + 2 : p);
+    return out;
 }
 
 static void usage(FILE *f)
@@ -525,8 +558,11 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
         s.url[--k] = '\0';
     strcat(s.url, "/v1/transfers");
     for (size_t j = 0; j < s.n_logs; j++) {
-        s.logs[j].path = argv[i + (int)j];
+        /* Absolute paths: the state file means the same files from any working directory. */
+        s.logs[j].path = absolute_path(argv[i + (int)j]);
         s.logs[j].fd = -1;
+        if (!s.logs[j].path)
+            goto cleanup;
     }
     if (!state) {
         size_t sl = strlen(s.logs[0].path) + sizeof ".ship-state";
@@ -580,6 +616,7 @@ cleanup:
     for (size_t j = 0; s.logs && j < s.n_logs; j++) {
         log_close(&s.logs[j]);
         free(s.logs[j].buf);
+        free(s.logs[j].path);
     }
     free(s.logs);
     free(s.url);

@@ -44,7 +44,7 @@ static int resolve(PGconn *db, struct cell_view *v, char *err, size_t errlen)
     if (v->span.kind == HM_SPAN_LATEST) {
         r = hm_sql_query(db, "finding the pair's latest window",
                          "SELECT " HM_SQL_US("max(window_start)") " FROM heatmap_cells WHERE "
-                         "src_site = $1 AND dst_site = $2",
+                                                                  "src_site = $1 AND dst_site = $2",
                          2, p, err, errlen);
         if (!r)
             return -1;
@@ -89,8 +89,8 @@ static int resolve(PGconn *db, struct cell_view *v, char *err, size_t errlen)
     r = hm_sql_query(db, "reading the pair's cells",
                      "SELECT min(status), min(coverage), min(window_seconds), avg(valid_fraction), "
                      "max(capacity_bps), " HM_GRID_SUMS_SQL " FROM heatmap_cells WHERE src_site = "
-                     "$1 AND dst_site = $2 AND window_start >= " HM_SQL_TS(3)
-                     " AND window_start < " HM_SQL_TS(4),
+                     "$1 AND dst_site = $2 AND window_start >= " HM_SQL_TS(
+                         3) " AND window_start < " HM_SQL_TS(4),
                      4, q, err, errlen);
     if (!r)
         return -1;
@@ -99,7 +99,7 @@ static int resolve(PGconn *db, struct cell_view *v, char *err, size_t errlen)
     if (found) {
         v->status = hm_status_of_totals(&v->t, hm_status_parse(hm_sql_str(r, 0, 0)), NULL);
         v->coverage = v->t.n_windows == 1 && !hm_sql_null(r, 0, 1) ? hm_sql_f64(r, 0, 1)
-                                                                     : hm_totals_coverage(&v->t);
+                                                                   : hm_totals_coverage(&v->t);
         if (v->span.kind == HM_SPAN_RANGE)
             v->window_seconds = (int)hm_sql_i64(r, 0, 2);
         v->valid_fraction = hm_sql_f64(r, 0, 3);
@@ -129,8 +129,8 @@ static void cell_link(struct evbuffer *out, const char *base, const struct cell_
     evbuffer_add_printf(out, "&amp;window=%s\">%s</a>", hm_fmt_rfc3339(window_us, t), text);
 }
 
-static int chart(struct evbuffer *out, PGconn *db, const struct cell_view *v,
-                 const struct cfg *cfg, char *err, size_t errlen)
+static int chart(struct evbuffer *out, PGconn *db, const struct cell_view *v, const struct cfg *cfg,
+                 char *err, size_t errlen)
 {
     int64_t w = (v->window_seconds > 0 ? v->window_seconds : 60) * TM_USEC_PER_SEC;
     int64_t from, to, step = w;
@@ -165,9 +165,11 @@ static int chart(struct evbuffer *out, PGconn *db, const struct cell_view *v,
     (void)d;
     PGresult *r = hm_sql_query(
         db, "reading the pair's history",
-        "SELECT ((" HM_SQL_US("window_start") " - $3::bigint) / $5::bigint) AS k, min(status), "
-        HM_GRID_SUMS_SQL " FROM heatmap_cells WHERE src_site = $1 AND dst_site = $2 AND "
-        "window_start >= " HM_SQL_TS(3) " AND window_start < " HM_SQL_TS(4) " GROUP BY 1 ORDER BY 1",
+        "SELECT ((" HM_SQL_US(
+            "window_start") " - $3::bigint) / $5::bigint) AS k, min(status), " HM_GRID_SUMS_SQL
+                            " FROM heatmap_cells WHERE src_site = $1 AND dst_site = $2 AND "
+                            "window_start >= " HM_SQL_TS(3) " AND window_start < " HM_SQL_TS(
+                                4) " GROUP BY 1 ORDER BY 1",
         5, p, err, errlen);
     if (!r) {
         free(x), free(ys), free(st);
@@ -229,14 +231,15 @@ static int top_table(struct evbuffer *out, PGconn *db, const struct cell_view *v
     /* column comes from a fixed list in this file, never from the request */
     snprintf(sql, sizeof sql,
              "SELECT %s, sum(bytes)::bigint, string_agg(DISTINCT source, ', ' ORDER BY source) "
-             "FROM attribution_rollup WHERE src_site = $1 AND dst_site = $2 AND window_start >= " HM_SQL_TS(
-                 3) " AND window_start < " HM_SQL_TS(4) " GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT %d",
+             "FROM attribution_rollup WHERE src_site = $1 AND dst_site = $2 AND window_start "
+             ">= " HM_SQL_TS(3) " AND window_start < " HM_SQL_TS(
+                 4) " GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT %d",
              column, TOP_N);
     PGresult *r = hm_sql_query(db, "reading attribution_rollup", sql, 4, p, err, errlen);
     if (!r)
         return -1;
     evbuffer_add_printf(out,
-                        "<div class=\"panel top\" data-dimension=\"%s\"><h2>Top %s</h2><table>"
+                        "<div class=\"panel tops\" data-dimension=\"%s\"><h2>Top %s</h2><table>"
                         "<tr><th>%s</th><th>source</th><th class=\"num\">bytes</th><th "
                         "class=\"num\">of payload</th></tr>",
                         column, heading, heading);
@@ -282,8 +285,8 @@ static int counters(struct evbuffer *out, PGconn *db, const struct cell_view *v,
         "SELECT circuit, device, interface, counter, coalesce(sum(observed_bytes),0)::bigint, "
         "coalesce(sum(observed_payload_bytes),0)::bigint, avg(valid_fraction), max(capacity_bps), "
         "max(utilization), count(*) FROM link_windows WHERE src_site = $1 AND dst_site = $2 AND "
-        "window_start >= " HM_SQL_TS(3) " AND window_start < " HM_SQL_TS(4)
-        " GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3",
+        "window_start >= " HM_SQL_TS(3) " AND window_start < " HM_SQL_TS(
+            4) " GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3",
         4, p, err, errlen);
     if (!r)
         return -1;
@@ -315,7 +318,8 @@ static int counters(struct evbuffer *out, PGconn *db, const struct cell_view *v,
                             "</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td "
                             "class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s"
                             "</td></tr>",
-                            hm_fmt_bytes(hm_sql_i64(r, i, 4), o), hm_fmt_bytes(hm_sql_i64(r, i, 5), pl),
+                            hm_fmt_bytes(hm_sql_i64(r, i, 4), o),
+                            hm_fmt_bytes(hm_sql_i64(r, i, 5), pl),
                             hm_fmt_pct(hm_sql_f64(r, i, 6), vf),
                             capbps > 0 ? hm_fmt_bps((double)capbps, cap) : "unknown",
                             hm_fmt_pct(hm_sql_f64(r, i, 8), ut));
@@ -349,9 +353,11 @@ static void summary(struct evbuffer *out, const struct cell_view *v)
         hm_fmt_bytes(v->t.service, g), (long long)(rest > 0 ? rest : 0),
         hm_fmt_bytes(rest > 0 ? rest : 0, h));
     if (v->capacity_bps > 0)
-        evbuffer_add_printf(out, "<div class=\"kpi\"><b>%s</b><span>capacity; counters cover "
-                                 "%s of the span</span></div>",
-                            hm_fmt_bps((double)v->capacity_bps, a), hm_fmt_pct(v->valid_fraction, b));
+        evbuffer_add_printf(out,
+                            "<div class=\"kpi\"><b>%s</b><span>capacity; counters cover "
+                            "%s of the span</span></div>",
+                            hm_fmt_bps((double)v->capacity_bps, a),
+                            hm_fmt_pct(v->valid_fraction, b));
     evbuffer_add_printf(out, "</div>");
 }
 
@@ -455,8 +461,9 @@ int hm_cell_html(struct evbuffer *out, PGconn *db, const struct cfg *cfg, const 
     while (open < n_al && strcmp(al[open].state, "open") == 0)
         open++;
     if (open) {
-        evbuffer_add_printf(out, "<div class=\"banner alerts\"><h2>%zu open alert%s on this "
-                                 "pair</h2>",
+        evbuffer_add_printf(out,
+                            "<div class=\"banner alerts\"><h2>%zu open alert%s on this "
+                            "pair</h2>",
                             open, open > 1 ? "s" : "");
         hm_alerts_html(out, al, open, NULL, now);
         evbuffer_add_printf(out, "</div>");
@@ -468,8 +475,10 @@ int hm_cell_html(struct evbuffer *out, PGconn *db, const struct cfg *cfg, const 
         goto done;
     }
     evbuffer_add_printf(out, "<div class=\"cols\">");
-    static const char *const dims[][2] = {
-        {"workflow", "workflows"}, {"user_name", "users"}, {"program", "programs"}, {"host", "hosts"}};
+    static const char *const dims[][2] = {{"workflow", "workflows"},
+                                          {"user_name", "users"},
+                                          {"program", "programs"},
+                                          {"host", "hosts"}};
     for (size_t i = 0; i < 4; i++)
         if (top_table(out, db, &v, dims[i][0], dims[i][1], err, errlen) < 0) {
             rc = 500;

@@ -110,7 +110,7 @@ void hm_chart_svg(struct evbuffer *out, const struct hm_chart *c)
     ymax = nice_ceil(ymax * 1.05);
     int64_t x0 = c->x_us[0], x1 = c->x_us[n - 1] + c->x_step_us;
     double xspan = (double)(x1 - x0);
-#define XP(us) (PAD_L + pw * (double)((us) - x0) / xspan)
+#define XP(us) (PAD_L + pw * (double)((us)-x0) / xspan)
 #define YP(v)  (PAD_T + ph - ph * (v) / ymax)
     /* highlighted span */
     if (c->mark_to_us > c->mark_from_us && c->mark_to_us > x0 && c->mark_from_us < x1) {
@@ -126,27 +126,30 @@ void hm_chart_svg(struct evbuffer *out, const struct hm_chart *c)
         double v = ymax * k / 4;
         char lab[HM_FMT_LEN];
         y_label(lab, v, c->y_kind);
-        evbuffer_add_printf(out,
-                            "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#e3e6ea\"/>"
-                            "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#5b6470\">%s</text>",
-                            PAD_L, YP(v), W - PAD_R, YP(v), PAD_L - 6, YP(v) + 4, lab);
+        evbuffer_add_printf(
+            out,
+            "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#e3e6ea\"/>"
+            "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#5b6470\">%s</text>",
+            PAD_L, YP(v), W - PAD_R, YP(v), PAD_L - 6, YP(v) + 4, lab);
     }
     for (size_t h = 0; h < c->n_hlines; h++)
-        evbuffer_add_printf(out,
-                            "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#8a929c\" "
-                            "stroke-dasharray=\"2 3\"/>",
-                            PAD_L, YP(c->hlines[h]), W - PAD_R, YP(c->hlines[h]));
+        evbuffer_add_printf(
+            out,
+            "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#8a929c\" "
+            "stroke-dasharray=\"2 3\"/>",
+            PAD_L, YP(c->hlines[h]), W - PAD_R, YP(c->hlines[h]));
     /* x labels: about 6 */
-    size_t every = n / 6 + 1;
+    size_t every = n <= 8 ? 1 : n / 6 + 1;
     for (size_t i = 0; i < n; i += every) {
         char lab[HM_FMT_LEN];
         x_label(lab, c->x_us[i], x1 - x0);
         double x = XP(c->x_us[i]);
-        evbuffer_add_printf(out,
-                            "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#c5cad1\"/>"
-                            "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#5b6470\">%s "
-                            "UTC</text>",
-                            x, PAD_T + ph, x, PAD_T + ph + 4, x, PAD_T + ph + 16, lab);
+        evbuffer_add_printf(
+            out,
+            "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#c5cad1\"/>"
+            "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#5b6470\">%s "
+            "UTC</text>",
+            x, PAD_T + ph, x, PAD_T + ph + 4, x, PAD_T + ph + 16, lab);
     }
     /* stacked areas: each point drawn as a step over its span */
     double *base = calloc(n, sizeof *base);
@@ -163,8 +166,8 @@ void hm_chart_svg(struct evbuffer *out, const struct hm_chart *c)
         for (size_t i = 0; i < n; i++) {
             double v = isnan(se->y[i]) ? 0 : se->y[i];
             double xa = XP(c->x_us[i]), xb = XP(c->x_us[i] + c->x_step_us);
-            evbuffer_add_printf(out, "%s%.1f %.1fL%.1f %.1f", i ? "L" : "M", xa,
-                                YP(base[i] + v), xb, YP(base[i] + v));
+            evbuffer_add_printf(out, "%s%.1f %.1fL%.1f %.1f", i ? "L" : "M", xa, YP(base[i] + v),
+                                xb, YP(base[i] + v));
         }
         for (size_t i = n; i-- > 0;) {
             double xa = XP(c->x_us[i]), xb = XP(c->x_us[i] + c->x_step_us);

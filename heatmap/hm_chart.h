@@ -21,17 +21,17 @@ struct hm_chart_series {
 
 struct hm_chart {
     int width, height;
-    size_t n;             /* points */
-    const int64_t *x_us;  /* start of each point's span */
-    int64_t x_step_us;    /* span of one point */
+    size_t n;            /* points */
+    const int64_t *x_us; /* start of each point's span */
+    int64_t x_step_us;   /* span of one point */
     size_t n_series;
     const struct hm_chart_series *series;
     enum hm_chart_y y_kind;
     int64_t mark_from_us, mark_to_us; /* highlighted span; equal = none */
     const signed char *status;        /* per point hm_status (HM_NONE = none) or NULL */
     size_t n_hlines;
-    const double *hlines;             /* reference values (thresholds), dashed */
-    const char *aria;                 /* what the chart shows, for screen readers */
+    const double *hlines; /* reference values (thresholds), dashed */
+    const char *aria;     /* what the chart shows, for screen readers */
 };
 
 void hm_chart_svg(struct evbuffer *out, const struct hm_chart *c);

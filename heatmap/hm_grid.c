@@ -81,13 +81,14 @@ void hm_alerts_free(struct hm_alert *a, size_t n)
     free(a);
 }
 
-int hm_alerts_load(PGconn *db, const char *src, const char *dst, struct hm_alert **out,
-                   size_t *n, char *err, size_t errlen)
+int hm_alerts_load(PGconn *db, const char *src, const char *dst, struct hm_alert **out, size_t *n,
+                   char *err, size_t errlen)
 {
     static const char cols[] =
-        "SELECT id, kind, state, src_site, dst_site, coalesce(summary,''), circuit, "
-        HM_SQL_US("opened_at") ", " HM_SQL_US("resolved_at") ", " HM_SQL_US("first_window") ", "
-        HM_SQL_US("last_window") ", peak_unattributed_bytes, peak_ratio FROM gap_alerts ";
+        "SELECT id, kind, state, src_site, dst_site, coalesce(summary,''), "
+        "circuit, " HM_SQL_US("opened_at") ", " HM_SQL_US("resolved_at") ", " HM_SQL_US(
+            "first_window") ", " HM_SQL_US("last_window") ", peak_unattributed_bytes, "
+                                                          "peak_ratio FROM gap_alerts ";
     char sql[1024];
     PGresult *r;
     if (src) {
@@ -159,10 +160,12 @@ static int resolve_span(PGconn *db, struct hm_grid *g, char *err, size_t errlen)
         const char *p[1] = {hm_sql_i64_text(g->span.window_us, a)};
         r = hm_sql_query(
             db, "reading the window",
-            "SELECT (SELECT max(window_seconds) FROM heatmap_cells WHERE window_start = " HM_SQL_TS(
-                1) "), (SELECT " HM_SQL_US("max(window_start)") " FROM heatmap_cells WHERE "
-                   "window_start < " HM_SQL_TS(1) "), (SELECT " HM_SQL_US(
-                       "min(window_start)") " FROM heatmap_cells WHERE window_start > " HM_SQL_TS(1) ")",
+            "SELECT (SELECT max(window_seconds) FROM heatmap_cells WHERE window_start "
+            "= " HM_SQL_TS(1) "), (SELECT " HM_SQL_US(
+                "max(window_start)") " FROM heatmap_cells WHERE "
+                                     "window_start < " HM_SQL_TS(1) "), (SELECT " HM_SQL_US(
+                                         "min(window_start)") " FROM heatmap_cells WHERE "
+                                                              "window_start > " HM_SQL_TS(1) ")",
             1, p, err, errlen);
         if (!r)
             return -1;
@@ -173,18 +176,19 @@ static int resolve_span(PGconn *db, struct hm_grid *g, char *err, size_t errlen)
         g->next_us = hm_sql_i64(r, 0, 2);
         PQclear(r);
         g->from_us = g->span.window_us;
-        g->to_us = g->span.window_us + (g->window_seconds > 0 ? g->window_seconds : 1) *
-                                           TM_USEC_PER_SEC;
+        g->to_us =
+            g->span.window_us + (g->window_seconds > 0 ? g->window_seconds : 1) * TM_USEC_PER_SEC;
     } else {
         g->from_us = g->span.from_us;
         g->to_us = g->span.to_us;
         const char *p[2] = {hm_sql_i64_text(g->from_us, a), NULL};
         char b[24];
         p[1] = hm_sql_i64_text(g->to_us, b);
-        r = hm_sql_query(db, "reading the range",
-                         "SELECT min(window_seconds) FROM heatmap_cells WHERE window_start >= " HM_SQL_TS(
-                             1) " AND window_start < " HM_SQL_TS(2),
-                         2, p, err, errlen);
+        r = hm_sql_query(
+            db, "reading the range",
+            "SELECT min(window_seconds) FROM heatmap_cells WHERE window_start >= " HM_SQL_TS(
+                1) " AND window_start < " HM_SQL_TS(2),
+            2, p, err, errlen);
         if (!r)
             return -1;
         g->window_seconds = (int)hm_sql_i64(r, 0, 0);
@@ -211,17 +215,17 @@ static int alloc_pairs(struct hm_grid *g)
 }
 
 /* Sites only known from the data go after the n_cfg configured ones, sorted. */
-static int load_pairs(PGconn *db, struct hm_grid *g, const struct cfg *cfg, size_t n_cfg,
-                      char *err, size_t errlen)
+static int load_pairs(PGconn *db, struct hm_grid *g, const struct cfg *cfg, size_t n_cfg, char *err,
+                      size_t errlen)
 {
     char a[24], b[24];
     const char *p[2] = {hm_sql_i64_text(g->from_us, a), hm_sql_i64_text(g->to_us, b)};
-    PGresult *r = hm_sql_query(
-        db, "reading heatmap_cells",
-        "SELECT src_site, dst_site, min(status), min(coverage), " HM_GRID_SUMS_SQL
-        " FROM heatmap_cells WHERE window_start >= " HM_SQL_TS(1) " AND window_start < " HM_SQL_TS(
-            2) " GROUP BY 1, 2",
-        2, p, err, errlen);
+    PGresult *r =
+        hm_sql_query(db, "reading heatmap_cells",
+                     "SELECT src_site, dst_site, min(status), min(coverage), " HM_GRID_SUMS_SQL
+                     " FROM heatmap_cells WHERE window_start >= " HM_SQL_TS(
+                         1) " AND window_start < " HM_SQL_TS(2) " GROUP BY 1, 2",
+                     2, p, err, errlen);
     if (!r)
         return -1;
     /* first pass: sites */
@@ -266,12 +270,12 @@ static int load_strip(PGconn *db, struct hm_grid *g, const struct cfg *cfg, char
     char a[24], b[24];
     const char *p[2] = {hm_sql_i64_text(g->strip_from_us, a),
                         hm_sql_i64_text(last_hour + HOUR_US, b)};
-    PGresult *r = hm_sql_query(
-        db, "reading the hourly strip",
-        "SELECT src_site, dst_site, min(status), floor(extract(epoch from window_start) / 3600)::bigint, "
-        HM_GRID_SUMS_SQL " FROM heatmap_cells WHERE window_start >= " HM_SQL_TS(1)
-        " AND window_start < " HM_SQL_TS(2) " GROUP BY 1, 2, 4",
-        2, p, err, errlen);
+    PGresult *r = hm_sql_query(db, "reading the hourly strip",
+                               "SELECT src_site, dst_site, min(status), floor(extract(epoch from "
+                               "window_start) / 3600)::bigint, " HM_GRID_SUMS_SQL
+                               " FROM heatmap_cells WHERE window_start >= " HM_SQL_TS(
+                                   1) " AND window_start < " HM_SQL_TS(2) " GROUP BY 1, 2, 4",
+                               2, p, err, errlen);
     if (!r)
         return -1;
     for (int i = 0; i < PQntuples(r); i++) {
@@ -286,7 +290,8 @@ static int load_strip(PGconn *db, struct hm_grid *g, const struct cfg *cfg, char
         struct hm_totals t;
         hm_totals_from_row(r, i, 4, &t);
         struct hm_pair *pp = hm_grid_pair(g, (size_t)s, (size_t)d);
-        pp->strip[k] = (signed char)hm_status_of_totals(&t, hm_status_parse(hm_sql_str(r, i, 2)), cfg);
+        pp->strip[k] =
+            (signed char)hm_status_of_totals(&t, hm_status_parse(hm_sql_str(r, i, 2)), cfg);
         pp->strip_coverage[k] = (float)hm_totals_coverage(&t);
     }
     PQclear(r);
@@ -316,7 +321,8 @@ int hm_grid_load(PGconn *db, const struct cfg *cfg, const struct hm_span *span,
         if (alloc_pairs(g) < 0)
             goto fail_oom;
     } else {
-        if (load_pairs(db, g, cfg, n_cfg, err, errlen) < 0 || load_strip(db, g, cfg, err, errlen) < 0)
+        if (load_pairs(db, g, cfg, n_cfg, err, errlen) < 0 ||
+            load_strip(db, g, cfg, err, errlen) < 0)
             goto fail;
     }
     for (size_t i = 0; i < g->n_alerts; i++) {

@@ -41,40 +41,41 @@ struct hm_grid {
     struct hm_pair *pairs; /* n_sites * n_sites, [src * n_sites + dst] */
     struct hm_span span;   /* as resolved: LATEST becomes WINDOW when data exists */
     bool has_data;
-    int window_seconds;           /* of the (first) window shown */
-    int64_t from_us, to_us;       /* the windows summed: [from, to) */
-    bool has_prev, has_next;      /* single window: neighbours that have rows */
+    int window_seconds;      /* of the (first) window shown */
+    int64_t from_us, to_us;  /* the windows summed: [from, to) */
+    bool has_prev, has_next; /* single window: neighbours that have rows */
     int64_t prev_us, next_us;
-    int64_t strip_from_us;        /* start of the strip's first hour */
-    struct hm_totals all;         /* every pair together */
+    int64_t strip_from_us; /* start of the strip's first hour */
+    struct hm_totals all;  /* every pair together */
     size_t n_alerts;
-    struct hm_alert *alerts;      /* open alerts, oldest first */
+    struct hm_alert *alerts; /* open alerts, oldest first */
     int64_t generated_us;
 };
 
 /* Reads the grid for span. cfg gives the site order and thresholds (may be NULL). 0 or -1. */
 int hm_grid_load(PGconn *db, const struct cfg *cfg, const struct hm_span *span,
-                 struct hm_grid **out, char *err, size_t errlen) __attribute__((warn_unused_result));
+                 struct hm_grid **out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 void hm_grid_free(struct hm_grid *g);
 struct hm_pair *hm_grid_pair(const struct hm_grid *g, size_t src, size_t dst);
 
 /* Reads alerts (any state) of one pair, or every open alert when src is NULL; newest first for a
  * pair. Shared with the cell page. 0 or -1. */
-int hm_alerts_load(PGconn *db, const char *src, const char *dst, struct hm_alert **out,
-                   size_t *n, char *err, size_t errlen) __attribute__((warn_unused_result));
+int hm_alerts_load(PGconn *db, const char *src, const char *dst, struct hm_alert **out, size_t *n,
+                   char *err, size_t errlen) __attribute__((warn_unused_result));
 void hm_alerts_free(struct hm_alert *a, size_t n);
 
 /* Fills t from the columns of a row written by HM_GRID_SUMS_SQL, starting at col. */
 void hm_totals_from_row(const PGresult *r, int row, int col, struct hm_totals *t);
 /* The aggregate columns hm_totals_from_row reads (15 columns). */
-#define HM_GRID_SUMS_SQL                                                                          \
-    "coalesce(sum(observed_bytes),0)::bigint, coalesce(sum(observed_payload_bytes),0)::bigint, "  \
-    "coalesce(sum(attributed_bytes),0)::bigint, coalesce(sum(socket_bytes),0)::bigint, "          \
-    "coalesce(sum(nfs_bytes),0)::bigint, coalesce(sum(service_bytes),0)::bigint, "                \
-    "coalesce(sum(unattributed_bytes),0)::bigint, coalesce(sum(window_seconds),0)::bigint, "      \
-    "count(*), count(*) FILTER (WHERE status='ok'), count(*) FILTER (WHERE status='warn'), "     \
-    "count(*) FILTER (WHERE status='red'), count(*) FILTER (WHERE status='over'), "              \
-    "count(*) FILTER (WHERE status='idle'), count(*) FILTER (WHERE status='incomplete'), "       \
+#define HM_GRID_SUMS_SQL                                                                           \
+    "coalesce(sum(observed_bytes),0)::bigint, coalesce(sum(observed_payload_bytes),0)::bigint, "   \
+    "coalesce(sum(attributed_bytes),0)::bigint, coalesce(sum(socket_bytes),0)::bigint, "           \
+    "coalesce(sum(nfs_bytes),0)::bigint, coalesce(sum(service_bytes),0)::bigint, "                 \
+    "coalesce(sum(unattributed_bytes),0)::bigint, coalesce(sum(window_seconds),0)::bigint, "       \
+    "count(*), count(*) FILTER (WHERE status='ok'), count(*) FILTER (WHERE status='warn'), "       \
+    "count(*) FILTER (WHERE status='red'), count(*) FILTER (WHERE status='over'), "                \
+    "count(*) FILTER (WHERE status='idle'), count(*) FILTER (WHERE status='incomplete'), "         \
     "count(*) FILTER (WHERE status='no_counter')"
 #define HM_GRID_SUMS_NCOL 16
 

@@ -9,13 +9,13 @@
 #include "hm_fmt.h"
 #include "timeutil.h"
 
-#define CELL_W   172
-#define CELL_H   96
-#define GAP      6
-#define HEAD_H   46
-#define STRIP_H  22
+#define CELL_W     186
+#define CELL_H     96
+#define GAP        6
+#define HEAD_H     46
+#define STRIP_H    22
 #define LEGEND_ROW 24
-#define FONT     "DejaVu Sans, Verdana, Arial, sans-serif"
+#define FONT       "DejaVu Sans, Verdana, Arial, sans-serif"
 
 void hm_svg_defs(struct evbuffer *out)
 {
@@ -74,8 +74,12 @@ const char *hm_grid_caption(const struct hm_grid *g, char *buf, size_t len)
     if (!g->has_data && g->span.kind == HM_SPAN_LATEST)
         snprintf(buf, len, "no reconciled window yet");
     else if (g->span.kind == HM_SPAN_RANGE)
-        snprintf(buf, len, "%s \xe2\x80\x93 %s, %d windows summed", hm_fmt_time(g->from_us, a),
-                 hm_fmt_time(g->to_us, b), g->all.n_windows);
+        snprintf(buf, len, "%s \xe2\x80\x93 %s, sum of %lld windows of %d s",
+                 hm_fmt_time(g->from_us, a), hm_fmt_time(g->to_us, b),
+                 g->window_seconds > 0
+                     ? (long long)((g->to_us - g->from_us) / (g->window_seconds * TM_USEC_PER_SEC))
+                     : 0LL,
+                 g->window_seconds);
     else
         snprintf(buf, len, "window %s (%d s)", hm_fmt_time(g->from_us, a), g->window_seconds);
     return buf;
@@ -156,13 +160,14 @@ static void cell(struct evbuffer *out, const struct hm_grid *g, const struct hm_
     const char *src = g->sites[si], *dst = g->sites[di];
     const struct hm_pair *p = hm_grid_pair(g, si, di);
     if (si == di || p->status == HM_NONE) {
-        evbuffer_add_printf(out,
-                            "<g class=\"empty\" transform=\"translate(%.0f,%.0f)\"><rect x=\"0.5\" "
-                            "y=\"0.5\" width=\"%d\" height=\"%d\" rx=\"6\" fill=\"#f4f5f7\" "
-                            "stroke=\"#dde1e6\" stroke-dasharray=\"4 3\"/><text x=\"%d\" y=\"%d\" "
-                            "text-anchor=\"middle\" fill=\"#9aa2ad\" font-size=\"12\">%s</text></g>",
-                            x, y, CELL_W - 1, CELL_H - 1, CELL_W / 2, CELL_H / 2 + 4,
-                            si == di ? "\xc2\xb7" : "no data");
+        evbuffer_add_printf(
+            out,
+            "<g class=\"empty\" transform=\"translate(%.0f,%.0f)\"><rect x=\"0.5\" "
+            "y=\"0.5\" width=\"%d\" height=\"%d\" rx=\"6\" fill=\"#f4f5f7\" "
+            "stroke=\"#dde1e6\" stroke-dasharray=\"4 3\"/><text x=\"%d\" y=\"%d\" "
+            "text-anchor=\"middle\" fill=\"#9aa2ad\" font-size=\"12\">%s</text></g>",
+            x, y, CELL_W - 1, CELL_H - 1, CELL_W / 2, CELL_H / 2 + 4,
+            si == di ? "\xc2\xb7" : "no data");
         return;
     }
     const struct hm_status_info *st = hm_status_info(p->status);
@@ -217,19 +222,29 @@ static void cell(struct evbuffer *out, const struct hm_grid *g, const struct hm_
                         "font-size=\"14\" fill=\"%s\">%c</text>"
                         "<text x=\"33\" y=\"22\" font-size=\"12\" fill=\"%s\">%s</text>"
                         "<text class=\"cov\" x=\"%d\" y=\"24\" text-anchor=\"end\" "
-                        "font-weight=\"bold\" font-size=\"19\" fill=\"%s\">%s</text>",
+                        "font-weight=\"bold\" font-size=\"18\" fill=\"%s\">%s</text>",
                         st->ink, st->ink, st->ink, st->letter, st->ink, st->label, CELL_W - 9,
                         st->ink, isnan(p->coverage) ? "\xe2\x80\x94" : cov);
+    /* line 1: what the switch saw; line 2: what nobody claims (or the excess claimed) */
+    const char *l1 = "observed", *l2 = "unattributed";
+    const char *v1 = obs, *v2 = una;
+    if (p->status == HM_NO_COUNTER) {
+        l1 = "observed", v1 = "no counter";
+        l2 = "attributed", v2 = att;
+    } else if (p->t.attributed > p->t.payload && p->t.payload > 0) {
+        hm_fmt_bytes(p->t.attributed - p->t.payload, una);
+        l2 = "excess claimed";
+    }
     evbuffer_add_printf(out,
-                        "<text x=\"9\" y=\"46\" font-size=\"12\" fill=\"%s\">observed "
+                        "<text x=\"9\" y=\"46\" font-size=\"12\" fill=\"%s\">%s "
                         "<tspan font-weight=\"bold\">%s</tspan></text>"
-                        "<text x=\"9\" y=\"62\" font-size=\"12\" fill=\"%s\">unattributed "
+                        "<text x=\"9\" y=\"62\" font-size=\"12\" fill=\"%s\">%s "
                         "<tspan font-weight=\"bold\">%s</tspan></text>",
-                        st->ink, obs, st->ink, una);
+                        st->ink, l1, v1, st->ink, l2, v2);
     if (p->n_open_alerts)
         evbuffer_add_printf(out,
                             "<text x=\"%d\" y=\"46\" text-anchor=\"end\" font-size=\"11\" "
-                            "font-weight=\"bold\" fill=\"%s\">\xe2\x9a\xa0 ALERT</text>",
+                            "font-weight=\"bold\" fill=\"%s\">ALERT</text>",
                             CELL_W - 9, st->ink);
     strip(out, g, p);
     if (o->cell_href)
@@ -261,8 +276,9 @@ static double legend(struct evbuffer *out, const struct hm_svg_opts *o, double y
     double ly = 26;
     for (int s = 0; s < HM_N_STATUS; s++) {
         const struct hm_status_info *si = hm_status_info((enum hm_status)s);
-        evbuffer_add_printf(out, "<g class=\"legend-item\" data-status=\"%s\" "
-                                 "transform=\"translate(0,%.0f)\">",
+        evbuffer_add_printf(out,
+                            "<g class=\"legend-item\" data-status=\"%s\" "
+                            "transform=\"translate(0,%.0f)\">",
                             si->name, ly);
         fill_rect(out, (enum hm_status)s, 0.5, 0.5, 34, 19, 3);
         evbuffer_add_printf(out,
@@ -278,10 +294,13 @@ static double legend(struct evbuffer *out, const struct hm_svg_opts *o, double y
     evbuffer_add_printf(out,
                         "<text x=\"0\" y=\"%.0f\" font-size=\"12\" fill=\"#3c4450\">Strip at the "
                         "bottom of each cell: the last %d hours, one bar per hour, height = "
-                        "coverage, colour = status; a thick black border = open alert.</text></g>",
-                        ly + 14, HM_STRIP_HOURS);
+                        "coverage, colour = status.</text><text x=\"0\" y=\"%.0f\" "
+                        "font-size=\"12\" fill=\"#3c4450\">Thick black border and ALERT: an "
+                        "alert is open on the pair. Hover a cell for its figures; click to drill "
+                        "down.</text></g>",
+                        ly + 14, HM_STRIP_HOURS, ly + 32);
     (void)width;
-    return ly + 24;
+    return ly + 42;
 }
 
 void hm_grid_svg(struct evbuffer *out, const struct hm_grid *g, const struct hm_svg_opts *o)
@@ -289,10 +308,12 @@ void hm_grid_svg(struct evbuffer *out, const struct hm_grid *g, const struct hm_
     size_t n = g->n_sites;
     double lw = (double)label_width(g);
     double top = o->standalone ? 34 : 0;
+    double margin = o->standalone ? 14 : 0;
     double grid_w = lw + n * (CELL_W + GAP);
     double width = grid_w > 760 ? grid_w : 760;
     double grid_h = HEAD_H + n * (CELL_H + GAP);
-    double height = top + grid_h + 14 + 26 + HM_N_STATUS * LEGEND_ROW + 24;
+    double height = top + grid_h + 14 + 26 + HM_N_STATUS * LEGEND_ROW + 42 + 2 * margin;
+    width += 2 * margin;
     if (o->standalone)
         evbuffer_add_printf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     evbuffer_add_printf(out,
@@ -306,11 +327,15 @@ void hm_grid_svg(struct evbuffer *out, const struct hm_grid *g, const struct hm_
         char cap[160], gen[HM_FMT_LEN];
         evbuffer_add_printf(out,
                             "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>"
-                            "<text x=\"0\" y=\"20\" font-size=\"16\" font-weight=\"bold\" "
-                            "fill=\"#1b1f24\">wanledger coverage \xe2\x80\x94 ");
+                            "<g transform=\"translate(%.0f,%.0f)\">",
+                            margin, margin);
+        evbuffer_add_printf(out, ""
+                                 "<text x=\"0\" y=\"20\" font-size=\"16\" font-weight=\"bold\" "
+                                 "fill=\"#1b1f24\">wanledger coverage \xe2\x80\x94 ");
         hm_esc_html(out, hm_grid_caption(g, cap, sizeof cap));
-        evbuffer_add_printf(out, "<tspan font-size=\"11\" font-weight=\"normal\" "
-                                 "fill=\"#6b7380\"> generated %s</tspan></text>",
+        evbuffer_add_printf(out,
+                            "<tspan font-size=\"11\" font-weight=\"normal\" "
+                            "fill=\"#6b7380\"> generated %s</tspan></text>",
                             hm_fmt_time(g->generated_us, gen));
     }
     evbuffer_add_printf(out, "<g transform=\"translate(0,%.0f)\">", top);
@@ -348,5 +373,5 @@ void hm_grid_svg(struct evbuffer *out, const struct hm_grid *g, const struct hm_
                             "configured and no reconciled windows yet.</text>",
                             HEAD_H + 10);
     legend(out, o, grid_h + 14, width);
-    evbuffer_add_printf(out, "</g></svg>\n");
+    evbuffer_add_printf(out, o->standalone ? "</g></g></svg>\n" : "</g></svg>\n");
 }

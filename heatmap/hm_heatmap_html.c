@@ -30,8 +30,8 @@ void hm_alerts_html(struct evbuffer *out, const struct hm_alert *a, size_t n, co
     for (size_t i = 0; i < n; i++) {
         char t1[HM_FMT_LEN], t2[HM_FMT_LEN], d[HM_FMT_LEN], b[HM_FMT_LEN];
         int64_t end = a[i].resolved_us ? a[i].resolved_us : now_us;
-        evbuffer_add_printf(out, "<li class=\"alert %s\" data-kind=\"%s\" data-src=\"",
-                            a[i].kind, a[i].kind);
+        evbuffer_add_printf(out, "<li class=\"alert %s\" data-kind=\"%s\" data-src=\"", a[i].kind,
+                            a[i].kind);
         hm_esc_html(out, a[i].src);
         evbuffer_add_printf(out, "\" data-dst=\"");
         hm_esc_html(out, a[i].dst);
@@ -96,14 +96,14 @@ static void nav(struct evbuffer *out, const struct hm_grid *g, const char *base)
     int64_t to = g->has_data ? g->to_us : g->generated_us;
     evbuffer_add_printf(out, "<form method=\"get\" action=\"");
     hm_esc_html(out, base);
-    evbuffer_add_printf(out,
-                        "/heatmap\"><label>from <input name=\"from\" value=\"%s\"></label>"
-                        "<label>to <input name=\"to\" value=\"%s\"></label>"
-                        "<button type=\"submit\">sum range</button></form>",
-                        hm_fmt_rfc3339(g->span.kind == HM_SPAN_RANGE ? g->from_us
-                                                                      : to - 24 * 3600 * TM_USEC_PER_SEC,
-                                       f),
-                        hm_fmt_rfc3339(to, t));
+    evbuffer_add_printf(
+        out,
+        "/heatmap\"><label>from <input name=\"from\" value=\"%s\"></label>"
+        "<label>to <input name=\"to\" value=\"%s\"></label>"
+        "<button type=\"submit\">sum range</button></form>",
+        hm_fmt_rfc3339(
+            g->span.kind == HM_SPAN_RANGE ? g->from_us : to - 24 * 3600 * TM_USEC_PER_SEC, f),
+        hm_fmt_rfc3339(to, t));
 }
 
 static void kpis(struct evbuffer *out, const struct hm_grid *g)
@@ -122,9 +122,9 @@ static void kpis(struct evbuffer *out, const struct hm_grid *g)
                         "(%s payload)</span></div><div class=\"kpi\"><b>%s</b><span>unattributed"
                         "</span></div><div class=\"kpi\"><b>%zu / %zu</b><span>pairs red</span>"
                         "</div><div class=\"kpi\"><b>%zu</b><span>open alerts</span></div></div>",
-                        hm_fmt_pct(hm_totals_coverage(&g->all), a), hm_fmt_bytes(g->all.observed, b),
-                        hm_fmt_bytes(g->all.payload, c), hm_fmt_bytes(g->all.unattributed, d), red,
-                        cells, g->n_alerts);
+                        hm_fmt_pct(hm_totals_coverage(&g->all), a),
+                        hm_fmt_bytes(g->all.observed, b), hm_fmt_bytes(g->all.payload, c),
+                        hm_fmt_bytes(g->all.unattributed, d), red, cells, g->n_alerts);
 }
 
 void hm_heatmap_html(struct evbuffer *out, const struct hm_grid *g, const struct cfg *cfg,

@@ -10,14 +10,14 @@ static int given(const char *s)
     return s && *s;
 }
 
-static int parse_time(const char *name, const char *v, int64_t *us, const char **param,
-                      char *err, size_t errlen)
+static int parse_time(const char *name, const char *v, int64_t *us, const char **param, char *err,
+                      size_t errlen)
 {
     if (tm_parse_rfc3339(v, us) == 0)
         return 0;
     *param = name;
-    snprintf(err, errlen, "%s: expected an RFC 3339 time such as 2026-11-29T18:53:00Z, got \"%.80s\"",
-             name, v);
+    snprintf(err, errlen,
+             "%s: expected an RFC 3339 time such as 2026-11-29T18:53:00Z, got \"%.80s\"", name, v);
     return -1;
 }
 

@@ -10,8 +10,8 @@ enum hm_span_kind { HM_SPAN_LATEST, HM_SPAN_WINDOW, HM_SPAN_RANGE };
 
 struct hm_span {
     enum hm_span_kind kind;
-    int64_t window_us;       /* HM_SPAN_WINDOW */
-    int64_t from_us, to_us;  /* HM_SPAN_RANGE, from < to */
+    int64_t window_us;      /* HM_SPAN_WINDOW */
+    int64_t from_us, to_us; /* HM_SPAN_RANGE, from < to */
 };
 
 /* Any argument may be NULL or "" (absent). window and from/to exclude each other; from needs to.

@@ -17,8 +17,8 @@ static const struct hm_status_info infos[HM_N_STATUS] = {
                        "97;44"},
 };
 
-static const struct hm_status_info none_info = {"none", "no data", ' ', "#f6f7f9", "#8a929c", "",
-                                                "0"};
+static const struct hm_status_info none_info = {"none",    "no data", ' ', "#f6f7f9",
+                                                "#8a929c", "",        "0"};
 
 const struct hm_status_info *hm_status_info(enum hm_status s)
 {

@@ -37,12 +37,12 @@ const char *hm_status_meaning(enum hm_status s, const struct cfg *cfg, char *buf
 
 /* Sums of heatmap_cells rows for one pair over a span. */
 struct hm_totals {
-    int64_t observed;     /* observed_bytes (octets on the wire) */
-    int64_t payload;      /* observed_payload_bytes */
+    int64_t observed; /* observed_bytes (octets on the wire) */
+    int64_t payload;  /* observed_payload_bytes */
     int64_t attributed;
     int64_t socket, nfs, service;
     int64_t unattributed;
-    int64_t seconds;      /* sum of window_seconds */
+    int64_t seconds; /* sum of window_seconds */
     int n_windows;
     int n_status[HM_N_STATUS];
 };

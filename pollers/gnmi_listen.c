@@ -115,8 +115,8 @@ static size_t frame(struct gnmi_listen *g, const char *peer, const char *p, size
             if (!nl && !eof)
                 break;
             size_t end = nl ? (size_t)(nl - p) : n;
-            log_warn(peer, "gnmi: rejected %zu bytes from %s: not a JSON object or array: %.40s",
-                     end - off, peer, p + off);
+            log_warn(peer, "gnmi: rejected %zu bytes from %s: not a JSON object or array: %.*s",
+                     end - off, peer, (int)(end - off > 40 ? 40 : end - off), p + off);
             off = end;
             continue;
         }

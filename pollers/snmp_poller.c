@@ -151,7 +151,11 @@ static const char *dname(const struct snmp_dev *d)
     return d->cd->name;
 }
 
-/* Re-arms the net-snmp retry timer from the session's earliest pending timeout. */
+static void cycle_fail(struct snmp_dev *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Re-arms the net-snmp retry timer from the session's earliest pending timeout. A cycle in
+ * progress with nothing pending means net-snmp dropped our request without calling back (it does
+ * so for an SNMPv3 report of a wrong password): that is a failure too. */
 static void arm_timeout(struct snmp_dev *d)
 {
     int numfds = 0, block = 1;
@@ -160,10 +164,20 @@ static void arm_timeout(struct snmp_dev *d)
     netsnmp_large_fd_set_init(&fds, FD_SETSIZE);
     snmp_sess_select_info2(d->sess, &numfds, &fds, &tv, &block);
     netsnmp_large_fd_set_cleanup(&fds);
-    if (!block)
+    if (!block) {
         evtimer_add(d->to_ev, &tv);
-    else
-        evtimer_del(d->to_ev);
+        return;
+    }
+    evtimer_del(d->to_ev);
+    if (d->phase != PH_IDLE) {
+        netsnmp_session *s = snmp_sess_session(d->sess);
+        int e = s ? s->s_snmp_errno : 0;
+        if (d->cd->snmp.version == 3)
+            cycle_fail(d, "request rejected: %s (wrong SNMPv3 user, password or protocol?)",
+                       e ? snmp_api_errstring(e) : "no answer");
+        else
+            cycle_fail(d, "request dropped: %s", e ? snmp_api_errstring(e) : "no answer");
+    }
 }
 
 static void on_readable(evutil_socket_t fd, short what, void *arg)
@@ -228,7 +242,6 @@ static void cycle_end(struct snmp_dev *d, bool ok)
 }
 
 /* The poll failed: log once per state change (or when the reason changes), back off. */
-static void cycle_fail(struct snmp_dev *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void cycle_fail(struct snmp_dev *d, const char *fmt, ...)
 {
     char msg[256];
@@ -238,7 +251,7 @@ static void cycle_fail(struct snmp_dev *d, const char *fmt, ...)
     va_end(ap);
     d->fails++;
     if (d->up != 0 || strcmp(msg, d->last_err) != 0)
-        log_error(dname(d), "SNMP device %s (%s) unreachable: %s%s", dname(d),
+        log_error(dname(d), "SNMP device %s (%s) poll failed: %s%s", dname(d),
                   d->cd->snmp.address, msg, d->p->o.once ? "" : "; backing off");
     snprintf(d->last_err, sizeof(d->last_err), "%s", msg);
     d->up = 0;
@@ -269,6 +282,20 @@ static void report_error(struct snmp_dev *d, netsnmp_pdu *resp)
     if (v)
         snprint_objid(o, sizeof(o), v->name, v->name_length);
     cycle_fail(d, "agent answered %s (at %s)", snmp_errstring(resp->errstat), o);
+}
+
+/* A callback without a response: timeout, SNMPv3 security failure (wrong user, password or
+ * protocol), send failure. RESEND is only a notice that net-snmp retried. */
+static void op_fail(struct snmp_dev *d, int op, netsnmp_session *s)
+{
+    if (op == NETSNMP_CALLBACK_OP_TIMED_OUT)
+        cycle_fail(d, "no response after %d tries of %d ms", d->cd->snmp.retries + 1,
+                   d->cd->snmp.timeout_ms);
+    else if (op == NETSNMP_CALLBACK_OP_SEC_ERROR)
+        cycle_fail(d, "SNMPv3 security error for user \"%s\": %s (wrong password or protocol?)",
+                   d->cd->snmp.user ? d->cd->snmp.user : "", snmp_api_errstring(s->s_snmp_errno));
+    else if (op == NETSNMP_CALLBACK_OP_SEND_FAILED || op == NETSNMP_CALLBACK_OP_DISCONNECT)
+        cycle_fail(d, "send failed: %s", snmp_api_errstring(s->s_snmp_errno));
 }
 
 static bool send_pdu(struct snmp_dev *d, netsnmp_pdu *pdu, struct req *r, netsnmp_callback cb)
@@ -353,18 +380,14 @@ static void resolve_done(struct snmp_dev *d)
 
 static int walk_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, void *magic)
 {
-    (void)s;
     struct req *r = magic;
     struct snmp_dev *d = r->d;
     if (r->reqid != reqid || r->gen != d->gen || d->phase != PH_RESOLVE)
         return 1;
-    if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
-        cycle_fail(d, "no response after %d tries of %d ms", d->cd->snmp.retries + 1,
-                   d->cd->snmp.timeout_ms);
+    if (op != NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE) {
+        op_fail(d, op, s);
         return 1;
     }
-    if (op != NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE)
-        return 1;
     if (resp->command == SNMP_MSG_REPORT ||
         (resp->errstat != SNMP_ERR_NOERROR && resp->errstat != SNMP_ERR_NOSUCHNAME)) {
         report_error(d, resp);
@@ -510,19 +533,15 @@ static void restart_poll(struct snmp_dev *d)
 
 static int get_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, void *magic)
 {
-    (void)s;
     int64_t at_us = tm_now_us();
     struct req *r = magic;
     struct snmp_dev *d = r->d;
     if (r->reqid != reqid || r->gen != d->gen || d->phase != PH_POLL)
         return 1;
-    if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
-        cycle_fail(d, "no response after %d tries of %d ms", d->cd->snmp.retries + 1,
-                   d->cd->snmp.timeout_ms);
+    if (op != NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE) {
+        op_fail(d, op, s);
         return 1;
     }
-    if (op != NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE)
-        return 1;
     if (resp->command != SNMP_MSG_REPORT && resp->errstat == SNMP_ERR_TOOBIG &&
         d->max_vb > n_cols(d) + 1) {
         d->max_vb = d->max_vb / 2 < n_cols(d) + 1 ? n_cols(d) + 1 : d->max_vb / 2;

@@ -65,10 +65,10 @@ static const char SQL_CELLS[] =
     " ORDER BY window_start, src_site, dst_site LIMIT 200000";
 
 static const char *const CELL_FIELDS[] = {
-    "window_start",     "window_seconds", "src_site",          "dst_site",
-    "observed_bytes",   "observed_payload_bytes", "attributed_bytes", "socket_bytes",
-    "nfs_bytes",        "service_bytes",  "unattributed_bytes", "coverage",
-    "status",           "valid_fraction", "capacity_bps"};
+    "window_start",   "window_seconds",         "src_site",           "dst_site",
+    "observed_bytes", "observed_payload_bytes", "attributed_bytes",   "socket_bytes",
+    "nfs_bytes",      "service_bytes",          "unattributed_bytes", "coverage",
+    "status",         "valid_fraction",         "capacity_bps"};
 
 int api_cells(PGconn *db, const struct cfg *cfg, const char *query, struct evbuffer *out)
 {

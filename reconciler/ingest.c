@@ -106,6 +106,8 @@ static void buf_u64(struct ingest_batch *b, bool neg, uint64_t v)
     buf_put(b, tmp + i, sizeof(tmp) - (size_t)i);
 }
 
+#define BUF_LIT(b, lit) buf_put((b), (lit), sizeof(lit) - 1)
+
 static void buf_null(struct ingest_batch *b)
 {
     buf_put(b, "\\N", 2);
@@ -120,11 +122,20 @@ static void buf_text(struct ingest_batch *b, const char *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         char ch = s[i];
         switch (ch) {
-        case '\\': *w++ = '\\', *w++ = '\\'; break;
-        case '\n': *w++ = '\\', *w++ = 'n'; break;
-        case '\r': *w++ = '\\', *w++ = 'r'; break;
-        case '\t': *w++ = '\\', *w++ = 't'; break;
-        default: *w++ = ch;
+        case '\\':
+            *w++ = '\\', *w++ = '\\';
+            break;
+        case '\n':
+            *w++ = '\\', *w++ = 'n';
+            break;
+        case '\r':
+            *w++ = '\\', *w++ = 'r';
+            break;
+        case '\t':
+            *w++ = '\\', *w++ = 't';
+            break;
+        default:
+            *w++ = ch;
         }
     }
     b->copy_len = (size_t)(w - b->copy);
@@ -214,8 +225,9 @@ static int want_uint(struct vctx *c, const struct jv *v, struct loc l, uint64_t 
     if (v->neg && v->u != 0)
         return bad(c, l, "expected a non-negative integer, got a negative number");
     if (v->overflow || v->u > max)
-        return bad(c, l, "%s%" PRIu64 " is larger than the maximum %" PRIu64,
-                   v->overflow ? "a value beyond " : "", v->overflow ? UINT64_MAX : v->u, max);
+        return v->overflow
+                   ? bad(c, l, "does not fit in 64 bits (maximum %" PRIu64 ")", max)
+                   : bad(c, l, "%" PRIu64 " is larger than the maximum %" PRIu64, v->u, max);
     *out = v->u;
     return 0;
 }
@@ -326,8 +338,7 @@ static int want_endpoint(struct vctx *c, const struct jv *v, struct loc l, bool 
         return -1;
     if (parse_endpoint(s->s, port_optional, addr, port) < 0)
         return bad(c, l, "expected %s, got \"%.80s\"",
-                   port_optional ? "an IP address with an optional :port" : "ADDRESS:PORT",
-                   s->s);
+                   port_optional ? "an IP address with an optional :port" : "ADDRESS:PORT", s->s);
     return 0;
 }
 
@@ -369,13 +380,30 @@ static uint64_t max_bytes_over(const struct cfg *cfg, uint64_t span_s)
 /* ---- /v1/attributions -------------------------------------------------------------------- */
 
 enum flow_slot {
-    F_SOURCE, F_PROTO, F_LOCAL, F_REMOTE, F_ROLE, F_TX, F_RX, F_SERVER, F_EXPORT, F_OP, F_BYTES,
-    F_OPS, F_PID, F_UID, F_USER, F_PROGRAM, F_WORKFLOW, F_CONTAINER, F_N
+    F_SOURCE,
+    F_PROTO,
+    F_LOCAL,
+    F_REMOTE,
+    F_ROLE,
+    F_TX,
+    F_RX,
+    F_SERVER,
+    F_EXPORT,
+    F_OP,
+    F_BYTES,
+    F_OPS,
+    F_PID,
+    F_UID,
+    F_USER,
+    F_PROGRAM,
+    F_WORKFLOW,
+    F_CONTAINER,
+    F_N
 };
 
 static const char *const flow_keys[F_N] = {
-    "source", "proto", "local", "remote", "role", "tx_bytes", "rx_bytes", "server", "export",
-    "op", "bytes", "ops", "pid", "uid", "user", "program", "workflow", "container"};
+    "source", "proto", "local", "remote", "role", "tx_bytes", "rx_bytes", "server",   "export",
+    "op",     "bytes", "ops",   "pid",    "uid",  "user",     "program",  "workflow", "container"};
 
 static int flow_slot_of(const char *k)
 {
@@ -410,7 +438,7 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
     char laddr[INET6_ADDRSTRLEN], raddr[INET6_ADDRSTRLEN];
     long lport = -1, rport = -1;
     uint64_t tx = 0, rx = 0, nbytes = 0, nops = 0, pid = 0, uid = 0;
-    bool has_ops, has_pid, has_uid;
+    bool has_ops = false, has_pid = false, has_uid = false;
     if (want_enum(c, s[F_SOURCE], at_key(l, "source"), false, sources, &source) < 0)
         return -1;
     bool is_socket = strcmp(source->s, "socket") == 0;
@@ -474,9 +502,9 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         buf_u64(b, false, tx);
         buf_c(b, '\t');
         buf_u64(b, false, rx);
-        buf_put(b, "\t\\N\t\\N\t\\N\t\\N\t0\t0\t", 18);
+        BUF_LIT(b, "\t\\N\t\\N\t\\N\t\\N\t0\t0\t");
     } else {
-        buf_put(b, "\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t0\t0\t", 24);
+        BUF_LIT(b, "\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t0\t0\t");
         buf_put(b, raddr, strlen(raddr));
         buf_c(b, '\t');
         buf_u64(b, false, (uint64_t)rport);
@@ -528,7 +556,7 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
     struct loc top = {.idx = -1};
     const struct jv *host, *agent_id;
     uint64_t seq, wsec, dropped = 0, k = 0, seen = 0;
-    bool has_dropped, has_k, has_seen;
+    bool has_dropped = false, has_k = false, has_seen = false;
     int64_t ws;
     double threshold = 0;
     bool has_threshold = false;
@@ -629,14 +657,15 @@ static int one_sample(struct vctx *c, const struct jv *smp, long i, const struct
     const struct jv *device, *iface;
     int64_t at;
     uint64_t bits = 64, uptime = 0, disc = 0, speed = 0, io = 0, oo = 0, ip = 0, op = 0;
-    bool has_bits, has_uptime, has_disc, has_speed, has_io, has_oo, has_ip, has_op;
+    bool has_bits = false, has_uptime = false, has_disc = false, has_speed = false;
+    bool has_io = false, has_oo = false, has_ip = false, has_op = false;
     if (want_object(c, smp, l) < 0 ||
         want_name(c, jv_get(smp, "device"), at_key(l, "device"), false, &device) < 0 ||
         want_name(c, jv_get(smp, "interface"), at_key(l, "interface"), false, &iface) < 0 ||
         want_time(c, jv_get(smp, "at"), at_key(l, "at"), &at) < 0 ||
         not_future(c, at_key(l, "at"), at) < 0 ||
-        opt_uint(c, jv_get(smp, "counter_bits"), at_key(l, "counter_bits"), 64, &bits,
-                 &has_bits) < 0)
+        opt_uint(c, jv_get(smp, "counter_bits"), at_key(l, "counter_bits"), 64, &bits, &has_bits) <
+            0)
         return -1;
     if (!has_bits)
         bits = 64;
@@ -698,8 +727,7 @@ static int parse_counters(struct vctx *c, const struct jv *root)
     if (!samples)
         return bad(c, at_key(top, "samples"), "missing: expected an array of samples");
     if (samples->type != JV_ARRAY)
-        return bad(c, at_key(top, "samples"), "expected an array, got %s",
-                   jv_type_name(samples));
+        return bad(c, at_key(top, "samples"), "expected an array, got %s", jv_type_name(samples));
     long i = 0;
     for (const struct jv *s = samples->child; s; s = s->next, i++)
         if (one_sample(c, s, i, poller) < 0)
@@ -796,9 +824,12 @@ static int one_transfer(struct vctx *c, const struct jv *t, long i)
 const char *ingest_kind_name(enum ingest_kind kind)
 {
     switch (kind) {
-    case INGEST_ATTRIBUTIONS: return "attributions";
-    case INGEST_COUNTERS: return "counters";
-    case INGEST_TRANSFERS: return "transfers";
+    case INGEST_ATTRIBUTIONS:
+        return "attributions";
+    case INGEST_COUNTERS:
+        return "counters";
+    case INGEST_TRANSFERS:
+        return "transfers";
     }
     return "?";
 }
@@ -823,8 +854,8 @@ int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body,
 
     /* Transfers come as one array, or as a stream of objects (NDJSON, concatenated). */
     size_t lead = 0;
-    while (lead < len && (body[lead] == ' ' || body[lead] == '\n' || body[lead] == '\r' ||
-                          body[lead] == '\t'))
+    while (lead < len &&
+           (body[lead] == ' ' || body[lead] == '\n' || body[lead] == '\r' || body[lead] == '\t'))
         lead++;
     bool stream = kind == INGEST_TRANSFERS && !(lead < len && body[lead] == '[');
     struct jv *first;
@@ -839,8 +870,12 @@ int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body,
     }
     int rc;
     switch (kind) {
-    case INGEST_ATTRIBUTIONS: rc = parse_attributions(&c, first); break;
-    case INGEST_COUNTERS: rc = parse_counters(&c, first); break;
+    case INGEST_ATTRIBUTIONS:
+        rc = parse_attributions(&c, first);
+        break;
+    case INGEST_COUNTERS:
+        rc = parse_counters(&c, first);
+        break;
     case INGEST_TRANSFERS: {
         rc = 0;
         if (stream && n_values == 0) {
@@ -853,7 +888,8 @@ int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body,
             rc = one_transfer(&c, t, i);
         break;
     }
-    default: rc = -1;
+    default:
+        rc = -1;
     }
     jv_doc_free(doc);
     if (rc < 0) {

@@ -74,9 +74,10 @@ static void fill_path(struct parser *ps)
     path_append(out, cap, &len, "$");
     for (int i = 1; i <= ps->depth; i++) {
         const struct frame *f = &ps->stack[i];
-        if (f->key)
-            path_append(out, cap, &len, ".%s", f->key);
-        else
+        if (f->key) {
+            if (*f->key) /* "" while a member's key is not yet read */
+                path_append(out, cap, &len, ".%s", f->key);
+        } else
             path_append(out, cap, &len, "[%u]", f->idx);
     }
 }
@@ -95,8 +96,7 @@ static int fail(struct parser *ps, const char *fmt, ...)
 
 static void skip_ws(struct parser *ps)
 {
-    while (ps->p < ps->end &&
-           (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t'))
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t'))
         ps->p++;
 }
 
@@ -188,14 +188,30 @@ static int parse_string(struct parser *ps, const char **out, uint32_t *n)
             char esc = ps->p[1];
             ps->p += 2;
             switch (esc) {
-            case '"': *w++ = '"'; break;
-            case '\\': *w++ = '\\'; break;
-            case '/': *w++ = '/'; break;
-            case 'b': *w++ = '\b'; break;
-            case 'f': *w++ = '\f'; break;
-            case 'n': *w++ = '\n'; break;
-            case 'r': *w++ = '\r'; break;
-            case 't': *w++ = '\t'; break;
+            case '"':
+                *w++ = '"';
+                break;
+            case '\\':
+                *w++ = '\\';
+                break;
+            case '/':
+                *w++ = '/';
+                break;
+            case 'b':
+                *w++ = '\b';
+                break;
+            case 'f':
+                *w++ = '\f';
+                break;
+            case 'n':
+                *w++ = '\n';
+                break;
+            case 'r':
+                *w++ = '\r';
+                break;
+            case 't':
+                *w++ = '\t';
+                break;
             case 'u': {
                 unsigned cp, lo;
                 if (ps->end - ps->p < 4 || hex4(ps->p, &cp) < 0)
@@ -314,11 +330,13 @@ static int parse_array(struct parser *ps, struct jv *v)
         v->n++;
         if (parse_value(ps, c) < 0)
             return -1;
+        ps->depth--; /* errors between elements belong to the array */
         skip_ws(ps);
         if (ps->p >= ps->end)
             return fail(ps, "truncated JSON: unterminated array");
         if (*ps->p == ',') {
             ps->p++;
+            ps->depth++;
             continue;
         }
         if (*ps->p == ']') {
@@ -327,7 +345,6 @@ static int parse_array(struct parser *ps, struct jv *v)
         }
         return fail(ps, "expected ',' or ']' in an array");
     }
-    ps->depth--;
     return 0;
 }
 
@@ -370,11 +387,14 @@ static int parse_object(struct parser *ps, struct jv *v)
         if (parse_value(ps, c) < 0)
             return -1;
         c->key = key;
+        ps->depth--; /* errors between members belong to the object */
         skip_ws(ps);
         if (ps->p >= ps->end)
             return fail(ps, "truncated JSON: unterminated object");
         if (*ps->p == ',') {
             ps->p++;
+            ps->depth++;
+            ps->stack[ps->depth] = (struct frame){.key = "", .idx = 0};
             continue;
         }
         if (*ps->p == '}') {
@@ -383,7 +403,6 @@ static int parse_object(struct parser *ps, struct jv *v)
         }
         return fail(ps, "expected ',' or '}' in an object");
     }
-    ps->depth--;
     return 0;
 }
 
@@ -410,15 +429,20 @@ static int parse_value(struct parser *ps, struct jv *v)
     if (ps->depth >= JV_MAX_DEPTH)
         return fail(ps, "nesting deeper than %d levels", JV_MAX_DEPTH);
     switch (*ps->p) {
-    case '{': return parse_object(ps, v);
-    case '[': return parse_array(ps, v);
+    case '{':
+        return parse_object(ps, v);
+    case '[':
+        return parse_array(ps, v);
     case '"':
         ps->p++;
         v->type = JV_STRING;
         return parse_string(ps, &v->s, &v->n);
-    case 't': return literal(ps, "true", JV_TRUE, v);
-    case 'f': return literal(ps, "false", JV_FALSE, v);
-    case 'n': return literal(ps, "null", JV_NULL, v);
+    case 't':
+        return literal(ps, "true", JV_TRUE, v);
+    case 'f':
+        return literal(ps, "false", JV_FALSE, v);
+    case 'n':
+        return literal(ps, "null", JV_NULL, v);
     default:
         if (*ps->p == '-' || (*ps->p >= '0' && *ps->p <= '9'))
             return parse_number(ps, v);
@@ -426,8 +450,7 @@ static int parse_value(struct parser *ps, struct jv *v)
             utf8_seq((const unsigned char *)ps->p, (const unsigned char *)ps->end) == 0)
             return fail(ps, "invalid UTF-8");
         return fail(ps, "unexpected character '%c'",
-                    (unsigned char)*ps->p < 0x80 && (unsigned char)*ps->p >= 0x20 ? *ps->p
-                                                                                   : '?');
+                    (unsigned char)*ps->p < 0x80 && (unsigned char)*ps->p >= 0x20 ? *ps->p : '?');
     }
 }
 
@@ -446,8 +469,8 @@ struct jv_doc *jv_parse(const char *buf, size_t len, bool allow_many, struct jv 
     }
     memcpy(doc->text, buf, len);
     doc->text[len] = 0;
-    struct parser ps = {.doc = doc, .p = doc->text, .start = doc->text, .end = doc->text + len,
-                        .e = e};
+    struct parser ps = {
+        .doc = doc, .p = doc->text, .start = doc->text, .end = doc->text + len, .e = e};
     struct jv **tail = first;
     for (uint32_t i = 0;; i++) {
         skip_ws(&ps);
@@ -516,13 +539,19 @@ const char *jv_type_name(const struct jv *v)
     if (!v)
         return "nothing";
     switch (v->type) {
-    case JV_NULL: return "null";
+    case JV_NULL:
+        return "null";
     case JV_FALSE:
-    case JV_TRUE: return "a boolean";
-    case JV_NUMBER: return "a number";
-    case JV_STRING: return "a string";
-    case JV_ARRAY: return "an array";
-    case JV_OBJECT: return "an object";
+    case JV_TRUE:
+        return "a boolean";
+    case JV_NUMBER:
+        return "a number";
+    case JV_STRING:
+        return "a string";
+    case JV_ARRAY:
+        return "an array";
+    case JV_OBJECT:
+        return "an object";
     }
     return "?";
 }

@@ -18,12 +18,23 @@ void jw_str(struct evbuffer *out, const char *s)
         evbuffer_add(out, run, (size_t)(p - run));
         run = p + 1;
         switch (c) {
-        case '"': evbuffer_add(out, "\\\"", 2); break;
-        case '\\': evbuffer_add(out, "\\\\", 2); break;
-        case '\n': evbuffer_add(out, "\\n", 2); break;
-        case '\r': evbuffer_add(out, "\\r", 2); break;
-        case '\t': evbuffer_add(out, "\\t", 2); break;
-        default: evbuffer_add_printf(out, "\\u%04x", c);
+        case '"':
+            evbuffer_add(out, "\\\"", 2);
+            break;
+        case '\\':
+            evbuffer_add(out, "\\\\", 2);
+            break;
+        case '\n':
+            evbuffer_add(out, "\\n", 2);
+            break;
+        case '\r':
+            evbuffer_add(out, "\\r", 2);
+            break;
+        case '\t':
+            evbuffer_add(out, "\\t", 2);
+            break;
+        default:
+            evbuffer_add_printf(out, "\\u%04x", c);
         }
     }
     evbuffer_add(out, run, strlen(run));

@@ -78,8 +78,7 @@ void metrics_reconcile(struct metrics *m, int ok, int64_t span_ns, int64_t windo
         observe(&m->reconcile_seconds, span_ns);
         int64_t prev = atomic_load(&m->last_reconciled_window_us);
         while (window_start_us > prev &&
-               !atomic_compare_exchange_weak(&m->last_reconciled_window_us, &prev,
-                                             window_start_us))
+               !atomic_compare_exchange_weak(&m->last_reconciled_window_us, &prev, window_start_us))
             ;
     } else {
         atomic_fetch_add(&m->reconcile_failed, 1);
@@ -125,8 +124,8 @@ static void render_db_gauges(PGconn *db, struct evbuffer *out)
         evbuffer_add_printf(out, "# HELP wanledger_alerts_open Alerts open now, by kind.\n"
                                  "# TYPE wanledger_alerts_open gauge\n");
         for (int i = 0; i < PQntuples(r); i++)
-            evbuffer_add_printf(out, "wanledger_alerts_open{kind=\"%s\"} %s\n",
-                                PQgetvalue(r, i, 0), PQgetvalue(r, i, 1));
+            evbuffer_add_printf(out, "wanledger_alerts_open{kind=\"%s\"} %s\n", PQgetvalue(r, i, 0),
+                                PQgetvalue(r, i, 1));
     }
     PQclear(r);
     r = PQexec(db, "SELECT count(*) FROM window_state WHERE dirty");

@@ -523,7 +523,7 @@ static int observe_circuits(struct run *r, const struct link_counts *lc, int64_t
             o->src_site = from;
             o->dst_site = to;
             o->out_counter = use_out;
-            o->link = lc[used].n_samples ? used : -1;
+            o->link = used;
             o->observed_bytes = part->octets;
             o->observed_payload_bytes = part->payload > 0 ? (uint64_t)llround(part->payload) : 0;
             o->valid_fraction = (double)part->covered_us / (double)window_us;

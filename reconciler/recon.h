@@ -89,7 +89,7 @@ struct recon_input {
 struct recon_link_obs {
     const char *circuit; /* borrowed from cfg */
     int src_site, dst_site;
-    int link;         /* cfg link whose counter was used, -1 when neither end has samples */
+    int link;         /* cfg link whose counter was used (valid_fraction 0: it had no samples) */
     bool out_counter; /* true: the sender's out-counter; false: the receiver's in-counter */
     uint64_t observed_bytes;
     uint64_t observed_payload_bytes;

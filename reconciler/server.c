@@ -29,9 +29,9 @@ struct srv {
 };
 
 enum access {
-    ACCESS_OPEN,    /* /healthz, /metrics */
-    ACCESS_ROLE,    /* a token of the route's role */
-    ACCESS_PAGE,    /* reader token, or none from loopback with open_on_loopback */
+    ACCESS_OPEN, /* /healthz, /metrics */
+    ACCESS_ROLE, /* a token of the route's role */
+    ACCESS_PAGE, /* reader token, or none from loopback with open_on_loopback */
 };
 
 enum handler { H_INGEST, H_HEALTHZ, H_METRICS, H_CELLS, H_TOP, H_HEATMAP, H_CELL };
@@ -58,8 +58,7 @@ static const struct route ROUTES[] = {
     {"/api/v1/cells", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_CELLS, 0, METRICS_EP_API},
     {"/api/v1/top", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_TOP, 0, METRICS_EP_API},
     {"/heatmap", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_HEATMAP, 0, METRICS_EP_PAGES},
-    {"/heatmap/cell", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_CELL, 0,
-     METRICS_EP_PAGES},
+    {"/heatmap/cell", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_CELL, 0, METRICS_EP_PAGES},
 };
 
 static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader"};
@@ -138,23 +137,34 @@ static const char *peer_of(struct evhttp_request *req)
 static const char *reason_of(int status)
 {
     switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 413: return "Payload Too Large";
-    case 415: return "Unsupported Media Type";
-    case 422: return "Unprocessable Entity";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
+    case 200:
+        return "OK";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 413:
+        return "Payload Too Large";
+    case 415:
+        return "Unsupported Media Type";
+    case 422:
+        return "Unprocessable Entity";
+    case 500:
+        return "Internal Server Error";
+    case 503:
+        return "Service Unavailable";
     }
     return "Status";
 }
 
-static void reply(struct srv *s, struct evhttp_request *req, enum metrics_endpoint ep,
-                  int64_t t0, int status, const char *content_type, struct evbuffer *body)
+static void reply(struct srv *s, struct evhttp_request *req, enum metrics_endpoint ep, int64_t t0,
+                  int status, const char *content_type, struct evbuffer *body)
 {
     struct evkeyvalq *oh = evhttp_request_get_output_headers(req);
     evhttp_add_header(oh, "Content-Type", content_type);
@@ -214,8 +224,8 @@ static void handle_ingest(struct srv *s, struct evhttp_request *req, const struc
     metrics_rows(s->metrics, rt->ep, res.received, res.stored);
     log_debug(peer_of(req), "%s: %zu rows, %zu new", rt->path, res.received, res.stored);
     struct evbuffer *out = evbuffer_new();
-    evbuffer_add_printf(out, "{\"received\":%zu,\"stored\":%zu,\"duplicate\":%zu}\n",
-                        res.received, res.stored, res.received - res.stored);
+    evbuffer_add_printf(out, "{\"received\":%zu,\"stored\":%zu,\"duplicate\":%zu}\n", res.received,
+                        res.stored, res.received - res.stored);
     reply(s, req, rt->ep, t0, 200, "application/json", out);
     evbuffer_free(out);
     ingest_batch_free(&b);
@@ -246,11 +256,20 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
                                 status == 200 ? "ok" : "database unreachable");
             break;
         }
-        case H_CELLS: status = api_cells(db, s->cfg, query, out); break;
-        case H_TOP: status = api_top(db, s->cfg, query, out); break;
-        case H_HEATMAP: status = hm_page_heatmap(db, s->cfg, query, out, &ct); break;
-        case H_CELL: status = hm_page_cell(db, s->cfg, query, out, &ct); break;
-        default: status = 500;
+        case H_CELLS:
+            status = api_cells(db, s->cfg, query, out);
+            break;
+        case H_TOP:
+            status = api_top(db, s->cfg, query, out);
+            break;
+        case H_HEATMAP:
+            status = hm_page_heatmap(db, s->cfg, query, out, &ct);
+            break;
+        case H_CELL:
+            status = hm_page_cell(db, s->cfg, query, out, &ct);
+            break;
+        default:
+            status = 500;
         }
     }
     reply(s, req, rt->ep, t0, status, ct, out);
@@ -295,7 +314,8 @@ static void on_request(struct evhttp_request *req, void *arg)
             }
             if (role != (int)rt->role) {
                 char msg[120];
-                snprintf(msg, sizeof(msg), "a %s token may not use this endpoint (needs %s)",
+                snprintf(msg, sizeof(msg),
+                         "a token of role %s may not use this endpoint (it needs role %s)",
                          ROLE_NAMES[role], ROLE_NAMES[rt->role]);
                 log_info(peer_of(req), "%s: %s", path, msg);
                 reply_error(s, req, rt->ep, t0, 403, msg, "Authorization");
@@ -364,10 +384,10 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
     evhttp_set_max_headers_size(s->http, 64 * 1024);
     evhttp_set_timeout(s->http, 120);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
-                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
-                                            EVHTTP_REQ_PATCH);
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH);
     evhttp_set_gencb(s->http, on_request, s);
-    struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(s->http, host, (ev_uint16_t)port);
+    struct evhttp_bound_socket *bs =
+        evhttp_bind_socket_with_handle(s->http, host, (ev_uint16_t)port);
     if (!bs) {
         snprintf(err, errlen, "cannot listen on %s", cfg->listen);
         evhttp_free(s->http);

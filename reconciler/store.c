@@ -51,7 +51,8 @@ static const char SQL_COUNTERS[] =
     "WITH ins AS (INSERT INTO counter_samples (device, interface, at, poller, uptime_cs,"
     " in_octets, out_octets, in_pkts, out_pkts, speed_bps, counter_bits, discontinuity_cs)"
     " SELECT * FROM wl_counter_in ON CONFLICT DO NOTHING RETURNING at),"
-    " w AS (SELECT DISTINCT to_timestamp((floor(extract(epoch FROM at) / $1::int) + k) * $1::int) AS ws"
+    " w AS (SELECT DISTINCT to_timestamp((floor(extract(epoch FROM at) / $1::int) + k) * $1::int) "
+    "AS ws"
     " FROM ins, generate_series(-$2::int, $2::int) AS k),"
     " mark AS (" MARK_WINDOWS ")"
     " SELECT count(*) FROM ins";
@@ -116,11 +117,10 @@ PGconn *store_db(struct store *st)
 /* Runs a statement expected to return rows or nothing; *ntuples and the first value (as a
  * number) are returned when asked. */
 static int run(PGconn *db, const char *what, const char *sql, int nparams,
-               const char *const *params, long *first_value, int *ntuples, char *err,
-               size_t errlen)
+               const char *const *params, long *first_value, int *ntuples, char *err, size_t errlen)
 {
-    PGresult *r = nparams ? PQexecParams(db, sql, nparams, NULL, params, NULL, NULL, 0)
-                          : PQexec(db, sql);
+    PGresult *r =
+        nparams ? PQexecParams(db, sql, nparams, NULL, params, NULL, NULL, 0) : PQexec(db, sql);
     ExecStatusType s = PQresultStatus(r);
     if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
         set_err(err, errlen, what, PQresultErrorMessage(r));
@@ -179,8 +179,8 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
         return -1;
     if (!fresh)
         return 0; /* a resend: the report and its flows are already stored */
-    if (b->n_rows && copy_in(st->db, "flow_records", SQL_COPY_FLOWS, b->copy, b->copy_len, err,
-                             errlen) < 0)
+    if (b->n_rows &&
+        copy_in(st->db, "flow_records", SQL_COPY_FLOWS, b->copy, b->copy_len, err, errlen) < 0)
         return -1;
     const char *mark[2] = {wsec, b->report[3]};
     if (run(st->db, "window_state", SQL_MARK_ONE, 2, mark, NULL, NULL, err, errlen) < 0)
@@ -247,8 +247,8 @@ static int write_once(struct store *st, const struct ingest_batch *b, struct sto
     return rc;
 }
 
-int store_write(struct store *st, const struct ingest_batch *b, struct store_result *res,
-                char *err, size_t errlen)
+int store_write(struct store *st, const struct ingest_batch *b, struct store_result *res, char *err,
+                size_t errlen)
 {
     res->received = b->n_rows;
     res->stored = 0;

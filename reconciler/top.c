@@ -7,12 +7,11 @@
 #include "jsonw.h"
 #include "timeutil.h"
 
-static const char SQL_TOTALS[] =
-    "SELECT count(*), coalesce(sum(observed_payload_bytes), 0)::text,"
-    " coalesce(sum(attributed_bytes), 0)::text,"
-    " coalesce(sum(greatest(unattributed_bytes, 0)), 0)::text"
-    " FROM heatmap_cells WHERE src_site = $1 AND dst_site = $2"
-    " AND window_start >= $3 AND window_start < $4";
+static const char SQL_TOTALS[] = "SELECT count(*), coalesce(sum(observed_payload_bytes), 0)::text,"
+                                 " coalesce(sum(attributed_bytes), 0)::text,"
+                                 " coalesce(sum(greatest(unattributed_bytes, 0)), 0)::text"
+                                 " FROM heatmap_cells WHERE src_site = $1 AND dst_site = $2"
+                                 " AND window_start >= $3 AND window_start < $4";
 
 static const char SQL_ROWS[] =
     "SELECT source, workflow, user_name, program, sum(bytes)::text AS b"
@@ -137,18 +136,17 @@ void top_json(struct evbuffer *out, const struct top_result *r)
     jw_str(out, r->src);
     evbuffer_add_printf(out, ",\"dst\":");
     jw_str(out, r->dst);
-    evbuffer_add_printf(out,
-                        ",\"from\":\"%s\",\"to\":\"%s\",\"window_seconds\":%d,\"windows\":%llu,"
-                        "\"observed_payload_bytes\":%llu,\"attributed_bytes\":%llu,"
-                        "\"unattributed_bytes\":%llu,\"unattributed_share\":%.6f,"
-                        "\"other_bytes\":%llu,\"rows\":[",
-                        tm_format_rfc3339(r->from_us, from), tm_format_rfc3339(r->to_us, to),
-                        r->window_seconds, (unsigned long long)r->windows,
-                        (unsigned long long)r->observed_payload_bytes,
-                        (unsigned long long)r->attributed_bytes,
-                        (unsigned long long)r->unattributed_bytes,
-                        r->observed_payload_bytes ? top_share(r, r->unattributed_bytes) : 0.0,
-                        (unsigned long long)r->other_bytes);
+    evbuffer_add_printf(
+        out,
+        ",\"from\":\"%s\",\"to\":\"%s\",\"window_seconds\":%d,\"windows\":%llu,"
+        "\"observed_payload_bytes\":%llu,\"attributed_bytes\":%llu,"
+        "\"unattributed_bytes\":%llu,\"unattributed_share\":%.6f,"
+        "\"other_bytes\":%llu,\"rows\":[",
+        tm_format_rfc3339(r->from_us, from), tm_format_rfc3339(r->to_us, to), r->window_seconds,
+        (unsigned long long)r->windows, (unsigned long long)r->observed_payload_bytes,
+        (unsigned long long)r->attributed_bytes, (unsigned long long)r->unattributed_bytes,
+        r->observed_payload_bytes ? top_share(r, r->unattributed_bytes) : 0.0,
+        (unsigned long long)r->other_bytes);
     for (size_t i = 0; i < r->n_rows; i++) {
         const struct top_row *w = &r->rows[i];
         evbuffer_add_printf(out, "%s{\"source\":", i ? "," : "");

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Assembles the NFS test VM's initramfs and boots it under qemu (TCG), the serial console going
 # to WORK_DIR/console.log. The VM has no network device: NFS runs over its own loopback.
-# Usage: run-vm.sh KERNEL_DIR WORK_DIR NFSVM_BIN INIT_SCRIPT CONF_FILE [TIMEOUT_S]
+# Usage: run-vm.sh KERNEL_DIR WORK_DIR NFSVM_BIN INIT_SCRIPT CONF_FILE OVERLAY_DIR|- [TIMEOUT_S]
+# OVERLAY_DIR (from fetch-nfs-utils.sh) is copied over the root: rpcbind and rpc.mountd.
 set -euo pipefail
 kdir=${1:?kernel dir (from fetch-kernel.sh)}; work=${2:?work dir}; nfsvm=${3:?nfsvm binary}
-init=${4:?init script}; conf=${5:?conf file}; limit=${6:-600}
+init=${4:?init script}; conf=${5:?conf file}; overlay=${6:?overlay dir or -}; limit=${7:-600}
 busybox=$(command -v busybox || true)
 [ -n "$busybox" ] && file -L "$busybox" | grep -q 'statically linked' ||
   { echo "run-vm: a static busybox is needed (Debian package busybox-static)" >&2; exit 1; }
@@ -21,6 +22,19 @@ for w in wl-reader wl-writer wl-flusher; do ln -sf nfsvm "$root/bin/$w"; done
 cp "$kdir"/modules/*.ko "$root/lib/modules/"
 cp "$init" "$root/init" && chmod 755 "$root/init"
 cp "$conf" "$root/etc/nfsvm.conf"
+if [ "$overlay" != - ]; then cp -a "$overlay"/. "$root"/; fi
+# NFSVM_AGENT: a (dynamically linked) wanledger-agent to run in the VM, with its libraries.
+if [ -n "${NFSVM_AGENT:-}" ]; then
+  mkdir -p "$root/lib/x86_64-linux-gnu" "$root/lib64"
+  cp "$NFSVM_AGENT" "$root/bin/wanledger-agent"
+  ldd "$NFSVM_AGENT" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' |
+    while read -r lib; do
+      case $lib in
+        */ld-linux-x86-64.so.2) cp -L "$lib" "$root/lib64/" ;;
+        *) cp -L "$lib" "$root/lib/x86_64-linux-gnu/" ;;
+      esac
+    done
+fi
 (cd "$root" && find . | cpio -o -H newc --quiet) > "$work/initramfs.cpio"
 
 rm -f "$work/console.log"

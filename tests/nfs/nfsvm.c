@@ -3,10 +3,12 @@
  * WANLEDGER_WORKFLOW values on one mount, drains the probe and prints one NFSREC line per record
  * on stdout (the serial console), which the host-side test checks. Invoked as wl-reader,
  * wl-writer or wl-flusher it is one of the workloads (argv[0] names the process's comm). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +170,21 @@ static int workload(const char *name, int argc, char **argv)
     return 2;
 }
 
+/* Alive and not yet a zombie (the agent's parent, the init shell, reaps it later). */
+static bool process_running(pid_t pid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')');
+    return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+}
+
 struct child {
     pid_t pid;
     int to_child;   /* closed to let it exit */
@@ -308,9 +325,19 @@ static int run(int argc, char **argv)
             return 1;
         }
         /* What the driver knows from spawning; the NFSREC lines resolve it from /proc. */
-        printf("NFSKID label=%s wf=%s tgid=%d\n", label, kids[i].workflow, (int)kids[i].pid);
+        printf("NFSKID label=%s wf=%s tgid=%d done_s=%.2f\n", label, kids[i].workflow,
+               (int)kids[i].pid, now_s() - start);
     }
     printf("NFSTIME label=%s workloads_s=%.2f\n", label, now_s() - start);
+    fflush(stdout);
+    /* A wanledger-agent running beside: make it report now, while the workloads live. */
+    const char *agent = getenv("NFSVM_AGENT_PID");
+    if (agent && *agent) {
+        pid_t apid = (pid_t)atoi(agent);
+        kill(apid, SIGTERM);
+        for (int i = 0; i < 600 && process_running(apid); i++)
+            usleep(100000);
+    }
     int rc = drain(p, &pc);
     for (int i = 0; i < 3; i++)
         close(kids[i].to_child);
@@ -330,6 +357,64 @@ static int run(int argc, char **argv)
     return rc;
 }
 
+/* Is a socket inode open in any process? Scans /proc/PID/fd links ("socket:[ino]"). */
+static int socket_owner(unsigned long ino)
+{
+    char want[64], path[600], link[64];
+    snprintf(want, sizeof(want), "socket:[%lu]", ino);
+    DIR *proc = opendir("/proc");
+    struct dirent *pe;
+    int owner = 0;
+    while (proc && !owner && (pe = readdir(proc))) {
+        if (pe->d_name[0] < '1' || pe->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/fd", pe->d_name);
+        DIR *fds = opendir(path);
+        struct dirent *fe;
+        while (fds && !owner && (fe = readdir(fds))) {
+            snprintf(path, sizeof(path), "/proc/%s/fd/%s", pe->d_name, fe->d_name);
+            ssize_t n = readlink(path, link, sizeof(link) - 1);
+            if (n > 0 && (link[n] = '\0', strcmp(link, want) == 0))
+                owner = atoi(pe->d_name);
+        }
+        if (fds)
+            closedir(fds);
+    }
+    if (proc)
+        closedir(proc);
+    return owner;
+}
+
+/* sockets LABEL: one NFSSOCK line per TCP socket with port 2049 at either end, with the pid of
+ * the process holding it or "-" when only the kernel does (the NFS client's and nfsd's). */
+static int list_nfs_sockets(const char *label)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    char line[512];
+    if (!f)
+        return die("/proc/net/tcp");
+    if (!fgets(line, sizeof(line), f)) {
+        fclose(f);
+        return 1;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        unsigned lport, rport, st;
+        unsigned long ino;
+        if (sscanf(line, " %*d: %*x:%x %*x:%x %x %*x:%*x %*x:%*x %*x %*u %*d %lu", &lport, &rport,
+                   &st, &ino) != 4 ||
+            (lport != 2049 && rport != 2049) || ino == 0)
+            continue;
+        int owner = socket_owner(ino);
+        char who[16] = "-";
+        if (owner)
+            snprintf(who, sizeof(who), "%d", owner);
+        printf("NFSSOCK %s lport=%u rport=%u state=%02x inode=%lu owner=%s\n", label, lport, rport,
+               st, ino, who);
+    }
+    fclose(f);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *name = basename(argv[0]);
@@ -341,6 +426,8 @@ int main(int argc, char **argv)
             return die("mount");
         return 0;
     }
+    if (argc == 3 && strcmp(argv[1], "sockets") == 0)
+        return list_nfs_sockets(argv[2]);
     if (argc >= 2 && strcmp(argv[1], "run") == 0)
         return run(argc, argv);
     if (argc == 2 && strcmp(argv[1], "probe") == 0) { /* just says whether the probe opens */

@@ -4,7 +4,12 @@
 # dropped, prints everything on the serial console and powers off. Settings: /etc/nfsvm.conf.
 export PATH=/bin
 say() { echo "NFSVM $*"; }
-fail() { say "FAIL $*"; poweroff -f; }
+fail() {
+  say "FAIL $*"
+  ps -o pid,user,args | sed "s/^/NFSDIAG /"; netstat -lnp 2>/dev/null | sed "s/^/NFSDIAG /"
+  dmesg | tail -15 | sed "s/^/NFSDIAG /"
+  poweroff -f
+}
 
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -12,6 +17,7 @@ mount -t devtmpfs dev /dev
 mount -t tracefs nodev /sys/kernel/tracing
 mount -t tmpfs tmp /tmp
 . /etc/nfsvm.conf
+MOUNTD_PORT=${MOUNTD_PORT:-20048}
 say "boot kernel=$(uname -r) cpus=$(nproc) uptime_s=$(cut -d' ' -f1 /proc/uptime)"
 ip link set lo up || fail "lo up"
 
@@ -28,19 +34,40 @@ head -c "$READ_B" /dev/urandom > /srv/read-b
 head -c "$READ_C" /dev/urandom > /srv/read-c
 
 mount -t nfsd nfsd /proc/fs/nfsd || fail "mount nfsd"
-# Fill the export caches by hand (what mountd would answer): client 127.0.0.1 is in domain
-# "nfsd"; /srv has fsid 0 (the NFSv4 root); flags 0x2402 = insecure | no_subtree_check | fsid.
-exp=2147483647
-echo "nfsd 127.0.0.1 $exp nfsd" > /proc/net/rpc/auth.unix.ip/channel || fail "auth.unix.ip"
-echo "nfsd /srv $exp 9218 65534 65534 0" > /proc/net/rpc/nfsd.export/channel || fail "nfsd.export"
-echo "nfsd 1 \\x00000000 $exp /srv" > /proc/net/rpc/nfsd.fh/channel || fail "nfsd.fh"
-echo "$NFSD_VERSIONS" > /proc/fs/nfsd/versions || fail "versions"
+# Shortest grace (in case ending it below does not take) and lease, before nfsd starts.
+echo 10 > /proc/fs/nfsd/nfsv4gracetime || say "nfsv4gracetime not set"
+echo 10 > /proc/fs/nfsd/nfsv4leasetime || say "nfsv4leasetime not set"
+if [ -x /usr/sbin/rpc.mountd ]; then
+  # NFSv3 and v4 with Debian's rpcbind and rpc.mountd (fetch-nfs-utils.sh): nfsd registers
+  # with rpcbind, mountd answers MOUNT and fills the kernel's export caches.
+  mkdir -p /run/rpcbind /var/lib/nfs && ln -s /run /var/run
+  # rpcbind binds to the "sunrpc" service: without /etc/services only its unix socket works.
+  printf 'sunrpc 111/tcp portmapper\nsunrpc 111/udp portmapper\n' > /etc/services
+  printf 'tcp 6 TCP\nudp 17 UDP\n' > /etc/protocols
+  echo "127.0.0.1 localhost" > /etc/hosts
+  echo "root:x:0:0:root:/:/bin/sh" > /etc/passwd
+  echo "_rpc:x:100:65534::/run/rpcbind:/bin/false" >> /etc/passwd
+  printf 'root:x:0:\nnogroup:x:65534:\n' > /etc/group
+  echo "/srv 127.0.0.1(rw,fsid=0,insecure,no_subtree_check,no_root_squash)" > /etc/exports
+  /sbin/rpcbind || fail "rpcbind"
+  /usr/sbin/exportfs -r || fail "exportfs"
+  /usr/sbin/rpc.mountd -p "$MOUNTD_PORT" || fail "rpc.mountd"
+else
+  # NFSv4 only, no rpcbind or mountd: fill the export caches by hand (what mountd would
+  # answer). Client 127.0.0.1 is in domain "nfsd"; /srv has fsid 0 (the NFSv4 root);
+  # flags 0x2402 = insecure | no_subtree_check | fsid.
+  exp=2147483647
+  echo "nfsd 127.0.0.1 $exp nfsd" > /proc/net/rpc/auth.unix.ip/channel || fail "auth.unix.ip"
+  echo "nfsd /srv $exp 9218 65534 65534 0" > /proc/net/rpc/nfsd.export/channel || fail "export"
+  echo "nfsd 1 \\x00000000 $exp /srv" > /proc/net/rpc/nfsd.fh/channel || fail "nfsd.fh"
+  echo "-2 -3 +4 +4.1 +4.2" > /proc/fs/nfsd/versions || fail "versions"
+fi
 echo "tcp 2049" > /proc/fs/nfsd/portlist || fail "portlist"
 echo 4 > /proc/fs/nfsd/threads || fail "threads"
-echo Y > /proc/fs/nfsd/v4_end_grace
+echo Y > /proc/fs/nfsd/v4_end_grace 2>/dev/null || say "v4_end_grace refused: waiting out the grace"
 # Short write-back delays so the flusher writes back the flusher workload's pages in seconds.
-echo 100 > /proc/sys/vm/dirty_expire_centisecs
-echo 50 > /proc/sys/vm/dirty_writeback_centisecs
+echo 100 > /proc/sys/vm/dirty_expire_centisecs || fail "dirty_expire_centisecs"
+echo 50 > /proc/sys/vm/dirty_writeback_centisecs || fail "dirty_writeback_centisecs"
 say "server up uptime_s=$(cut -d' ' -f1 /proc/uptime)"
 
 for phase in $PHASES; do
@@ -54,9 +81,35 @@ for phase in $PHASES; do
   grep " /mnt/$phase " /proc/self/mountinfo | sed 's/^/NFSMOUNT /'
   sync
   echo 3 > /proc/sys/vm/drop_caches
-  nfsvm run "$phase" "/mnt/$phase" "$WRITE_SIZE" "$FLUSH_SIZE" || say "run $phase failed"
-  # Socket view of the same traffic: who owns the port 2049 sockets (kernel: no process).
-  netstat -tnp 2>/dev/null | grep ':2049 ' | sed 's/^/NFSSOCK /'
+  # The client's own per-op RPC counts of this mount (the only NFS mount now), before and after.
+  grep -E '^[[:space:]]+(READ|WRITE|COMMIT):' /proc/self/mountstats | sed "s/^[[:space:]]*/NFSSTAT $phase before /"
+  agent_pid=
+  if [ -x /bin/wanledger-agent ]; then
+    # The real agent, one report at SIGTERM (nfsvm sends it while the workloads still live).
+    mkdir -p /tmp/spool
+    ASAN_OPTIONS=detect_leaks=0 wanledger-agent --stdout --window 600 --spool /tmp/spool \
+      > /tmp/agent-$phase.out 2> /tmp/agent-$phase.log &
+    agent_pid=$!
+    i=0
+    until grep -q "reporting to stdout" /tmp/agent-$phase.log; do
+      i=$((i + 1))
+      if [ $i -gt 600 ] || ! kill -0 $agent_pid 2>/dev/null; then
+        sed 's/^/NFSAGENTLOG /' /tmp/agent-$phase.log; fail "agent did not start"
+      fi
+      usleep 100000
+    done
+    say "agent up $phase uptime_s=$(cut -d' ' -f1 /proc/uptime)"
+  fi
+  NFSVM_AGENT_PID=$agent_pid nfsvm run "$phase" "/mnt/$phase" "$WRITE_SIZE" "$FLUSH_SIZE" ||
+    say "run $phase failed"
+  if [ -n "$agent_pid" ]; then
+    wait $agent_pid
+    sed "s/^/NFSAGENT $phase /" /tmp/agent-$phase.out
+    sed "s/^/NFSAGENTLOG $phase /" /tmp/agent-$phase.log
+  fi
+  grep -E '^[[:space:]]+(READ|WRITE|COMMIT):' /proc/self/mountstats | sed "s/^[[:space:]]*/NFSSTAT $phase after /"
+  # Socket view of the same traffic: the port 2049 sockets belong to no process (the kernel).
+  nfsvm sockets "$phase"
   umount "/mnt/$phase" || say "umount $phase failed"
 done
 say "end uptime_s=$(cut -d' ' -f1 /proc/uptime)"

@@ -20,7 +20,7 @@
 #include "config.h"
 #include "recon.h"
 
-#define T0 INT64_C(1764442380) /* 2026-11-29T18:53:00Z, a multiple of 60 s: offset 0 in files */
+#define T0 INT64_C(1795978380) /* 2026-11-29T18:53:00Z, a multiple of 60 s: offset 0 in files */
 
 static const char default_config[] =
     "{\"window_seconds\": 60,\n"
@@ -30,7 +30,8 @@ static const char default_config[] =
     " \"devices\": [{\"name\": \"nyc-border-1\", \"site\": \"nyc\", \"gnmi\": {}},\n"
     "               {\"name\": \"chi-border-1\", \"site\": \"chi\", \"gnmi\": {}}],\n"
     " \"links\": [{\"device\": \"nyc-border-1\", \"interface\": \"et-0/0/1\", \"site\": \"nyc\",\n"
-    "             \"peer_site\": \"chi\", \"circuit\": \"nyc-chi-1\", \"capacity_bps\": 1000000}],\n"
+    "             \"peer_site\": \"chi\", \"circuit\": \"nyc-chi-1\", \"capacity_bps\": "
+    "1000000}],\n"
     " \"dedup\": {\"nfs_ports\": [2049],\n"
     "           \"services\": [{\"name\": \"dupedog\", \"ports\": [7100], \"users\": "
     "[\"dupedog\"]}]},\n"
@@ -94,7 +95,8 @@ struct scn {
     size_t n_hists;
 };
 
-static void scn_fail(const struct scn *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void scn_fail(const struct scn *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void scn_fail(const struct scn *s, const char *fmt, ...)
 {
     char msg[1024];
@@ -127,11 +129,33 @@ struct kv {
     size_t n_pos;
 };
 
+/* Words separated by blanks; key="a value with blanks" keeps its blanks (no escapes). */
 static void split(char *line, struct kv *kv)
 {
     kv->n = kv->n_pos = 0;
-    for (char *tok = strtok(line, " \t\r\n"); tok; tok = strtok(NULL, " \t\r\n")) {
-        char *eq = strchr(tok, '=');
+    char *p = line;
+    for (;;) {
+        p += strspn(p, " \t\r\n");
+        if (!*p)
+            break;
+        char *tok = p, *eq = NULL;
+        while (*p && !strchr(" \t\r\n", *p)) {
+            if (*p == '=' && !eq) {
+                eq = p;
+                if (p[1] == '"') {
+                    char *close = strchr(p + 2, '"');
+                    if (close) {
+                        memmove(p + 1, p + 2, (size_t)(close - p - 2));
+                        close[-1] = '\0';
+                        p = close + 1;
+                        break;
+                    }
+                }
+            }
+            p++;
+        }
+        if (*p)
+            *p++ = '\0';
         if (eq && kv->n < 32) {
             *eq = '\0';
             kv->key[kv->n] = tok;
@@ -270,7 +294,7 @@ static void parse_flow(struct scn *s, struct kv *kv)
         parse_addr(s, get(kv, "local"), &f->local, &f->local_port);
         parse_addr(s, get(kv, "remote"), &f->remote, &f->remote_port);
         v = get(kv, "role");
-        f->role = !v                          ? RECON_ROLE_UNKNOWN
+        f->role = !v                         ? RECON_ROLE_UNKNOWN
                   : strcmp(v, "client") == 0 ? RECON_ROLE_CLIENT
                   : strcmp(v, "server") == 0 ? RECON_ROLE_SERVER
                                              : RECON_ROLE_UNKNOWN;
@@ -345,8 +369,8 @@ static void hist_put(struct hist *h, const struct alert_window *w)
 static void alerts_apply(struct scn *s, struct hist *h)
 {
     struct alert_episode eps[64];
-    size_t n_eps = alerts_replay(s->cfg->alert_windows, s->cfg->resolve_windows, h->w, h->n, eps,
-                                 64);
+    size_t n_eps =
+        alerts_replay(s->cfg->alert_windows, s->cfg->resolve_windows, h->w, h->n, eps, 64);
     assert_true(n_eps <= 64);
     struct alert_row rows[64];
     size_t row_of[64], n_rows = 0;
@@ -385,8 +409,8 @@ static void alerts_apply(struct scn *s, struct hist *h)
         const char *src = s->cfg->sites[h->src].name, *dst = s->cfg->sites[h->dst].name;
         if (h->kind == ALERT_SATURATION) {
             struct alert_workflow top[3];
-            size_t n_top = alerts_top_workflows(s->res.rollup, s->res.n_rollup, h->src, h->dst,
-                                                top, 3);
+            size_t n_top =
+                alerts_top_workflows(s->res.rollup, s->res.n_rollup, h->src, h->dst, top, 3);
             uint64_t total = 0, cap = 0;
             const char *circuit = "";
             double best = -1;
@@ -401,8 +425,8 @@ static void alerts_apply(struct scn *s, struct hist *h)
                     cap = o->capacity_bps;
                 }
             }
-            alerts_summary_saturation(a->summary, sizeof a->summary, src, dst, circuit, e, cap,
-                                      top, n_top, total);
+            alerts_summary_saturation(a->summary, sizeof a->summary, src, dst, circuit, e, cap, top,
+                                      n_top, total);
         } else {
             alerts_summary_cells(a->summary, sizeof a->summary, h->kind, src, dst, e,
                                  s->cfg->window_seconds);
@@ -484,8 +508,9 @@ static void end_window(struct scn *s)
     if (s->rollup_listed)
         for (size_t i = 0; i < s->res.n_rollup; i++)
             if (!s->rollup_seen[i])
-                scn_fail(s, "window %lld: rollup %s->%s %s workflow=%s user=%s bytes=%llu "
-                            "not expected",
+                scn_fail(s,
+                         "window %lld: rollup %s->%s %s workflow=%s user=%s bytes=%llu "
+                         "not expected",
                          (long long)s->window, s->cfg->sites[s->res.rollup[i].src_site].name,
                          s->cfg->sites[s->res.rollup[i].dst_site].name, s->res.rollup[i].source,
                          s->res.rollup[i].workflow, s->res.rollup[i].user,
@@ -517,8 +542,7 @@ static void check_f(const struct scn *s, const char *what, const struct kv *kv, 
         return;
     }
     if (!has || fabs(num_f(s, v) - got) > 1e-6)
-        scn_fail(s, "%s: %s expected %s, got %s%.9g", what, key, v, has ? "" : "null/",
-                 got);
+        scn_fail(s, "%s: %s expected %s, got %s%.9g", what, key, v, has ? "" : "null/", got);
 }
 
 static void expect_cell(struct scn *s, struct kv *kv)
@@ -631,8 +655,8 @@ static void expect_alert(struct scn *s, struct kv *kv)
         return;
     }
     if (!a)
-        scn_fail(s, "window %lld: expected a %s %s alert, got none", (long long)s->window,
-                 state, kv->pos[1]);
+        scn_fail(s, "window %lld: expected a %s %s alert, got none", (long long)s->window, state,
+                 kv->pos[1]);
     if (strcmp(state, a->row.open ? "open" : "resolved") != 0)
         scn_fail(s, "window %lld: alert expected %s, got %s", (long long)s->window, state,
                  a->row.open ? "open" : "resolved");
@@ -765,9 +789,8 @@ int main(void)
         tests = xrealloc(tests, (n + 1) * sizeof *tests);
         char *path = xrealloc(NULL, strlen(dir) + l + 2);
         sprintf(path, "%s/%s", dir, e->d_name);
-        tests[n] = (struct CMUnitTest){.name = strdup(e->d_name),
-                                       .test_func = run_scenario,
-                                       .initial_state = path};
+        tests[n] = (struct CMUnitTest){
+            .name = strdup(e->d_name), .test_func = run_scenario, .initial_state = path};
         n++;
     }
     closedir(d);

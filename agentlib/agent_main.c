@@ -1,0 +1,498 @@
+/* wanledger-agent: counts socket (and NFS) bytes per process in the kernel, drains them every
+ * window, joins owners, samples and reports to the reconciler (DESIGN.md "The agent"). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/buffer.h>
+
+#include "agent_nfs_hook.h"
+#include "agent_opts.h"
+#include "agentmetrics.h"
+#include "flowset.h"
+#include "listenroles.h"
+#include "localaddr.h"
+#include "log.h"
+#include "prisample.h"
+#include "procmeta.h"
+#include "report.h"
+#include "sender.h"
+#include "sockprobe.h"
+#include "timeutil.h"
+
+#ifdef WL_HAVE_NFS_PROBE
+#include "nfs_probe.h"
+#endif
+
+#define FLUSH_INTERVAL_S 5
+#define PRUNE_WINDOWS    10
+
+struct agent {
+    struct agent_opts o;
+    struct event_base *base;
+    struct event *tick, *flush, *sigterm, *sigint;
+    struct evhttp *http;
+    struct sockprobe *probe;
+    const struct agent_nfs_hook *nfs;
+    void *nfs_h;
+    struct procmeta *meta;
+    struct sender *sender;
+    struct flowset fs;
+    struct agentmetrics m;
+    char agent_id[80];
+    char seq_path[PATH_MAX];
+    uint64_t seq;         /* last seq used */
+    int64_t window_start; /* start of the window being counted now (us) */
+    int exit_code;
+};
+
+static int libbpf_log(enum libbpf_print_level lvl, const char *fmt, va_list ap)
+{
+    char line[1024];
+    if (lvl == LIBBPF_DEBUG && log_get_level() < LOG_LVL_DEBUG)
+        return 0;
+    vsnprintf(line, sizeof(line), fmt, ap);
+    line[strcspn(line, "\n")] = '\0';
+    log_debug("libbpf", "%s", line);
+    return 0;
+}
+
+/* CAP_BPF (39) + CAP_PERFMON (38), or CAP_SYS_ADMIN (21), from /proc/self/status. */
+static int has_bpf_caps(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[256];
+    unsigned long long eff = 0;
+    if (!f)
+        return 1; /* cannot tell: let the load say */
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "CapEff: %llx", &eff) == 1)
+            break;
+    fclose(f);
+    int bpf = (eff >> 39) & 1, perfmon = (eff >> 38) & 1, admin = (eff >> 21) & 1;
+    return admin || (bpf && perfmon);
+}
+
+/* Writes a small file atomically (tmp + fsync + rename). */
+static int write_file_atomic(const char *path, const char *text)
+{
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    size_t len = strlen(text);
+    int ok = write(fd, text, len) == (ssize_t)len && fsync(fd) == 0;
+    close(fd);
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* agent_id and the last seq live in the spool directory so that a restart continues the
+ * sequence (the reconciler deduplicates on agent_id+seq: reusing a seq would lose a report). */
+static int load_identity(struct agent *a)
+{
+    char path[PATH_MAX];
+    if (mkdir(a->o.spool_dir, 0700) != 0 && errno != EEXIST) {
+        if (!a->o.to_stdout) {
+            log_error(NULL, "--spool %s: %s", a->o.spool_dir, strerror(errno));
+            return -1;
+        }
+        log_warn(NULL, "--spool %s: %s; seq starts at 1 and agent_id is new", a->o.spool_dir,
+                 strerror(errno));
+    }
+    snprintf(path, sizeof(path), "%s/agent_id", a->o.spool_dir);
+    if (a->o.agent_id) {
+        snprintf(a->agent_id, sizeof(a->agent_id), "%s", a->o.agent_id);
+    } else {
+        FILE *f = fopen(path, "re");
+        if (f) {
+            if (!fgets(a->agent_id, sizeof(a->agent_id), f))
+                a->agent_id[0] = '\0';
+            fclose(f);
+            a->agent_id[strcspn(a->agent_id, "\r\n")] = '\0';
+        }
+        if (!a->agent_id[0]) {
+            unsigned char r[16];
+            if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+                log_error(NULL, "getrandom: %s", strerror(errno));
+                return -1;
+            }
+            for (size_t i = 0; i < sizeof(r); i++)
+                snprintf(a->agent_id + 2 * i, 3, "%02x", r[i]);
+            if (write_file_atomic(path, a->agent_id) != 0)
+                log_warn(NULL, "cannot keep agent_id in %s: %s", path, strerror(errno));
+        }
+    }
+    snprintf(a->seq_path, sizeof(a->seq_path), "%s/seq", a->o.spool_dir);
+    FILE *f = fopen(a->seq_path, "re");
+    if (f) {
+        unsigned long long s = 0;
+        if (fscanf(f, "%llu", &s) == 1)
+            a->seq = s;
+        fclose(f);
+    }
+    return 0;
+}
+
+static void save_seq(struct agent *a)
+{
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)a->seq);
+    if (write_file_atomic(a->seq_path, buf) != 0)
+        log_warn(NULL, "cannot record seq in %s: %s", a->seq_path, strerror(errno));
+}
+
+static void update_send_metrics(struct agent *a)
+{
+    struct sender_stats st;
+    sender_stats(a->sender, &st);
+    a->m.reports_sent = st.sent;
+    a->m.reports_rejected = st.rejected;
+    a->m.send_failures = st.failures;
+    a->m.reports_spooled = st.spooled;
+    a->m.spool_dropped = st.spool_dropped;
+}
+
+/* Drains everything counted since the previous drain and reports it as window_start. */
+static void report_window(struct agent *a, int64_t window_start)
+{
+    char err[512] = "";
+    char ctx[96];
+    uint64_t dropped = 0;
+    flowset_clear(&a->fs);
+
+    int64_t t0 = tm_mono_ns();
+    if (sockprobe_drain(a->probe, &a->fs, &dropped, err, sizeof(err)) != 0) {
+        log_error("socket", "drain: %s", err);
+        a->m.drain_errors++;
+    }
+    agentmetrics_drain_time(&a->m, (uint64_t)(tm_mono_ns() - t0));
+    if (a->nfs_h) {
+        uint64_t nfs_dropped = 0;
+        if (a->nfs->drain(a->nfs_h, &a->fs, &nfs_dropped, err, sizeof(err)) != 0) {
+            log_error(a->nfs->name, "drain: %s", err);
+            a->m.drain_errors++;
+        }
+        dropped += nfs_dropped;
+    }
+    localaddr_drop_self(&a->fs, NULL);
+    for (size_t i = 0; i < a->fs.n; i++) {
+        const struct flow_rec *r = &a->fs.v[i];
+        if (r->source != FLOW_SRC_SOCKET)
+            continue;
+        a->m.events += r->tx_calls + r->rx_calls;
+        a->m.tx_bytes += r->tx_bytes;
+        a->m.rx_bytes += r->rx_bytes;
+    }
+    listenroles_fill(&a->fs, NULL);
+    procmeta_join(a->meta, &a->fs);
+
+    size_t seen = a->fs.n;
+    double tau = 0;
+    a->seq++;
+    if (prisample_flowset(&a->fs, a->o.k, a->seq ^ (uint64_t)window_start, &tau) != 0)
+        log_error(NULL, "sampling: out of memory; reporting all %zu flows", seen);
+    struct report_header h = {
+        .host = a->o.host,
+        .agent_id = a->agent_id,
+        .seq = a->seq,
+        .window_start_us = window_start,
+        .window_seconds = a->o.window_seconds,
+        .dropped_events = dropped,
+        .k = a->o.k,
+        .threshold = tau,
+        .flows_seen = seen,
+    };
+    snprintf(ctx, sizeof(ctx), "%s seq %llu", a->o.host, (unsigned long long)a->seq);
+    char *body = report_json(&h, &a->fs, err, sizeof(err));
+    if (!body) {
+        log_error(ctx, "%s", err);
+    } else {
+        if (!a->o.to_stdout)
+            save_seq(a);
+        if (sender_submit(a->sender, body, strlen(body), err, sizeof(err)) != 0)
+            log_error(ctx, "report lost: %s", err);
+        else if (err[0])
+            log_warn(ctx, "report spooled: %s", err);
+        free(body);
+    }
+    if (dropped)
+        log_warn(ctx, "%llu events dropped (flow map full: raise --map-entries)",
+                 (unsigned long long)dropped);
+    log_debug(ctx, "%zu flows seen, %zu reported, tau %.0f", seen, a->fs.n, tau);
+    a->m.windows++;
+    a->m.dropped_events += dropped;
+    a->m.flows_seen += seen;
+    a->m.flows_reported += a->fs.n;
+    update_send_metrics(a);
+    procmeta_prune(a->meta, PRUNE_WINDOWS);
+}
+
+static void arm_tick(struct agent *a)
+{
+    int64_t now = tm_now_us();
+    int64_t next = tm_window_start(now, a->o.window_seconds) +
+                   (int64_t)a->o.window_seconds * TM_USEC_PER_SEC;
+    struct timeval tv = {.tv_sec = (next - now) / TM_USEC_PER_SEC,
+                         .tv_usec = (next - now) % TM_USEC_PER_SEC};
+    evtimer_add(a->tick, &tv);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct agent *a = arg;
+    (void)fd;
+    (void)what;
+    /* the timer fires at (or just after) the boundary: report the window that just ended */
+    int64_t now = tm_now_us();
+    int64_t ended = tm_window_start(now, a->o.window_seconds) -
+                    (int64_t)a->o.window_seconds * TM_USEC_PER_SEC;
+    if (ended < a->window_start)
+        ended = a->window_start;
+    report_window(a, ended);
+    a->window_start = tm_window_start(now, a->o.window_seconds);
+    if (a->o.once) {
+        event_base_loopbreak(a->base);
+        return;
+    }
+    arm_tick(a);
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    struct agent *a = arg;
+    char err[512];
+    (void)fd;
+    (void)what;
+    size_t n = sender_flush(a->sender, err, sizeof(err));
+    if (n)
+        log_info(NULL, "resent %zu spooled reports", n);
+    if (err[0])
+        log_debug(NULL, "spool: %s", err);
+    update_send_metrics(a);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct agent *a = arg;
+    (void)what;
+    log_info(NULL, "signal %d: reporting the partial window and exiting", (int)sig);
+    report_window(a, a->window_start);
+    event_base_loopbreak(a->base);
+}
+
+static void on_metrics(struct evhttp_request *req, void *arg)
+{
+    struct agent *a = arg;
+    char *text = agentmetrics_render(&a->m);
+    struct evbuffer *b = evbuffer_new();
+    if (!text || !b) {
+        evhttp_send_error(req, 500, "out of memory");
+    } else {
+        evbuffer_add(b, text, strlen(text));
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                          "text/plain; version=0.0.4");
+        evhttp_send_reply(req, 200, "OK", b);
+    }
+    if (b)
+        evbuffer_free(b);
+    free(text);
+}
+
+static int start_metrics(struct agent *a)
+{
+    char host[128];
+    const char *colon = strrchr(a->o.metrics, ':');
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - a->o.metrics), a->o.metrics);
+    int port = atoi(colon + 1);
+    a->http = evhttp_new(a->base);
+    if (!a->http || port <= 0 || port > 65535 ||
+        evhttp_bind_socket(a->http, host[0] == '[' ? "::" : host, (uint16_t)port) != 0) {
+        log_error(NULL, "--metrics %s: cannot listen there", a->o.metrics);
+        return -1;
+    }
+    evhttp_set_cb(a->http, "/metrics", on_metrics, a);
+    return 0;
+}
+
+/* Filters from --netns and --cgroup: the namespace file's inode, the cgroup directory's inode
+ * (its cgroup v2 id) and depth. */
+static int probe_filters(const struct agent_opts *o, struct sockprobe_opts *po)
+{
+    struct stat st;
+    memset(po, 0, sizeof(*po));
+    po->attach = o->attach;
+    po->map_entries = o->map_entries;
+    memcpy(po->excl_ports, o->excl_ports, sizeof(po->excl_ports));
+    po->n_excl_ports = o->n_excl_ports;
+    if (o->netns) {
+        if (stat(o->netns, &st) != 0) {
+            log_error(NULL, "--netns %s: %s", o->netns, strerror(errno));
+            return -1;
+        }
+        po->netns_ino = (uint32_t)st.st_ino;
+    }
+    if (o->cgroup) {
+        char real[PATH_MAX];
+        const char *root = "/sys/fs/cgroup";
+        if (!realpath(o->cgroup, real) || stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            log_error(NULL, "--cgroup %s: not a cgroup directory (%s)", o->cgroup,
+                      strerror(errno));
+            return -1;
+        }
+        if (strncmp(real, root, strlen(root)) != 0) {
+            log_error(NULL, "--cgroup %s: not under the cgroup v2 mount %s", o->cgroup, root);
+            return -1;
+        }
+        po->cgroup_id = st.st_ino;
+        po->cgroup_level = 0;
+        for (const char *p = real + strlen(root); *p; p++)
+            if (*p == '/' && p[1])
+                po->cgroup_level++;
+    }
+    return 0;
+}
+
+static void agent_free(struct agent *a)
+{
+    if (a->nfs && a->nfs_h)
+        a->nfs->close(a->nfs_h);
+    if (a->tick)
+        event_free(a->tick);
+    if (a->flush)
+        event_free(a->flush);
+    if (a->sigterm)
+        event_free(a->sigterm);
+    if (a->sigint)
+        event_free(a->sigint);
+    if (a->http)
+        evhttp_free(a->http);
+    if (a->base)
+        event_base_free(a->base);
+    sockprobe_close(a->probe);
+    procmeta_free(a->meta);
+    sender_free(a->sender);
+    flowset_free(&a->fs);
+    agent_opts_free(&a->o);
+}
+
+int main(int argc, char **argv)
+{
+    struct agent a;
+    char err[1024] = "";
+    memset(&a, 0, sizeof(a));
+    log_set_program("wanledger-agent");
+    int r = agent_opts_parse(&a.o, argc, argv, err, sizeof(err));
+    if (r != 0) {
+        if (r < 0)
+            log_error(NULL, "%s", err);
+        agent_opts_free(&a.o);
+        return r < 0 ? 2 : 0;
+    }
+    if (a.o.verbose)
+        log_set_level(LOG_LVL_DEBUG);
+    a.exit_code = 1;
+    libbpf_set_print(libbpf_log);
+    if (!has_bpf_caps()) {
+        log_error(NULL, "needs root or CAP_BPF+CAP_PERFMON to load its eBPF probes "
+                        "(run as root, or: setcap cap_bpf,cap_perfmon+ep wanledger-agent)");
+        goto cleanup;
+    }
+    if (load_identity(&a) != 0)
+        goto cleanup;
+
+    struct sockprobe_opts po;
+    if (probe_filters(&a.o, &po) != 0) {
+        a.exit_code = 2;
+        goto cleanup;
+    }
+    a.probe = sockprobe_open(&po, err, sizeof(err));
+    if (!a.probe) {
+        log_error("socket", "cannot load the socket probe: %s", err);
+        goto cleanup;
+    }
+    a.m.attach_mode = sockprobe_mode_name(sockprobe_mode(a.probe));
+    log_info("socket", "attach mode %s%s", a.m.attach_mode,
+             a.o.attach == SOCKPROBE_AUTO ? " (probed)" : " (--attach)");
+#ifdef WL_HAVE_NFS_PROBE
+    a.nfs = &nfs_probe_hook;
+    a.nfs_h = a.nfs->open(&a.o, err, sizeof(err));
+    if (a.nfs_h)
+        a.m.nfs = a.nfs->name;
+    else
+        log_warn(a.nfs->name, "not counting NFS: %s", err);
+#endif
+    a.meta = procmeta_new((const char *const *)a.o.workflow_env, a.o.n_workflow_env, NULL, NULL,
+                          err, sizeof(err));
+    if (!a.meta) {
+        log_error(NULL, "%s", err);
+        goto cleanup;
+    }
+    char url[1024];
+    if (a.o.reconciler) {
+        size_t n = strlen(a.o.reconciler);
+        const char *suffix = "/v1/attributions";
+        int full = n >= strlen(suffix) && strcmp(a.o.reconciler + n - strlen(suffix), suffix) == 0;
+        snprintf(url, sizeof(url), "%.*s%s", (int)(n && a.o.reconciler[n - 1] == '/' ? n - 1 : n),
+                 a.o.reconciler, full ? "" : suffix);
+    }
+    struct sender_opts so = {
+        .url = a.o.reconciler ? url : NULL,
+        .token = a.o.token,
+        .spool_dir = a.o.spool_dir,
+        .spool_max_bytes = a.o.spool_max_bytes,
+        .out = a.o.to_stdout ? stdout : NULL,
+    };
+    char spool_sub[PATH_MAX];
+    snprintf(spool_sub, sizeof(spool_sub), "%s/reports", a.o.spool_dir);
+    so.spool_dir = spool_sub;
+    a.sender = sender_new(&so, err, sizeof(err));
+    if (!a.sender) {
+        log_error(NULL, "%s", err);
+        goto cleanup;
+    }
+
+    a.base = event_base_new();
+    if (!a.base) {
+        log_error(NULL, "cannot create the event loop");
+        goto cleanup;
+    }
+    a.tick = evtimer_new(a.base, on_tick, &a);
+    a.flush = event_new(a.base, -1, EV_PERSIST, on_flush, &a);
+    a.sigterm = evsignal_new(a.base, SIGTERM, on_signal, &a);
+    a.sigint = evsignal_new(a.base, SIGINT, on_signal, &a);
+    if (!a.tick || !a.flush || !a.sigterm || !a.sigint) {
+        log_error(NULL, "cannot create events");
+        goto cleanup;
+    }
+    struct timeval fl = {.tv_sec = FLUSH_INTERVAL_S};
+    event_add(a.flush, &fl);
+    event_add(a.sigterm, NULL);
+    event_add(a.sigint, NULL);
+    if (a.o.metrics && start_metrics(&a) != 0)
+        goto cleanup;
+    a.window_start = tm_window_start(tm_now_us(), a.o.window_seconds);
+    arm_tick(&a);
+    log_info(NULL, "agent %s on %s: %ds windows, k=%zu, reporting to %s", a.agent_id, a.o.host,
+             a.o.window_seconds, a.o.k, a.o.to_stdout ? "stdout" : url);
+    event_base_dispatch(a.base);
+    a.exit_code = 0;
+cleanup:
+    r = a.exit_code;
+    agent_free(&a);
+    return r;
+}

@@ -1,0 +1,451 @@
+/* Flags and the optional JSON settings file of wanledger-agent. */
+#include "agent_opts.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+enum {
+    OPT_RECONCILER = 256,
+    OPT_TOKEN_FILE,
+    OPT_WINDOW,
+    OPT_K,
+    OPT_NETNS,
+    OPT_CGROUP,
+    OPT_WORKFLOW_ENV,
+    OPT_STDOUT,
+    OPT_ONCE,
+    OPT_METRICS,
+    OPT_ATTACH,
+    OPT_SPOOL,
+    OPT_SPOOL_MAX,
+    OPT_AGENT_ID,
+    OPT_HOST,
+    OPT_EXCLUDE_PORTS,
+    OPT_MAP_ENTRIES,
+    OPT_CONFIG,
+    OPT_HELP,
+};
+
+static const struct option long_opts[] = {
+    {"reconciler", required_argument, NULL, OPT_RECONCILER},
+    {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+    {"window", required_argument, NULL, OPT_WINDOW},
+    {"k", required_argument, NULL, OPT_K},
+    {"netns", required_argument, NULL, OPT_NETNS},
+    {"cgroup", required_argument, NULL, OPT_CGROUP},
+    {"workflow-env", required_argument, NULL, OPT_WORKFLOW_ENV},
+    {"stdout", no_argument, NULL, OPT_STDOUT},
+    {"once", no_argument, NULL, OPT_ONCE},
+    {"metrics", required_argument, NULL, OPT_METRICS},
+    {"attach", required_argument, NULL, OPT_ATTACH},
+    {"spool", required_argument, NULL, OPT_SPOOL},
+    {"spool-max-bytes", required_argument, NULL, OPT_SPOOL_MAX},
+    {"agent-id", required_argument, NULL, OPT_AGENT_ID},
+    {"host", required_argument, NULL, OPT_HOST},
+    {"exclude-ports", required_argument, NULL, OPT_EXCLUDE_PORTS},
+    {"map-entries", required_argument, NULL, OPT_MAP_ENTRIES},
+    {"config", required_argument, NULL, OPT_CONFIG},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+void agent_opts_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: wanledger-agent [options]\n"
+            "  --reconciler URL      reconciler base URL (POST URL/v1/attributions)\n"
+            "  --token-file F        file holding the agent bearer token\n"
+            "  --window S            window length in seconds (default 60)\n"
+            "  --k N                 flows kept per window before priority sampling (1000)\n"
+            "  --netns PATH          count only this network namespace (/run/netns/x)\n"
+            "  --cgroup PATH         count only this cgroup v2 subtree\n"
+            "  --workflow-env A,B    environment variables naming the workflow\n"
+            "                        (WANLEDGER_WORKFLOW,SLURM_JOB_ID)\n"
+            "  --stdout              print each report as one JSON line instead of posting\n"
+            "  --once                stop after the first report\n"
+            "  --metrics ADDR:PORT   serve Prometheus text at /metrics\n"
+            "  --attach MODE         tp_btf | fentry | kprobe | auto (default auto)\n"
+            "  --spool DIR           on-disk spool (/var/lib/wanledger/agent-spool)\n"
+            "  --spool-max-bytes N   spool bound (67108864)\n"
+            "  --agent-id ID         default: created once in SPOOL/agent_id\n"
+            "  --host NAME           default: the host name\n"
+            "  --exclude-ports P,Q   ports never counted (at most 16)\n"
+            "  --map-entries N       flows per map generation (65536)\n"
+            "  --config FILE         JSON file with the same keys (reconciler, token_file,\n"
+            "                        window_seconds, k, netns, cgroup, workflow_env, metrics,\n"
+            "                        attach, spool, spool_max_bytes, agent_id, host,\n"
+            "                        exclude_ports, map_entries); flags win\n"
+            "  -v, --verbose         debug logging\n");
+}
+
+static int set_str(char **dst, const char *v)
+{
+    char *c = strdup(v);
+    if (!c)
+        return -1;
+    free(*dst);
+    *dst = c;
+    return 0;
+}
+
+static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!s[0] || s[0] == '-')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int set_workflow_env(struct agent_opts *o, const char *list, char *err, size_t errlen,
+                            const char *where)
+{
+    for (size_t i = 0; i < o->n_workflow_env; i++)
+        free(o->workflow_env[i]);
+    o->n_workflow_env = 0;
+    char *copy = strdup(list);
+    char *save = NULL;
+    if (!copy)
+        return -1;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (o->n_workflow_env == AGENT_MAX_WORKFLOW_ENV || strchr(t, '=')) {
+            snprintf(err, errlen, "%s: expected at most %d variable names without '=', got \"%s\"",
+                     where, AGENT_MAX_WORKFLOW_ENV, list);
+            free(copy);
+            return -1;
+        }
+        o->workflow_env[o->n_workflow_env] = strdup(t);
+        if (!o->workflow_env[o->n_workflow_env]) {
+            free(copy);
+            return -1;
+        }
+        o->n_workflow_env++;
+    }
+    free(copy);
+    return 0;
+}
+
+static int set_ports(struct agent_opts *o, const char *list, char *err, size_t errlen,
+                     const char *where)
+{
+    char *copy = strdup(list);
+    char *save = NULL;
+    if (!copy)
+        return -1;
+    o->n_excl_ports = 0;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        uint64_t p;
+        if (o->n_excl_ports == SOCKPROBE_MAX_EXCL_PORTS || parse_u64(t, 1, 65535, &p)) {
+            snprintf(err, errlen, "%s: expected at most %d ports 1-65535, got \"%s\"", where,
+                     SOCKPROBE_MAX_EXCL_PORTS, list);
+            free(copy);
+            return -1;
+        }
+        o->excl_ports[o->n_excl_ports++] = (uint16_t)p;
+    }
+    free(copy);
+    return 0;
+}
+
+/* Applies one setting by its flag id; where names the flag or "FILE: $.key". */
+static int apply(struct agent_opts *o, int id, const char *v, const char *where, char *err,
+                 size_t errlen)
+{
+    uint64_t n;
+    switch (id) {
+    case OPT_RECONCILER:
+        if (strncmp(v, "http://", 7) != 0) {
+            snprintf(err, errlen, "%s: expected an http:// URL, got \"%s\"", where, v);
+            return -1;
+        }
+        return set_str(&o->reconciler, v);
+    case OPT_TOKEN_FILE:
+        return set_str(&o->token_file, v);
+    case OPT_WINDOW:
+        if (parse_u64(v, 1, 86400, &n)) {
+            snprintf(err, errlen, "%s: expected seconds 1-86400, got \"%s\"", where, v);
+            return -1;
+        }
+        o->window_seconds = (int)n;
+        return 0;
+    case OPT_K:
+        if (parse_u64(v, 1, 10000000, &n)) {
+            snprintf(err, errlen, "%s: expected a flow count 1-10000000, got \"%s\"", where, v);
+            return -1;
+        }
+        o->k = (size_t)n;
+        return 0;
+    case OPT_NETNS:
+        return set_str(&o->netns, v);
+    case OPT_CGROUP:
+        return set_str(&o->cgroup, v);
+    case OPT_WORKFLOW_ENV:
+        return set_workflow_env(o, v, err, errlen, where);
+    case OPT_METRICS:
+        if (!strrchr(v, ':')) {
+            snprintf(err, errlen, "%s: expected ADDRESS:PORT, got \"%s\"", where, v);
+            return -1;
+        }
+        return set_str(&o->metrics, v);
+    case OPT_ATTACH:
+        if (sockprobe_parse_mode(v, &o->attach)) {
+            snprintf(err, errlen, "%s: expected tp_btf, fentry, kprobe or auto, got \"%s\"",
+                     where, v);
+            return -1;
+        }
+        return 0;
+    case OPT_SPOOL:
+        return set_str(&o->spool_dir, v);
+    case OPT_SPOOL_MAX:
+        if (parse_u64(v, 4096, UINT64_MAX / 2, &o->spool_max_bytes)) {
+            snprintf(err, errlen, "%s: expected bytes >= 4096, got \"%s\"", where, v);
+            return -1;
+        }
+        return 0;
+    case OPT_AGENT_ID:
+        return set_str(&o->agent_id, v);
+    case OPT_HOST:
+        return set_str(&o->host, v);
+    case OPT_EXCLUDE_PORTS:
+        return set_ports(o, v, err, errlen, where);
+    case OPT_MAP_ENTRIES:
+        if (parse_u64(v, 1, 1u << 24, &n)) {
+            snprintf(err, errlen, "%s: expected 1-16777216 entries, got \"%s\"", where, v);
+            return -1;
+        }
+        o->map_entries = (uint32_t)n;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+static const struct {
+    const char *key;
+    int id;
+} json_keys[] = {
+    {"reconciler", OPT_RECONCILER}, {"token_file", OPT_TOKEN_FILE},
+    {"window_seconds", OPT_WINDOW}, {"k", OPT_K},
+    {"netns", OPT_NETNS},           {"cgroup", OPT_CGROUP},
+    {"workflow_env", OPT_WORKFLOW_ENV}, {"metrics", OPT_METRICS},
+    {"attach", OPT_ATTACH},         {"spool", OPT_SPOOL},
+    {"spool_max_bytes", OPT_SPOOL_MAX}, {"agent_id", OPT_AGENT_ID},
+    {"host", OPT_HOST},             {"exclude_ports", OPT_EXCLUDE_PORTS},
+    {"map_entries", OPT_MAP_ENTRIES},
+};
+
+/* A JSON value as the flag text: strings as is, numbers in decimal, arrays comma-joined. */
+static int json_as_text(const cJSON *v, char *buf, size_t len)
+{
+    if (cJSON_IsString(v)) {
+        snprintf(buf, len, "%s", v->valuestring);
+        return 0;
+    }
+    if (cJSON_IsNumber(v)) {
+        if (v->valuedouble < 0 || v->valuedouble != (double)(uint64_t)v->valuedouble)
+            return -1;
+        snprintf(buf, len, "%llu", (unsigned long long)v->valuedouble);
+        return 0;
+    }
+    if (cJSON_IsArray(v)) {
+        size_t off = 0;
+        const cJSON *e;
+        buf[0] = '\0';
+        cJSON_ArrayForEach(e, v)
+        {
+            char one[256];
+            if (json_as_text(e, one, sizeof(one)) || cJSON_IsArray(e))
+                return -1;
+            off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%s", off ? "," : "",
+                                    one);
+        }
+        return off < len ? 0 : -1;
+    }
+    return -1;
+}
+
+static int load_config(struct agent_opts *o, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "re");
+    char *text = NULL;
+    cJSON *root = NULL;
+    int rc = -1;
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    const size_t cap = 1 << 16;
+    text = malloc(cap);
+    if (!text) {
+        fclose(f);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    size_t n = fread(text, 1, cap - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    if (n == cap - 1) {
+        snprintf(err, errlen, "%s: larger than %zu bytes", path, cap - 1);
+        goto cleanup;
+    }
+    root = cJSON_Parse(text);
+    if (!cJSON_IsObject(root)) {
+        snprintf(err, errlen, "%s: $: expected a JSON object", path);
+        goto cleanup;
+    }
+    const cJSON *item;
+    cJSON_ArrayForEach(item, root)
+    {
+        int id = -1;
+        char where[512], val[1024];
+        for (size_t i = 0; i < sizeof(json_keys) / sizeof(json_keys[0]); i++)
+            if (strcmp(item->string, json_keys[i].key) == 0)
+                id = json_keys[i].id;
+        snprintf(where, sizeof(where), "%s: $.%s", path, item->string);
+        if (id < 0) {
+            snprintf(err, errlen, "%s: unknown setting", where);
+            goto cleanup;
+        }
+        if (json_as_text(item, val, sizeof(val))) {
+            snprintf(err, errlen, "%s: expected a string, a non-negative integer or a list",
+                     where);
+            goto cleanup;
+        }
+        if (apply(o, id, val, where, err, errlen)) {
+            if (!err[0])
+                snprintf(err, errlen, "out of memory");
+            goto cleanup;
+        }
+    }
+    rc = 0;
+cleanup:
+    cJSON_Delete(root);
+    free(text);
+    return rc;
+}
+
+static int read_token(struct agent_opts *o, char *err, size_t errlen)
+{
+    FILE *f = fopen(o->token_file, "re");
+    char buf[4096];
+    if (!f) {
+        snprintf(err, errlen, "--token-file %s: %s", o->token_file, strerror(errno));
+        return -1;
+    }
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    if (!buf[0]) {
+        snprintf(err, errlen, "--token-file %s: the file is empty", o->token_file);
+        return -1;
+    }
+    return set_str(&o->token, buf);
+}
+
+int agent_opts_parse(struct agent_opts *o, int argc, char **argv, char *err, size_t errlen)
+{
+    memset(o, 0, sizeof(*o));
+    o->window_seconds = 60;
+    o->k = 1000;
+    o->spool_max_bytes = 64ull << 20;
+    err[0] = '\0';
+    if (set_workflow_env(o, "WANLEDGER_WORKFLOW,SLURM_JOB_ID", err, errlen, "default"))
+        return -1;
+    /* the settings file first, so that flags override it */
+    for (int i = 1; i < argc; i++) {
+        const char *cfg = NULL;
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            cfg = argv[i + 1];
+        else if (strncmp(argv[i], "--config=", 9) == 0)
+            cfg = argv[i] + 9;
+        if (cfg && load_config(o, cfg, err, errlen))
+            return -1;
+    }
+    optind = 1;
+    opterr = 0;
+    for (;;) {
+        int idx = 0;
+        int c = getopt_long(argc, argv, ":v", long_opts, &idx);
+        if (c == -1)
+            break;
+        if (c == 'v') {
+            o->verbose++;
+            continue;
+        }
+        if (c == OPT_HELP) {
+            agent_opts_usage(stdout);
+            return 1;
+        }
+        if (c == '?' || c == ':') {
+            snprintf(err, errlen, "%s: %s", argv[optind - 1],
+                     c == ':' ? "needs a value" : "unknown option (see --help)");
+            return -1;
+        }
+        if (c == OPT_CONFIG)
+            continue;
+        if (c == OPT_STDOUT) {
+            o->to_stdout = true;
+            continue;
+        }
+        if (c == OPT_ONCE) {
+            o->once = true;
+            continue;
+        }
+        char where[64];
+        snprintf(where, sizeof(where), "--%s", long_opts[idx].name);
+        if (apply(o, c, optarg, where, err, errlen)) {
+            if (!err[0])
+                snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        snprintf(err, errlen, "unexpected argument \"%s\"", argv[optind]);
+        return -1;
+    }
+    if (!o->to_stdout && !o->reconciler) {
+        snprintf(err, errlen, "--reconciler URL (or --stdout) is required");
+        return -1;
+    }
+    if (o->token_file && read_token(o, err, errlen))
+        return -1;
+    if (!o->spool_dir && set_str(&o->spool_dir, "/var/lib/wanledger/agent-spool"))
+        return -1;
+    if (!o->host) {
+        char h[256];
+        if (gethostname(h, sizeof(h)) != 0)
+            snprintf(h, sizeof(h), "unknown");
+        h[sizeof(h) - 1] = '\0';
+        if (set_str(&o->host, h))
+            return -1;
+    }
+    return 0;
+}
+
+void agent_opts_free(struct agent_opts *o)
+{
+    free(o->reconciler);
+    free(o->token_file);
+    free(o->token);
+    free(o->netns);
+    free(o->cgroup);
+    for (size_t i = 0; i < o->n_workflow_env; i++)
+        free(o->workflow_env[i]);
+    free(o->metrics);
+    free(o->spool_dir);
+    free(o->agent_id);
+    free(o->host);
+    memset(o, 0, sizeof(*o));
+}

@@ -1,0 +1,32 @@
+/* The agent's own counters and drain-time distribution, rendered as Prometheus text. */
+#ifndef WL_AGENTMETRICS_H
+#define WL_AGENTMETRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define AGENTMETRICS_DRAIN_SAMPLES 1024 /* the last N drains */
+
+struct agentmetrics {
+    const char *attach_mode; /* "tp_btf", "fentry", "kprobe" */
+    const char *nfs;         /* NFS hook name, or NULL when not running */
+    uint64_t windows;
+    uint64_t events;         /* socket calls counted (tx + rx) */
+    uint64_t tx_bytes, rx_bytes;
+    uint64_t dropped_events;
+    uint64_t flows_seen;     /* summed over windows, before sampling */
+    uint64_t flows_reported;
+    uint64_t reports_sent, reports_rejected, send_failures, spool_dropped;
+    uint64_t reports_spooled; /* waiting now */
+    uint64_t drain_errors;
+    uint64_t drain_ns[AGENTMETRICS_DRAIN_SAMPLES];
+    size_t n_drain; /* total drains recorded (ring index = n % N) */
+};
+
+void agentmetrics_drain_time(struct agentmetrics *m, uint64_t ns);
+/* Quantile q in [0,1] of the recorded drain times in ns (0 when none); count gets the samples. */
+uint64_t agentmetrics_drain_quantile(const struct agentmetrics *m, double q, size_t *count);
+/* Prometheus text exposition (malloc'd), NULL when out of memory. */
+char *agentmetrics_render(const struct agentmetrics *m);
+
+#endif

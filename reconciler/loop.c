@@ -1,0 +1,142 @@
+/* The reconcile loop thread (see loop.h). */
+#include "loop.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "db.h"
+#include "log.h"
+#include "recon_db.h"
+#include "timeutil.h"
+
+#define PENDING_BATCH 512 /* windows listed per query; a pass repeats the query */
+#define PASS_ROUNDS   64  /* bound on repeated listings in one pass (late data keeps coming) */
+
+struct loop {
+    const struct cfg *cfg;
+    struct metrics *metrics;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+};
+
+int loop_pass(PGconn *db, const struct cfg *cfg, struct metrics *m, int64_t now_us,
+              struct loop_pass_stats *st, char *err, size_t errlen)
+{
+    st->reconciled = st->failed = 0;
+    int64_t due[PENDING_BATCH];
+    for (int round = 0; round < PASS_ROUNDS; round++) {
+        size_t n = 0;
+        if (recon_db_pending_windows(db, cfg, now_us, due, PENDING_BATCH, &n, err, errlen) < 0)
+            return -1;
+        size_t done_before = st->reconciled;
+        for (size_t i = 0; i < n; i++) {
+            char ctx[TM_RFC3339_LEN + 8], werr[512];
+            tm_format_rfc3339(due[i], ctx);
+            struct recon_db_stats rs = {0};
+            int64_t t0 = tm_mono_ns();
+            int rc = recon_db_reconcile_window(db, cfg, due[i], &rs, werr, sizeof(werr));
+            if (rc == 0)
+                rc = recon_db_mark_done(db, cfg, due[i], rs.seen_last_data_at_us, werr,
+                                        sizeof(werr));
+            int64_t span = tm_mono_ns() - t0;
+            if (m)
+                metrics_reconcile(m, rc == 0, span, due[i]);
+            if (rc < 0) {
+                log_error(ctx, "reconciliation failed: %s", werr);
+                st->failed++;
+                continue;
+            }
+            st->reconciled++;
+            log_debug(ctx,
+                      "reconciled in %.3f s: %zu samples, %zu flows, %zu transfers -> %zu cells,"
+                      " %zu rollup rows; alerts %zu opened, %zu resolved",
+                      (double)span / 1e9, rs.n_samples, rs.n_flows, rs.n_transfers, rs.n_cells,
+                      rs.n_rollup, rs.n_alerts_opened, rs.n_alerts_resolved);
+        }
+        /* list again only when the listing was full and progress was made */
+        if (n < PENDING_BATCH || st->reconciled == done_before)
+            break;
+    }
+    return 0;
+}
+
+static void *run(void *arg)
+{
+    struct loop *l = arg;
+    const struct cfg *cfg = l->cfg;
+    PGconn *db = NULL;
+    char err[512];
+    int64_t last_err_log = 0;
+    pthread_mutex_lock(&l->mu);
+    while (!l->stop) {
+        pthread_mutex_unlock(&l->mu);
+        if (!db || PQstatus(db) != CONNECTION_OK) {
+            if (db)
+                PQfinish(db);
+            db = db_connect(cfg, err, sizeof(err));
+        }
+        struct loop_pass_stats st = {0};
+        if (!db || loop_pass(db, cfg, l->metrics, tm_now_us(), &st, err, sizeof(err)) < 0) {
+            if (tm_now_us() - last_err_log > 60 * TM_USEC_PER_SEC) {
+                log_error("reconcile", "pass failed: %s", err);
+                last_err_log = tm_now_us();
+            }
+        } else if (st.reconciled || st.failed) {
+            log_info("reconcile", "%zu window(s) reconciled, %zu failed", st.reconciled, st.failed);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += cfg->tick_seconds > 0 ? cfg->tick_seconds : 5;
+        pthread_mutex_lock(&l->mu);
+        while (!l->stop) {
+            if (pthread_cond_timedwait(&l->cv, &l->mu, &until) == ETIMEDOUT)
+                break;
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+    if (db)
+        PQfinish(db);
+    return NULL;
+}
+
+struct loop *loop_start(const struct cfg *cfg, struct metrics *m, char *err, size_t errlen)
+{
+    struct loop *l = calloc(1, sizeof(*l));
+    if (!l) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    l->cfg = cfg;
+    l->metrics = m;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    int rc = pthread_create(&l->thread, NULL, run, l);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start the reconcile thread: error %d", rc);
+        pthread_mutex_destroy(&l->mu);
+        pthread_cond_destroy(&l->cv);
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+void loop_stop(struct loop *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->stop = true;
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    pthread_join(l->thread, NULL);
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+    free(l);
+}

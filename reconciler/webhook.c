@@ -1,0 +1,479 @@
+/* Alertmanager API v2 delivery of gap_alerts (see webhook.h). */
+#include "webhook.h"
+
+#include <event2/http.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonw.h"
+#include "log.h"
+#include "timeutil.h"
+
+#define POLL_INTERVAL_MS 1000
+#define POST_TIMEOUT_S   10
+#define MAX_ALERTS       1000 /* per poll */
+
+/* What one target has received of one alert. */
+struct sent {
+    int64_t id;
+    int64_t last_sent_us;
+    bool resolved_sent;
+    bool seen; /* still listed by the last poll */
+};
+
+struct target {
+    struct webhook *w;
+    char *url, *host, *path;
+    int port;
+    struct evhttp_connection *conn;
+    bool in_flight;
+    int64_t next_attempt_us;
+    int backoff_s;
+    struct sent *sent;
+    size_t n_sent, cap_sent;
+    /* the alerts carried by the POST in flight */
+    int64_t *fl_id;
+    bool *fl_resolved;
+    size_t n_fl;
+};
+
+struct webhook {
+    struct event_base *base;
+    const struct cfg *cfg;
+    struct store *store;
+    struct metrics *metrics;
+    struct event *timer;
+    struct target *targets;
+    size_t n_targets;
+};
+
+static const char SQL_ALERTS[] =
+    "SELECT id, kind, src_site, dst_site, state = 'resolved', coalesce(circuit, ''),"
+    " coalesce(summary, ''),"
+    " (extract(epoch FROM opened_at) * 1000000)::bigint,"
+    " coalesce((extract(epoch FROM resolved_at) * 1000000)::bigint, 0),"
+    " coalesce((extract(epoch FROM first_window) * 1000000)::bigint, 0),"
+    " coalesce((extract(epoch FROM last_window) * 1000000)::bigint, 0),"
+    " coalesce(peak_unattributed_bytes, -1), coalesce(peak_ratio, -1)"
+    " FROM gap_alerts WHERE state = 'open' OR NOT resolved_sent ORDER BY id LIMIT 1000";
+
+/* ---- payload ------------------------------------------------------------------------------ */
+
+static const char *alertname_of(const char *kind)
+{
+    if (strcmp(kind, "gap") == 0)
+        return "WanledgerGap";
+    if (strcmp(kind, "over") == 0)
+        return "WanledgerOver";
+    if (strcmp(kind, "saturation") == 0)
+        return "WanledgerSaturation";
+    return "Wanledger";
+}
+
+static const char *severity_of(const char *kind)
+{
+    return strcmp(kind, "over") == 0 ? "info" : "warning";
+}
+
+/* public_url, else reconciler_url, else http:// + listen; no trailing slash. */
+static void base_url(const struct cfg *cfg, char *out, size_t cap)
+{
+    if (cfg->public_url)
+        snprintf(out, cap, "%s", cfg->public_url);
+    else if (cfg->reconciler_url)
+        snprintf(out, cap, "%s", cfg->reconciler_url);
+    else
+        snprintf(out, cap, "http://%s", cfg->listen ? cfg->listen : "127.0.0.1:7070");
+    size_t n = strlen(out);
+    while (n && out[n - 1] == '/')
+        out[--n] = 0;
+}
+
+static void add_annotation(struct evbuffer *out, bool *first, const char *key, const char *val)
+{
+    evbuffer_add_printf(out, "%s\"%s\":", *first ? "" : ",", key);
+    jw_str(out, val);
+    *first = false;
+}
+
+void webhook_alert_json(struct evbuffer *out, const struct cfg *cfg, const struct webhook_alert *a)
+{
+    char t0[TM_RFC3339_LEN], t1[TM_RFC3339_LEN], fw[TM_RFC3339_LEN], lw[TM_RFC3339_LEN];
+    char num[64], summary[512], base[512];
+    tm_format_rfc3339(a->first_window_us, fw);
+    tm_format_rfc3339(a->last_window_us, lw);
+
+    evbuffer_add_printf(out, "{\"labels\":{\"alertname\":");
+    jw_str(out, alertname_of(a->kind));
+    evbuffer_add_printf(out, ",\"kind\":");
+    jw_str(out, a->kind);
+    evbuffer_add_printf(out, ",\"src_site\":");
+    jw_str(out, a->src_site);
+    evbuffer_add_printf(out, ",\"dst_site\":");
+    jw_str(out, a->dst_site);
+    if (a->circuit && *a->circuit) {
+        evbuffer_add_printf(out, ",\"circuit\":");
+        jw_str(out, a->circuit);
+    }
+    evbuffer_add_printf(out, ",\"severity\":");
+    jw_str(out, severity_of(a->kind));
+
+    evbuffer_add_printf(out, "},\"annotations\":{");
+    bool first = true;
+    if (a->summary && *a->summary)
+        snprintf(summary, sizeof(summary), "%s", a->summary);
+    else
+        snprintf(summary, sizeof(summary), "%s alert on %s -> %s since the window of %s", a->kind,
+                 a->src_site, a->dst_site, fw);
+    add_annotation(out, &first, "summary", summary);
+    if (a->peak_unattributed_bytes >= 0) {
+        snprintf(num, sizeof(num), "%lld", (long long)a->peak_unattributed_bytes);
+        add_annotation(out, &first, "peak_unattributed_bytes", num);
+    }
+    if (a->peak_ratio >= 0) {
+        snprintf(num, sizeof(num), "%.4f", a->peak_ratio);
+        add_annotation(out, &first, "peak_ratio", num);
+    }
+    add_annotation(out, &first, "first_window", fw);
+    add_annotation(out, &first, "last_window", lw);
+
+    evbuffer_add_printf(out, "},\"startsAt\":\"%s\"", tm_format_rfc3339(a->opened_at_us, t0));
+    if (a->resolved)
+        evbuffer_add_printf(
+            out, ",\"endsAt\":\"%s\"",
+            tm_format_rfc3339(a->resolved_at_us ? a->resolved_at_us : tm_now_us(), t1));
+    base_url(cfg, base, sizeof(base));
+    char *src = evhttp_uriencode(a->src_site, -1, 0);
+    char *dst = evhttp_uriencode(a->dst_site, -1, 0);
+    char *win = evhttp_uriencode(lw, -1, 0);
+    evbuffer_add_printf(out, ",\"generatorURL\":");
+    char *url = NULL;
+    if (src && dst && win &&
+        asprintf(&url, "%s/heatmap/cell?src=%s&dst=%s&window=%s", base, src, dst, win) > 0)
+        jw_str(out, url);
+    else
+        jw_str(out, base);
+    free(url);
+    free(src);
+    free(dst);
+    free(win);
+    evbuffer_add_printf(out, "}");
+}
+
+/* ---- per-target bookkeeping --------------------------------------------------------------- */
+
+static struct sent *sent_find(struct target *t, int64_t id, bool add)
+{
+    for (size_t i = 0; i < t->n_sent; i++)
+        if (t->sent[i].id == id)
+            return &t->sent[i];
+    if (!add)
+        return NULL;
+    if (t->n_sent == t->cap_sent) {
+        size_t cap = t->cap_sent ? 2 * t->cap_sent : 16;
+        struct sent *p = realloc(t->sent, cap * sizeof(*p));
+        if (!p)
+            return NULL;
+        t->sent = p;
+        t->cap_sent = cap;
+    }
+    t->sent[t->n_sent] = (struct sent){.id = id};
+    return &t->sent[t->n_sent++];
+}
+
+static void db_mark_sent(struct webhook *w, struct target *t)
+{
+    PGconn *db = store_db(w->store);
+    if (!db || t->n_fl == 0)
+        return;
+    struct evbuffer *ids = evbuffer_new();
+    evbuffer_add(ids, "{", 1);
+    for (size_t i = 0; i < t->n_fl; i++)
+        evbuffer_add_printf(ids, "%s%lld", i ? "," : "", (long long)t->fl_id[i]);
+    evbuffer_add(ids, "}", 2);
+    const char *p[1] = {(const char *)evbuffer_pullup(ids, -1)};
+    PGresult *r = PQexecParams(db,
+                               "UPDATE gap_alerts SET last_sent_at = now()"
+                               " WHERE id = ANY($1::bigint[])",
+                               1, NULL, p, NULL, NULL, 0);
+    PQclear(r);
+    evbuffer_free(ids);
+    /* a resolution is delivered once every target has it */
+    for (size_t i = 0; i < t->n_fl; i++) {
+        if (!t->fl_resolved[i])
+            continue;
+        bool all = true;
+        for (size_t k = 0; k < w->n_targets && all; k++) {
+            struct sent *s = sent_find(&w->targets[k], t->fl_id[i], false);
+            all = s && s->resolved_sent;
+        }
+        if (!all)
+            continue;
+        char id[24];
+        snprintf(id, sizeof(id), "%lld", (long long)t->fl_id[i]);
+        const char *q[1] = {id};
+        r = PQexecParams(db, "UPDATE gap_alerts SET resolved_sent = true WHERE id = $1::bigint", 1,
+                         NULL, q, NULL, NULL, 0);
+        PQclear(r);
+    }
+}
+
+static void on_posted(struct evhttp_request *req, void *arg)
+{
+    struct target *t = arg;
+    struct webhook *w = t->w;
+    int code = req ? evhttp_request_get_response_code(req) : 0;
+    int64_t now = tm_now_us();
+    t->in_flight = false;
+    bool ok = code >= 200 && code < 300;
+    metrics_webhook(w->metrics, ok, t->n_fl);
+    if (ok) {
+        for (size_t i = 0; i < t->n_fl; i++) {
+            struct sent *s = sent_find(t, t->fl_id[i], true);
+            if (!s)
+                continue;
+            s->last_sent_us = now;
+            s->seen = true;
+            if (t->fl_resolved[i])
+                s->resolved_sent = true;
+        }
+        t->backoff_s = 0;
+        t->next_attempt_us = 0;
+        log_debug(t->url, "%zu alert(s) delivered", t->n_fl);
+        db_mark_sent(w, t);
+    } else {
+        t->backoff_s = t->backoff_s ? t->backoff_s * 2 : WEBHOOK_BACKOFF_MIN_S;
+        if (t->backoff_s > WEBHOOK_BACKOFF_MAX_S)
+            t->backoff_s = WEBHOOK_BACKOFF_MAX_S;
+        t->next_attempt_us = now + (int64_t)t->backoff_s * TM_USEC_PER_SEC;
+        log_warn(t->url, "delivery of %zu alert(s) failed (%s %d); retrying in %d s", t->n_fl,
+                 code ? "HTTP" : "no answer", code, t->backoff_s);
+    }
+    t->n_fl = 0;
+}
+
+static int post(struct target *t, struct evbuffer *body)
+{
+    if (!t->conn) {
+        t->conn = evhttp_connection_base_new(t->w->base, NULL, t->host, (ev_uint16_t)t->port);
+        if (!t->conn)
+            return -1;
+        evhttp_connection_set_timeout(t->conn, POST_TIMEOUT_S);
+        evhttp_connection_set_retries(t->conn, 0);
+    }
+    struct evhttp_request *req = evhttp_request_new(on_posted, t);
+    if (!req)
+        return -1;
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    char hostport[300];
+    snprintf(hostport, sizeof(hostport), "%s:%d", t->host, t->port);
+    evhttp_add_header(h, "Host", hostport);
+    evhttp_add_header(h, "Content-Type", "application/json");
+    evhttp_add_header(h, "User-Agent", "wanledger");
+    evbuffer_add_buffer(evhttp_request_get_output_buffer(req), body);
+    if (evhttp_make_request(t->conn, req, EVHTTP_REQ_POST, t->path) < 0)
+        return -1; /* libevent freed req */
+    t->in_flight = true;
+    return 0;
+}
+
+/* ---- polling ------------------------------------------------------------------------------ */
+
+static bool ready(const struct target *t, int64_t now)
+{
+    return !t->in_flight && now >= t->next_attempt_us;
+}
+
+void webhook_poll(struct webhook *w)
+{
+    if (!w || w->n_targets == 0)
+        return;
+    int64_t now = tm_now_us();
+    bool any = false;
+    for (size_t i = 0; i < w->n_targets; i++)
+        any |= ready(&w->targets[i], now);
+    if (!any)
+        return;
+    PGconn *db = store_db(w->store);
+    if (!db)
+        return;
+    PGresult *r = PQexec(db, SQL_ALERTS);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        log_warn("webhooks", "reading gap_alerts: %s", PQresultErrorMessage(r));
+        PQclear(r);
+        return;
+    }
+    int n = PQntuples(r);
+    int64_t resend_us = (int64_t)w->cfg->resend_seconds * TM_USEC_PER_SEC;
+    for (size_t ti = 0; ti < w->n_targets; ti++) {
+        struct target *t = &w->targets[ti];
+        for (size_t i = 0; i < t->n_sent; i++)
+            t->sent[i].seen = false;
+        struct evbuffer *body = evbuffer_new();
+        size_t n_due = 0;
+        int64_t *ids = calloc((size_t)n + 1, sizeof(*ids));
+        bool *res = calloc((size_t)n + 1, sizeof(*res));
+        for (int row = 0; row < n && ids && res; row++) {
+            struct webhook_alert a = {
+                .id = strtoll(PQgetvalue(r, row, 0), NULL, 10),
+                .kind = PQgetvalue(r, row, 1),
+                .src_site = PQgetvalue(r, row, 2),
+                .dst_site = PQgetvalue(r, row, 3),
+                .resolved = PQgetvalue(r, row, 4)[0] == 't',
+                .circuit = PQgetvalue(r, row, 5),
+                .summary = PQgetvalue(r, row, 6),
+                .opened_at_us = strtoll(PQgetvalue(r, row, 7), NULL, 10),
+                .resolved_at_us = strtoll(PQgetvalue(r, row, 8), NULL, 10),
+                .first_window_us = strtoll(PQgetvalue(r, row, 9), NULL, 10),
+                .last_window_us = strtoll(PQgetvalue(r, row, 10), NULL, 10),
+                .peak_unattributed_bytes = strtoll(PQgetvalue(r, row, 11), NULL, 10),
+                .peak_ratio = strtod(PQgetvalue(r, row, 12), NULL),
+            };
+            struct sent *s = sent_find(t, a.id, false);
+            if (s)
+                s->seen = true;
+            bool due =
+                a.resolved ? !(s && s->resolved_sent) : !s || now - s->last_sent_us >= resend_us;
+            if (!due || !ready(t, now))
+                continue;
+            if (n_due)
+                evbuffer_add(body, ",", 1);
+            else
+                evbuffer_add(body, "[", 1);
+            webhook_alert_json(body, w->cfg, &a);
+            ids[n_due] = a.id;
+            res[n_due] = a.resolved;
+            n_due++;
+        }
+        /* forget alerts the table no longer lists (resolutions delivered everywhere) */
+        size_t keep = 0;
+        for (size_t i = 0; i < t->n_sent; i++)
+            if (t->sent[i].seen)
+                t->sent[keep++] = t->sent[i];
+        t->n_sent = keep;
+        if (n_due) {
+            evbuffer_add(body, "]", 1);
+            free(t->fl_id);
+            free(t->fl_resolved);
+            t->fl_id = ids;
+            t->fl_resolved = res;
+            t->n_fl = n_due;
+            ids = NULL;
+            res = NULL;
+            if (post(t, body) < 0) {
+                t->in_flight = true; /* on_posted resets it and schedules the retry */
+                on_posted(NULL, t);
+            }
+        }
+        free(ids);
+        free(res);
+        evbuffer_free(body);
+    }
+    PQclear(r);
+}
+
+size_t webhook_busy(const struct webhook *w)
+{
+    size_t n = 0;
+    int64_t now = tm_now_us();
+    for (size_t i = 0; w && i < w->n_targets; i++)
+        n += w->targets[i].in_flight || w->targets[i].next_attempt_us > now;
+    return n;
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    webhook_poll(arg);
+}
+
+/* ---- life cycle --------------------------------------------------------------------------- */
+
+static int target_init(struct target *t, struct webhook *w, const char *url, char *err,
+                       size_t errlen)
+{
+    t->w = w;
+    t->url = strdup(url);
+    struct evhttp_uri *u = evhttp_uri_parse(url);
+    const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
+    const char *host = u ? evhttp_uri_get_host(u) : NULL;
+    if (!u || !scheme || strcmp(scheme, "http") != 0 || !host || !*host) {
+        snprintf(err, errlen, "webhook %s: expected http://HOST[:PORT]/PATH", url);
+        if (u)
+            evhttp_uri_free(u);
+        return -1;
+    }
+    t->host = strdup(host);
+    t->port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : 80;
+    const char *path = evhttp_uri_get_path(u);
+    const char *query = evhttp_uri_get_query(u);
+    if (asprintf(&t->path, "%s%s%s", path && *path ? path : "/", query ? "?" : "",
+                 query ? query : "") < 0)
+        t->path = NULL;
+    evhttp_uri_free(u);
+    if (!t->url || !t->host || !t->path) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+struct webhook *webhook_new(struct event_base *base, const struct cfg *cfg, struct store *store,
+                            struct metrics *m, char *err, size_t errlen)
+{
+    struct webhook *w = calloc(1, sizeof(*w));
+    if (!w) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    w->base = base;
+    w->cfg = cfg;
+    w->store = store;
+    w->metrics = m;
+    w->targets = calloc(cfg->n_webhooks + 1, sizeof(*w->targets));
+    if (!w->targets) {
+        free(w);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < cfg->n_webhooks; i++) {
+        w->n_targets++;
+        if (target_init(&w->targets[i], w, cfg->webhooks[i], err, errlen) < 0) {
+            webhook_free(w);
+            return NULL;
+        }
+    }
+    if (w->n_targets) {
+        w->timer = event_new(base, -1, EV_PERSIST, on_timer, w);
+        struct timeval tv = {POLL_INTERVAL_MS / 1000, (POLL_INTERVAL_MS % 1000) * 1000};
+        if (!w->timer || event_add(w->timer, &tv) < 0) {
+            snprintf(err, errlen, "cannot start the webhook timer");
+            webhook_free(w);
+            return NULL;
+        }
+    }
+    return w;
+}
+
+void webhook_free(struct webhook *w)
+{
+    if (!w)
+        return;
+    if (w->timer)
+        event_free(w->timer);
+    for (size_t i = 0; i < w->n_targets; i++) {
+        struct target *t = &w->targets[i];
+        if (t->conn)
+            evhttp_connection_free(t->conn);
+        free(t->url);
+        free(t->host);
+        free(t->path);
+        free(t->sent);
+        free(t->fl_id);
+        free(t->fl_resolved);
+    }
+    free(w->targets);
+    free(w);
+}

@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# The whole wanledger stack on one machine, over the simulated sites of topology.sh: snmpd in
+# every site router (the "switch"), the poller, the reconciler (heatmap on loopback), one agent
+# per host that has a recorder (filtered to its own network namespace), the "dupedog" transfer
+# service on a pair of hosts with its logs shipped by `wanledger ship`, and the data servers the
+# scenario's load reads from. Used by demo.sh and by the end-to-end test.
+#
+#   stack.sh up   --run DIR --build DIR --db CONNINFO [--port P] [--webhook URL]
+#                 [--prefix P] [--window S]
+#   stack.sh down --run DIR [--prefix P]
+#   stack.sh status --run DIR
+#
+# Everything it starts is recorded in DIR/pids (stopped by `down`, and by `up` when it is run
+# again); logs go to DIR/logs. The configuration it writes is DIR/config.json.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cmd=${1:-}
+shift || true
+RUN= BUILD= DB= PORT=7070 WEBHOOK= PREFIX=${WLE_PREFIX:-wle-} WINDOW=10 LIFETIME=3600
+while [ $# -gt 0 ]; do
+  case $1 in
+  --run) RUN=$2; shift 2 ;;
+  --build) BUILD=$2; shift 2 ;;
+  --db) DB=$2; shift 2 ;;
+  --port) PORT=$2; shift 2 ;;
+  --webhook) WEBHOOK=$2; shift 2 ;;
+  --prefix) PREFIX=$2; shift 2 ;;
+  --window) WINDOW=$2; shift 2 ;;
+  --lifetime) LIFETIME=$2; shift 2 ;;
+  *) echo "stack.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+[ -n "$RUN" ] || { echo "stack.sh: --run DIR is required" >&2; exit 2; }
+mkdir -p "$RUN"
+RUN=$(cd "$RUN" && pwd)
+PIDS=$RUN/pids
+LOGS=$RUN/logs
+export MIBS= MIBDIRS=/nonexistent # numeric OIDs only: Debian ships no IETF MIBs
+
+log() { printf '%s stack: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+
+# start NAME NETNS|- CMD...: runs CMD in the background (inside NETNS unless "-"), records pid.
+start() {
+  local name=$1 ns=$2
+  shift 2
+  mkdir -p "$PIDS" "$LOGS"
+  if [ "$ns" = - ]; then
+    "$@" >>"$LOGS/$name.log" 2>&1 &
+  else
+    ip netns exec "$ns" "$@" >>"$LOGS/$name.log" 2>&1 &
+  fi
+  echo $! >"$PIDS/$name.pid"
+}
+
+stop_all() {
+  [ -d "$PIDS" ] || return 0
+  local f pid
+  for f in "$PIDS"/*.pid; do
+    [ -e "$f" ] || continue
+    pid=$(cat "$f")
+    kill "$pid" 2>/dev/null || true
+  done
+  for _ in $(seq 50); do
+    local alive=0
+    for f in "$PIDS"/*.pid; do
+      [ -e "$f" ] || continue
+      kill -0 "$(cat "$f")" 2>/dev/null && alive=1
+    done
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
+  for f in "$PIDS"/*.pid; do
+    [ -e "$f" ] || continue
+    kill -9 "$(cat "$f")" 2>/dev/null || true
+    rm -f "$f"
+  done
+}
+
+wait_port() {
+  local port=$1 secs=$2
+  for _ in $(seq $((secs * 10))); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+wait_file() {
+  for _ in $(seq $(($2 * 10))); do [ -e "$1" ] && return 0; sleep 0.1; done
+  return 1
+}
+
+write_config() {
+  umask 077
+  token() { head -c 18 /dev/urandom | base64 | tr '+/' 'xy'; }
+  if [ ! -f "$RUN/tokens.json" ]; then
+    cat >"$RUN/tokens.json" <<EOF
+{"agent": ["agent-$(token)"], "poller": ["poller-$(token)"],
+ "service": ["service-$(token)"], "reader": ["reader-$(token)"]}
+EOF
+  fi
+  sed -n 's/.*"agent": \["\([^"]*\)".*/\1/p' "$RUN/tokens.json" >"$RUN/agent.token"
+  echo public >"$RUN/community"
+  umask 022
+  local webhooks="[]"
+  [ -n "$WEBHOOK" ] && webhooks="[\"$WEBHOOK\"]"
+  cat >"$RUN/config.json" <<EOF
+{
+  "window_seconds": $WINDOW, "grace_seconds": 5, "tick_seconds": 1,
+  "database": "$DB",
+  "listen": "127.0.0.1:$PORT",
+  "tokens_file": "tokens.json",
+  "open_on_loopback": true,
+  "sites": [{"name": "nyc", "prefixes": ["10.1.0.0/16"]},
+            {"name": "chi", "prefixes": ["10.2.0.0/16"]},
+            {"name": "osl", "prefixes": ["10.3.0.0/16"]}],
+  "devices": [
+    {"name": "nyc-r", "site": "nyc", "snmp": {"address": "unix:$RUN/snmp/nyc.sock", "version": "2c",
+     "community_file": "community", "interval_seconds": 2}},
+    {"name": "chi-r", "site": "chi", "snmp": {"address": "unix:$RUN/snmp/chi.sock", "version": "2c",
+     "community_file": "community", "interval_seconds": 2}},
+    {"name": "osl-r", "site": "osl", "snmp": {"address": "unix:$RUN/snmp/osl.sock", "version": "2c",
+     "community_file": "community", "interval_seconds": 2}}],
+  "links": [
+    {"device": "nyc-r", "interface": "wan-chi", "site": "nyc", "peer_site": "chi",
+     "circuit": "nyc-chi-1", "capacity_bps": 200000000},
+    {"device": "chi-r", "interface": "wan-nyc", "site": "chi", "peer_site": "nyc",
+     "circuit": "nyc-chi-1", "capacity_bps": 200000000},
+    {"device": "chi-r", "interface": "wan-osl", "site": "chi", "peer_site": "osl",
+     "circuit": "chi-osl-1", "capacity_bps": 100000000},
+    {"device": "osl-r", "interface": "wan-chi", "site": "osl", "peer_site": "chi",
+     "circuit": "chi-osl-1", "capacity_bps": 100000000}],
+  "routes": [{"src": "nyc", "dst": "osl", "via": ["chi"]},
+             {"src": "osl", "dst": "nyc", "via": ["chi"]}],
+  "dedup": {"nfs_ports": [2049],
+            "services": [{"name": "dupedog", "ports": [7100], "users": ["dupedog"]}]},
+  "thresholds": {"green": 0.95, "red": 0.80, "min_gap_bytes": 5000000, "over": 1.05,
+                 "alert_windows": 2, "resolve_windows": 2, "saturation": 0.90},
+  "alerts": {"webhooks": $webhooks, "resend_seconds": 30},
+  "poller": {"spool_dir": "$RUN/spool/poller"}
+}
+EOF
+}
+
+# snmpd in a router namespace, answering on a unix socket in RUN/snmp (reachable from the root
+# namespace without any route into the simulated sites), with a 1 s interface cache.
+start_snmpd() {
+  local site=$1 ns="${PREFIX}${site}-r" dir=$RUN/snmp
+  mkdir -p "$dir/persist-$site"
+  rm -f "$dir/$site.sock"
+  cat >"$dir/$site.conf" <<EOF
+agentaddress unix:$dir/$site.sock
+com2secunix rosec $dir/$site.sock public
+com2secunix rwsec $dir/$site.sock private
+group rogrp v2c rosec
+group rwgrp v2c rwsec
+view all included .1
+access rogrp "" any noauth exact all none none
+access rwgrp "" any noauth exact all all none
+dontLogTCPWrappersConnects yes
+EOF
+  SNMP_PERSISTENT_DIR=$dir/persist-$site start "snmpd-$site" "$ns" \
+    snmpd -f -Lf "$LOGS/snmpd-$site.log" -C -c "$dir/$site.conf" -M /dev/null
+  wait_file "$dir/$site.sock" 10 || { log "snmpd in $ns did not start"; return 1; }
+  # nsCacheTimeout of the interface table (FACTS.md): 1 s instead of 3 s, lost on restart.
+  local ok=0
+  for _ in $(seq 20); do
+    if snmpset -M /dev/null -v2c -c private -t 1 -r 0 "unix:$dir/$site.sock" \
+      1.3.6.1.4.1.8072.1.5.3.1.2.1.3.6.1.2.1.2.2 i 1 >/dev/null 2>&1; then ok=1; break; fi
+    sleep 0.2
+  done
+  [ $ok = 1 ] || { log "snmpset nsCacheTimeout on $site failed"; return 1; }
+}
+
+up() {
+  [ -n "$BUILD" ] && [ -n "$DB" ] || { echo "stack.sh up: --build and --db are required" >&2; exit 2; }
+  local WL=$BUILD/cmd/wanledger AGENT=$BUILD/agentlib/wanledger-agent TRAFFIC=$BUILD/tests/e2e/wl-traffic
+  [ -x "$WL" ] || { echo "stack.sh: $WL is not built" >&2; exit 1; }
+  [ -x "$TRAFFIC" ] || { echo "stack.sh: $TRAFFIC is not built" >&2; exit 1; }
+  stop_all
+  "$here/topology.sh" up --prefix "$PREFIX"
+  write_config
+  mkdir -p "$RUN/dupedog" "$RUN/spool" "$LOGS"
+  log "migrating $DB"
+  "$WL" --config "$RUN/config.json" migrate >>"$LOGS/migrate.log" 2>&1 ||
+    { log "migrate failed: $(tail -3 "$LOGS/migrate.log")"; exit 1; }
+  local site
+  for site in nyc chi osl; do start_snmpd "$site"; done
+  log "snmpd up in ${PREFIX}nyc-r, ${PREFIX}chi-r, ${PREFIX}osl-r"
+
+  start reconciler - "$WL" --config "$RUN/config.json" reconcile
+  if ! wait_port "$PORT" 20; then
+    log "reconciler did not listen on 127.0.0.1:$PORT: $(tail -3 "$LOGS/reconciler.log")"
+    exit 1
+  fi
+  start poller - "$WL" --config "$RUN/config.json" poll --name stack-poller
+  log "reconciler on http://127.0.0.1:$PORT, poller polling 3 routers"
+
+  # Agents: one per host with a recorder, filtered to that host's namespace.
+  local ns site host addr agent n=0
+  if [ -x "$AGENT" ]; then
+    while read -r ns site host addr agent; do
+      [ "$agent" = agent ] || continue
+      mkdir -p "$RUN/spool/agent-$host"
+      start "agent-$host" - "$AGENT" --reconciler "http://127.0.0.1:$PORT" \
+        --token-file "$RUN/agent.token" --window "$WINDOW" --netns "/run/netns/$ns" \
+        --host "$host" --spool "$RUN/spool/agent-$host" --workflow-env WANLEDGER_WORKFLOW
+      n=$((n + 1))
+    done < <("$here/topology.sh" hosts --prefix "$PREFIX")
+    log "$n agents started"
+  else
+    log "WARNING: $AGENT is not built: no agents (every cell will read as unattributed)"
+  fi
+
+  # Data servers: nyc's data server and chi's cache (socket reads), chi's filer (replication
+  # target), and dupedog on its port 7100 at both ends, logging every copy it serves.
+  local T=$LIFETIME
+  start srv-nyc-data "${PREFIX}nyc-data" "$TRAFFIC" serve --listen 10.1.0.10:9000 --seconds "$T"
+  start srv-chi-cache "${PREFIX}chi-cache" "$TRAFFIC" serve --listen 10.2.0.12:9000 --seconds "$T"
+  start srv-chi-filer "${PREFIX}chi-filer" "$TRAFFIC" serve --listen 10.2.0.20:8800 --seconds "$T"
+  start dupedog-nyc "${PREFIX}nyc-dd" "$TRAFFIC" serve --listen 10.1.0.11:7100 --seconds "$T" \
+    --service dupedog --log "$RUN/dupedog/nyc-dd.log"
+  start dupedog-chi "${PREFIX}chi-dd" "$TRAFFIC" serve --listen 10.2.0.11:7100 --seconds "$T" \
+    --service dupedog --log "$RUN/dupedog/chi-dd.log"
+  touch "$RUN/dupedog/nyc-dd.log" "$RUN/dupedog/chi-dd.log"
+  start ship - "$WL" --config "$RUN/config.json" ship --state "$RUN/dupedog/ship.state" \
+    "$RUN/dupedog/nyc-dd.log" "$RUN/dupedog/chi-dd.log"
+  log "data servers, dupedog and its shipper started"
+  sleep 1
+  local f bad=0
+  for f in "$PIDS"/*.pid; do
+    if ! kill -0 "$(cat "$f")" 2>/dev/null; then
+      log "$(basename "$f" .pid) exited early: $(tail -2 "$LOGS/$(basename "$f" .pid).log" | tr '\n' ' ')"
+      bad=1
+    fi
+  done
+  return $bad
+}
+
+status() {
+  local f
+  for f in "$PIDS"/*.pid; do
+    [ -e "$f" ] || continue
+    if kill -0 "$(cat "$f")" 2>/dev/null; then echo "running $(basename "$f" .pid)"; else echo "dead    $(basename "$f" .pid)"; fi
+  done
+}
+
+case $cmd in
+up) up ;;
+down) stop_all; "$here/topology.sh" down --prefix "$PREFIX" ;;
+status) status ;;
+*) echo "usage: stack.sh up|down|status --run DIR ..." >&2; exit 2 ;;
+esac

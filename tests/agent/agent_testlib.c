@@ -1,0 +1,163 @@
+/* Namespaces, processes and report parsing for the agent's tests. */
+#include "agent_testlib.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static char g_ns[8][64];
+static int g_nns;
+
+static void del_netns(void)
+{
+    for (int i = 0; i < g_nns; i++)
+        th_sh("ip netns del %s 2>/dev/null", g_ns[i]);
+    g_nns = 0;
+}
+
+int atl_netns_pair(const char *a, const char *b, const char *ipa, const char *ipb)
+{
+    if (g_nns == 0)
+        atexit(del_netns);
+    th_sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", a, b);
+    if (g_nns + 2 <= 8) {
+        snprintf(g_ns[g_nns++], sizeof(g_ns[0]), "%s", a);
+        snprintf(g_ns[g_nns++], sizeof(g_ns[0]), "%s", b);
+    }
+    return th_sh("set -e; ip netns add %s; ip netns add %s; "
+                 "ip link add %s-v type veth peer name %s-v netns %s; "
+                 "ip link set %s-v netns %s; "
+                 "ip -n %s addr add %s/24 dev %s-v; ip -n %s addr add %s/24 dev %s-v; "
+                 "ip -n %s link set %s-v up; ip -n %s link set %s-v up; "
+                 "ip -n %s link set lo up; ip -n %s link set lo up",
+                 a, b, a, b, b, a, a, a, ipa, a, b, ipb, b, a, a, b, b, a, b) == 0
+               ? 0
+               : -1;
+}
+
+const char *atl_bin(const char *name)
+{
+    static char buf[4][1024];
+    static int k;
+    const char *dir = getenv("WL_BUILD_DIR");
+    char *out = buf[k++ % 4];
+    snprintf(out, 1024, "%s/tests/agent/%s", dir ? dir : ".", name);
+    return out;
+}
+
+pid_t atl_spawn(char *const argv[], const char *out_path, const char *err_path)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    if (out_path) {
+        int fd = open(out_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            close(fd);
+        }
+    }
+    if (err_path) {
+        int fd = open(err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 2);
+            close(fd);
+        }
+    }
+    execvp(argv[0], argv);
+    fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)(n > 0 ? n : 0) + 1);
+    size_t got = s ? fread(s, 1, (size_t)(n > 0 ? n : 0), f) : 0;
+    fclose(f);
+    if (s)
+        s[got] = '\0';
+    return s;
+}
+
+int atl_wait_contains(const char *path, const char *needle, int timeout_ms)
+{
+    for (int waited = 0; waited <= timeout_ms; waited += 50) {
+        char *s = slurp(path);
+        int found = s && strstr(s, needle);
+        free(s);
+        if (found)
+            return 0;
+        usleep(50000);
+    }
+    return -1;
+}
+
+int atl_wait_exit(pid_t pid, int timeout_ms)
+{
+    int st;
+    for (int waited = 0; waited <= timeout_ms; waited += 20) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return st;
+        usleep(20000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
+}
+
+int atl_reports_load(const char *path, struct atl_reports *out)
+{
+    char *s = slurp(path);
+    memset(out, 0, sizeof(*out));
+    if (!s)
+        return -1;
+    size_t cap = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] != '{')
+            continue;
+        cJSON *j = cJSON_Parse(line);
+        if (!j)
+            continue;
+        if (out->n == cap) {
+            cap = cap ? cap * 2 : 64;
+            out->r = realloc(out->r, cap * sizeof(*out->r));
+        }
+        out->r[out->n++] = j;
+    }
+    free(s);
+    return 0;
+}
+
+void atl_reports_free(struct atl_reports *rs)
+{
+    for (size_t i = 0; i < rs->n; i++)
+        cJSON_Delete(rs->r[i]);
+    free(rs->r);
+    memset(rs, 0, sizeof(*rs));
+}
+
+long long atl_num(const cJSON *o, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsNumber(v) ? (long long)v->valuedouble : 0;
+}
+
+const char *atl_str(const cJSON *o, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}

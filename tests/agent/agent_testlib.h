@@ -1,0 +1,37 @@
+/* Helpers shared by the agent's tests: network namespaces joined by veth, running the agent and
+ * the traffic tools with stdout and stderr apart, reading the agent's JSON-line reports. */
+#ifndef WL_AGENT_TESTLIB_H
+#define WL_AGENT_TESTLIB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+/* Creates namespaces a and b joined by a veth pair (ipa/24, ipb/24, lo up); deletes any
+ * leftovers of the same names first and registers their removal at exit. 0 or -1. */
+int atl_netns_pair(const char *a, const char *b, const char *ipa, const char *ipb);
+/* Path of a program built in this folder (WL_BUILD_DIR/tests/agent/NAME). */
+const char *atl_bin(const char *name);
+/* fork+exec with stdout to out_path and stderr to err_path (NULL: inherit). */
+pid_t atl_spawn(char *const argv[], const char *out_path, const char *err_path);
+/* Waits until path contains needle; 0 or -1 after timeout_ms. */
+int atl_wait_contains(const char *path, const char *needle, int timeout_ms);
+/* Waits for a child to exit by itself; its exit status (waitpid form) or -1 after timeout_ms
+ * (then it is killed). */
+int atl_wait_exit(pid_t pid, int timeout_ms);
+
+/* The agent reports in a file (lines starting with '{'), parsed. */
+struct atl_reports {
+    cJSON **r;
+    size_t n;
+};
+int atl_reports_load(const char *path, struct atl_reports *out);
+void atl_reports_free(struct atl_reports *rs);
+/* Integer field of a JSON object (0 when absent). */
+long long atl_num(const cJSON *o, const char *name);
+/* String field ("" when absent). */
+const char *atl_str(const cJSON *o, const char *name);
+
+#endif

@@ -1,0 +1,73 @@
+/* Loss accounting: with 8 flow slots per map generation, 60 datagrams to 60 different ports in
+ * one burst cannot all be counted; dropped_events must say exactly how many were not:
+ * counted calls + dropped_events = 60, and at least 60 - 2 x 8 were dropped (the burst spans at
+ * most two generations). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent_testlib.h"
+#include "harness.h"
+
+#define NS_A "wla-ls-a"
+#define NS_B "wla-ls-b"
+#define IP_A "10.203.0.1"
+#define IP_B "10.203.0.2"
+#define SENDS 60
+#define SLOTS 8
+
+static void test_map_full_is_counted(void **state)
+{
+    (void)state;
+    th_require_root();
+    assert_int_equal(atl_netns_pair(NS_A, NS_B, IP_A, IP_B), 0);
+    const char *dir = th_tmpdir("agent-loss");
+    char rep[512], log[512], spool[512];
+    snprintf(rep, sizeof(rep), "%s/r.jsonl", dir);
+    snprintf(log, sizeof(log), "%s/a.log", dir);
+    snprintf(spool, sizeof(spool), "%s/spool", dir);
+    char *argv[] = {(char *)th_bin("wanledger-agent"), "--stdout", "--window", "1",
+                    "--map-entries", "8", "--netns", "/run/netns/" NS_A, "--spool", spool, NULL};
+    pid_t agent = atl_spawn(argv, rep, log);
+    assert_int_equal(atl_wait_contains(log, "reporting to", 15000), 0);
+    assert_int_equal(th_sh("ip netns exec %s %s many %s 20000 %d", NS_A, atl_bin("wla_traffic"),
+                           IP_B, SENDS),
+                     0);
+    sleep(2);
+    assert_int_equal(th_stop(agent, 10000), 0);
+
+    struct atl_reports rs;
+    long long calls = 0, bytes = 0, dropped = 0;
+    assert_int_equal(atl_reports_load(rep, &rs), 0);
+    for (size_t i = 0; i < rs.n; i++) {
+        const cJSON *f;
+        dropped += atl_num(rs.r[i], "dropped_events");
+        cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(rs.r[i], "flows"))
+        {
+            calls += atl_num(f, "tx_calls");
+            bytes += atl_num(f, "tx_bytes");
+        }
+    }
+    atl_reports_free(&rs);
+    printf("%lld datagrams counted (%lld bytes), %lld reported as dropped, of %d sent\n", calls,
+           bytes, dropped, SENDS);
+    assert_int_equal(calls + dropped, SENDS);
+    assert_int_equal(bytes, calls * 10);
+    assert_true(dropped >= SENDS - 2 * SLOTS);
+    assert_true(atl_wait_contains(log, "events dropped", 0) == 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_map_full_is_counted),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

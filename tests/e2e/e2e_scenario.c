@@ -1,0 +1,364 @@
+/* The end-to-end test: the whole stack over simulated sites (scripts/stack.sh) plays the seed's
+ * incident (scripts/scenario.sh), then this test asserts from PostgreSQL what a network team
+ * would see:
+ *   phase 1  every judged cell is ok, coverage between the green and the over thresholds (so the
+ *            dupedog copy and the connections with agents at both ends are counted once);
+ *   phase 2  a saturation alert on nyc->chi whose summary names backtest-17 first;
+ *   phase 3  a gap alert on nyc->chi whose unattributed volume is within 10% of what the filer
+ *            replication's sender itself counted (wl-traffic's tx_bytes);
+ *   phase 4  both alerts resolved;
+ * and the webhook receiver got every alert, opened and resolved. The expected figures come from
+ * the load generators' own byte counts and the configured thresholds, never from wanledger. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define PREFIX    "wle-t-"
+#define GREEN     0.95 /* thresholds written by scripts/stack.sh */
+#define OVER      1.05
+#define WORKFLOW2 "backtest-17"
+
+static char run_dir[512], sink_out[600];
+static const char *conninfo;
+static int port, sink_port;
+static pid_t sink_pid;
+static PGconn *db;
+static long long p1, p2, p3, p4, p_end, replication_tx;
+static bool stack_up;
+
+static void stack_down(void)
+{
+    if (!stack_up)
+        return;
+    th_sh("'%s/scripts/stack.sh' down --run '%s' --prefix " PREFIX " >>'%s/stack.log' 2>&1",
+          getenv("WL_SOURCE_DIR"), run_dir, run_dir);
+    stack_up = false;
+}
+
+static long long timeline(const char *key)
+{
+    char path[600], line[256];
+    snprintf(path, sizeof path, "%s/scenario/timeline.env", run_dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    long long v = -1;
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, kl) && line[kl] == '=')
+            v = atoll(line + kl + 1);
+    fclose(f);
+    return v;
+}
+
+/* Every result stays alive until q_clear_all(): a failing assertion jumps out of a test. */
+static PGresult *results[64];
+static int n_results;
+
+static void q_clear_all(void)
+{
+    while (n_results > 0)
+        PQclear(results[--n_results]);
+}
+
+static PGresult *q(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static PGresult *q(const char *fmt, ...)
+{
+    if (n_results == (int)(sizeof results / sizeof results[0]))
+        q_clear_all();
+    char sql[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    PGresult *r = PQexec(db, sql);
+    results[n_results++] = r;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("query failed: %s\n%s", PQerrorMessage(db), sql);
+    return r;
+}
+
+static void dump_cells(long long from, long long to)
+{
+    PGresult *r = q("SELECT extract(epoch FROM window_start)::bigint, src_site, dst_site, status, "
+                    "coverage, observed_payload_bytes, attributed_bytes, socket_bytes, "
+                    "service_bytes, unattributed_bytes FROM heatmap_cells WHERE window_start >= "
+                    "to_timestamp(%lld) AND window_start < to_timestamp(%lld) ORDER BY 1, 2, 3",
+                    from, to);
+    for (int i = 0; i < PQntuples(r); i++)
+        fprintf(stderr, "  cell %s %s->%s %-10s cov %-8.8s payload %s attributed %s (socket %s, "
+                        "service %s) unattributed %s\n",
+                PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
+                PQgetvalue(r, i, 3), PQgetvalue(r, i, 4), PQgetvalue(r, i, 5),
+                PQgetvalue(r, i, 6), PQgetvalue(r, i, 7), PQgetvalue(r, i, 8),
+                PQgetvalue(r, i, 9));
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    th_require_root();
+    th_require(access("/sys/kernel/btf/vmlinux", R_OK) == 0, "kernel BTF for the agents");
+    th_require(getenv("WL_SOURCE_DIR") != NULL, "WL_SOURCE_DIR (set by ctest)");
+    th_require(access(th_bin("wanledger-agent"), X_OK) == 0, "wanledger-agent is built");
+    conninfo = th_pg_default();
+    snprintf(run_dir, sizeof run_dir, "%s", th_tmpdir("e2e"));
+    port = th_free_port();
+    sink_port = th_free_port();
+    snprintf(sink_out, sizeof sink_out, "%s/webhook.ndjson", run_dir);
+    char listen[64], sink_log[600];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", sink_port);
+    snprintf(sink_log, sizeof sink_log, "%s/webhook.log", run_dir);
+    char *argv[] = {WL_HTTP_SINK, "--listen", listen, "--out", sink_out, "--seconds", "900", NULL};
+    sink_pid = th_spawn(argv, sink_log);
+    assert_int_equal(th_wait_port(sink_port, 5000), 0);
+
+    atexit(stack_down);
+    stack_up = true;
+    int rc = th_sh("'%s/scripts/stack.sh' up --run '%s' --build '%s' --db '%s' --port %d "
+                   "--webhook http://127.0.0.1:%d/api/v2/alerts --prefix " PREFIX
+                   " --lifetime 600 >'%s/stack.log' 2>&1",
+                   getenv("WL_SOURCE_DIR"), run_dir, getenv("WL_BUILD_DIR"), conninfo, port,
+                   sink_port, run_dir);
+    if (rc != 0) {
+        th_sh("cat '%s/stack.log' >&2; tail -n 5 '%s'/logs/*.log >&2", run_dir, run_dir);
+        fail_msg("stack.sh up failed (exit %d)", rc);
+    }
+    rc = th_sh("'%s/scripts/scenario.sh' --run '%s' --build '%s' --prefix " PREFIX
+               " >'%s/scenario.log' 2>&1",
+               getenv("WL_SOURCE_DIR"), run_dir, getenv("WL_BUILD_DIR"), run_dir);
+    th_sh("cat '%s/scenario.log' >&2", run_dir);
+    assert_int_equal(rc, 0);
+    p1 = timeline("P1_START");
+    p2 = timeline("P2_START");
+    p3 = timeline("P3_START");
+    p4 = timeline("P4_START");
+    p_end = timeline("END");
+    replication_tx = timeline("REPLICATION_TX_BYTES");
+    assert_true(p1 > 0 && p2 > p1 && p3 > p2 && p4 > p3 && p_end > p4);
+    db = PQconnectdb(conninfo);
+    assert_int_equal(PQstatus(db), CONNECTION_OK);
+    /* Resolutions go out within a second or two of the last reconciliation. */
+    for (int i = 0; i < 100; i++) {
+        PGresult *r = q("SELECT count(*) FROM gap_alerts WHERE state = 'open' OR NOT "
+                        "resolved_sent OR last_sent_at IS NULL");
+        bool done = atoi(PQgetvalue(r, 0, 0)) == 0;
+        if (done)
+            break;
+        usleep(200000);
+    }
+    fprintf(stderr, "timeline: phase 1 %lld, 2 %lld, 3 %lld, 4 %lld, end %lld; replication sent "
+                    "%lld bytes\n", p1, p2, p3, p4, p_end, replication_tx);
+    dump_cells(p1 - 10, p_end);
+    PGresult *r = q("SELECT id, kind, src_site, dst_site, state, first_window, last_window, "
+                    "resolved_at, peak_unattributed_bytes, summary FROM gap_alerts ORDER BY id");
+    for (int i = 0; i < PQntuples(r); i++)
+        fprintf(stderr, "  alert %s %s %s->%s %s first %s last %s resolved %s peak %s: %s\n",
+                PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
+                PQgetvalue(r, i, 3), PQgetvalue(r, i, 4), PQgetvalue(r, i, 5),
+                PQgetvalue(r, i, 6), PQgetvalue(r, i, 7), PQgetvalue(r, i, 8),
+                PQgetvalue(r, i, 9));
+    return 0;
+}
+
+static int after_each(void **state)
+{
+    (void)state;
+    q_clear_all();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    q_clear_all();
+    stack_down();
+    if (db)
+        PQfinish(db);
+    th_stop(sink_pid, 2000);
+    return 0;
+}
+
+/* Phase 1: every cell with enough traffic to judge is ok, with coverage within [green, over];
+ * nyc->chi (socket reads with agents at both ends + the dupedog copy) and chi->osl are among
+ * them in every window. */
+static void test_phase1_green(void **state)
+{
+    (void)state;
+    PGresult *r = q("SELECT extract(epoch FROM window_start)::bigint, src_site, dst_site, status, "
+                    "coverage FROM heatmap_cells WHERE window_start >= to_timestamp(%lld) AND "
+                    "window_start < to_timestamp(%lld) AND status <> 'idle'",
+                    p1, p2);
+    int judged_nyc_chi = 0, judged_chi_osl = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *st = PQgetvalue(r, i, 3);
+        double cov = atof(PQgetvalue(r, i, 4));
+        if (strcmp(st, "ok") != 0 || cov < GREEN || cov > OVER)
+            fail_msg("phase 1 window %s %s->%s: status %s coverage %.4f, expected ok within "
+                     "[%.2f, %.2f]", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+                     PQgetvalue(r, i, 2), st, cov, GREEN, OVER);
+        if (!strcmp(PQgetvalue(r, i, 1), "nyc") && !strcmp(PQgetvalue(r, i, 2), "chi"))
+            judged_nyc_chi++;
+        if (!strcmp(PQgetvalue(r, i, 1), "chi") && !strcmp(PQgetvalue(r, i, 2), "osl"))
+            judged_chi_osl++;
+    }
+    int windows = (int)((p2 - p1) / 10);
+    assert_int_equal(judged_nyc_chi, windows);
+    assert_int_equal(judged_chi_osl, windows);
+    /* No alert of any kind opened before phase 2. */
+    r = q("SELECT count(*) FROM gap_alerts WHERE first_window < to_timestamp(%lld)", p2);
+    assert_int_equal(atoi(PQgetvalue(r, 0, 0)), 0);
+}
+
+/* Phase 2: a saturation alert on nyc->chi, opened in phase 2, naming backtest-17 first. */
+static void test_phase2_saturation_names_workflow(void **state)
+{
+    (void)state;
+    PGresult *r = q("SELECT summary FROM gap_alerts WHERE kind = 'saturation' AND src_site = "
+                    "'nyc' AND dst_site = 'chi' AND first_window >= to_timestamp(%lld) AND "
+                    "first_window < to_timestamp(%lld)",
+                    p2, p3);
+    assert_int_equal(PQntuples(r), 1);
+    const char *summary = PQgetvalue(r, 0, 0);
+    const char *top = strstr(summary, "workflows:");
+    if (!top)
+        fail_msg("saturation summary names no workflows: %s", summary);
+    const char *first = top + strlen("workflows:");
+    while (*first == ' ')
+        first++;
+    if (strncmp(first, WORKFLOW2, strlen(WORKFLOW2)) != 0)
+        fail_msg("saturation summary does not name %s first: %s", WORKFLOW2, summary);
+}
+
+/* Phase 3: a gap alert on nyc->chi opened in phase 3; the unattributed bytes of nyc->chi over
+ * the replication's windows (phase 3 plus the first window of phase 4, where the last queued
+ * bytes drain) are within 10% of the bytes the replication's sender counted. */
+static void test_phase3_gap_volume(void **state)
+{
+    (void)state;
+    assert_true(replication_tx > 100000000); /* the replication really ran: > 100 MB */
+    PGresult *r = q("SELECT count(*) FROM gap_alerts WHERE kind = 'gap' AND src_site = 'nyc' AND "
+                    "dst_site = 'chi' AND first_window >= to_timestamp(%lld) AND first_window < "
+                    "to_timestamp(%lld)",
+                    p3, p4);
+    assert_int_equal(atoi(PQgetvalue(r, 0, 0)), 1);
+    r = q("SELECT coalesce(sum(unattributed_bytes), 0), count(*) FROM heatmap_cells WHERE "
+          "src_site = 'nyc' AND dst_site = 'chi' AND window_start >= to_timestamp(%lld) AND "
+          "window_start <= to_timestamp(%lld)",
+          p3, p4);
+    long long unattributed = atoll(PQgetvalue(r, 0, 0));
+    int windows = atoi(PQgetvalue(r, 0, 1));
+    assert_int_equal(windows, (int)((p4 - p3) / 10) + 1);
+    double ratio = (double)unattributed / (double)replication_tx;
+    fprintf(stderr, "phase 3: unattributed %lld bytes over %d windows vs replication sent %lld "
+                    "bytes: ratio %.4f\n", unattributed, windows, replication_tx, ratio);
+    if (ratio < 0.90 || ratio > 1.10)
+        fail_msg("unattributed %lld bytes is not within 10%% of the replication's %lld bytes "
+                 "(ratio %.4f)", unattributed, replication_tx, ratio);
+    /* The cell page of a phase-3 window shows the gap (red) and names no owner of it. */
+    char when[32];
+    time_t t = (time_t)(p3 + 10);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    assert_int_equal(th_sh("curl -sf 'http://127.0.0.1:%d/heatmap/cell?src=nyc&dst=chi&"
+                           "window=%s' | grep -q 'data-status=\"red\"'", port, when), 0);
+}
+
+/* Phase 4: every alert of the scenario resolved, after the fix. */
+static void test_phase4_resolved(void **state)
+{
+    (void)state;
+    PGresult *r = q("SELECT kind, src_site, dst_site, state, resolved_at >= to_timestamp(%lld) "
+                    "FROM gap_alerts WHERE src_site = 'nyc' AND dst_site = 'chi' AND kind IN ('gap', "
+                    "'saturation')",
+                    p4);
+    int n_gap = 0, n_sat = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        if (strcmp(PQgetvalue(r, i, 3), "resolved") != 0 || strcmp(PQgetvalue(r, i, 4), "t"))
+            fail_msg("%s alert nyc->chi is %s (resolved in phase 4: %s), expected resolved in "
+                     "phase 4", PQgetvalue(r, i, 0), PQgetvalue(r, i, 3), PQgetvalue(r, i, 4));
+        n_gap += !strcmp(PQgetvalue(r, i, 0), "gap");
+        n_sat += !strcmp(PQgetvalue(r, i, 0), "saturation");
+    }
+    assert_int_equal(n_gap, 1);
+    assert_int_equal(n_sat, 1);
+    r = q("SELECT count(*) FROM gap_alerts WHERE state = 'open'");
+    assert_int_equal(atoi(PQgetvalue(r, 0, 0)), 0);
+}
+
+/* Every alert in gap_alerts reached the webhook receiver in Alertmanager v2 form: once open
+ * (startsAt, no endsAt) and once resolved (endsAt). */
+static void test_webhook_got_every_alert(void **state)
+{
+    (void)state;
+    PGresult *r = q("SELECT kind, src_site, dst_site, state FROM gap_alerts");
+    assert_true(PQntuples(r) >= 2);
+    FILE *f = fopen(sink_out, "r");
+    assert_non_null(f);
+    char *line = NULL;
+    size_t cap = 0;
+    int n_alerts = PQntuples(r);
+    int *seen_open = calloc((size_t)n_alerts, sizeof(int));
+    int *seen_end = calloc((size_t)n_alerts, sizeof(int));
+    while (getline(&line, &cap, f) > 0) {
+        cJSON *req = cJSON_Parse(line);
+        assert_non_null(req);
+        cJSON *arr = cJSON_Parse(cJSON_GetObjectItem(req, "body")->valuestring);
+        assert_true(cJSON_IsArray(arr));
+        const cJSON *a;
+        cJSON_ArrayForEach(a, arr)
+        {
+            const cJSON *labels = cJSON_GetObjectItem(a, "labels");
+            const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(labels, "kind"));
+            const char *src = cJSON_GetStringValue(cJSON_GetObjectItem(labels, "src_site"));
+            const char *dst = cJSON_GetStringValue(cJSON_GetObjectItem(labels, "dst_site"));
+            bool ended = cJSON_GetObjectItem(a, "endsAt") != NULL;
+            assert_non_null(cJSON_GetObjectItem(a, "startsAt"));
+            for (int i = 0; kind && src && dst && i < n_alerts; i++) {
+                if (strcmp(kind, PQgetvalue(r, i, 0)) || strcmp(src, PQgetvalue(r, i, 1)) ||
+                    strcmp(dst, PQgetvalue(r, i, 2)))
+                    continue;
+                if (ended)
+                    seen_end[i]++;
+                else
+                    seen_open[i]++;
+            }
+        }
+        cJSON_Delete(arr);
+        cJSON_Delete(req);
+    }
+    free(line);
+    fclose(f);
+    for (int i = 0; i < n_alerts; i++) {
+        if (!seen_open[i])
+            fail_msg("the webhook never got the %s alert %s->%s", PQgetvalue(r, i, 0),
+                     PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));
+        if (!strcmp(PQgetvalue(r, i, 3), "resolved") && !seen_end[i])
+            fail_msg("the webhook never got the resolution of the %s alert %s->%s",
+                     PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));
+    }
+    free(seen_open);
+    free(seen_end);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_phase1_green, after_each),
+        cmocka_unit_test_teardown(test_phase2_saturation_names_workflow, after_each),
+        cmocka_unit_test_teardown(test_phase3_gap_volume, after_each),
+        cmocka_unit_test_teardown(test_phase4_resolved, after_each),
+        cmocka_unit_test_teardown(test_webhook_got_every_alert, after_each),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

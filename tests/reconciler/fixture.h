@@ -1,0 +1,52 @@
+/* Shared by the reconciler service tests: a throwaway PostgreSQL, a generated configuration and
+ * tokens file, the real `wanledger reconcile` binary started on a free port, a raw HTTP/1.1
+ * client (so tests can send any header or body), and row counts through libpq. */
+#ifndef WL_TEST_RECON_FIXTURE_H
+#define WL_TEST_RECON_FIXTURE_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define FX_TOKEN_AGENT   "agent-token-0123456789abcdef"
+#define FX_TOKEN_POLLER  "poller-token-0123456789abcdef"
+#define FX_TOKEN_SERVICE "service-token-0123456789abcdef"
+#define FX_TOKEN_READER  "reader-token-0123456789abcdef"
+
+struct fx {
+    const char *conninfo;
+    const char *dir;
+    char cfg_path[512];
+    char log_path[512];
+    int port;
+    pid_t pid;
+    PGconn *db;
+};
+
+/* Writes tokens + config (sites nyc 10.1/16, chi 10.2/16, osl 10.3/16; one link nyc-border-1
+ * et-0/0/1 nyc->chi, circuit nyc-chi-1, 10 Gbit/s; service dupedog on port 7100) plus extra
+ * top-level members (JSON text ending in ',' or empty), and connects the test's own libpq. */
+void fx_setup(struct fx *f, const char *tag, const char *extra_json);
+/* Starts `wanledger --config … reconcile` and waits for its port. */
+void fx_start(struct fx *f);
+/* Runs `wanledger --config … ARGS` to completion; returns the exit code, output in *out. */
+int fx_run(struct fx *f, const char *args, char **out);
+void fx_stop(struct fx *f);
+
+/* One request over a fresh connection. token may be NULL (no Authorization header);
+ * extra_headers: "Name: value\r\n…" or NULL. Returns the status (or -1), body in *resp
+ * (malloc'd, NUL-terminated) when resp is not NULL. */
+int fx_http(struct fx *f, const char *method, const char *path, const char *token,
+            const char *extra_headers, const char *body, size_t len, char **resp);
+/* A single-number query ("SELECT count(*) FROM …"). */
+long long fx_num(struct fx *f, const char *sql);
+/* Runs SQL and returns the first row's values joined by '|' (static buffer). */
+const char *fx_row(struct fx *f, const char *sql);
+
+/* Time helpers: the start of the window n windows before the current one. */
+int64_t fx_window_ago(int n, int window_seconds);
+/* RFC 3339 of us in a rotating static buffer. */
+const char *fx_ts(int64_t us);
+
+#endif
