@@ -19,6 +19,14 @@ static __always_inline __u64 wl_task_start_boottime(struct task_struct *task)
     return BPF_CORE_READ((struct task_struct___pre55 *)task, real_start_time);
 }
 
+/* The same through a BTF-typed pointer (tp_btf, fentry): plain loads, no helper call. */
+static __always_inline __u64 wl_task_start_boottime_btf(struct task_struct *task)
+{
+    if (bpf_core_field_exists(task->start_boottime))
+        return task->start_boottime;
+    return ((struct task_struct___pre55 *)task)->real_start_time;
+}
+
 /* ec095263a965 ("net: remove noblock parameter from recvmsg() entities", v5.19): before it,
  * tcp_recvmsg/udp_recvmsg took (sk, msg, len, nonblock, flags, addr_len). The fentry and kprobe
  * wrappers in socket.bpf.c read `flags` at the v5.19+ position, so those two modes need v5.19 or

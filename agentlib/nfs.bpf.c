@@ -130,11 +130,21 @@ static __always_inline void on_initiate(__u32 op, __u32 dev, __u64 fileid, __s64
                                         __u32 count)
 {
     struct nfs_inflight_key k = {.fileid = fileid, .offset = offset, .dev = dev, .op = op};
+    struct nfs_inflight_val *cur = bpf_map_lookup_elem(&inflight, &k);
+    if (cur) { /* the same request key already in flight: its owner and start stand */
+        __sync_fetch_and_add(&cur->pending, 1);
+        return;
+    }
     struct nfs_inflight_val v = {};
     initiator(dev, fileid, &v);
     v.start_ns = bpf_ktime_get_ns();
     v.count = count;
-    bpf_map_update_elem(&inflight, &k, &v, BPF_ANY);
+    v.pending = 1;
+    if (bpf_map_update_elem(&inflight, &k, &v, BPF_NOEXIST)) {
+        cur = bpf_map_lookup_elem(&inflight, &k); /* lost a race to another initiate */
+        if (cur)
+            __sync_fetch_and_add(&cur->pending, 1);
+    }
 }
 
 static __always_inline __u32 log2_slot(__u64 us)
@@ -166,7 +176,9 @@ static __always_inline void on_done(__u32 op, __u32 dev, __u64 fileid, __s64 off
     /* Bytes the server returned or accepted: a read of the last page asks for the whole page
      * but gets only what is left of the file. */
     __u64 bytes = (error < 0 || op == NFS_OP_COMMIT) ? 0 : res_count;
-    bpf_map_delete_elem(&inflight, &k);
+    __sync_fetch_and_add(&in->pending, -1);
+    if (*(volatile __s32 *)&in->pending <= 0)
+        bpf_map_delete_elem(&inflight, &k);
 
     struct nfs_stat_val *sv = bpf_map_lookup_elem(&stats, &sk);
     if (!sv) {

@@ -19,11 +19,12 @@
 #define NFS_OP_COMMIT 2
 #define NFS_OP_COUNT  3
 
-/* How the initiator of a record was found. */
-#define NFS_CREDIT_TASK    0 /* the user task that started the I/O (read, close, fsync) */
-#define NFS_CREDIT_DIRTIER 1 /* a kernel worker wrote back pages: the last task that dirtied them  \
-                              */
-#define NFS_CREDIT_KERNEL 2  /* a kernel worker, and no dirtier was known */
+/* How the initiator of a record was found: TASK, the user task that started the I/O (read,
+ * close, fsync); DIRTIER, a kernel worker wrote back pages and the last task that dirtied them is
+ * credited; KERNEL, a kernel worker and no dirtier was known. */
+#define NFS_CREDIT_TASK    0
+#define NFS_CREDIT_DIRTIER 1
+#define NFS_CREDIT_KERNEL  2
 
 /* Who initiated: a process (tgid + its leader's start time, so pid reuse makes a new owner) with
  * the parent, uid, cgroup and comm it had when it started or dirtied the I/O. 48 bytes. */
@@ -65,10 +66,13 @@ struct nfs_inflight_key {
 
 struct nfs_inflight_val {
     struct nfs_owner owner;
-    __u64 start_ns; /* bpf_ktime_get_ns() at initiate */
+    __u64 start_ns; /* bpf_ktime_get_ns() at the first initiate */
     __u32 count;    /* bytes asked for */
+    /* Requests in flight under this key: two commits of one file can overlap (close() in the
+     * writer and the flusher's write_inode); each done takes one. */
+    __s32 pending;
     __u8 credit;
-    __u8 pad[3];
+    __u8 pad[7];
 };
 
 /* The last user task that dirtied pages of a file, for write-back done later by a worker. */

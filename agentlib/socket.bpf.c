@@ -22,6 +22,10 @@ const volatile __u64 filter_cgroup_id = 0;     /* cgroup v2 id (inode) of the su
 const volatile __s32 filter_cgroup_level = 0;  /* its depth below the cgroup root */
 const volatile __u16 excl_ports[WL_MAX_EXCL_PORTS] = {};
 const volatile __u32 n_excl_ports = 0;
+/* 1 when programs run with preemption off (tracepoints, kprobes): this CPU's copy of a per-CPU
+ * value has one writer at a time and plain adds suffice; 0 for fentry, whose trampolines only
+ * disable migration, so a preempting task may run the same program on the same CPU. */
+const volatile __u32 exclusive_percpu = 0;
 
 /* The generation events are written to; only the agent writes it (through the mmap'd .bss). */
 volatile __u32 gen = 0;
@@ -148,8 +152,15 @@ static __always_inline void flow_add(void *flows, const struct flow_key *k, __u6
             return;
         }
     }
-    /* Atomic even though the value is per-CPU: a preempted program can share this CPU's copy. */
-    if (tx) {
+    if (exclusive_percpu) {
+        if (tx) {
+            v->tx_bytes += bytes;
+            v->tx_calls += calls;
+        } else {
+            v->rx_bytes += bytes;
+            v->rx_calls += calls;
+        }
+    } else if (tx) {
         __sync_fetch_and_add(&v->tx_bytes, bytes);
         __sync_fetch_and_add(&v->tx_calls, calls);
     } else {
@@ -211,16 +222,29 @@ static __always_inline bool port_excluded(__u16 port)
 }
 
 /* Fills the socket and task parts of k. Returns false for sockets we never count (not TCP/UDP
- * over IPv4/IPv6, another namespace or cgroup subtree). */
-static __always_inline bool key_from_sock(struct flow_key *k, struct sock *sk)
+ * over IPv4/IPv6, another namespace or cgroup subtree). With `btf` (tp_btf and fentry: sk is a
+ * BTF-typed pointer) fields are plain loads; without (kprobe: a raw pointer) every field is a
+ * bpf_probe_read_kernel call, several times slower per event. `btf` is a constant at every call
+ * site, so each program keeps only one of the two paths. */
+static __always_inline bool key_from_sock(struct flow_key *k, struct sock *sk, bool btf)
 {
-    __u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
-    if (family != AF_INET && family != AF_INET6)
-        return false;
-    __u16 proto = wl_sock_protocol(sk);
+    __u16 family, proto;
+    __u32 netns;
+    if (btf) {
+        family = sk->__sk_common.skc_family;
+        if (family != AF_INET && family != AF_INET6)
+            return false;
+        proto = (__u16)BPF_CORE_READ_BITFIELD(sk, sk_protocol);
+        netns = sk->__sk_common.skc_net.net->ns.inum;
+    } else {
+        family = BPF_CORE_READ(sk, __sk_common.skc_family);
+        if (family != AF_INET && family != AF_INET6)
+            return false;
+        proto = wl_sock_protocol(sk);
+        netns = wl_sock_netns(sk);
+    }
     if (proto != IPPROTO_TCP && proto != IPPROTO_UDP)
         return false;
-    __u32 netns = wl_sock_netns(sk);
     if (filter_netns && netns != filter_netns)
         return false;
     if (filter_cgroup_id &&
@@ -231,26 +255,42 @@ static __always_inline bool key_from_sock(struct flow_key *k, struct sock *sk)
     k->family = family;
     k->proto = proto;
     k->netns = netns;
-    k->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-    k->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-    if (family == AF_INET) {
-        __u32 s = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
-        __u32 d = BPF_CORE_READ(sk, __sk_common.skc_daddr);
-        __builtin_memcpy(k->laddr, &s, 4);
-        __builtin_memcpy(k->raddr, &d, 4);
-    } else {
-        BPF_CORE_READ_INTO(&k->laddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
-        BPF_CORE_READ_INTO(&k->raddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
-    }
-
-    struct task_struct *task = (struct task_struct *)bpf_get_current_task();
     __u64 id = bpf_get_current_pid_tgid();
     k->tgid = id >> 32;
     k->uid = (__u32)bpf_get_current_uid_gid();
     k->cgroup_id = bpf_get_current_cgroup_id();
-    k->start_ns = wl_task_start_boottime(BPF_CORE_READ(task, group_leader));
-    k->ppid = BPF_CORE_READ(task, real_parent, tgid);
-    bpf_get_current_comm(k->comm, sizeof(k->comm));
+    if (btf) {
+        struct task_struct *task = bpf_get_current_task_btf();
+        k->lport = sk->__sk_common.skc_num;
+        k->rport = bpf_ntohs(sk->__sk_common.skc_dport);
+        if (family == AF_INET) {
+            __u32 s = sk->__sk_common.skc_rcv_saddr, d = sk->__sk_common.skc_daddr;
+            __builtin_memcpy(k->laddr, &s, 4);
+            __builtin_memcpy(k->raddr, &d, 4);
+        } else {
+            __builtin_memcpy(k->laddr, sk->__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8, 16);
+            __builtin_memcpy(k->raddr, sk->__sk_common.skc_v6_daddr.in6_u.u6_addr8, 16);
+        }
+        k->start_ns = wl_task_start_boottime_btf(task->group_leader);
+        k->ppid = task->real_parent->tgid;
+        __builtin_memcpy(k->comm, task->comm, sizeof(k->comm));
+    } else {
+        struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+        k->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+        k->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+        if (family == AF_INET) {
+            __u32 s = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+            __u32 d = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+            __builtin_memcpy(k->laddr, &s, 4);
+            __builtin_memcpy(k->raddr, &d, 4);
+        } else {
+            BPF_CORE_READ_INTO(&k->laddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+            BPF_CORE_READ_INTO(&k->raddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+        }
+        k->start_ns = wl_task_start_boottime(BPF_CORE_READ(task, group_leader));
+        k->ppid = BPF_CORE_READ(task, real_parent, tgid);
+        bpf_get_current_comm(k->comm, sizeof(k->comm));
+    }
     return true;
 }
 
@@ -332,12 +372,12 @@ static __always_inline bool key_equal(const struct flow_key *a, const struct flo
  * (tp_btf mode), an unconnected UDP receive whose address only reaches user memory later waits
  * in the thread's stash until sys_exit. */
 static __always_inline int handle(struct sock *sk, long ret, int flags, bool tx,
-                                  const struct wl_peer *peer, bool defer)
+                                  const struct wl_peer *peer, bool defer, bool btf)
 {
     struct flow_key k;
     if (ret <= 0 || (!tx && (flags & MSG_PEEK)) || !sk)
         return 0;
-    if (!key_from_sock(&k, sk))
+    if (!key_from_sock(&k, sk, btf))
         return 0;
     if (k.proto == IPPROTO_TCP && k.lport == 0) {
         /* reading what arrived before the connection closed: the port is gone from sk */
@@ -402,13 +442,13 @@ int BPF_PROG(tpb_send, struct sock *sk, int ret, int flags)
     const struct wl_peer *peer = NULL;
     if (ret > 0 && sk && wl_sock_protocol(sk) == IPPROTO_UDP)
         peer = stash_send_peer(&buf);
-    return handle(sk, ret, flags, true, peer, false);
+    return handle(sk, ret, flags, true, peer, false, true);
 }
 
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(tpb_recv, struct sock *sk, int ret, int flags)
 {
-    return handle(sk, ret, flags, false, NULL, true);
+    return handle(sk, ret, flags, false, NULL, true, true);
 }
 
 static __always_inline void stash_put(__u32 kind, __u64 uptr, const struct wl_peer *peer)
@@ -542,21 +582,21 @@ static __always_inline const struct wl_peer *msg_peer(struct wl_peer *buf, struc
 SEC("fexit/tcp_sendmsg")
 int BPF_PROG(fx_tcp_send, struct sock *sk, struct msghdr *msg, size_t size, int ret)
 {
-    return handle(sk, ret, 0, true, NULL, false);
+    return handle(sk, ret, 0, true, NULL, false, true);
 }
 
 SEC("fexit/tcp_recvmsg")
 int BPF_PROG(fx_tcp_recv, struct sock *sk, struct msghdr *msg, size_t len, int flags,
              int *addr_len, int ret)
 {
-    return handle(sk, ret, flags, false, NULL, false);
+    return handle(sk, ret, flags, false, NULL, false, true);
 }
 
 SEC("fexit/udp_sendmsg")
 int BPF_PROG(fx_udp_send, struct sock *sk, struct msghdr *msg, size_t len, int ret)
 {
     struct wl_peer buf;
-    return handle(sk, ret, 0, true, ret > 0 ? msg_peer(&buf, msg) : NULL, false);
+    return handle(sk, ret, 0, true, ret > 0 ? msg_peer(&buf, msg) : NULL, false, true);
 }
 
 SEC("fexit/udp_recvmsg")
@@ -564,14 +604,14 @@ int BPF_PROG(fx_udp_recv, struct sock *sk, struct msghdr *msg, size_t len, int f
              int *addr_len, int ret)
 {
     struct wl_peer buf;
-    return handle(sk, ret, flags, false, ret > 0 ? msg_peer(&buf, msg) : NULL, false);
+    return handle(sk, ret, flags, false, ret > 0 ? msg_peer(&buf, msg) : NULL, false, true);
 }
 
 SEC("fexit/udpv6_sendmsg")
 int BPF_PROG(fx_udp6_send, struct sock *sk, struct msghdr *msg, size_t len, int ret)
 {
     struct wl_peer buf;
-    return handle(sk, ret, 0, true, ret > 0 ? msg_peer(&buf, msg) : NULL, false);
+    return handle(sk, ret, 0, true, ret > 0 ? msg_peer(&buf, msg) : NULL, false, true);
 }
 
 SEC("fexit/udpv6_recvmsg")
@@ -579,7 +619,7 @@ int BPF_PROG(fx_udp6_recv, struct sock *sk, struct msghdr *msg, size_t len, int 
              int *addr_len, int ret)
 {
     struct wl_peer buf;
-    return handle(sk, ret, flags, false, ret > 0 ? msg_peer(&buf, msg) : NULL, false);
+    return handle(sk, ret, flags, false, ret > 0 ? msg_peer(&buf, msg) : NULL, false, true);
 }
 
 /* ---- kprobe mode: kprobe stores the arguments, kretprobe counts ---- */
@@ -604,7 +644,7 @@ static __always_inline int kargs_done(long ret, bool tx, bool udp)
     bpf_map_delete_elem(&kargs_by_tid, &tid);
     if (udp && ret > 0)
         peer = msg_peer(&buf, (struct msghdr *)args.msg);
-    return handle((struct sock *)args.sk, ret, args.flags, tx, peer, false);
+    return handle((struct sock *)args.sk, ret, args.flags, tx, peer, false, false);
 }
 
 SEC("kprobe/tcp_sendmsg")

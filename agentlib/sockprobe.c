@@ -96,6 +96,7 @@ static struct socket *try_mode(const struct sockprobe_opts *o, enum sockprobe_at
     skel->rodata->filter_cgroup_level = o->cgroup_level;
     for (size_t i = 0; i < o->n_excl_ports && i < WL_MAX_EXCL_PORTS; i++)
         skel->rodata->excl_ports[i] = o->excl_ports[i];
+    skel->rodata->exclusive_percpu = mode != SOCKPROBE_FENTRY;
     skel->rodata->n_excl_ports = (__u32)(o->n_excl_ports < WL_MAX_EXCL_PORTS ? o->n_excl_ports
                                                                              : WL_MAX_EXCL_PORTS);
     if (o->map_entries) {

@@ -29,22 +29,22 @@
 #include "httpc.h"
 #include "log.h"
 
-#define SHIP_DEFAULT_BATCH     1000
-#define SHIP_MAX_BATCH_BYTES   (1024 * 1024)
-#define SHIP_MAX_LINE          (256 * 1024)
-#define SHIP_POST_TIMEOUT_MS   10000
-#define SHIP_BACKOFF_MAX_MS    30000
-#define SHIP_DEFAULT_INTERVAL  500
+#define SHIP_DEFAULT_BATCH    1000
+#define SHIP_MAX_BATCH_BYTES  (1024 * 1024)
+#define SHIP_MAX_LINE         (256 * 1024)
+#define SHIP_POST_TIMEOUT_MS  10000
+#define SHIP_BACKOFF_MAX_MS   30000
+#define SHIP_DEFAULT_INTERVAL 500
 
 struct ship_log {
-    char *path;       /* absolute */
-    int fd;        /* -1 while the file does not exist */
+    char *path; /* absolute */
+    int fd;     /* -1 while the file does not exist */
     dev_t dev;
     ino_t ino;
-    uint64_t offset;  /* first byte not yet shipped (always at a line start) */
-    char *buf;        /* bytes read after offset, not yet shipped */
+    uint64_t offset; /* first byte not yet shipped (always at a line start) */
+    char *buf;       /* bytes read after offset, not yet shipped */
     size_t len, cap;
-    bool skipping;    /* inside an over-long line: drop bytes up to its newline */
+    bool skipping; /* inside an over-long line: drop bytes up to its newline */
 };
 
 struct ship {
@@ -214,8 +214,10 @@ static void log_open(struct ship_log *l)
             log_info(l->path, "a new file: shipping it from its start");
         l->offset = 0;
     } else if ((uint64_t)st.st_size < l->offset) {
-        log_warn(l->path, "truncated to %lld bytes (shipped up to %llu): shipping it again from "
-                          "its start", (long long)st.st_size, (unsigned long long)l->offset);
+        log_warn(l->path,
+                 "truncated to %lld bytes (shipped up to %llu): shipping it again from "
+                 "its start",
+                 (long long)st.st_size, (unsigned long long)l->offset);
         l->offset = 0;
     }
     l->dev = st.st_dev;
@@ -276,16 +278,15 @@ static int post(struct ship *s, const char *body, size_t len, const char *ctx)
     struct httpc_response resp = {0};
     char err[256] = "";
     s->posts++;
-    if (httpc_post(s->url, s->token, body, len, SHIP_POST_TIMEOUT_MS, &resp, err, sizeof err) <
-        0) {
+    if (httpc_post(s->url, s->token, body, len, SHIP_POST_TIMEOUT_MS, &resp, err, sizeof err) < 0) {
         log_warn(ctx, "POST %s: %s (will retry)", s->url, err);
         return -1;
     }
     int status = resp.status, rc;
     if (status >= 200 && status < 300) {
         rc = 0;
-    } else if (status == 401 || status == 403 || status == 404 || status == 429 ||
-               status == 408 || status >= 500 || status < 200) {
+    } else if (status == 401 || status == 403 || status == 404 || status == 429 || status == 408 ||
+               status >= 500 || status < 200) {
         /* Our credentials, the URL, the size or the server: not the data's fault. */
         log_warn(ctx, "POST %s: HTTP %d %s (will retry)", s->url, status,
                  resp.body ? resp.body : "");
@@ -314,8 +315,8 @@ static bool line_ok(struct ship_log *l, const char *line, size_t len, uint64_t o
     bool obj = cJSON_IsObject(j);
     cJSON_Delete(j);
     if (!obj)
-        log_error(l->path, "byte %llu: not a JSON object, skipped: %.*s",
-                  (unsigned long long)off, (int)(len > 80 ? 80 : len), line);
+        log_error(l->path, "byte %llu: not a JSON object, skipped: %.*s", (unsigned long long)off,
+                  (int)(len > 80 ? 80 : len), line);
     return obj;
 }
 
@@ -477,15 +478,16 @@ static char *absolute_path(const char *p)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: wanledger [--config FILE] ship [--once] [--state FILE] [--batch N]\n"
-               "                 [--interval-ms MS] LOG...\n"
-               "Tails data-transfer service logs (one JSON transfer record per line) and posts\n"
-               "them to reconciler_url/v1/transfers with the first `service` token.\n"
-               "  --once          ship what the logs hold now, then exit (1 if a post failed)\n"
-               "  --state FILE    where the shipped offsets are kept (default: LOG.ship-state of\n"
-               "                  the first LOG)\n"
-               "  --batch N       records per POST (default %d)\n"
-               "  --interval-ms   how often the logs are checked for new lines (default %d)\n",
+    fprintf(f,
+            "usage: wanledger [--config FILE] ship [--once] [--state FILE] [--batch N]\n"
+            "                 [--interval-ms MS] LOG...\n"
+            "Tails data-transfer service logs (one JSON transfer record per line) and posts\n"
+            "them to reconciler_url/v1/transfers with the first `service` token.\n"
+            "  --once          ship what the logs hold now, then exit (1 if a post failed)\n"
+            "  --state FILE    where the shipped offsets are kept (default: LOG.ship-state of\n"
+            "                  the first LOG)\n"
+            "  --batch N       records per POST (default %d)\n"
+            "  --interval-ms   how often the logs are checked for new lines (default %d)\n",
             SHIP_DEFAULT_BATCH, SHIP_DEFAULT_INTERVAL);
 }
 
@@ -533,13 +535,17 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
         return 2;
     }
     if (!cfg->reconciler_url) {
-        fprintf(stderr, "wanledger ship: %s: $.reconciler_url: expected an http:// URL (or "
-                        "$.listen)\n", cfg->path ? cfg->path : "config");
+        fprintf(stderr,
+                "wanledger ship: %s: $.reconciler_url: expected an http:// URL (or "
+                "$.listen)\n",
+                cfg->path ? cfg->path : "config");
         return 2;
     }
     if (cfg->tokens.n_service == 0) {
-        fprintf(stderr, "wanledger ship: %s: $.tokens_file: expected a \"service\" token to post "
-                        "transfers with\n", cfg->path ? cfg->path : "config");
+        fprintf(stderr,
+                "wanledger ship: %s: $.tokens_file: expected a \"service\" token to post "
+                "transfers with\n",
+                cfg->path ? cfg->path : "config");
         return 2;
     }
 

@@ -388,11 +388,13 @@ static void alerts_table(struct evbuffer *out, const struct hm_alert *al, size_t
     evbuffer_add_printf(out, "</table></div>");
 }
 
-int hm_cell_html(struct evbuffer *out, PGconn *db, const struct cfg *cfg, const char *src,
-                 const char *dst, const struct hm_span *span, const char *base, char *err,
-                 size_t errlen)
+static int cell_html(struct evbuffer *out, PGconn *db, const struct cfg *cfg, const char *src,
+                     const char *dst, const struct hm_span *span, const char *base, char *err,
+                     size_t errlen)
 {
     struct cell_view v = {.src = src, .dst = dst, .span = *span};
+    if (cfg && cfg->window_seconds > 0 && v.span.kind == HM_SPAN_WINDOW)
+        v.span.window_us = tm_window_start(v.span.window_us, cfg->window_seconds);
     int found = resolve(db, &v, err, errlen);
     if (found < 0)
         return 500;
@@ -495,5 +497,15 @@ int hm_cell_html(struct evbuffer *out, PGconn *db, const struct cfg *cfg, const 
     hm_html_close(out, now);
 done:
     hm_alerts_free(al, n_al);
+    return rc;
+}
+
+int hm_cell_html(struct evbuffer *out, PGconn *db, const struct cfg *cfg, const char *src,
+                 const char *dst, const struct hm_span *span, const char *base, char *err,
+                 size_t errlen)
+{
+    int began = hm_sql_read_begin(db); /* one snapshot for every query of the page */
+    int rc = cell_html(out, db, cfg, src, dst, span, base, err, errlen);
+    hm_sql_read_end(db, began);
     return rc;
 }

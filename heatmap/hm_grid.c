@@ -270,12 +270,31 @@ static int load_strip(PGconn *db, struct hm_grid *g, const struct cfg *cfg, char
     char a[24], b[24];
     const char *p[2] = {hm_sql_i64_text(g->strip_from_us, a),
                         hm_sql_i64_text(last_hour + HOUR_US, b)};
-    PGresult *r = hm_sql_query(db, "reading the hourly strip",
-                               "SELECT src_site, dst_site, min(status), floor(extract(epoch from "
-                               "window_start) / 3600)::bigint, " HM_GRID_SUMS_SQL
-                               " FROM heatmap_cells WHERE window_start >= " HM_SQL_TS(
-                                   1) " AND window_start < " HM_SQL_TS(2) " GROUP BY 1, 2, 4",
-                               2, p, err, errlen);
+    /* only what the status rule and the bar height need; date_bin keeps hours UTC-aligned
+     * whatever the session's time zone */
+    PGresult *r = hm_sql_query(
+        db, "reading the hourly strip",
+        "SELECT src_site, dst_site, min(status), " HM_SQL_US(
+            "date_bin('1 hour', window_start, timestamptz 'epoch')") ", "
+                                                                     "coalesce(sum(observed_"
+                                                                     "payload_bytes),0)::bigint, "
+                                                                     "coalesce(sum(attributed_"
+                                                                     "bytes),0)::bigint, "
+                                                                     "count(*), count(*) FILTER "
+                                                                     "(WHERE status = "
+                                                                     "'incomplete'), "
+                                                                     "count(*) FILTER (WHERE "
+                                                                     "status = 'no_counter') FROM "
+                                                                     "heatmap_cells WHERE "
+                                                                     "window_start >= " HM_SQL_TS(
+                                                                         1) " AND window_start "
+                                                                            "< " HM_SQL_TS(2) " GRO"
+                                                                                              "UP "
+                                                                                              "BY "
+                                                                                              "1, "
+                                                                                              "2, "
+                                                                                              "4",
+        2, p, err, errlen);
     if (!r)
         return -1;
     for (int i = 0; i < PQntuples(r); i++) {
@@ -283,12 +302,15 @@ static int load_strip(PGconn *db, struct hm_grid *g, const struct cfg *cfg, char
         int d = site_index(g, hm_sql_str(r, i, 1), false);
         if (s < 0 || d < 0)
             continue; /* a pair without data in the span itself */
-        int64_t h = hm_sql_i64(r, i, 3) * HOUR_US;
-        int64_t k = (h - g->strip_from_us) / HOUR_US;
+        int64_t k = (hm_sql_i64(r, i, 3) - g->strip_from_us) / HOUR_US;
         if (k < 0 || k >= HM_STRIP_HOURS)
             continue;
-        struct hm_totals t;
-        hm_totals_from_row(r, i, 4, &t);
+        struct hm_totals t = {0};
+        t.payload = hm_sql_i64(r, i, 4);
+        t.attributed = hm_sql_i64(r, i, 5);
+        t.n_windows = (int)hm_sql_i64(r, i, 6);
+        t.n_status[HM_INCOMPLETE] = (int)hm_sql_i64(r, i, 7);
+        t.n_status[HM_NO_COUNTER] = (int)hm_sql_i64(r, i, 8);
         struct hm_pair *pp = hm_grid_pair(g, (size_t)s, (size_t)d);
         pp->strip[k] =
             (signed char)hm_status_of_totals(&t, hm_status_parse(hm_sql_str(r, i, 2)), cfg);
@@ -301,17 +323,22 @@ static int load_strip(PGconn *db, struct hm_grid *g, const struct cfg *cfg, char
 int hm_grid_load(PGconn *db, const struct cfg *cfg, const struct hm_span *span,
                  struct hm_grid **out, char *err, size_t errlen)
 {
+    int began = 0;
     struct hm_grid *g = calloc(1, sizeof *g);
     if (!g) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     g->span = *span;
+    /* a time inside a window means that window */
+    if (cfg && cfg->window_seconds > 0 && g->span.kind == HM_SPAN_WINDOW)
+        g->span.window_us = tm_window_start(g->span.window_us, cfg->window_seconds);
     g->generated_us = tm_now_us();
     for (size_t i = 0; cfg && i < cfg->n_sites; i++)
         if (site_index(g, cfg->sites[i].name, true) < 0)
             goto fail_oom;
     size_t n_cfg = g->n_sites;
+    began = hm_sql_read_begin(db);
     if (resolve_span(db, g, err, errlen) < 0)
         goto fail;
     if (hm_alerts_load(db, NULL, NULL, &g->alerts, &g->n_alerts, err, errlen) < 0)
@@ -331,11 +358,13 @@ int hm_grid_load(PGconn *db, const struct cfg *cfg, const struct hm_span *span,
         if (s >= 0 && d >= 0)
             hm_grid_pair(g, (size_t)s, (size_t)d)->n_open_alerts++;
     }
+    hm_sql_read_end(db, began);
     *out = g;
     return 0;
 fail_oom:
     snprintf(err, errlen, "out of memory");
 fail:
+    hm_sql_read_end(db, began);
     hm_grid_free(g);
     return -1;
 }

@@ -51,10 +51,14 @@ void hm_alerts_html(struct evbuffer *out, const struct hm_alert *a, size_t n, co
                             hm_fmt_duration((end - a[i].opened_us) / TM_USEC_PER_SEC, d),
                             hm_fmt_time(a[i].opened_us, t1), hm_fmt_hhmm(a[i].first_window_us, t2),
                             hm_fmt_hhmm(a[i].last_window_us, b));
-        evbuffer_add_printf(out, "<div class=\"meta\">peak unattributed <b>%s</b>",
-                            hm_fmt_bytes(a[i].peak_unattributed, b));
+        if (strcmp(a[i].kind, "gap") == 0)
+            evbuffer_add_printf(out, "<div class=\"meta\">peak unattributed <b>%s</b>%s",
+                                hm_fmt_bytes(a[i].peak_unattributed, b),
+                                isnan(a[i].peak_ratio) ? "" : ",");
+        else
+            evbuffer_add_printf(out, "<div class=\"meta\">");
         if (!isnan(a[i].peak_ratio))
-            evbuffer_add_printf(out, ", peak ratio %.2f", a[i].peak_ratio);
+            evbuffer_add_printf(out, " peak ratio %.2f", a[i].peak_ratio);
         evbuffer_add_printf(out, "</div>");
         if (a[i].summary[0]) {
             evbuffer_add_printf(out, "<div class=\"meta\">");

@@ -51,6 +51,8 @@ static const char css[] =
     ".muted{color:#5b6470;font-size:12.5px}"
     "footer{color:#6b7380;font-size:12px;padding:10px 22px 22px}"
     "svg{max-width:100%;height:auto}"
+    ".panel.grid{flex:1 1 auto;min-width:0;max-width:100%;overflow:auto}"
+    ".panel.grid svg{max-width:none}"
     "svg.swatch{vertical-align:middle}"
     "h1{font-size:20px;margin:0 0 6px}"
     "h2{font-size:16px}";

@@ -516,27 +516,32 @@ static int days_section(struct rep *r, PGconn *db, const struct cfg *cfg, const 
         2, p, err, errlen);
     if (!q)
         return -1;
-    /* pairs in order of volume; coverage per day */
-    size_t np = 0;
-    char *names[2 * CHART_PAIRS + 64];
-    double cov[(sizeof names / sizeof names[0]) / 2][7];
-    for (int i = 0; i < PQntuples(q); i++) {
-        const char *s = hm_sql_str(q, i, 0), *d = hm_sql_str(q, i, 1);
+    /* pairs in order of volume (their rows are consecutive); coverage per day. names point
+     * into q, which lives until the end of the section */
+    size_t rows = (size_t)PQntuples(q), np = 0;
+    const char **names = calloc(2 * rows + 2, sizeof *names);
+    double(*cov)[7] = calloc(rows + 1, sizeof *cov);
+    if (!names || !cov) {
+        free(names), free(cov);
+        PQclear(q);
+        snprintf(err, errlen, "coverage by day: out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < rows; i++) {
+        const char *s = hm_sql_str(q, (int)i, 0), *d = hm_sql_str(q, (int)i, 1);
         if (np == 0 || strcmp(names[2 * (np - 1)], s) || strcmp(names[2 * (np - 1) + 1], d)) {
-            if (np == sizeof cov / sizeof cov[0])
-                break;
-            names[2 * np] = strdup(s);
-            names[2 * np + 1] = strdup(d);
+            names[2 * np] = s;
+            names[2 * np + 1] = d;
             for (int k = 0; k < 7; k++)
                 cov[np][k] = NAN;
             np++;
         }
-        int day = (int)hm_sql_i64(q, i, 2);
-        if (day >= 0 && day < 7 && !hm_sql_null(q, i, 4))
-            cov[np - 1][day] = ratio(hm_sql_i64(q, i, 3), hm_sql_i64(q, i, 4));
+        int day = (int)hm_sql_i64(q, (int)i, 2);
+        if (day >= 0 && day < 7 && !hm_sql_null(q, (int)i, 4))
+            cov[np - 1][day] = ratio(hm_sql_i64(q, (int)i, 3), hm_sql_i64(q, (int)i, 4));
     }
-    PQclear(q);
-    h2(r, "Coverage by day", "Attributed / observed payload per UTC day.");
+    h2(r, "Coverage by day",
+       "Attributed / observed payload per UTC day; the chart shows the 8 busiest pairs.");
     if (r->f == HM_REPORT_HTML && np > 0) {
         int64_t x[7];
         for (int k = 0; k < 7; k++)
@@ -584,13 +589,14 @@ static int days_section(struct rep *r, PGconn *db, const struct cfg *cfg, const 
     }
     table_end(r, (int)np, "no reconciled windows this week");
     section_end(r);
-    for (size_t i = 0; i < 2 * np; i++)
-        free(names[i]);
+    free(names);
+    free(cov);
+    PQclear(q);
     return 0;
 }
 
-int hm_report_render(struct evbuffer *out, PGconn *db, const struct cfg *cfg, int64_t week_us,
-                     enum hm_report_format fmt, char *err, size_t errlen)
+static int render(struct evbuffer *out, PGconn *db, const struct cfg *cfg, int64_t week_us,
+                  enum hm_report_format fmt, char *err, size_t errlen)
 {
     struct rep r = {.out = out, .f = fmt};
     char label[16], prev_label[16], t1[HM_FMT_LEN], t2[HM_FMT_LEN], gen[HM_FMT_LEN];
@@ -628,4 +634,13 @@ int hm_report_render(struct evbuffer *out, PGconn *db, const struct cfg *cfg, in
     if (fmt == HM_REPORT_HTML)
         hm_html_close(out, now);
     return 0;
+}
+
+int hm_report_render(struct evbuffer *out, PGconn *db, const struct cfg *cfg, int64_t week_us,
+                     enum hm_report_format fmt, char *err, size_t errlen)
+{
+    int began = hm_sql_read_begin(db); /* every section from one snapshot */
+    int rc = render(out, db, cfg, week_us, fmt, err, errlen);
+    hm_sql_read_end(db, began);
+    return rc;
 }

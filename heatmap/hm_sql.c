@@ -54,3 +54,27 @@ char *hm_sql_i64_text(int64_t v, char buf[24])
     snprintf(buf, 24, "%" PRId64, v);
     return buf;
 }
+
+int hm_sql_read_begin(PGconn *db)
+{
+    if (PQtransactionStatus(db) != PQTRANS_IDLE)
+        return 0;
+    PGresult *r = PQexec(db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+                             "SET LOCAL work_mem = '64MB'");
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok) {
+        r = PQexec(db, "ROLLBACK");
+        PQclear(r);
+    }
+    return ok;
+}
+
+void hm_sql_read_end(PGconn *db, int began)
+{
+    if (!began)
+        return;
+    /* ROLLBACK also ends a transaction that a failed query aborted; nothing was written */
+    PGresult *r = PQexec(db, "ROLLBACK");
+    PQclear(r);
+}

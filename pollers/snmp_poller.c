@@ -77,7 +77,7 @@ struct snmp_if {
     bool name_ok;
 };
 
-enum phase { PH_IDLE, PH_RESOLVE, PH_POLL };
+enum phase { PH_IDLE, PH_PROBE, PH_RESOLVE, PH_POLL };
 
 struct snmp_dev;
 struct req {
@@ -99,6 +99,7 @@ struct snmp_dev {
     enum phase phase;
     unsigned gen; /* bumped whenever a cycle is abandoned: late responses are ignored */
     bool need_resolve;
+    bool engine_known; /* SNMPv3: the agent's engine ID has been discovered */
     bool hc; /* 64-bit columns available */
     int max_vb;
     int reresolves; /* within one cycle */
@@ -152,6 +153,7 @@ static const char *dname(const struct snmp_dev *d)
 }
 
 static void cycle_fail(struct snmp_dev *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool probe_learnt(struct snmp_dev *d);
 
 /* Re-arms the net-snmp retry timer from the session's earliest pending timeout. A cycle in
  * progress with nothing pending means net-snmp dropped our request without calling back (it does
@@ -169,6 +171,8 @@ static void arm_timeout(struct snmp_dev *d)
         return;
     }
     evtimer_del(d->to_ev);
+    if (d->phase == PH_PROBE && probe_learnt(d))
+        return;
     if (d->phase != PH_IDLE) {
         netsnmp_session *s = snmp_sess_session(d->sess);
         int e = s ? s->s_snmp_errno : 0;
@@ -631,6 +635,71 @@ static int get_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, void
     return 1;
 }
 
+/* ---- SNMPv3 engine ID discovery, asynchronous ----
+ * net-snmp probes the engine ID with a blocking exchange inside the first snmp_sess_async_send
+ * of a session; a dead v3 device would stall the whole loop for timeout x tries. Sessions are
+ * opened with SNMP_FLAGS_DONT_PROBE and the discovery (an unauthenticated GET by the empty user,
+ * answered by a Report carrying the engine ID, RFC 3414 section 4) is sent like any request. */
+
+static int probe_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, void *magic);
+
+/* When the session has learnt the agent's engine ID: localize the user's keys and go on. */
+static bool probe_learnt(struct snmp_dev *d)
+{
+    netsnmp_session *s = snmp_sess_session(d->sess);
+    if (!s || s->securityEngineIDLen == 0)
+        return false;
+    if (create_user_from_session(s) != SNMPERR_SUCCESS) {
+        cycle_fail(d, "cannot set up SNMPv3 user \"%s\"", d->cd->snmp.user);
+        return true;
+    }
+    d->engine_known = true;
+    log_debug(dname(d), "SNMPv3 engine ID discovered");
+    start_resolve(d);
+    return true;
+}
+
+static void start_probe(struct snmp_dev *d)
+{
+    d->phase = PH_PROBE;
+    if (!usm_get_user(NULL, 0, "")) {
+        struct usmUser *u = usm_create_user();
+        if (u) {
+            u->name = strdup("");
+            u->secName = strdup("");
+            usm_add_user(u);
+        }
+    }
+    netsnmp_pdu *pdu = snmp_pdu_create(SNMP_MSG_GET);
+    pdu->version = SNMP_VERSION_3;
+    pdu->securityName = strdup("");
+    pdu->securityNameLen = 0;
+    pdu->securityLevel = SNMP_SEC_LEVEL_NOAUTH;
+    pdu->securityModel = SNMP_SEC_MODEL_USM;
+    d->walk_req = (struct req){.d = d, .gen = d->gen};
+    send_pdu(d, pdu, &d->walk_req, probe_cb);
+}
+
+static int probe_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, void *magic)
+{
+    struct req *r = magic;
+    struct snmp_dev *d = r->d;
+    if (r->reqid != reqid || r->gen != d->gen || d->phase != PH_PROBE)
+        return 1;
+    if (op == NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE && s->securityEngineIDLen == 0 && resp &&
+        resp->securityEngineIDLen > 0) {
+        s->securityEngineID = netsnmp_memdup(resp->securityEngineID, resp->securityEngineIDLen);
+        s->securityEngineIDLen = resp->securityEngineIDLen;
+    }
+    if (probe_learnt(d))
+        return 1;
+    if (op != NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE)
+        op_fail(d, op, s);
+    else
+        cycle_fail(d, "no SNMPv3 engine ID in the agent's answer to discovery");
+    return 1;
+}
+
 static void dev_tick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -640,7 +709,9 @@ static void dev_tick(evutil_socket_t fd, short what, void *arg)
         return;
     d->gen++;
     d->reresolves = 0;
-    if (d->need_resolve)
+    if (d->cd->snmp.version == 3 && !d->engine_known)
+        start_probe(d);
+    else if (d->need_resolve)
         start_resolve(d);
     else
         start_poll(d);
@@ -658,6 +729,7 @@ static int open_session(struct snmp_dev *d, char *err, size_t errlen)
     s.retries = c->retries >= 0 ? c->retries : 1;
     if (c->version == 3) {
         s.version = SNMP_VERSION_3;
+        s.flags |= SNMP_FLAGS_DONT_PROBE; /* discovered asynchronously: start_probe */
         s.securityName = c->user;
         s.securityNameLen = c->user ? strlen(c->user) : 0;
         const char *lvl = c->security_level ? c->security_level : "authPriv";

@@ -16,7 +16,7 @@ enum ingest_kind { INGEST_ATTRIBUTIONS, INGEST_COUNTERS, INGEST_TRANSFERS };
 #define INGEST_REPORT_PARAMS 10
 
 struct ingest_error {
-    int status;     /* 400 (not JSON / not UTF-8) or 422 (valid JSON, invalid content) */
+    int status; /* 400 (not JSON / not UTF-8) or 422 (valid JSON, invalid content) */
     char msg[200];
     char path[256]; /* JSON path: "$.flows[3].tx_bytes", "$[2].start" */
 };

@@ -12,14 +12,14 @@ enum jv_type { JV_NULL, JV_FALSE, JV_TRUE, JV_NUMBER, JV_STRING, JV_ARRAY, JV_OB
 
 struct jv {
     enum jv_type type;
-    bool is_int;     /* number: integer syntax (no fraction, no exponent) */
-    bool neg;        /* number: has a leading minus */
-    bool overflow;   /* number: integer magnitude does not fit in 64 bits */
-    uint32_t n;      /* string: length in bytes; array/object: number of children */
-    uint64_t u;      /* number: magnitude when is_int && !overflow */
-    double d;        /* number: value as a double */
-    const char *s;   /* string: decoded, NUL-terminated (may hold U+0000: use n) */
-    const char *key; /* member of an object: its decoded key; else NULL */
+    bool is_int;      /* number: integer syntax (no fraction, no exponent) */
+    bool neg;         /* number: has a leading minus */
+    bool overflow;    /* number: integer magnitude does not fit in 64 bits */
+    uint32_t n;       /* string: length in bytes; array/object: number of children */
+    uint64_t u;       /* number: magnitude when is_int && !overflow */
+    double d;         /* number: value as a double */
+    const char *s;    /* string: decoded, NUL-terminated (may hold U+0000: use n) */
+    const char *key;  /* member of an object: its decoded key; else NULL */
     struct jv *child; /* first element or member */
     struct jv *next;  /* next sibling */
 };

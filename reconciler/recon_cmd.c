@@ -3,6 +3,7 @@
 #include "recon_cmd.h"
 
 #include <event2/event.h>
+#include <event2/thread.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -104,6 +105,11 @@ static int serve(const struct cfg *cfg, struct store *st, struct metrics *m)
     struct webhook *wh = NULL;
     struct loop *loop = NULL;
     struct event *sigterm = NULL, *sigint = NULL;
+    /* the ingest workers wake the event loop from their threads */
+    if (evthread_use_pthreads() < 0) {
+        log_error("reconcile", "libevent without thread support");
+        return 1;
+    }
     struct event_base *base = event_base_new();
     if (!base) {
         log_error("reconcile", "cannot create the event base");

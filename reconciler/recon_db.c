@@ -134,6 +134,18 @@ __attribute__((format(printf, 2, 3))) static void sb_printf(struct sbuf *b, cons
     free(big);
 }
 
+/* Microseconds from the Unix epoch to PostgreSQL's (2000-01-01T00:00:00Z). */
+#define PG_EPOCH_OFFSET_US (INT64_C(946684800) * TM_USEC_PER_SEC)
+
+/* An unsigned big-endian integer of n bytes (binary COPY). */
+static void sb_be(struct sbuf *b, uint64_t v, int n)
+{
+    uint8_t out[8];
+    for (int i = 0; i < n; i++)
+        out[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+    sb_add(b, (const char *)out, (size_t)n);
+}
+
 /* A COPY text-format field (then a tab or newline is added by the caller). */
 static void sb_copy_text(struct sbuf *b, const char *s)
 {
@@ -524,9 +536,11 @@ static int write_results(PGconn *db, const struct cfg *cfg, int64_t ws,
                 &b, err, errlen))
         goto cleanup;
     b.n = 0;
+    /* binary COPY: the server parses no timestamps or numbers for the biggest table */
+    sb_add(&b, "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0", 19);
+    int64_t ws_pg = ws - PG_EPOCH_OFFSET_US;
     for (size_t i = 0; i < res->n_rollup; i++) {
         const struct recon_rollup *r = &res->rollup[i];
-        sb_printf(&b, "%s\t", tsbuf);
         const char *fields[] = {site_name(cfg, r->src_site),
                                 site_name(cfg, r->dst_site),
                                 r->source,
@@ -534,21 +548,27 @@ static int write_results(PGconn *db, const struct cfg *cfg, int64_t ws,
                                 r->user,
                                 r->program,
                                 r->host};
+        sb_be(&b, 9, 2);
+        sb_be(&b, 8, 4);
+        sb_be(&b, (uint64_t)ws_pg, 8);
         for (size_t k = 0; k < 7; k++) {
-            sb_copy_text(&b, fields[k]);
-            sb_add(&b, "\t", 1);
+            size_t len = strlen(fields[k]);
+            sb_be(&b, len, 4);
+            sb_add(&b, fields[k], len);
         }
-        sb_printf(&b, "%" PRIu64 "\n", r->bytes);
+        sb_be(&b, 8, 4);
+        sb_be(&b, r->bytes, 8);
     }
+    sb_be(&b, 0xffff, 2);
     if (b.oom)
         goto oom;
     if (merge && exec_all(db, params, err, errlen, merge_prepare))
         goto cleanup;
     if (copy_in(db,
                 merge ? "COPY wl_rollup_new (window_start, src_site, dst_site, source, workflow, "
-                        "user_name, program, host, bytes) FROM STDIN"
+                        "user_name, program, host, bytes) FROM STDIN (FORMAT binary)"
                       : "COPY attribution_rollup (window_start, src_site, dst_site, source, "
-                        "workflow, user_name, program, host, bytes) FROM STDIN",
+                        "workflow, user_name, program, host, bytes) FROM STDIN (FORMAT binary)",
                 &b, err, errlen))
         goto cleanup;
     if (merge && exec_all(db, params, err, errlen, merge_apply))
@@ -606,9 +626,6 @@ struct stored {
 
 static int add_cand(struct cand **c, size_t *n, size_t *cap, enum alert_kind kind, int src, int dst)
 {
-    for (size_t i = 0; i < *n; i++)
-        if ((*c)[i].kind == kind && (*c)[i].src == src && (*c)[i].dst == dst)
-            return 0;
     if (*n == *cap) {
         size_t nc = *cap ? *cap * 2 : 32;
         struct cand *p = realloc(*c, nc * sizeof *p);
@@ -621,17 +638,69 @@ static int add_cand(struct cand **c, size_t *n, size_t *cap, enum alert_kind kin
     return 0;
 }
 
-static int notify(PGconn *db, int64_t id, char *err, size_t errlen)
+static int cmp_cand(const void *a, const void *b)
 {
-    char ids[NUM_LEN];
-    fmt_i64(ids, id);
-    const char *params[] = {ids};
-    PGresult *r = q(db, "NOTIFY wanledger_alerts", err, errlen,
-                    "SELECT pg_notify('wanledger_alerts', $1)", 1, params);
-    if (!r)
-        return -1;
-    PQclear(r);
-    return 0;
+    const struct cand *x = a, *y = b;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    return (x->dst > y->dst) - (x->dst < y->dst);
+}
+
+/* Sorts the candidates and drops duplicates; returns the new count. */
+static size_t unique_cands(struct cand *c, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(c, n, sizeof *c, cmp_cand);
+    size_t k = 1;
+    for (size_t i = 1; i < n; i++)
+        if (cmp_cand(&c[i], &c[k - 1]) != 0)
+            c[k++] = c[i];
+    return k;
+}
+
+/* The rows of one pair in a history result ordered by (src_site, dst_site, window_start). */
+struct span {
+    uint64_t pair; /* src << 32 | dst (site indexes) */
+    int start, count;
+};
+
+static int cmp_span(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    return (x->pair > y->pair) - (x->pair < y->pair);
+}
+
+static uint64_t pair_of(int src, int dst)
+{
+    return ((uint64_t)(uint32_t)src << 32) | (uint32_t)dst;
+}
+
+/* One span per pair of h, sorted by pair for bsearch; NULL on out of memory. */
+static struct span *pair_spans(const struct cfg *cfg, const PGresult *h, size_t *n_spans)
+{
+    int n = PQntuples(h);
+    struct span *sp = malloc(((size_t)n + 1) * sizeof *sp);
+    if (!sp)
+        return NULL;
+    size_t k = 0;
+    for (int i = 0; i < n; i++) {
+        const char *src = PQgetvalue(h, i, 0), *dst = PQgetvalue(h, i, 1);
+        if (k && strcmp(src, PQgetvalue(h, i - 1, 0)) == 0 &&
+            strcmp(dst, PQgetvalue(h, i - 1, 1)) == 0) {
+            sp[k - 1].count++;
+            continue;
+        }
+        sp[k++] = (struct span){.pair = pair_of(cfg_site_index(cfg, src), cfg_site_index(cfg, dst)),
+                                .start = i,
+                                .count = 1};
+    }
+    if (k)
+        qsort(sp, k, sizeof *sp, cmp_span);
+    *n_spans = k;
+    return sp;
 }
 
 /* The saturation summary of an episode: circuit, capacity and top workflows of its last hit
@@ -678,31 +747,70 @@ static int saturation_summary(PGconn *db, const struct cfg *cfg, const struct ca
     return 0;
 }
 
-/* Applies one action for candidate c; counts and notifies changed rows. */
-static int apply_action(PGconn *db, const struct cfg *cfg, const struct cand *c,
-                        const struct alert_action *a, const struct alert_episode *eps,
-                        const struct stored *rows, struct recon_db_stats *st, char *err,
-                        size_t errlen)
+/* The alert row changes of one reconciliation, collected as array literals and written with
+ * one statement per kind of change (a few round trips even when thousands of pairs change).
+ * Order matters for the one-open-per-(kind, pair) index: withdrawals, then resolutions, then
+ * (re)openings and updates of open rows, then new rows. */
+enum { B_WITHDRAW, B_RESOLVE, B_KEEP_OPEN, B_INSERT, B_N };
+
+#define B_MAX_COLS 10
+
+struct batch {
+    size_t n, cap;
+    struct sbuf col[B_MAX_COLS]; /* text[] literals, one per column */
+    int64_t *ids;                /* updates: the row; inserts: 0 */
+    bool *was_open, *now_open;
+};
+
+static int batch_add(struct batch *b, int64_t id, bool was_open, bool now_open,
+                     const char *const *vals, size_t n_vals)
 {
-    PGresult *r;
-    if (a->kind == ALERT_WITHDRAW) {
-        char id[NUM_LEN];
-        fmt_i64(id, rows[a->row].id);
-        const char *params[] = {id};
-        r = q(db, "withdrawing an alert", err, errlen,
-              "UPDATE gap_alerts SET state = 'resolved', resolved_at = now(), resolved_sent = "
-              "false, summary = coalesce(summary, '') || ' (withdrawn: later data cleared its "
-              "windows)' WHERE id = $1::bigint AND state = 'open' RETURNING id",
-              1, params);
-        if (!r)
+    if (b->n == b->cap) {
+        size_t c = b->cap ? b->cap * 2 : 64;
+        int64_t *ids = realloc(b->ids, c * sizeof *ids);
+        if (ids)
+            b->ids = ids;
+        bool *wo = realloc(b->was_open, c * sizeof *wo);
+        if (wo)
+            b->was_open = wo;
+        bool *no = realloc(b->now_open, c * sizeof *no);
+        if (no)
+            b->now_open = no;
+        if (!ids || !wo || !no)
             return -1;
-        int changed = PQntuples(r);
-        PQclear(r);
-        if (changed) {
-            st->n_alerts_resolved++;
-            return notify(db, rows[a->row].id, err, errlen);
-        }
-        return 0;
+        b->cap = c;
+    }
+    b->ids[b->n] = id;
+    b->was_open[b->n] = was_open;
+    b->now_open[b->n] = now_open;
+    for (size_t k = 0; k < n_vals; k++) {
+        if (b->n == 0)
+            sb_add(&b->col[k], "{", 1);
+        sb_array_elem(&b->col[k], vals[k], b->n == 0);
+    }
+    b->n++;
+    return 0;
+}
+
+static void batch_free(struct batch *b)
+{
+    for (size_t k = 0; k < B_MAX_COLS; k++)
+        free(b->col[k].p);
+    free(b->ids);
+    free(b->was_open);
+    free(b->now_open);
+}
+
+/* Queues one action for candidate c (a saturation summary reads the database). */
+static int queue_action(PGconn *db, const struct cfg *cfg, const struct cand *c,
+                        const struct alert_action *a, const struct alert_episode *eps,
+                        const struct stored *rows, struct batch *bs, char *err, size_t errlen)
+{
+    char id[NUM_LEN];
+    if (a->kind == ALERT_WITHDRAW) {
+        fmt_i64(id, rows[a->row].id);
+        const char *vals[] = {id};
+        return batch_add(&bs[B_WITHDRAW], rows[a->row].id, true, false, vals, 1);
     }
     const struct alert_episode *e = &eps[a->episode];
     char summary[1024], circuit[256] = "";
@@ -721,77 +829,131 @@ static int apply_action(PGconn *db, const struct cfg *cfg, const struct cand *c,
     snprintf(ratio, sizeof ratio, "%.17g", e->peak_ratio);
     const char *state = e->resolved ? "resolved" : "open";
     if (a->kind == ALERT_INSERT) {
-        const char *params[] = {alerts_kind_name(c->kind),
-                                site_name(cfg, c->src),
-                                site_name(cfg, c->dst),
-                                state,
-                                first,
-                                last,
-                                peak,
-                                ratio,
-                                summary,
-                                circuit};
-        r = q(db, "opening an alert", err, errlen,
-              "INSERT INTO gap_alerts (kind, src_site, dst_site, state, opened_at, resolved_at, "
-              "first_window, last_window, peak_unattributed_bytes, peak_ratio, summary, circuit) "
-              "VALUES ($1, $2, $3, $4, now(), CASE WHEN $4 = 'resolved' THEN now() END, "
-              "$5::timestamptz, $6::timestamptz, $7::bigint, $8::double precision, $9, $10) "
-              "RETURNING id",
-              10, params);
-        if (!r)
-            return -1;
-        int64_t id = val_i64(r, 0, 0, 0);
-        PQclear(r);
-        if (e->resolved)
-            st->n_alerts_resolved++;
-        else
-            st->n_alerts_opened++;
-        return notify(db, id, err, errlen);
+        const char *vals[] = {alerts_kind_name(c->kind),
+                              site_name(cfg, c->src),
+                              site_name(cfg, c->dst),
+                              state,
+                              first,
+                              last,
+                              peak,
+                              ratio,
+                              summary,
+                              circuit};
+        return batch_add(&bs[B_INSERT], 0, false, !e->resolved, vals, 10);
     }
-    /* ALERT_UPDATE: the row continues as this episode; only real changes count and notify */
     const struct stored *row = &rows[a->row];
-    char id[NUM_LEN];
     fmt_i64(id, row->id);
-    const char *params[] = {id, state, first, last, peak, ratio, summary, circuit};
-    static const char sql[] =
-        "UPDATE gap_alerts SET state = $2,"
-        "  resolved_at = CASE WHEN $2 = 'open' THEN NULL"
-        "                     WHEN state = 'open' THEN now() ELSE resolved_at END,"
-        "  resolved_sent = CASE WHEN state <> $2 THEN false ELSE resolved_sent END,"
-        "  first_window = least(first_window, $3::timestamptz), last_window = $4::timestamptz,"
-        "  peak_unattributed_bytes = greatest(peak_unattributed_bytes, $5::bigint),"
-        "  peak_ratio = greatest(peak_ratio, $6::double precision), summary = $7,"
-        "  circuit = CASE WHEN $8 = '' THEN circuit ELSE $8 END"
-        " WHERE id = $1::bigint"
-        "  AND (state <> $2 OR last_window IS DISTINCT FROM $4::timestamptz"
-        "       OR first_window > $3::timestamptz OR summary IS DISTINCT FROM $7"
-        "       OR coalesce(peak_unattributed_bytes, -1) < $5::bigint"
-        "       OR coalesce(peak_ratio, -1) < $6::double precision)"
-        " RETURNING id";
-    r = q(db, "updating an alert", err, errlen, sql, 8, params);
-    if (!r)
-        return -1;
-    int changed = PQntuples(r);
-    bool was_open = row->row.open;
-    PQclear(r);
-    if (!changed)
-        return 0;
-    if (was_open && e->resolved)
-        st->n_alerts_resolved++;
-    else if (!was_open && !e->resolved)
-        st->n_alerts_opened++;
-    else
-        st->n_alerts_updated++;
-    return notify(db, row->id, err, errlen);
+    const char *vals[] = {id, state, first, last, peak, ratio, summary, circuit};
+    return batch_add(&bs[e->resolved ? B_RESOLVE : B_KEEP_OPEN], row->id, row->row.open,
+                     !e->resolved, vals, 8);
 }
 
-static int action_order(const struct alert_action *a, const struct alert_episode *eps)
+static const char sql_withdraw[] =
+    "UPDATE gap_alerts SET state = 'resolved', resolved_at = now(), resolved_sent = false,"
+    "  summary = coalesce(summary, '') || ' (withdrawn: later data cleared its windows)'"
+    " WHERE id = ANY ($1::bigint[]) AND state = 'open'"
+    " RETURNING id";
+
+/* Only rows that really change are written (and so returned, counted and notified). */
+static const char sql_update[] =
+    "UPDATE gap_alerts g SET state = u.state,"
+    "  resolved_at = CASE WHEN u.state = 'open' THEN NULL"
+    "                     WHEN g.state = 'open' THEN now() ELSE g.resolved_at END,"
+    "  resolved_sent = CASE WHEN g.state <> u.state THEN false ELSE g.resolved_sent END,"
+    "  first_window = least(g.first_window, u.first_window), last_window = u.last_window,"
+    "  peak_unattributed_bytes = greatest(g.peak_unattributed_bytes, u.peak),"
+    "  peak_ratio = greatest(g.peak_ratio, u.ratio), summary = u.summary,"
+    "  circuit = CASE WHEN u.circuit = '' THEN g.circuit ELSE u.circuit END"
+    " FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::timestamptz[],"
+    "             $5::bigint[], $6::float8[], $7::text[], $8::text[])"
+    "   AS u(id, state, first_window, last_window, peak, ratio, summary, circuit)"
+    " WHERE g.id = u.id"
+    "  AND (g.state <> u.state OR g.last_window IS DISTINCT FROM u.last_window"
+    "       OR g.first_window > u.first_window OR g.summary IS DISTINCT FROM u.summary"
+    "       OR coalesce(g.peak_unattributed_bytes, -1) < u.peak"
+    "       OR coalesce(g.peak_ratio, -1) < u.ratio)"
+    " RETURNING g.id";
+
+/* WITH ORDINALITY + ORDER BY: RETURNING follows the queued order. */
+static const char sql_insert[] =
+    "INSERT INTO gap_alerts (kind, src_site, dst_site, state, opened_at, resolved_at,"
+    "  first_window, last_window, peak_unattributed_bytes, peak_ratio, summary, circuit)"
+    " SELECT kind, src, dst, state, now(), CASE WHEN state = 'resolved' THEN now() END,"
+    "  first_window, last_window, peak, ratio, summary, circuit"
+    " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[],"
+    "             $6::timestamptz[], $7::bigint[], $8::float8[], $9::text[], $10::text[])"
+    "   WITH ORDINALITY"
+    "   AS u(kind, src, dst, state, first_window, last_window, peak, ratio, summary, circuit, i)"
+    " ORDER BY i"
+    " RETURNING id";
+
+/* Writes the queued changes in order; counts the rows that really changed and NOTIFYs each. */
+static int flush_batches(PGconn *db, struct batch *bs, struct recon_db_stats *st, char *err,
+                         size_t errlen)
 {
-    if (a->kind == ALERT_WITHDRAW)
-        return 0;
-    if (a->kind == ALERT_UPDATE)
-        return eps[a->episode].resolved ? 1 : 2;
-    return 3;
+    static const int n_cols[B_N] = {
+        [B_WITHDRAW] = 1, [B_RESOLVE] = 8, [B_KEEP_OPEN] = 8, [B_INSERT] = 10};
+    static const char *const sqls[B_N] = {[B_WITHDRAW] = sql_withdraw,
+                                          [B_RESOLVE] = sql_update,
+                                          [B_KEEP_OPEN] = sql_update,
+                                          [B_INSERT] = sql_insert};
+    struct sbuf ids = {0};
+    size_t n_ids = 0;
+    int rc = -1;
+    sb_add(&ids, "{", 1);
+    for (int k = 0; k < B_N; k++) {
+        struct batch *b = &bs[k];
+        if (b->n == 0)
+            continue;
+        const char *params[B_MAX_COLS];
+        for (int c = 0; c < n_cols[k]; c++) {
+            sb_add(&b->col[c], "}", 1);
+            if (b->col[c].oom)
+                goto oom;
+            params[c] = b->col[c].p;
+        }
+        PGresult *r = q(db, "writing gap_alerts", err, errlen, sqls[k], n_cols[k], params);
+        if (!r)
+            goto cleanup;
+        for (int i = 0; i < PQntuples(r); i++) {
+            int64_t id = val_i64(r, i, 0, 0);
+            size_t j = (size_t)i;
+            if (k != B_INSERT)
+                for (j = 0; j < b->n && b->ids[j] != id; j++)
+                    ;
+            bool was_open = j < b->n && b->was_open[j], now_open = j < b->n && b->now_open[j];
+            if (!was_open && now_open)
+                st->n_alerts_opened++;
+            else if (was_open && !now_open)
+                st->n_alerts_resolved++;
+            else if (k == B_INSERT)
+                st->n_alerts_resolved++; /* a past episode that late data revealed, over */
+            else
+                st->n_alerts_updated++;
+            sb_array_elem(&ids, PQgetvalue(r, i, 0), n_ids++ == 0);
+        }
+        PQclear(r);
+    }
+    sb_add(&ids, "}", 1);
+    if (ids.oom)
+        goto oom;
+    if (n_ids) {
+        const char *params[] = {ids.p};
+        PGresult *r = q(db, "NOTIFY wanledger_alerts", err, errlen,
+                        "SELECT pg_notify('wanledger_alerts', id::text)"
+                        " FROM unnest($1::bigint[]) AS id",
+                        1, params);
+        if (!r)
+            goto cleanup;
+        PQclear(r);
+    }
+    rc = 0;
+    goto cleanup;
+oom:
+    snprintf(err, errlen, "writing gap_alerts: out of memory");
+cleanup:
+    free(ids.p);
+    return rc;
 }
 
 /* Re-evaluates the alerts of every candidate from its stored history. */
@@ -813,6 +975,10 @@ static int evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
     struct alert_action *acts = NULL;
     struct alert_row *crow = NULL;
     struct stored *crow_full = NULL;
+    struct span *cell_spans = NULL, *sat_spans = NULL;
+    struct batch batches[B_N];
+    memset(batches, 0, sizeof batches);
+    size_t n_cell_spans = 0, n_sat_spans = 0;
     struct sbuf srcs = {0}, dsts = {0}, kinds = {0};
 
     /* stored rows that the history could touch: open ones, and any that end after the oldest
@@ -874,6 +1040,7 @@ static int evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
             add_cand(&cands, &n_cands, &cap_cands, ALERT_SATURATION, o->src_site, o->dst_site))
             goto oom;
     }
+    n_cands = unique_cands(cands, n_cands);
     if (n_cands == 0) {
         rc = 0;
         goto cleanup;
@@ -937,16 +1104,21 @@ static int evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
     crow = calloc(nr + 1, sizeof *crow);
     crow_full = calloc(nr + 1, sizeof *crow_full);
     acts = calloc(max_hist + nr + 1, sizeof *acts);
-    if (!hist || !eps || !crow || !crow_full || !acts)
+    cell_spans = pair_spans(cfg, hr, &n_cell_spans);
+    sat_spans = pair_spans(cfg, sr, &n_sat_spans);
+    if (!hist || !eps || !crow || !crow_full || !acts || !cell_spans || !sat_spans)
         goto oom;
     for (size_t ci = 0; ci < n_cands; ci++) {
         const struct cand *c = &cands[ci];
-        const char *src = site_name(cfg, c->src), *dst = site_name(cfg, c->dst);
         const PGresult *h = c->kind == ALERT_SATURATION ? sr : hr;
+        struct span key = {.pair = pair_of(c->src, c->dst)};
+        const struct span *sp =
+            c->kind == ALERT_SATURATION
+                ? (n_sat_spans ? bsearch(&key, sat_spans, n_sat_spans, sizeof key, cmp_span) : NULL)
+                : (n_cell_spans ? bsearch(&key, cell_spans, n_cell_spans, sizeof key, cmp_span)
+                                : NULL);
         size_t n = 0;
-        for (int i = 0; i < PQntuples(h); i++) {
-            if (strcmp(PQgetvalue(h, i, 0), src) || strcmp(PQgetvalue(h, i, 1), dst))
-                continue;
+        for (int i = sp ? sp->start : 0; sp && i < sp->start + sp->count; i++) {
             struct alert_window *w = &hist[n++];
             memset(w, 0, sizeof *w);
             w->window_start_us = val_i64(h, i, 2, 0);
@@ -976,13 +1148,12 @@ static int evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
                 crow[n_crow++] = rows[i].row;
             }
         size_t n_acts = alerts_match(eps, n_eps, crow, n_crow, acts);
-        /* resolutions first, so that at most one row is ever open per (kind, pair) */
-        for (int pass = 0; pass <= 3; pass++)
-            for (size_t i = 0; i < n_acts; i++)
-                if (action_order(&acts[i], eps) == pass &&
-                    apply_action(db, cfg, c, &acts[i], eps, crow_full, st, err, errlen))
-                    goto cleanup;
+        for (size_t i = 0; i < n_acts; i++)
+            if (queue_action(db, cfg, c, &acts[i], eps, crow_full, batches, err, errlen))
+                goto cleanup;
     }
+    if (flush_batches(db, batches, st, err, errlen))
+        goto cleanup;
     rc = 0;
     goto cleanup;
 oom:
@@ -998,6 +1169,10 @@ cleanup:
     free(acts);
     free(crow);
     free(crow_full);
+    free(cell_spans);
+    free(sat_spans);
+    for (int k = 0; k < B_N; k++)
+        batch_free(&batches[k]);
     free(srcs.p);
     free(dsts.p);
     free(kinds.p);

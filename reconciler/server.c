@@ -18,6 +18,7 @@
 #include "jsonw.h"
 #include "log.h"
 #include "timeutil.h"
+#include "workers.h"
 
 struct srv {
     const struct cfg *cfg;
@@ -25,6 +26,7 @@ struct srv {
     struct evhttp *http;
     struct store *store;
     struct metrics *metrics;
+    struct wk_pool *workers;
     int port;
 };
 
@@ -187,6 +189,20 @@ static void reply_error(struct srv *s, struct evhttp_request *req, enum metrics_
 
 /* ---- handlers ----------------------------------------------------------------------------- */
 
+/* On the event loop thread: the answer of a worker (see workers.h). */
+static void on_ingested(struct wk_job *job, void *arg)
+{
+    struct srv *s = arg;
+    struct evbuffer *out = evbuffer_new();
+    if (out && job->reply)
+        evbuffer_add(out, job->reply, strlen(job->reply));
+    reply(s, job->req, job->ep, job->t0_ns, job->status ? job->status : 500, "application/json",
+          out);
+    if (out)
+        evbuffer_free(out);
+    wk_job_free(job);
+}
+
 static void handle_ingest(struct srv *s, struct evhttp_request *req, const struct route *rt,
                           int64_t t0)
 {
@@ -203,32 +219,29 @@ static void handle_ingest(struct srv *s, struct evhttp_request *req, const struc
         reply_error(s, req, rt->ep, t0, 413, "body larger than max_body_bytes", "$");
         return;
     }
-    const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
-    struct ingest_batch b;
-    struct ingest_error e;
-    if (ingest_parse(s->cfg, rt->kind, body, len, tm_now_us(), &b, &e) < 0) {
-        log_info(peer_of(req), "%s rejected (%d): %s at %s", rt->path, e.status, e.msg, e.path);
-        reply_error(s, req, rt->ep, t0, e.status, e.msg, e.path);
+    struct wk_job *job = calloc(1, sizeof(*job));
+    if (job)
+        job->body = malloc(len + 1);
+    if (!job || !job->body) {
+        wk_job_free(job);
+        reply_error(s, req, rt->ep, t0, 503, "out of memory", "$");
         return;
     }
-    struct store_result res;
-    char err[512];
-    if (store_write(s->store, &b, &res, err, sizeof(err)) < 0) {
-        log_error(peer_of(req), "%s not stored: %s", rt->path, err);
-        char msg[600];
-        snprintf(msg, sizeof(msg), "not stored: %s", err);
-        reply_error(s, req, rt->ep, t0, 503, msg, "$");
-        ingest_batch_free(&b);
-        return;
+    evbuffer_remove(in, job->body, len);
+    job->body[len] = 0;
+    job->len = len;
+    job->req = req;
+    job->kind = rt->kind;
+    job->ep = rt->ep;
+    job->path = rt->path;
+    job->t0_ns = t0;
+    snprintf(job->peer, sizeof(job->peer), "%s", peer_of(req));
+    if (wk_submit(s->workers, job) < 0) {
+        wk_job_free(job);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+        reply_error(s, req, rt->ep, t0, 503, "busy: too many requests waiting, retry", "$");
     }
-    metrics_rows(s->metrics, rt->ep, res.received, res.stored);
-    log_debug(peer_of(req), "%s: %zu rows, %zu new", rt->path, res.received, res.stored);
-    struct evbuffer *out = evbuffer_new();
-    evbuffer_add_printf(out, "{\"received\":%zu,\"stored\":%zu,\"duplicate\":%zu}\n", res.received,
-                        res.stored, res.received - res.stored);
-    reply(s, req, rt->ep, t0, 200, "application/json", out);
-    evbuffer_free(out);
-    ingest_batch_free(&b);
+    /* answered by on_ingested once a worker has committed (or refused) the batch */
 }
 
 static void handle_get(struct srv *s, struct evhttp_request *req, const struct route *rt,
@@ -385,11 +398,18 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
     evhttp_set_timeout(s->http, 120);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH);
+    s->workers = wk_start(base, cfg, metrics, on_ingested, s, err, errlen);
+    if (!s->workers) {
+        evhttp_free(s->http);
+        free(s);
+        return NULL;
+    }
     evhttp_set_gencb(s->http, on_request, s);
     struct evhttp_bound_socket *bs =
         evhttp_bind_socket_with_handle(s->http, host, (ev_uint16_t)port);
     if (!bs) {
         snprintf(err, errlen, "cannot listen on %s", cfg->listen);
+        wk_stop(s->workers);
         evhttp_free(s->http);
         free(s);
         return NULL;
@@ -407,6 +427,7 @@ void srv_free(struct srv *s)
 {
     if (!s)
         return;
+    wk_stop(s->workers); /* unanswered requests are dropped; evhttp_free closes them */
     evhttp_free(s->http);
     free(s);
 }

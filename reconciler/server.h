@@ -1,7 +1,9 @@
 /* The HTTP side of `wanledger reconcile` over libevent's evhttp: routing, bearer-token roles
  * (401 for a wrong or missing token, 403 for another role's), the body size bound (413), the
  * ingest endpoints (validate whole, commit, then 2xx), the read API, the heatmap pages, /healthz
- * and /metrics. Everything runs on the caller's event base; database calls block it briefly. */
+ * and /metrics. HTTP runs on the caller's event base; ingest bodies are validated and committed by
+ * worker threads (workers.h); the read endpoints query the database from the event loop. The
+ * caller must have called evthread_use_pthreads() before creating the base. */
 #ifndef WL_SERVER_H
 #define WL_SERVER_H
 

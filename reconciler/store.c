@@ -1,6 +1,7 @@
 /* Durable storage of ingest batches (see store.h). */
 #include "store.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,14 +78,24 @@ static void set_err(char *err, size_t errlen, const char *what, const char *msg)
         err[--n] = 0;
 }
 
-struct store *store_open(const struct cfg *cfg, char *err, size_t errlen)
+/* db_ensure_partitions keeps a process-wide cache without a lock of its own. */
+static pthread_mutex_t g_partitions_mu = PTHREAD_MUTEX_INITIALIZER;
+
+struct store *store_new(const struct cfg *cfg)
 {
     struct store *st = calloc(1, sizeof(*st));
+    if (st)
+        st->cfg = cfg;
+    return st;
+}
+
+struct store *store_open(const struct cfg *cfg, char *err, size_t errlen)
+{
+    struct store *st = store_new(cfg);
     if (!st) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    st->cfg = cfg;
     st->db = db_connect(cfg, err, errlen);
     if (!st->db) {
         free(st);
@@ -231,7 +242,10 @@ static int write_once(struct store *st, const struct ingest_batch *b, struct sto
     if (b->n_rows == 0 && b->kind != INGEST_ATTRIBUTIONS)
         return 0;
     /* partitions first, in their own transaction: a rollback of ours must not undo them */
-    if (db_ensure_partitions(st->db, b->min_us, b->max_us, err, errlen) < 0)
+    pthread_mutex_lock(&g_partitions_mu);
+    int prc = db_ensure_partitions(st->db, b->min_us, b->max_us, err, errlen);
+    pthread_mutex_unlock(&g_partitions_mu);
+    if (prc < 0)
         return -1;
     if (run(st->db, "BEGIN", "BEGIN", 0, NULL, NULL, NULL, err, errlen) < 0)
         return -1;

@@ -46,8 +46,10 @@ fi
 bold=$'\e[1m' dim=$'\e[2m' off=$'\e[0m'
 say() { printf '%s%s demo:%s %s\n' "$bold" "$(date -u +%H:%M:%S)" "$off" "$*"; }
 
+webhook_pid=
 teardown() {
   say "tearing down: stack, network namespaces, PostgreSQL"
+  [ -n "$webhook_pid" ] && kill "$webhook_pid" 2>/dev/null || true
   "$here/stack.sh" down --run "$RUN" >/dev/null 2>&1 || true
   "$here/pg.sh" stop "$PG" >/dev/null 2>&1 || true
 }

@@ -32,6 +32,13 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+static int64_t cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -42,7 +49,7 @@ static void print_dist(const char *what, int64_t *v, int n)
 {
     qsort(v, (size_t)n, sizeof(v[0]), cmp_i64);
     int i50 = (int)(0.50 * (n - 1) + 0.5), i99 = (int)(0.99 * (n - 1) + 0.5);
-    printf("%-44s n=%d  p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", what, n, v[i50] / 1e6,
+    printf("%-46s n=%d  p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", what, n, v[i50] / 1e6,
            v[i99] / 1e6, v[n - 1] / 1e6);
 }
 
@@ -80,6 +87,7 @@ int main(int argc, char **argv)
     uint64_t dropped;
     int64_t *drain = calloc((size_t)rounds, sizeof(int64_t));
     int64_t *rest = calloc((size_t)rounds, sizeof(int64_t));
+    int64_t *drain_cpu = calloc((size_t)rounds, sizeof(int64_t));
     char ip[32];
     if (sockprobe_drain(sp, &fs, &dropped, err, sizeof(err)) != 0) /* start empty */
         return 1;
@@ -96,12 +104,14 @@ int main(int argc, char **argv)
             }
         }
         flowset_clear(&fs);
+        int64_t c0 = cpu_ns();
         int64_t t0 = now_ns();
         if (sockprobe_drain(sp, &fs, &dropped, err, sizeof(err)) != 0) {
             fprintf(stderr, "bench_drain: %s\n", err);
             return 1;
         }
         int64_t t1 = now_ns();
+        drain_cpu[r] = cpu_ns() - c0;
         size_t seen = fs.n;
         procmeta_join(pm, &fs);
         double tau;
@@ -123,9 +133,11 @@ int main(int argc, char **argv)
     }
     printf("drained %d live flows per round, %d rounds, attach %s\n", n, rounds,
            sockprobe_mode_name(sockprobe_mode(sp)));
-    print_dist("sockprobe_drain (flip+wait+read+clear)", drain, rounds);
+    print_dist("sockprobe_drain wall (flip+wait+read+clear)", drain, rounds);
+    print_dist("sockprobe_drain CPU time (kernel+user)", drain_cpu, rounds);
     print_dist("join+sample(k)+JSON after the drain", rest, rounds);
     free(drain);
+    free(drain_cpu);
     free(rest);
     flowset_free(&fs);
     procmeta_free(pm);

@@ -23,11 +23,11 @@
 #include "recon_db.h"
 #include "timeutil.h"
 
-#define N_SITES          50
-#define FLOWS_PER_REPORT 1000
+#define N_SITES           50
+#define FLOWS_PER_REPORT  1000
 #define REPORTS_PER_ROUND 100 /* 100 x 1,000 = 100,000 flows per window */
-#define N_CLIENTS        2
-#define RECON_RUNS       10
+#define N_CLIENTS         2
+#define RECON_RUNS        10
 
 static char g_dir[256], g_cfg[300];
 static int g_port;
@@ -69,14 +69,16 @@ static void sadd(struct str *s, const char *fmt, ...)
     }
 }
 
-/* ---- setup ------------------------------------------------------------------------------------ */
+/* ---- setup ------------------------------------------------------------------------------------
+ */
 
 static void write_config(const char *conninfo)
 {
     struct str s = {0};
-    sadd(&s, "{\"window_seconds\": 60, \"grace_seconds\": 90, \"tick_seconds\": 3600,\n"
-             " \"database\": \"%s\", \"listen\": \"127.0.0.1:%d\", \"tokens_file\": \"tokens.json\",\n"
-             " \"limits\": {\"max_body_bytes\": 67108864},\n \"sites\": [",
+    sadd(&s,
+         "{\"window_seconds\": 60, \"grace_seconds\": 90, \"tick_seconds\": 3600,\n"
+         " \"database\": \"%s\", \"listen\": \"127.0.0.1:%d\", \"tokens_file\": \"tokens.json\",\n"
+         " \"limits\": {\"max_body_bytes\": 67108864},\n \"sites\": [",
          conninfo, g_port);
     for (int i = 0; i < N_SITES; i++)
         sadd(&s, "%s{\"name\": \"s%02d\", \"prefixes\": [\"10.%d.0.0/16\"]}", i ? ", " : "", i,
@@ -114,7 +116,9 @@ static long long tx_of(int r, int k)
     return 100000 + ((long long)r * 7919 + (long long)k * 104729) % 900000;
 }
 
-/* Report r of window ws: agent of site r % 50, flows to every other site in turn. */
+/* Report r of window ws: agent of site r % 50, flows to every other site in turn (k % 49); on
+ * one pair, the flows of a report come from 4 users, 2 programs and 3 workflows of the site, so a
+ * pair's rollup has a few dozen rows, not one per flow. */
 static char *make_report(int r, int64_t ws, int round, size_t *len)
 {
     struct str s = {0};
@@ -132,20 +136,22 @@ static char *make_report(int r, int64_t ws, int round, size_t *len)
              "\"rx_bytes\":%lld,\"pid\":%d,\"uid\":%d,\"user\":\"user%02d\","
              "\"program\":\"prog%02d\",\"workflow\":\"wf-%03d\",\"container\":\"\"}",
              k ? "," : "", src + 1, k / 250, k % 250 + 1, 30000 + k, dst + 1, k % 7, k % 200 + 1,
-             tx_of(r, k), tx_of(r, k) / 50, 1000 + k % 97, 1000 + k % 31, k % 40, k % 13,
-             (r + k) % 120);
+             tx_of(r, k), tx_of(r, k) / 50, 1000 + k % 97, 1000 + (k / 49) % 4, (k / 49) % 4,
+             (k / 49) % 2, src * 3 + (k / 49) % 3);
     }
     sadd(&s, "]}");
     *len = s.n;
     return s.p;
 }
 
-/* ---- a keep-alive HTTP client ----------------------------------------------------------------- */
+/* ---- a keep-alive HTTP client -----------------------------------------------------------------
+ */
 
 static int http_connect(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g_port),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)g_port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
         die("connect: %s", strerror(errno));
@@ -195,7 +201,8 @@ static int http_post(int fd, const char *path, const char *token, const char *bo
     return status;
 }
 
-/* ---- ingest ----------------------------------------------------------------------------------- */
+/* ---- ingest -----------------------------------------------------------------------------------
+ */
 
 struct job {
     char **bodies;
@@ -312,8 +319,7 @@ int main(int argc, char **argv)
     printf("wanledger reconcile benchmark (%s)\n\n", th_bin("wanledger"));
     printf("1. ingest: %zu requests x %d flows = %zu flow records, %.1f MiB of JSON, %d client "
            "connections\n",
-           n_req, FLOWS_PER_REPORT, n_req * FLOWS_PER_REPORT, (double)bytes / 1048576.0,
-           N_CLIENTS);
+           n_req, FLOWS_PER_REPORT, n_req * FLOWS_PER_REPORT, (double)bytes / 1048576.0, N_CLIENTS);
     /* the first partition creation is not what we measure: warm up with one small report */
     {
         int fd = http_connect();
@@ -377,10 +383,10 @@ int main(int argc, char **argv)
            FLOWS_PER_REPORT, n_req, pct(lat, n_req, 0.5) / 1e6, pct(lat, n_req, 0.99) / 1e6,
            lat[n_req - 1] / 1e6);
     double nf = (double)(n_req * FLOWS_PER_REPORT);
-    printf("   CPU seconds during ingest: wanledger %.2f, its PostgreSQL backends %.2f, this client "
-           "%.2f; everything else on the machine %.2f (of %.2f available on 2 cores)\n",
-           srv_cpu, pg_cpu, cli_cpu, all_cpu - srv_cpu - cli_cpu - pg_cpu,
-           2.0 * (double)span / 1e9);
+    printf(
+        "   CPU seconds during ingest: wanledger %.2f, its PostgreSQL backends %.2f, this client "
+        "%.2f; everything else on the machine %.2f (of %.2f available on 2 cores)\n",
+        srv_cpu, pg_cpu, cli_cpu, all_cpu - srv_cpu - cli_cpu - pg_cpu, 2.0 * (double)span / 1e9);
     printf("   CPU per flow record: wanledger %.2f us + PostgreSQL %.2f us + client %.2f us -> "
            "%.0f flow records/s if 2 cores were ours alone (%.2fx the target)\n",
            srv_cpu / nf * 1e6, pg_cpu / nf * 1e6, cli_cpu / nf * 1e6,
@@ -446,22 +452,21 @@ int main(int argc, char **argv)
            rt[RECON_RUNS - 1] / 1e9, pct(rt, RECON_RUNS, 0.5) / 1e9);
     printf("   last run split: load %.3f s, compute %.3f s, write %.3f s\n", st.load_us / 1e6,
            st.compute_us / 1e6, st.write_us / 1e6);
-    printf("   this process: VmRSS %.1f MiB before, %.1f MiB after, VmHWM %.1f MiB\n", rss0,
-           rss_mib("VmRSS:"), rss_mib("VmHWM:"));
+    printf("   this process: VmRSS %.1f MiB before the runs, %.1f MiB after\n", rss0,
+           rss_mib("VmRSS:"));
     PQfinish(db);
 
     /* the binary's peak memory for the same window: mark it dirty, run --once, read rusage */
     {
         PGconn *d2 = db_connect(cfg, err, sizeof(err));
         char ws[TM_RFC3339_LEN], sql[256];
-        snprintf(sql, sizeof(sql),
-                 "UPDATE window_state SET dirty = true WHERE window_start = '%s'",
+        snprintf(sql, sizeof(sql), "UPDATE window_state SET dirty = true WHERE window_start = '%s'",
                  tm_format_rfc3339(W, ws));
         if (!d2 || db_exec(d2, sql, err, sizeof(err)) < 0)
             die("%s", err);
         PQfinish(d2);
-        char *oargv[] = {(char *)th_bin("wanledger"), "--config", g_cfg, "reconcile", "--once",
-                         NULL};
+        char *oargv[] = {
+            (char *)th_bin("wanledger"), "--config", g_cfg, "reconcile", "--once", NULL};
         int64_t a = tm_mono_ns();
         pid_t p = th_spawn(oargv, logp);
         int wst;

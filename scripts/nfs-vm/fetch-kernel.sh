@@ -21,7 +21,9 @@ fi
 rel=${pkg#linux-image-}
 dir="$cache/$rel"
 rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/deb"
+# A stale apt list may name a version the mirror no longer has: update once and retry.
 (cd "$dir.tmp/deb" && apt-get download -q "$pkg" >/dev/null 2>&1) ||
+  (apt-get update -q >/dev/null 2>&1; cd "$dir.tmp/deb" && apt-get download -q "$pkg" >/dev/null 2>&1) ||
   { echo "fetch-kernel: apt-get download $pkg failed" >&2; exit 1; }
 dpkg-deb -x "$dir.tmp"/deb/*.deb "$dir.tmp/root"
 # The bzImage holds an XZ stream: decompress from its magic to get the ELF vmlinux.

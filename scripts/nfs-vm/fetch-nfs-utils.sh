@@ -11,6 +11,7 @@ if [ -f "$cache/root/usr/sbin/rpc.mountd" ]; then echo "$cache/root"; exit 0; fi
 rm -rf "$cache/tmp" && mkdir -p "$cache/tmp/deb" "$cache/tmp/x"
 pkgs=(rpcbind nfs-kernel-server libtirpc3 libtirpc-common libwrap0)
 (cd "$cache/tmp/deb" && apt-get download -q "${pkgs[@]}" >/dev/null 2>&1) ||
+  (apt-get update -q >/dev/null 2>&1; cd "$cache/tmp/deb" && apt-get download -q "${pkgs[@]}" >/dev/null 2>&1) ||
   { echo "fetch-nfs-utils: apt-get download ${pkgs[*]} failed" >&2; exit 1; }
 for d in "$cache"/tmp/deb/*.deb; do dpkg-deb -x "$d" "$cache/tmp/x"; done
 x="$cache/tmp/x"

@@ -7,7 +7,8 @@ set -euo pipefail
 kdir=${1:?kernel dir (from fetch-kernel.sh)}; work=${2:?work dir}; nfsvm=${3:?nfsvm binary}
 init=${4:?init script}; conf=${5:?conf file}; overlay=${6:?overlay dir or -}; limit=${7:-600}
 busybox=$(command -v busybox || true)
-[ -n "$busybox" ] && file -L "$busybox" | grep -q 'statically linked' ||
+bb_ldd=$( [ -n "$busybox" ] && ldd "$busybox" 2>&1 || true)
+[[ $bb_ldd == *"not a dynamic executable"* ]] ||
   { echo "run-vm: a static busybox is needed (Debian package busybox-static)" >&2; exit 1; }
 command -v qemu-system-x86_64 >/dev/null || { echo "run-vm: qemu-system-x86_64 missing" >&2; exit 1; }
 command -v cpio >/dev/null || { echo "run-vm: cpio missing" >&2; exit 1; }
@@ -18,7 +19,7 @@ chmod 755 "$root"   # rpcbind refuses calls when / is not 755
 cp "$busybox" "$root/bin/busybox"
 for a in $("$busybox" --list); do [ "$a" = busybox ] || ln -sf busybox "$root/bin/$a"; done
 cp "$nfsvm" "$root/bin/nfsvm"
-for w in wl-reader wl-writer wl-flusher; do ln -sf nfsvm "$root/bin/$w"; done
+for w in wl-reader wl-writer wl-flusher wl-syncer; do ln -sf nfsvm "$root/bin/$w"; done
 cp "$kdir"/modules/*.ko "$root/lib/modules/"
 cp "$init" "$root/init" && chmod 755 "$root/init"
 cp "$conf" "$root/etc/nfsvm.conf"
@@ -38,7 +39,7 @@ fi
 (cd "$root" && find . | cpio -o -H newc --quiet) > "$work/initramfs.cpio"
 
 rm -f "$work/console.log"
-start=$(date +%s.%N)
+SECONDS=0
 set +e
 timeout --kill-after=10 "$limit" nice qemu-system-x86_64 -accel tcg -machine q35 -cpu max \
   -smp "${NFSVM_SMP:-2}" -m 1024 -nic none -display none -no-reboot \
@@ -47,6 +48,5 @@ timeout --kill-after=10 "$limit" nice qemu-system-x86_64 -accel tcg -machine q35
   -append "console=ttyS0 panic=-1 rdinit=/init quiet loglevel=4"
 rc=$?
 set -e
-echo "run-vm: qemu exited $rc after $(echo "$(date +%s.%N) - $start" | bc 2>/dev/null ||
-  python3 -c "print(round($(date +%s.%N)-$start,1))") s" >&2
+echo "run-vm: qemu exited $rc after $SECONDS s" >&2
 exit $rc

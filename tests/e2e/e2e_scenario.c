@@ -97,12 +97,12 @@ static void dump_cells(long long from, long long to)
                     "to_timestamp(%lld) AND window_start < to_timestamp(%lld) ORDER BY 1, 2, 3",
                     from, to);
     for (int i = 0; i < PQntuples(r); i++)
-        fprintf(stderr, "  cell %s %s->%s %-10s cov %-8.8s payload %s attributed %s (socket %s, "
-                        "service %s) unattributed %s\n",
-                PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
-                PQgetvalue(r, i, 3), PQgetvalue(r, i, 4), PQgetvalue(r, i, 5),
-                PQgetvalue(r, i, 6), PQgetvalue(r, i, 7), PQgetvalue(r, i, 8),
-                PQgetvalue(r, i, 9));
+        fprintf(stderr,
+                "  cell %s %s->%s %-10s cov %-8.8s payload %s attributed %s (socket %s, "
+                "service %s) unattributed %s\n",
+                PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3),
+                PQgetvalue(r, i, 4), PQgetvalue(r, i, 5), PQgetvalue(r, i, 6), PQgetvalue(r, i, 7),
+                PQgetvalue(r, i, 8), PQgetvalue(r, i, 9));
 }
 
 static int setup(void **state)
@@ -158,17 +158,18 @@ static int setup(void **state)
             break;
         usleep(200000);
     }
-    fprintf(stderr, "timeline: phase 1 %lld, 2 %lld, 3 %lld, 4 %lld, end %lld; replication sent "
-                    "%lld bytes\n", p1, p2, p3, p4, p_end, replication_tx);
+    fprintf(stderr,
+            "timeline: phase 1 %lld, 2 %lld, 3 %lld, 4 %lld, end %lld; replication sent "
+            "%lld bytes\n",
+            p1, p2, p3, p4, p_end, replication_tx);
     dump_cells(p1 - 10, p_end);
     PGresult *r = q("SELECT id, kind, src_site, dst_site, state, first_window, last_window, "
                     "resolved_at, peak_unattributed_bytes, summary FROM gap_alerts ORDER BY id");
     for (int i = 0; i < PQntuples(r); i++)
         fprintf(stderr, "  alert %s %s %s->%s %s first %s last %s resolved %s peak %s: %s\n",
-                PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
-                PQgetvalue(r, i, 3), PQgetvalue(r, i, 4), PQgetvalue(r, i, 5),
-                PQgetvalue(r, i, 6), PQgetvalue(r, i, 7), PQgetvalue(r, i, 8),
-                PQgetvalue(r, i, 9));
+                PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3),
+                PQgetvalue(r, i, 4), PQgetvalue(r, i, 5), PQgetvalue(r, i, 6), PQgetvalue(r, i, 7),
+                PQgetvalue(r, i, 8), PQgetvalue(r, i, 9));
     return 0;
 }
 
@@ -206,8 +207,9 @@ static void test_phase1_green(void **state)
         double cov = atof(PQgetvalue(r, i, 4));
         if (strcmp(st, "ok") != 0 || cov < GREEN || cov > OVER)
             fail_msg("phase 1 window %s %s->%s: status %s coverage %.4f, expected ok within "
-                     "[%.2f, %.2f]", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
-                     PQgetvalue(r, i, 2), st, cov, GREEN, OVER);
+                     "[%.2f, %.2f]",
+                     PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), st, cov, GREEN,
+                     OVER);
         if (!strcmp(PQgetvalue(r, i, 1), "nyc") && !strcmp(PQgetvalue(r, i, 2), "chi"))
             judged_nyc_chi++;
         if (!strcmp(PQgetvalue(r, i, 1), "chi") && !strcmp(PQgetvalue(r, i, 2), "osl"))
@@ -261,32 +263,39 @@ static void test_phase3_gap_volume(void **state)
     int windows = atoi(PQgetvalue(r, 0, 1));
     assert_int_equal(windows, (int)((p4 - p3) / 10) + 1);
     double ratio = (double)unattributed / (double)replication_tx;
-    fprintf(stderr, "phase 3: unattributed %lld bytes over %d windows vs replication sent %lld "
-                    "bytes: ratio %.4f\n", unattributed, windows, replication_tx, ratio);
+    fprintf(stderr,
+            "phase 3: unattributed %lld bytes over %d windows vs replication sent %lld "
+            "bytes: ratio %.4f\n",
+            unattributed, windows, replication_tx, ratio);
     if (ratio < 0.90 || ratio > 1.10)
         fail_msg("unattributed %lld bytes is not within 10%% of the replication's %lld bytes "
-                 "(ratio %.4f)", unattributed, replication_tx, ratio);
+                 "(ratio %.4f)",
+                 unattributed, replication_tx, ratio);
     /* The cell page of a phase-3 window shows the gap (red) and names no owner of it. */
     char when[32];
     time_t t = (time_t)(p3 + 10);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
     assert_int_equal(th_sh("curl -sf 'http://127.0.0.1:%d/heatmap/cell?src=nyc&dst=chi&"
-                           "window=%s' | grep -q 'data-status=\"red\"'", port, when), 0);
+                           "window=%s' | grep -q 'data-status=\"red\"'",
+                           port, when),
+                     0);
 }
 
 /* Phase 4: every alert of the scenario resolved, after the fix. */
 static void test_phase4_resolved(void **state)
 {
     (void)state;
-    PGresult *r = q("SELECT kind, src_site, dst_site, state, resolved_at >= to_timestamp(%lld) "
-                    "FROM gap_alerts WHERE src_site = 'nyc' AND dst_site = 'chi' AND kind IN ('gap', "
-                    "'saturation')",
-                    p4);
+    PGresult *r =
+        q("SELECT kind, src_site, dst_site, state, resolved_at >= to_timestamp(%lld) "
+          "FROM gap_alerts WHERE src_site = 'nyc' AND dst_site = 'chi' AND kind IN ('gap', "
+          "'saturation')",
+          p4);
     int n_gap = 0, n_sat = 0;
     for (int i = 0; i < PQntuples(r); i++) {
         if (strcmp(PQgetvalue(r, i, 3), "resolved") != 0 || strcmp(PQgetvalue(r, i, 4), "t"))
             fail_msg("%s alert nyc->chi is %s (resolved in phase 4: %s), expected resolved in "
-                     "phase 4", PQgetvalue(r, i, 0), PQgetvalue(r, i, 3), PQgetvalue(r, i, 4));
+                     "phase 4",
+                     PQgetvalue(r, i, 0), PQgetvalue(r, i, 3), PQgetvalue(r, i, 4));
         n_gap += !strcmp(PQgetvalue(r, i, 0), "gap");
         n_sat += !strcmp(PQgetvalue(r, i, 0), "saturation");
     }

@@ -61,8 +61,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     default:
         break;
     }
-    const char *auth =
-        evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
     cJSON *rec = cJSON_CreateObject();
     cJSON_AddStringToObject(rec, "method", method);
     cJSON_AddStringToObject(rec, "path", evhttp_request_get_uri(req));
@@ -79,7 +78,8 @@ static void on_request(struct evhttp_request *req, void *arg)
         free(line);
     }
     struct evbuffer *reply = evbuffer_new();
-    evbuffer_add_printf(reply, status < 300 ? "{\"ok\":true}" : "{\"error\":\"test\",\"path\":\"$\"}");
+    evbuffer_add_printf(reply,
+                        status < 300 ? "{\"ok\":true}" : "{\"error\":\"test\",\"path\":\"$\"}");
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
     evhttp_send_reply(req, status, status < 300 ? "OK" : "Test failure", reply);
     evbuffer_free(reply);

@@ -31,7 +31,8 @@
 #include <unistd.h>
 
 #define CHUNK          (64 * 1024)
-#define MAX_SECONDS    3600
+#define MAX_SECONDS    3600  /* a client run */
+#define MAX_SERVE_SEC  86400 /* a server outlives the loads it serves: the demo runs for hours */
 #define MAX_CONNS      100000
 #define MAX_PARALLEL   256
 #define MAX_TAGS       8
@@ -140,7 +141,8 @@ static void pace(double start, uint64_t sent, uint64_t rate_bps)
         due = deadline;
     if (due > now) {
         double d = due - now;
-        struct timespec ts = {.tv_sec = (time_t)d, .tv_nsec = (long)((d - (double)(time_t)d) * 1e9)};
+        struct timespec ts = {.tv_sec = (time_t)d,
+                              .tv_nsec = (long)((d - (double)(time_t)d) * 1e9)};
         nanosleep(&ts, NULL);
     }
 }
@@ -249,7 +251,8 @@ static void log_transfer(int fd, char *tags, uint64_t bytes, const struct timesp
     pthread_mutex_lock(&log_lock);
     fprintf(log_file,
             "{\"service\":\"%s\",\"id\":\"%s\",\"requester\":\"%s\",\"workflow\":\"%s\","
-            "\"src\":\"%s\",\"dst\":\"%s\",\"bytes\":%" PRIu64 ",\"start\":\"%s\",\"end\":\"%s\"}\n",
+            "\"src\":\"%s\",\"dst\":\"%s\",\"bytes\":%" PRIu64
+            ",\"start\":\"%s\",\"end\":\"%s\"}\n",
             o.service, id, requester, workflow, src, dst, bytes, start, end);
     fflush(log_file);
     pthread_mutex_unlock(&log_lock);
@@ -406,12 +409,12 @@ int main(int argc, char **argv)
     o.parallel = 1;
     o.max_conns = MAX_CONNS;
     static const struct option lo[] = {
-        {"listen", required_argument, 0, 'l'}, {"to", required_argument, 0, 't'},
-        {"bytes", required_argument, 0, 'b'},  {"rate", required_argument, 0, 'r'},
-        {"seconds", required_argument, 0, 's'}, {"count", required_argument, 0, 'c'},
+        {"listen", required_argument, 0, 'l'},   {"to", required_argument, 0, 't'},
+        {"bytes", required_argument, 0, 'b'},    {"rate", required_argument, 0, 'r'},
+        {"seconds", required_argument, 0, 's'},  {"count", required_argument, 0, 'c'},
         {"parallel", required_argument, 0, 'p'}, {"max-conns", required_argument, 0, 'm'},
-        {"log", required_argument, 0, 'L'},    {"service", required_argument, 0, 'S'},
-        {"tag", required_argument, 0, 'T'},    {0, 0, 0, 0}};
+        {"log", required_argument, 0, 'L'},      {"service", required_argument, 0, 'S'},
+        {"tag", required_argument, 0, 'T'},      {0, 0, 0, 0}};
     optind = 2;
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -453,8 +456,10 @@ int main(int argc, char **argv)
             break;
         case 'T':
             if (o.n_tags == MAX_TAGS || strchr(optarg, ' ') || !strchr(optarg, '=')) {
-                fprintf(stderr, "wl-traffic: --tag: expected KEY=VALUE without spaces (at "
-                                "most %d), got '%s'\n", MAX_TAGS, optarg);
+                fprintf(stderr,
+                        "wl-traffic: --tag: expected KEY=VALUE without spaces (at "
+                        "most %d), got '%s'\n",
+                        MAX_TAGS, optarg);
                 return 2;
             }
             o.tags[o.n_tags++] = optarg;
@@ -464,11 +469,14 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!o.have_addr || o.seconds <= 0 || o.seconds > MAX_SECONDS || o.count < 1 ||
+    double max_seconds = strcmp(o.mode, "serve") ? MAX_SECONDS : MAX_SERVE_SEC;
+    if (!o.have_addr || o.seconds <= 0 || o.seconds > max_seconds || o.count < 1 ||
         o.count > MAX_CONNS || o.parallel < 1 || o.parallel > MAX_PARALLEL || o.max_conns < 1 ||
         o.max_conns > MAX_CONNS) {
-        fprintf(stderr, "wl-traffic: need an address, 0 < --seconds <= %d, 1 <= --count <= %d, "
-                        "1 <= --parallel <= %d\n", MAX_SECONDS, MAX_CONNS, MAX_PARALLEL);
+        fprintf(stderr,
+                "wl-traffic: need an address, 0 < --seconds <= %.0f, 1 <= --count <= %d, "
+                "1 <= --parallel <= %d\n",
+                max_seconds, MAX_CONNS, MAX_PARALLEL);
         return 2;
     }
     if (!!o.log_path != !!o.service) {

@@ -12,9 +12,90 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <unistd.h>
+
 #include "db.h"
 #include "harness.h"
 #include "hm_pages.h"
+
+#define L "'2026-11-29T18:53:00Z'"
+
+/* The latest window L holds one cell per status (values chosen by hand):
+ *   nyc->chi red        payload 10 GB, attributed 6 GB  -> coverage 0.60, unattributed 4 GB
+ *   chi->nyc ok         payload 5 GB,  attributed 4.9 GB -> 0.98
+ *   nyc->osl warn       payload 2 GB,  attributed 1.7 GB -> 0.85
+ *   osl->nyc over       payload 1 GB,  attributed 1.12 GB -> 1.12
+ *   chi->osl idle       payload 50 MB
+ *   osl->chi incomplete valid_fraction 0.6
+ *   nyc->lon no_counter no observed figure, 0.2 GB attributed by a service
+ * lon->* has no row: no cell. History for the strips: nyc->chi and chi->nyc, 6 hours before L. */
+const char hm_test_seed_sql[] =
+    "INSERT INTO heatmap_cells (window_start, window_seconds, src_site, dst_site, observed_bytes,"
+    " observed_payload_bytes, attributed_bytes, socket_bytes, nfs_bytes, service_bytes,"
+    " unattributed_bytes, coverage, status, valid_fraction, capacity_bps) VALUES"
+    " (" L ", 60, 'nyc', 'chi', 10600000000, 10000000000, 6000000000, 4000000000, 1500000000,"
+    "  500000000, 4000000000, 0.6, 'red', 1, 200000000000),"
+    " (" L ", 60, 'chi', 'nyc', 5300000000, 5000000000, 4900000000, 4900000000, 0, 0, 100000000,"
+    "  0.98, 'ok', 1, 200000000000),"
+    " (" L ", 60, 'nyc', 'osl', 2100000000, 2000000000, 1700000000, 1700000000, 0, 0, 300000000,"
+    "  0.85, 'warn', 1, 10000000000),"
+    " (" L ", 60, 'osl', 'nyc', 1050000000, 1000000000, 1120000000, 1120000000, 0, 0, 0, 1.12,"
+    "  'over', 1, 10000000000),"
+    " (" L ", 60, 'chi', 'osl', 52000000, 50000000, 10000000, 10000000, 0, 0, 40000000, 0.2,"
+    "  'idle', 1, 10000000000),"
+    " (" L ", 60, 'osl', 'chi', 3100000000, 3000000000, 2000000000, 2000000000, 0, 0, 1000000000,"
+    "  0.6667, 'incomplete', 0.6, 10000000000),"
+    " (" L ", 60, 'nyc', 'lon', NULL, NULL, 200000000, 0, 0, 200000000, NULL, NULL,"
+    "  'no_counter', 0, 0);"
+    /* 6 hours of history: coverage falls hour by hour on nyc->chi */
+    "INSERT INTO heatmap_cells (window_start, window_seconds, src_site, dst_site, observed_bytes,"
+    " observed_payload_bytes, attributed_bytes, socket_bytes, nfs_bytes, service_bytes,"
+    " unattributed_bytes, coverage, status)"
+    " SELECT t, 60, p.src, p.dst, 8400000000, 8000000000, (8000000000 * c)::bigint,"
+    "  (8000000000 * c * 0.7)::bigint, (8000000000 * c * 0.2)::bigint,"
+    "  (8000000000 * c * 0.1)::bigint, (8000000000 * (1 - c))::bigint, c,"
+    "  CASE WHEN c >= 0.95 THEN 'ok' WHEN c >= 0.8 THEN 'warn' ELSE 'red' END"
+    " FROM generate_series(timestamptz " L " - interval '6 hours', timestamptz " L
+    "  - interval '1 minute', interval '1 minute') AS t,"
+    " (VALUES ('nyc', 'chi'), ('chi', 'nyc')) AS p(src, dst),"
+    " LATERAL (SELECT CASE WHEN p.src = 'chi' THEN 0.97"
+    "   ELSE 0.99 - 0.07 * floor(extract(epoch from (timestamptz " L " - t)) / -3600 + 6)"
+    "   END AS c) AS cc;"
+    "INSERT INTO attribution_rollup (window_start, src_site, dst_site, source, workflow, user_name,"
+    " program, host, bytes) VALUES"
+    " (" L ", 'nyc', 'chi', 'socket', 'train-42', 'alice', 'python3', 'nyc-gpu-17', 3000000000),"
+    " (" L ", 'nyc', 'chi', 'socket', '" HM_TEST_HOSTILE_WF "', 'mallory\"><b>x</b>', 'rsync',"
+    "  'nyc-gpu-3', 1000000000),"
+    " (" L ", 'nyc', 'chi', 'nfs', 'train-42', 'alice', 'python3', 'nyc-gpu-17', 1500000000),"
+    " (" L ", 'nyc', 'chi', 'service', 'ingest-7', 'bob', 'dupedog', 'nyc-dtn-1', 500000000);"
+    "INSERT INTO link_windows (window_start, circuit, src_site, dst_site, device, interface,"
+    " counter, observed_bytes, observed_payload_bytes, valid_fraction, capacity_bps, utilization)"
+    " VALUES (" L ", 'nyc-chi-1', 'nyc', 'chi', 'nyc-border-1', 'et-0/0/1', 'out', 6000000000,"
+    "  5700000000, 1, 100000000000, 0.8),"
+    " (" L ", 'nyc-chi-2', 'nyc', 'chi', 'chi-border-2', 'et-0/0/2', 'in', 4600000000,"
+    "  4300000000, 1, 100000000000, 0.61);"
+    "INSERT INTO gap_alerts (kind, src_site, dst_site, state, opened_at, resolved_at, first_window,"
+    " last_window, peak_unattributed_bytes, peak_ratio, summary) VALUES"
+    " ('gap', 'nyc', 'chi', 'open', timestamptz " L " - interval '4 minutes', NULL,"
+    "  timestamptz " L " - interval '3 minutes', " L ", 4000000000, 0.6,"
+    "  'nyc->chi: 40% of the payload has no owner for 3 windows'),"
+    " ('over', 'osl', 'nyc', 'open', timestamptz " L " - interval '10 minutes', NULL,"
+    "  timestamptz " L " - interval '9 minutes', " L ", 0, 1.12,"
+    "  '\"><script>alert(3)</script>'),"
+    " ('gap', 'nyc', 'chi', 'resolved', timestamptz " L " - interval '5 hours', timestamptz " L
+    "  - interval '4 hours', timestamptz " L " - interval '5 hours', timestamptz " L
+    "  - interval '4 hours', 2500000000, 0.7, 'earlier gap');";
+
+const struct hm_test_cell hm_test_cells[HM_TEST_N_CELLS] = {
+    {"nyc", "chi", "red"},        {"chi", "nyc", "ok"},   {"nyc", "osl", "warn"},
+    {"osl", "nyc", "over"},       {"chi", "osl", "idle"}, {"osl", "chi", "incomplete"},
+    {"nyc", "lon", "no_counter"},
+};
 
 struct cfg *hm_test_cfg(const char *conninfo)
 {
@@ -192,4 +273,66 @@ void hm_test_server_stop(struct hm_test_server *s)
     event_base_free(s->base);
     PQfinish(s->db);
     free(s);
+}
+
+/* Loads url in headless Chromium: a PNG screenshot to png and the DOM to dom. */
+void hm_test_chromium(const char *url, const char *png, const char *dom, int width, int height)
+{
+    const char *tmp = th_tmpdir("hm-chromium");
+    static const char flags[] = "--headless --no-sandbox --disable-gpu --no-first-run "
+                                "--disable-background-networking --disable-component-update "
+                                "--disable-sync --hide-scrollbars";
+    int rc = th_sh("timeout 120 chromium %s --user-data-dir='%s/shot' --window-size=%d,%d "
+                   "--screenshot='%s' '%s' >'%s/shot.log' 2>&1",
+                   flags, tmp, width, height, png, url, tmp);
+    assert_int_equal(rc, 0);
+    rc = th_sh("timeout 120 chromium %s --user-data-dir='%s/dom' --dump-dom '%s' >'%s' "
+               "2>'%s/dom.log'",
+               flags, tmp, url, dom, tmp);
+    assert_int_equal(rc, 0);
+    size_t len = 0;
+    char *p = hm_test_slurp(png, &len);
+    assert_non_null(p);
+    assert_true(len > 10000); /* a real picture, not an error stub */
+    assert_memory_equal(p, "\x89PNG", 4);
+    free(p);
+}
+
+/* The attribute value of name inside the tag starting at tag (NULL when absent). */
+static char *attr(const char *tag, const char *name)
+{
+    const char *end = strchr(tag, '>');
+    char key[64];
+    snprintf(key, sizeof key, " %s=\"", name);
+    const char *p = strstr(tag, key);
+    if (!p || (end && p > end))
+        return NULL;
+    p += strlen(key);
+    const char *q = strchr(p, '"');
+    return strndup(p, (size_t)(q - p));
+}
+
+void hm_test_check_grid_dom(const char *html)
+{
+    /* one cell per pair with data, each with the seeded status */
+    assert_int_equal(hm_test_count(html, "<g class=\"cell\""), HM_TEST_N_CELLS);
+    size_t found = 0;
+    for (const char *p = strstr(html, "<g class=\"cell\""); p;
+         p = strstr(p + 1, "<g class=\"cell\"")) {
+        char *src = attr(p, "data-src"), *dst = attr(p, "data-dst");
+        char *st = attr(p, "data-status"), *cov = attr(p, "data-coverage");
+        assert_non_null(src);
+        assert_non_null(dst);
+        assert_non_null(st);
+        assert_non_null(cov);
+        for (size_t i = 0; i < HM_TEST_N_CELLS; i++)
+            if (strcmp(hm_test_cells[i].src, src) == 0 && strcmp(hm_test_cells[i].dst, dst) == 0) {
+                assert_string_equal(st, hm_test_cells[i].status);
+                found++;
+            }
+        if (strcmp(src, "nyc") == 0 && strcmp(dst, "chi") == 0)
+            assert_string_equal(cov, "0.6000");
+        free(src), free(dst), free(st), free(cov);
+    }
+    assert_int_equal(found, HM_TEST_N_CELLS);
 }

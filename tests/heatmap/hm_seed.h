@@ -9,6 +9,17 @@
 
 #include "config.h"
 
+/* The heatmap scenario: one cell per status in window 2026-11-29T18:53:00Z, 6 hours of history,
+ * attribution with hostile names, link counters, alerts (see hm_seed.c for the figures). */
+extern const char hm_test_seed_sql[];
+#define HM_TEST_N_CELLS 7
+struct hm_test_cell {
+    const char *src, *dst, *status;
+};
+/* The cells the scenario must show, with their statuses. */
+extern const struct hm_test_cell hm_test_cells[HM_TEST_N_CELLS];
+#define HM_TEST_HOSTILE_WF "<script>alert(1)</script><img src=x onerror=alert(2)>"
+
 /* cfg_parse of a config with sites nyc, chi, osl, lon and database = conninfo. Aborts on error. */
 struct cfg *hm_test_cfg(const char *conninfo);
 /* Runs sql (several statements allowed); aborts the test with the server's message on error. */
@@ -24,6 +35,13 @@ struct hm_test_server;
 /* Serves GET /heatmap and /heatmap/cell on 127.0.0.1:port in a thread, with its own connection. */
 struct hm_test_server *hm_test_server_start(const char *conninfo, const struct cfg *cfg, int *port);
 void hm_test_server_stop(struct hm_test_server *s);
+
+/* Loads url in headless Chromium (Debian's package): a PNG screenshot to png (checked to be a
+ * real picture) and the DOM (--dump-dom) to dom. cmocka assertions. */
+void hm_test_chromium(const char *url, const char *png, const char *dom, int width, int height);
+/* The heatmap DOM holds exactly one <g class="cell"> per hm_test_cells entry, each with its
+ * data-status, and nyc->chi with data-coverage 0.6000. cmocka assertions. */
+void hm_test_check_grid_dom(const char *html);
 
 /* Counts non-overlapping occurrences of needle in hay. */
 size_t hm_test_count(const char *hay, const char *needle);

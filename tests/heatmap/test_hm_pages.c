@@ -23,85 +23,6 @@
 #include "hm_pages.h"
 #include "hm_seed.h"
 
-#define L          "'2026-11-29T18:53:00Z'"
-#define HOSTILE_WF "<script>alert(1)</script><img src=x onerror=alert(2)>"
-
-/* The latest window L holds one cell per status (values chosen by hand):
- *   nyc->chi red        payload 10 GB, attributed 6 GB  -> coverage 0.60, unattributed 4 GB
- *   chi->nyc ok         payload 5 GB,  attributed 4.9 GB -> 0.98
- *   nyc->osl warn       payload 2 GB,  attributed 1.7 GB -> 0.85
- *   osl->nyc over       payload 1 GB,  attributed 1.12 GB -> 1.12
- *   chi->osl idle       payload 50 MB
- *   osl->chi incomplete valid_fraction 0.6
- *   nyc->lon no_counter no observed figure, 0.2 GB attributed by a service
- * lon->* has no row: no cell. History for the strips: nyc->chi and chi->nyc, 6 hours before L. */
-static const char seed_sql[] =
-    "INSERT INTO heatmap_cells (window_start, window_seconds, src_site, dst_site, observed_bytes,"
-    " observed_payload_bytes, attributed_bytes, socket_bytes, nfs_bytes, service_bytes,"
-    " unattributed_bytes, coverage, status, valid_fraction, capacity_bps) VALUES"
-    " (" L ", 60, 'nyc', 'chi', 10600000000, 10000000000, 6000000000, 4000000000, 1500000000,"
-    "  500000000, 4000000000, 0.6, 'red', 1, 200000000000),"
-    " (" L ", 60, 'chi', 'nyc', 5300000000, 5000000000, 4900000000, 4900000000, 0, 0, 100000000,"
-    "  0.98, 'ok', 1, 200000000000),"
-    " (" L ", 60, 'nyc', 'osl', 2100000000, 2000000000, 1700000000, 1700000000, 0, 0, 300000000,"
-    "  0.85, 'warn', 1, 10000000000),"
-    " (" L ", 60, 'osl', 'nyc', 1050000000, 1000000000, 1120000000, 1120000000, 0, 0, 0, 1.12,"
-    "  'over', 1, 10000000000),"
-    " (" L ", 60, 'chi', 'osl', 52000000, 50000000, 10000000, 10000000, 0, 0, 40000000, 0.2,"
-    "  'idle', 1, 10000000000),"
-    " (" L ", 60, 'osl', 'chi', 3100000000, 3000000000, 2000000000, 2000000000, 0, 0, 1000000000,"
-    "  0.6667, 'incomplete', 0.6, 10000000000),"
-    " (" L ", 60, 'nyc', 'lon', NULL, NULL, 200000000, 0, 0, 200000000, NULL, NULL,"
-    "  'no_counter', 0, 0);"
-    /* 6 hours of history: coverage falls hour by hour on nyc->chi */
-    "INSERT INTO heatmap_cells (window_start, window_seconds, src_site, dst_site, observed_bytes,"
-    " observed_payload_bytes, attributed_bytes, socket_bytes, nfs_bytes, service_bytes,"
-    " unattributed_bytes, coverage, status)"
-    " SELECT t, 60, p.src, p.dst, 8400000000, 8000000000, (8000000000 * c)::bigint,"
-    "  (8000000000 * c * 0.7)::bigint, (8000000000 * c * 0.2)::bigint,"
-    "  (8000000000 * c * 0.1)::bigint, (8000000000 * (1 - c))::bigint, c,"
-    "  CASE WHEN c >= 0.95 THEN 'ok' WHEN c >= 0.8 THEN 'warn' ELSE 'red' END"
-    " FROM generate_series(timestamptz " L " - interval '6 hours', timestamptz " L
-    "  - interval '1 minute', interval '1 minute') AS t,"
-    " (VALUES ('nyc', 'chi'), ('chi', 'nyc')) AS p(src, dst),"
-    " LATERAL (SELECT CASE WHEN p.src = 'chi' THEN 0.97"
-    "   ELSE 0.99 - 0.07 * floor(extract(epoch from (timestamptz " L " - t)) / -3600 + 6)"
-    "   END AS c) AS cc;"
-    "INSERT INTO attribution_rollup (window_start, src_site, dst_site, source, workflow, user_name,"
-    " program, host, bytes) VALUES"
-    " (" L ", 'nyc', 'chi', 'socket', 'train-42', 'alice', 'python3', 'nyc-gpu-17', 3000000000),"
-    " (" L ", 'nyc', 'chi', 'socket', '" HOSTILE_WF "', 'mallory\"><b>x</b>', 'rsync',"
-    "  'nyc-gpu-3', 1000000000),"
-    " (" L ", 'nyc', 'chi', 'nfs', 'train-42', 'alice', 'python3', 'nyc-gpu-17', 1500000000),"
-    " (" L ", 'nyc', 'chi', 'service', 'ingest-7', 'bob', 'dupedog', 'nyc-dtn-1', 500000000);"
-    "INSERT INTO link_windows (window_start, circuit, src_site, dst_site, device, interface,"
-    " counter, observed_bytes, observed_payload_bytes, valid_fraction, capacity_bps, utilization)"
-    " VALUES (" L ", 'nyc-chi-1', 'nyc', 'chi', 'nyc-border-1', 'et-0/0/1', 'out', 6000000000,"
-    "  5700000000, 1, 100000000000, 0.8),"
-    " (" L ", 'nyc-chi-2', 'nyc', 'chi', 'chi-border-2', 'et-0/0/2', 'in', 4600000000,"
-    "  4300000000, 1, 100000000000, 0.61);"
-    "INSERT INTO gap_alerts (kind, src_site, dst_site, state, opened_at, resolved_at, first_window,"
-    " last_window, peak_unattributed_bytes, peak_ratio, summary) VALUES"
-    " ('gap', 'nyc', 'chi', 'open', timestamptz " L " - interval '4 minutes', NULL,"
-    "  timestamptz " L " - interval '3 minutes', " L ", 4000000000, 0.6,"
-    "  'nyc->chi: 40% of the payload has no owner for 3 windows'),"
-    " ('over', 'osl', 'nyc', 'open', timestamptz " L " - interval '10 minutes', NULL,"
-    "  timestamptz " L " - interval '9 minutes', " L ", 0, 1.12,"
-    "  '\"><script>alert(3)</script>'),"
-    " ('gap', 'nyc', 'chi', 'resolved', timestamptz " L " - interval '5 hours', timestamptz " L
-    "  - interval '4 hours', timestamptz " L " - interval '5 hours', timestamptz " L
-    "  - interval '4 hours', 2500000000, 0.7, 'earlier gap');";
-
-struct expect {
-    const char *src, *dst, *status;
-};
-static const struct expect cells[] = {
-    {"nyc", "chi", "red"},        {"chi", "nyc", "ok"},   {"nyc", "osl", "warn"},
-    {"osl", "nyc", "over"},       {"chi", "osl", "idle"}, {"osl", "chi", "incomplete"},
-    {"nyc", "lon", "no_counter"},
-};
-#define N_CELLS (sizeof cells / sizeof cells[0])
-
 static const char *g_conninfo;
 static struct cfg *g_cfg;
 static struct hm_test_server *g_srv;
@@ -116,7 +37,7 @@ static int setup(void **state)
     char err[256];
     PGconn *db = db_connect_str(g_conninfo, err, sizeof err);
     assert_non_null(db);
-    hm_test_exec(db, seed_sql);
+    hm_test_exec(db, hm_test_seed_sql);
     PQfinish(db);
     g_cfg = hm_test_cfg(g_conninfo);
     g_srv = hm_test_server_start(g_conninfo, g_cfg, &g_port);
@@ -131,43 +52,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Loads url in headless Chromium: a PNG screenshot to png and the DOM to dom. */
-static void chromium(const char *url, const char *png, const char *dom, int width, int height)
-{
-    const char *tmp = th_tmpdir("hm-chromium");
-    static const char flags[] = "--headless --no-sandbox --disable-gpu --no-first-run "
-                                "--disable-background-networking --disable-component-update "
-                                "--disable-sync --hide-scrollbars";
-    int rc = th_sh("timeout 120 chromium %s --user-data-dir='%s/shot' --window-size=%d,%d "
-                   "--screenshot='%s' '%s' >'%s/shot.log' 2>&1",
-                   flags, tmp, width, height, png, url, tmp);
-    assert_int_equal(rc, 0);
-    rc = th_sh("timeout 120 chromium %s --user-data-dir='%s/dom' --dump-dom '%s' >'%s' "
-               "2>'%s/dom.log'",
-               flags, tmp, url, dom, tmp);
-    assert_int_equal(rc, 0);
-    size_t len = 0;
-    char *p = hm_test_slurp(png, &len);
-    assert_non_null(p);
-    assert_true(len > 10000); /* a real picture, not an error stub */
-    assert_memory_equal(p, "\x89PNG", 4);
-    free(p);
-}
-
-/* The attribute value of name inside the tag starting at tag (NULL when absent). */
-static char *attr(const char *tag, const char *name)
-{
-    const char *end = strchr(tag, '>');
-    char key[64];
-    snprintf(key, sizeof key, " %s=\"", name);
-    const char *p = strstr(tag, key);
-    if (!p || (end && p > end))
-        return NULL;
-    p += strlen(key);
-    const char *q = strchr(p, '"');
-    return strndup(p, (size_t)(q - p));
-}
-
 static void test_heatmap_page_in_chromium(void **state)
 {
     (void)state;
@@ -175,30 +59,10 @@ static void test_heatmap_page_in_chromium(void **state)
     snprintf(url, sizeof url, "http://127.0.0.1:%d/heatmap", g_port);
     snprintf(png, sizeof png, "%s/heatmap.png", hm_test_artifacts());
     snprintf(dom, sizeof dom, "%s/heatmap.dom.html", hm_test_artifacts());
-    chromium(url, png, dom, 1400, 1000);
+    hm_test_chromium(url, png, dom, 1400, 1000);
     char *html = hm_test_slurp(dom, NULL);
     assert_non_null(html);
-    /* one cell per pair with data, each with the seeded status */
-    assert_int_equal(hm_test_count(html, "<g class=\"cell\""), N_CELLS);
-    size_t found = 0;
-    for (const char *p = strstr(html, "<g class=\"cell\""); p;
-         p = strstr(p + 1, "<g class=\"cell\"")) {
-        char *src = attr(p, "data-src"), *dst = attr(p, "data-dst");
-        char *st = attr(p, "data-status"), *cov = attr(p, "data-coverage");
-        assert_non_null(src);
-        assert_non_null(dst);
-        assert_non_null(st);
-        assert_non_null(cov);
-        for (size_t i = 0; i < N_CELLS; i++)
-            if (strcmp(cells[i].src, src) == 0 && strcmp(cells[i].dst, dst) == 0) {
-                assert_string_equal(st, cells[i].status);
-                found++;
-            }
-        if (strcmp(src, "nyc") == 0 && strcmp(dst, "chi") == 0)
-            assert_string_equal(cov, "0.6000");
-        free(src), free(dst), free(st), free(cov);
-    }
-    assert_int_equal(found, N_CELLS);
+    hm_test_check_grid_dom(html);
     /* volumes with units: nyc->chi observed 10.6 GB, unattributed 4 GB */
     assert_non_null(strstr(html, "10.6 GB"));
     assert_non_null(strstr(html, "4.00 GB"));
@@ -207,8 +71,20 @@ static void test_heatmap_page_in_chromium(void **state)
     assert_int_equal(hm_test_count(html, "<li class=\"alert"), 2);
     assert_null(strstr(html, "<script"));
     assert_non_null(strstr(html, "&lt;script&gt;alert(3)&lt;/script&gt;"));
-    /* the strip: 6 hours of history for the two pairs (hours with rows are drawn with a title) */
-    assert_true(hm_test_count(html, "class=\"hour\"") == N_CELLS * 24);
+    /* the strip: 24 hour bars per cell. nyc->chi has rows in 7 clock hours (12:53 .. 18:53).
+     * By hand from the seed: hour 12:00 holds windows 12:53-12:59 at coverage 0.99 (ok); hour
+     * 18:00 holds 53 history windows at 0.64 (8 GB payload each) and L (6 of 10 GB):
+     * (53 x 8 x 0.64 + 6) / (53 x 8 + 10) = 277.36 / 434 = 63.9 % (red). */
+    assert_int_equal(hm_test_count(html, "class=\"hour\""), HM_TEST_N_CELLS * 24);
+    const char *nc = strstr(html, "data-src=\"nyc\" data-dst=\"chi\"");
+    assert_non_null(nc);
+    const char *nc_end = strstr(nc, "</g>");
+    assert_non_null(nc_end);
+    char *cell = strndup(nc, (size_t)(nc_end - nc));
+    assert_int_equal(hm_test_count(cell, "<title>"), 1 + 7); /* the cell's own + 7 hours */
+    assert_non_null(strstr(cell, "12:00: ok, coverage 99.0 %"));
+    assert_non_null(strstr(cell, "18:00: red, coverage 63.9 %"));
+    free(cell);
     free(html);
 }
 
@@ -221,7 +97,7 @@ static void test_cell_page_in_chromium(void **state)
              g_port);
     snprintf(png, sizeof png, "%s/cell.png", hm_test_artifacts());
     snprintf(dom, sizeof dom, "%s/cell.dom.html", hm_test_artifacts());
-    chromium(url, png, dom, 1200, 1900);
+    hm_test_chromium(url, png, dom, 1200, 1900);
     char *html = hm_test_slurp(dom, NULL);
     assert_non_null(html);
     /* the hostile workflow and user are text: no element was made from them */
@@ -276,6 +152,12 @@ static void test_bad_requests(void **state)
     evbuffer_drain(out, evbuffer_get_length(out));
     assert_int_equal(hm_page_cell(db, g_cfg, "src=lon&dst=nyc", out, &ct), 404);
     evbuffer_drain(out, evbuffer_get_length(out));
+    /* a time inside window L (60 s windows) shows L */
+    assert_int_equal(
+        hm_page_cell(db, g_cfg, "src=nyc&dst=chi&window=2026-11-29T18:53:41Z", out, &ct), 200);
+    evbuffer_add(out, "", 1);
+    assert_non_null(strstr((char *)evbuffer_pullup(out, -1), "data-status=\"red\""));
+    evbuffer_drain(out, evbuffer_get_length(out));
     /* a range sums the windows: nyc->chi over the last hour = 59 history windows + L */
     assert_int_equal(
         hm_page_heatmap(db, g_cfg, "from=2026-11-29T17:54:00Z&to=2026-11-29T18:54:00Z", out, &ct),
@@ -323,7 +205,7 @@ static void test_svg_file_parses(void **state)
     char got[32] = {0};
     assert_non_null(fgets(got, sizeof got, p));
     pclose(p);
-    assert_int_equal(atoi(got), (int)N_CELLS);
+    assert_int_equal(atoi(got), (int)HM_TEST_N_CELLS);
     /* bad options are usage errors (exit 2) and write nothing */
     char *bad[] = {"heatmap", "--format", "png", NULL};
     assert_int_equal(hm_cmd_heatmap(g_cfg, 3, bad), 2);
@@ -398,13 +280,13 @@ static void test_ansi_colours(void **state)
     /* each pair's cell: find the row line of src; the cells follow in column order nyc chi osl
      * lon; the cell of dst is the k-th "\033[" sequence after the row name. */
     static const char *const order[] = {"nyc", "chi", "osl", "lon"};
-    for (size_t i = 0; i < N_CELLS; i++) {
+    for (size_t i = 0; i < HM_TEST_N_CELLS; i++) {
         char rowhead[32];
-        snprintf(rowhead, sizeof rowhead, "\n%-14s ", cells[i].src);
+        snprintf(rowhead, sizeof rowhead, "\n%-14s ", hm_test_cells[i].src);
         const char *row = strstr(out, rowhead);
         assert_non_null(row);
         size_t col = 0;
-        while (strcmp(order[col], cells[i].dst) != 0)
+        while (strcmp(order[col], hm_test_cells[i].dst) != 0)
             col++;
         const char *p = row;
         for (size_t k = 0; k <= col; k++) {
@@ -415,13 +297,13 @@ static void test_ansi_colours(void **state)
         }
         const char *sgr = NULL, *text = NULL;
         for (size_t k = 0; k < sizeof colours / sizeof colours[0]; k++)
-            if (strcmp(colours[k].status, cells[i].status) == 0)
+            if (strcmp(colours[k].status, hm_test_cells[i].status) == 0)
                 sgr = colours[k].sgr, text = colours[k].text;
         char want[64];
         snprintf(want, sizeof want, "\033[%sm %s", sgr, text);
         if (strncmp(p, want, strlen(want)) != 0)
-            fail_msg("cell %s->%s: want %s, got %.30s", cells[i].src, cells[i].dst, want + 1,
-                     p + 1);
+            fail_msg("cell %s->%s: want %s, got %.30s", hm_test_cells[i].src, hm_test_cells[i].dst,
+                     want + 1, p + 1);
     }
     free(out);
     /* not a terminal: plain text, the letters carry the status */

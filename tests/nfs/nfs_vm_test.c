@@ -1,6 +1,6 @@
 /* NFS attribution on a real NFS kernel: boots Debian's 6.1 kernel under qemu (TCG) with an
  * initramfs (busybox, nfsvm, the NFS modules), which serves a tmpfs over NFSv4.2 and NFSv3 on its
- * loopback and runs three workloads with different WANLEDGER_WORKFLOW values on each mount while
+ * loopback and runs four workloads with different WANLEDGER_WORKFLOW values on each mount while
  * the NFS probe runs. Reads the probe's records from the serial console and checks each
  * workflow's bytes against the sizes this test chose, the op counts against the client's own
  * /proc/self/mountstats, and that nothing is credited to a kernel worker. */
@@ -24,6 +24,7 @@
 #define READ_C     (1 * 1024 * 1024 + 12345) /* readahead(2) */
 #define WRITE_SIZE (2 * 1024 * 1024 + 777)   /* written, then close() flushes it */
 #define FLUSH_SIZE (3 * 1024 * 1024 + 333)   /* written, left to the flusher kworker */
+#define SYNC_SIZE  (1 * 1024 * 1024 + 4321)  /* written, then sync(): the flusher writes it */
 
 struct phase {
     const char *label;
@@ -60,13 +61,14 @@ static unsigned long long num(const char *line, const char *key)
 }
 
 struct totals {
-    unsigned long long bytes[3][3]; /* [workflow][op] */
+    unsigned long long bytes[4][3]; /* [workflow][op] */
     unsigned long long ops[3];      /* [op], all workflows */
-    unsigned long long dirtier_write_bytes[3];
+    unsigned long long dirtier_write_bytes[4];
     int records;
 };
 
-static const char *const workflows[] = {"wf-read", "wf-close", "wf-flush"};
+static const char *const workflows[] = {"wf-read", "wf-close", "wf-flush", "wf-sync"};
+#define N_WORKFLOWS 4
 static const char *const ops[] = {"read", "write", "commit"};
 
 static int index_of(const char *const *names, int n, const char *s)
@@ -98,7 +100,7 @@ static void collect(const struct phase *ph, struct totals *t)
         /* Never a kernel worker: every record belongs to one of the three workloads. */
         if (strncmp(comm, "kworker", 7) == 0 || strcmp(credit, "kernel") == 0)
             fail_msg("credited to a kernel worker: %s", line);
-        int w = index_of(workflows, 3, wf), o = index_of(ops, 3, op);
+        int w = index_of(workflows, N_WORKFLOWS, wf), o = index_of(ops, 3, op);
         if (w < 0 || o < 0)
             fail_msg("record of an unexpected workflow or op: %s", line);
         assert_string_equal(server, "127.0.0.1:2049");
@@ -149,7 +151,7 @@ static void check_agent_report(const struct phase *ph)
     free(json);
     if (!rep)
         fail_msg("the agent's report for %s is not JSON", ph->label);
-    unsigned long long bytes[3][2] = {{0}}; /* [workflow][read, write] */
+    unsigned long long bytes[N_WORKFLOWS][2] = {{0}}; /* [workflow][read, write] */
     const cJSON *flow;
     cJSON_ArrayForEach(flow, cJSON_GetObjectItem(rep, "flows"))
     {
@@ -167,7 +169,7 @@ static void check_agent_report(const struct phase *ph)
         assert_string_equal(export, ph->export);
         if (strncmp(program, "kworker", 7) == 0)
             fail_msg("%s: the agent credited NFS bytes to %s", ph->label, program);
-        int w = index_of(workflows, 3, wf), o = index_of(ops, 2, op);
+        int w = index_of(workflows, N_WORKFLOWS, wf), o = index_of(ops, 2, op);
         if (w < 0 || o < 0)
             fail_msg("%s: NFS flow of workflow %s op %s", ph->label, wf, op);
         bytes[w][o] += (unsigned long long)cJSON_GetNumberValue(cJSON_GetObjectItem(flow, "bytes"));
@@ -177,7 +179,8 @@ static void check_agent_report(const struct phase *ph)
     assert_int_equal(bytes[0][0], READ_A + READ_B + READ_C);
     within_1pct("agent wf-close write", bytes[1][1], WRITE_SIZE);
     within_1pct("agent wf-flush write", bytes[2][1], FLUSH_SIZE);
-    assert_int_equal(bytes[0][1] + bytes[1][0] + bytes[2][0], 0);
+    within_1pct("agent wf-sync write", bytes[3][1], SYNC_SIZE);
+    assert_int_equal(bytes[0][1] + bytes[1][0] + bytes[2][0] + bytes[3][0], 0);
 }
 
 static void test_nfs_vm(void **state)
@@ -186,7 +189,8 @@ static void test_nfs_vm(void **state)
     th_require_root();
     th_require(th_sh("command -v qemu-system-x86_64 >/dev/null") == 0,
                "qemu-system-x86_64 (Debian qemu-system-x86) is needed");
-    th_require(th_sh("file -L \"$(command -v busybox)\" | grep -q 'statically linked'") == 0,
+    th_require(th_sh("ldd \"$(command -v busybox)\" 2>&1 | grep -q 'not a dynamic executable'") ==
+                   0,
                "a static busybox (Debian busybox-static) is needed");
     th_require(th_sh("command -v cpio >/dev/null && command -v apt-get >/dev/null") == 0,
                "cpio and apt-get are needed");
@@ -225,8 +229,8 @@ static void test_nfs_vm(void **state)
     snprintf(conf, sizeof(conf), "%s/nfsvm.conf", work);
     f = fopen(conf, "w");
     assert_non_null(f);
-    fprintf(f, "READ_A=%d\nREAD_B=%d\nREAD_C=%d\nWRITE_SIZE=%d\nFLUSH_SIZE=%d\n", READ_A, READ_B,
-            READ_C, WRITE_SIZE, FLUSH_SIZE);
+    fprintf(f, "READ_A=%d\nREAD_B=%d\nREAD_C=%d\nWRITE_SIZE=%d\nFLUSH_SIZE=%d\nSYNC_SIZE=%d\n",
+            READ_A, READ_B, READ_C, WRITE_SIZE, FLUSH_SIZE, SYNC_SIZE);
     fprintf(f, "PHASES=\"");
     for (size_t i = 0; i < N_PHASES; i++)
         fprintf(f, "%s%s", i ? " " : "", phases[i].label);
@@ -262,9 +266,12 @@ static void test_nfs_vm(void **state)
         within_1pct("wf-flush write", t.bytes[2][1], FLUSH_SIZE);
         /* The flusher's pages went out from a kworker and were credited through the dirtier. */
         within_1pct("wf-flush write via flusher", t.dirtier_write_bytes[2], FLUSH_SIZE);
+        /* sync() hands the write-back to the flusher too. */
+        within_1pct("wf-sync write", t.bytes[3][1], SYNC_SIZE);
+        within_1pct("wf-sync write via flusher", t.dirtier_write_bytes[3], SYNC_SIZE);
         /* Nobody else read or wrote. */
         assert_int_equal(t.bytes[0][1], 0);
-        assert_int_equal(t.bytes[1][0] + t.bytes[2][0], 0);
+        assert_int_equal(t.bytes[1][0] + t.bytes[2][0] + t.bytes[3][0], 0);
         /* Op counts match the client's own per-mount RPC counters. */
         const char *stat_ops[] = {"READ", "WRITE", "COMMIT"};
         for (int o = 0; o < 3; o++) {

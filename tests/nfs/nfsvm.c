@@ -2,7 +2,8 @@
  * kernel text options; `nfsvm run` starts the NFS probe, runs three workloads with different
  * WANLEDGER_WORKFLOW values on one mount, drains the probe and prints one NFSREC line per record
  * on stdout (the serial console), which the host-side test checks. Invoked as wl-reader,
- * wl-writer or wl-flusher it is one of the workloads (argv[0] names the process's comm). */
+ * wl-writer, wl-flusher or wl-syncer it is one of the workloads (argv[0] names the process's
+ * comm). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -166,6 +167,16 @@ static int workload(const char *name, int argc, char **argv)
         close(fd);
         return rc;
     }
+    if (strcmp(name, "wl-syncer") == 0 && argc == 4) { /* DIR FILE SIZE: write, sync() */
+        int fd;
+        snprintf(path, sizeof(path), "%s/%s", argv[1], argv[2]);
+        if (write_file(path, atol(argv[3]), &fd))
+            return 1;
+        sync(); /* queues the write-back to the flusher kworker and waits for it */
+        int rc = report_done_and_wait();
+        close(fd);
+        return rc;
+    }
     fprintf(stderr, "nfsvm: bad workload invocation %s\n", name);
     return 2;
 }
@@ -289,11 +300,11 @@ static int drain(struct nfs_probe *p, struct print_ctx *pc)
     return 0;
 }
 
-/* run LABEL DIR WRITE_SIZE FLUSH_SIZE */
+/* run LABEL DIR WRITE_SIZE FLUSH_SIZE SYNC_SIZE */
 static int run(int argc, char **argv)
 {
-    if (argc != 6) {
-        fprintf(stderr, "usage: nfsvm run LABEL DIR WRITE_SIZE FLUSH_SIZE\n");
+    if (argc != 7) {
+        fprintf(stderr, "usage: nfsvm run LABEL DIR WRITE_SIZE FLUSH_SIZE SYNC_SIZE\n");
         return 2;
     }
     const char *label = argv[2], *dir = argv[3];
@@ -307,18 +318,21 @@ static int run(int argc, char **argv)
     struct print_ctx pc = {.label = label, .wc = &wc};
     if (drain(p, &pc)) /* whatever ran before (setup) is not part of this run */
         return 1;
-    char wfile[64], ffile[64];
+    char wfile[64], ffile[64], sfile[64];
     snprintf(wfile, sizeof(wfile), "close-%s", label);
     snprintf(ffile, sizeof(ffile), "flush-%s", label);
+    snprintf(sfile, sizeof(sfile), "sync-%s", label);
     char *reader[] = {"wl-reader", (char *)dir, NULL};
     char *writer[] = {"wl-writer", (char *)dir, wfile, argv[4], NULL};
     char *flusher[] = {"wl-flusher", (char *)dir, ffile, argv[5], NULL};
-    struct child kids[3];
+    char *syncer[] = {"wl-syncer", (char *)dir, sfile, argv[6], NULL};
+    enum { N_KIDS = 4 };
+    struct child kids[N_KIDS];
     double start = now_s();
     if (spawn(&kids[0], "wf-read", reader) || spawn(&kids[1], "wf-close", writer) ||
-        spawn(&kids[2], "wf-flush", flusher))
+        spawn(&kids[2], "wf-flush", flusher) || spawn(&kids[3], "wf-sync", syncer))
         return 1;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < N_KIDS; i++) {
         char c = 0;
         if (read(kids[i].from_child, &c, 1) != 1 || c != 'D') {
             fprintf(stderr, "nfsvm: workload %s failed\n", kids[i].workflow);
@@ -339,9 +353,9 @@ static int run(int argc, char **argv)
             usleep(100000);
     }
     int rc = drain(p, &pc);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < N_KIDS; i++)
         close(kids[i].to_child);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < N_KIDS; i++) {
         int st;
         waitpid(kids[i].pid, &st, 0);
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
@@ -437,6 +451,6 @@ int main(int argc, char **argv)
         nfs_probe_close(p);
         return p ? 0 : 1;
     }
-    fprintf(stderr, "usage: nfsvm mount SRC DIR FSTYPE OPTIONS | run LABEL DIR WRITE FLUSH\n");
+    fprintf(stderr, "usage: nfsvm mount SRC DIR FSTYPE OPTIONS | run LABEL DIR WRITE FLUSH SYNC\n");
     return 2;
 }

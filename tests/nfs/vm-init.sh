@@ -93,14 +93,14 @@ for phase in $PHASES; do
     i=0
     until grep -q "reporting to stdout" /tmp/agent-$phase.log; do
       i=$((i + 1))
-      if [ $i -gt 600 ] || ! kill -0 $agent_pid 2>/dev/null; then
+      if [ $i -gt 1800 ] || ! kill -0 $agent_pid 2>/dev/null; then
         sed 's/^/NFSAGENTLOG /' /tmp/agent-$phase.log; fail "agent did not start"
       fi
       usleep 100000
     done
     say "agent up $phase uptime_s=$(cut -d' ' -f1 /proc/uptime)"
   fi
-  NFSVM_AGENT_PID=$agent_pid nfsvm run "$phase" "/mnt/$phase" "$WRITE_SIZE" "$FLUSH_SIZE" ||
+  NFSVM_AGENT_PID=$agent_pid nfsvm run "$phase" "/mnt/$phase" "$WRITE_SIZE" "$FLUSH_SIZE" "$SYNC_SIZE" ||
     say "run $phase failed"
   if [ -n "$agent_pid" ]; then
     wait $agent_pid

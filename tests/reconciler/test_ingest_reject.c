@@ -54,9 +54,9 @@ static char *fmt(const char *f, ...)
 }
 
 /* A report of two socket flows; the second flow's members are given whole (F2 by default). */
-#define F2 "\"local\":\"10.1.0.2:41523\",\"remote\":\"10.2.0.2:5201\",\"tx_bytes\":1,\"rx_bytes\":2"
-#define F2_NO_TX "\"local\":\"10.1.0.2:41523\",\"remote\":\"10.2.0.2:5201\",\"rx_bytes\":2"
-#define F2_NO_RX "\"local\":\"10.1.0.2:41523\",\"remote\":\"10.2.0.2:5201\",\"tx_bytes\":1"
+#define F2         "\"local\":\"10.1.0.2:41523\",\"remote\":\"10.2.0.2:5201\",\"tx_bytes\":1,\"rx_bytes\":2"
+#define F2_NO_TX   "\"local\":\"10.1.0.2:41523\",\"remote\":\"10.2.0.2:5201\",\"rx_bytes\":2"
+#define F2_NO_RX   "\"local\":\"10.1.0.2:41523\",\"remote\":\"10.2.0.2:5201\",\"tx_bytes\":1"
 #define F2_NO_ADDR "\"tx_bytes\":1,\"rx_bytes\":2"
 static char *report(const char *top_extra, const char *ws, const char *flow2)
 {
@@ -70,16 +70,18 @@ static char *report(const char *top_extra, const char *ws, const char *flow2)
 
 static char *sample(const char *version, const char *at, const char *extra)
 {
-    return fmt("{\"version\":%s,\"poller\":\"p1\",\"samples\":[{\"device\":\"nyc-border-1\","
-               "\"interface\":\"et-0/0/1\",\"at\":\"%s\",\"in_octets\":1000,\"out_octets\":2000%s}]}",
-               version, at, extra);
+    return fmt(
+        "{\"version\":%s,\"poller\":\"p1\",\"samples\":[{\"device\":\"nyc-border-1\","
+        "\"interface\":\"et-0/0/1\",\"at\":\"%s\",\"in_octets\":1000,\"out_octets\":2000%s}]}",
+        version, at, extra);
 }
 
 static char *transfer(const char *extra_first, const char *second)
 {
-    return fmt("{\"service\":\"dupedog\",\"id\":\"x-1\",\"requester\":\"alice\",\"src\":\"10.1.0.50\","
-               "\"dst\":\"chi\",\"bytes\":1000,\"start\":1764442380.5,\"end\":1764442390%s}\n%s",
-               extra_first, second);
+    return fmt(
+        "{\"service\":\"dupedog\",\"id\":\"x-1\",\"requester\":\"alice\",\"src\":\"10.1.0.50\","
+        "\"dst\":\"chi\",\"bytes\":1000,\"start\":1764442380.5,\"end\":1764442390%s}\n%s",
+        extra_first, second);
 }
 
 static void test_rejects(void **state)
@@ -127,8 +129,7 @@ static void test_rejects(void **state)
         /* syntax: 400 */
         {"empty body", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, fmt("%s", ""), 400, "$"},
         {"truncated JSON", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fmt("{\"version\":1,\"host\":\"h\",\"flows\":[{\"source\":\"socket\""), 400,
-         "$.flows[0]"},
+         fmt("{\"version\":1,\"host\":\"h\",\"flows\":[{\"source\":\"socket\""), 400, "$.flows[0]"},
         {"invalid UTF-8", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, bad_utf8, 400,
          "$.flows[1].program"},
         {"raw control character", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, raw_ctl, 400,
@@ -144,8 +145,8 @@ static void test_rejects(void **state)
          422, "$.version"},
         {"version as a string", "POST", "/v1/counters", FX_TOKEN_POLLER, NULL,
          sample("\"1\"", at, ""), 422, "$.version"},
-        {"top level is an array", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fmt("[1,2]"), 422, "$"},
+        {"top level is an array", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, fmt("[1,2]"),
+         422, "$"},
         {"negative tx_bytes", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
          report(V, ws, F2_NO_TX ",\"tx_bytes\":-5"), 422, "$.flows[1].tx_bytes"},
         {"non-integer rx_bytes", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
@@ -156,9 +157,11 @@ static void test_rejects(void **state)
         {"tx_bytes beyond 400 Gbit/s x window", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
          report(V, ws, F2_NO_TX ",\"tx_bytes\":3000000000001"), 422, "$.flows[1].tx_bytes"},
         {"address that does not parse", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         report(V, ws, F2_NO_ADDR ",\"local\":\"10.1.0.300:41522\",\"remote\":\"10.2.0.2:5201\""), 422, "$.flows[1].local"},
+         report(V, ws, F2_NO_ADDR ",\"local\":\"10.1.0.300:41522\",\"remote\":\"10.2.0.2:5201\""),
+         422, "$.flows[1].local"},
         {"socket address without a port", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         report(V, ws, F2_NO_ADDR ",\"local\":\"10.1.0.2:1\",\"remote\":\"10.2.0.2\""), 422, "$.flows[1].remote"},
+         report(V, ws, F2_NO_ADDR ",\"local\":\"10.1.0.2:1\",\"remote\":\"10.2.0.2\""), 422,
+         "$.flows[1].remote"},
         {"unknown flow source", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
          fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
              "\"flows\":[{\"source\":\"ebpf\",\"bytes\":1}]}",
@@ -232,8 +235,8 @@ static void test_rejects(void **state)
          422, "$[1].bytes"},
         {"transfers array with a non-object", "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL,
          fmt("[%s, 42]", keep(transfer("", ""))), 422, "$[1]"},
-        {"empty transfer stream", "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL, fmt("\n"),
-         422, "$"},
+        {"empty transfer stream", "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL, fmt("\n"), 422,
+         "$"},
     };
     size_t n = sizeof(cases) / sizeof(cases[0]);
     assert_true(n >= 20);
@@ -262,15 +265,15 @@ static void test_rejects(void **state)
     char *good_r = report(V, ws, F2);
     char *good_c = sample("1", at, "");
     char *good_t = transfer("", "");
-    assert_int_equal(fx_http(&F, "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, good_r,
-                             strlen(good_r), NULL),
-                     200);
-    assert_int_equal(fx_http(&F, "POST", "/v1/counters", FX_TOKEN_POLLER, NULL, good_c,
-                             strlen(good_c), NULL),
-                     200);
-    assert_int_equal(fx_http(&F, "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL, good_t,
-                             strlen(good_t), NULL),
-                     200);
+    assert_int_equal(
+        fx_http(&F, "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, good_r, strlen(good_r), NULL),
+        200);
+    assert_int_equal(
+        fx_http(&F, "POST", "/v1/counters", FX_TOKEN_POLLER, NULL, good_c, strlen(good_c), NULL),
+        200);
+    assert_int_equal(
+        fx_http(&F, "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL, good_t, strlen(good_t), NULL),
+        200);
     /* 1 report with 2 flows, 1 sample, 1 transfer. Windows marked dirty: the report's (w); the
      * sample's at w+7 s changes the poll intervals on both sides of it, one poll span (one
      * window here) each way: w-60 s, w, w+60 s; the 10 s transfer of 2025-11-29T18:53 one more.
@@ -287,7 +290,8 @@ static void test_rejects(void **state)
 int main(void)
 {
     /* tick once an hour: the reconcile loop must not touch window_state during the test */
-    fx_setup(&F, "recon-reject", " \"tick_seconds\": 3600, \"limits\": {\"max_body_bytes\": 4096},");
+    fx_setup(&F, "recon-reject",
+             " \"tick_seconds\": 3600, \"limits\": {\"max_body_bytes\": 4096},");
     fx_start(&F);
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_rejects)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

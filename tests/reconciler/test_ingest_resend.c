@@ -74,7 +74,7 @@ static void test_report_resend(void **state)
     assert_int_equal(fx_num(&F, "SELECT count(*) FROM flow_reports"), 1);
     assert_int_equal(fx_num(&F, "SELECT count(*) FROM flow_records"), 3);
     assert_string_equal(fx_row(&F, "SELECT host, dropped_events, sampling_k, flows_seen, n_flows"
-                                    " FROM flow_reports WHERE agent_id = 'agent-a' AND seq = 1832"),
+                                   " FROM flow_reports WHERE agent_id = 'agent-a' AND seq = 1832"),
                         "nyc-gpu-17|3|1000|3|3");
     assert_string_equal(
         fx_row(&F, "SELECT source, proto, host(local_addr), local_port, host(remote_addr),"
@@ -82,11 +82,12 @@ static void test_report_resend(void **state)
                    " container FROM flow_records WHERE idx = 0"),
         "socket|tcp|10.1.0.2|41522|10.2.0.2|5201|client|123456789012|456|4307|1000|alice|python3|"
         "train-42|c0ffee");
-    assert_string_equal(fx_row(&F, "SELECT source, host(nfs_server), nfs_port, nfs_export, nfs_op,"
-                                    " nfs_bytes, nfs_ops, user_name FROM flow_records WHERE idx = 1"),
+    assert_string_equal(fx_row(&F,
+                               "SELECT source, host(nfs_server), nfs_port, nfs_export, nfs_op,"
+                               " nfs_bytes, nfs_ops, user_name FROM flow_records WHERE idx = 1"),
                         "nfs|10.1.0.50|2049|/data|read|1048576|1|bob");
     assert_string_equal(fx_row(&F, "SELECT proto, host(local_addr), host(remote_addr), rx_bytes,"
-                                    " role, user_name FROM flow_records WHERE idx = 2"),
+                                   " role, user_name FROM flow_records WHERE idx = 2"),
                         "udp|fd00:1::2|fd00:2::2|77|NULL|NULL");
     /* the next report of the same agent is new */
     char *rep2 = fmt("{\"version\":1,\"host\":\"nyc-gpu-17\",\"agent_id\":\"agent-a\",\"seq\":1833,"
@@ -139,10 +140,9 @@ static void test_counter_resend(void **state)
              " counter_bits, discontinuity_cs FROM counter_samples WHERE interface = 'et-0/0/1'"
              " AND at = '%s'",
              t0);
-    assert_string_equal(fx_row(&F, sql),
-                        "p1|100|18446744073709551615|1|5|6|100000000000|64|0");
+    assert_string_equal(fx_row(&F, sql), "p1|100|18446744073709551615|1|5|6|100000000000|64|0");
     assert_string_equal(fx_row(&F, "SELECT counter_bits, in_octets, out_octets, uptime_cs"
-                                    " FROM counter_samples WHERE interface = 'et-0/0/2'"),
+                                   " FROM counter_samples WHERE interface = 'et-0/0/2'"),
                         "32|4294967295|NULL|NULL");
     free(batch);
     free(mixed);
@@ -194,12 +194,12 @@ static void test_transfer_framings(void **state)
     /* x-1, x-2, x-3, x-4, r-9, 77 */
     assert_int_equal(fx_num(&F, "SELECT count(*) FROM transfers"), 6);
     assert_string_equal(fx_row(&F, "SELECT requester, workflow, src, dst, bytes,"
-                                    " extract(epoch FROM end_at - start_at) FROM transfers"
-                                    " WHERE id = 'x-1'"),
+                                   " extract(epoch FROM end_at - start_at) FROM transfers"
+                                   " WHERE id = 'x-1'"),
                         "alice|train-42|10.1.0.50|10.2.0.9|3000000000|150.000000");
     /* float epoch seconds keep their fraction: 20.25 - 0.5 = 19.75 s */
     assert_string_equal(fx_row(&F, "SELECT extract(epoch FROM end_at - start_at) FROM transfers"
-                                    " WHERE id = 'r-9'"),
+                                   " WHERE id = 'r-9'"),
                         "19.750000");
     assert_string_equal(fx_row(&F, "SELECT service, src, dst FROM transfers WHERE id = '77'"),
                         "rsyncd|fd00:1::7|osl");

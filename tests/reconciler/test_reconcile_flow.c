@@ -72,10 +72,11 @@ static char *socket_flow(const char *local, const char *remote, const char *role
 
 static void post_report(const char *host, const char *agent, int seq, int64_t ws, char *flows)
 {
-    post("/v1/attributions", FX_TOKEN_AGENT,
-         fmt("{\"version\":1,\"host\":\"%s\",\"agent_id\":\"%s\",\"seq\":%d,\"window_start\":\"%s\","
-             "\"window_seconds\":60,\"flows\":[%s]}",
-             host, agent, seq, fx_ts(ws), flows));
+    post(
+        "/v1/attributions", FX_TOKEN_AGENT,
+        fmt("{\"version\":1,\"host\":\"%s\",\"agent_id\":\"%s\",\"seq\":%d,\"window_start\":\"%s\","
+            "\"window_seconds\":60,\"flows\":[%s]}",
+            host, agent, seq, fx_ts(ws), flows));
     free(flows);
 }
 
@@ -109,9 +110,9 @@ static void post_inputs(void)
     post_report("nyc-gpu-17", "agent-nyc", 3, C,
                 socket_flow("10.1.0.2:41522", "10.2.0.2:5201", "client", 690000000, 1000, "alice",
                             "python3"));
-    post_report("chi-gpu-1", "agent-chi", 1, C,
-                socket_flow("10.2.0.2:5201", "10.1.0.2:41522", "server", 1000, 700000000, "svc",
-                            "iperf3"));
+    post_report(
+        "chi-gpu-1", "agent-chi", 1, C,
+        socket_flow("10.2.0.2:5201", "10.1.0.2:41522", "server", 1000, 700000000, "svc", "iperf3"));
     post("/v1/transfers", FX_TOKEN_SERVICE,
          fmt("{\"service\":\"dupedog\",\"id\":\"d-1\",\"requester\":\"carol\","
              "\"workflow\":\"replicate\",\"src\":\"10.1.0.50\",\"dst\":\"10.2.0.9\","
@@ -122,11 +123,12 @@ static void post_inputs(void)
 static const char *cell(const char *src, const char *dst, int64_t ws)
 {
     char sql[512];
-    snprintf(sql, sizeof(sql),
-             "SELECT observed_bytes, observed_payload_bytes, attributed_bytes, socket_bytes,"
-             " nfs_bytes, service_bytes, unattributed_bytes, round(coverage::numeric, 6), status"
-             " FROM heatmap_cells WHERE src_site = '%s' AND dst_site = '%s' AND window_start = '%s'",
-             src, dst, fx_ts(ws));
+    snprintf(
+        sql, sizeof(sql),
+        "SELECT observed_bytes, observed_payload_bytes, attributed_bytes, socket_bytes,"
+        " nfs_bytes, service_bytes, unattributed_bytes, round(coverage::numeric, 6), status"
+        " FROM heatmap_cells WHERE src_site = '%s' AND dst_site = '%s' AND window_start = '%s'",
+        src, dst, fx_ts(ws));
     return fx_row(&F, sql);
 }
 
@@ -147,10 +149,12 @@ static void test_reconcile_once(void **state)
     run_once();
     assert_string_equal(cell("nyc", "chi", A),
                         "1000000000|934000000|900000000|900000000|0|0|34000000|0.963597|ok");
-    assert_string_equal(cell("nyc", "chi", B),
-                        "1000000000|934000000|560000000|500000000|0|60000000|374000000|0.599572|red");
-    assert_string_equal(cell("nyc", "chi", C),
-                        "1000000000|934000000|760000000|700000000|0|60000000|174000000|0.813704|warn");
+    assert_string_equal(
+        cell("nyc", "chi", B),
+        "1000000000|934000000|560000000|500000000|0|60000000|374000000|0.599572|red");
+    assert_string_equal(
+        cell("nyc", "chi", C),
+        "1000000000|934000000|760000000|700000000|0|60000000|174000000|0.813704|warn");
     /* chi -> nyc: no counter bytes; alice's flow received 1,000 bytes (rx) -> attributed 1,000,
      * no coverage without observed payload, idle */
     assert_string_equal(cell("chi", "nyc", A), "0|0|1000|1000|0|0|0|NULL|idle");
@@ -176,9 +180,9 @@ static void test_late_data_rereconciles(void **state)
 {
     (void)state;
     /* late report for B: +400,000,000 -> 960,000,000 / 934,000,000 = 1.027837: ok (<= 1.05) */
-    post_report("nyc-gpu-17", "agent-nyc", 4, B,
-                socket_flow("10.1.0.2:41600", "10.2.0.3:22", "client", 400000000, 0, "dave",
-                            "rsync"));
+    post_report(
+        "nyc-gpu-17", "agent-nyc", 4, B,
+        socket_flow("10.1.0.2:41600", "10.2.0.3:22", "client", 400000000, 0, "dave", "rsync"));
     char sql[256];
     snprintf(sql, sizeof(sql), "SELECT dirty FROM window_state WHERE window_start = '%s'",
              fx_ts(B));
@@ -197,8 +201,8 @@ static void test_top_and_api(void **state)
     /* over A..C: observed payload 3 x 934,000,000 = 2,802,000,000; alice 900+500+700 =
      * 2,100,000,000 (0.749465); dave 400,000,000 (0.142755); carol's transfer 120,000,000
      * (0.042827); unattributed 34,000,000 + 0 + 174,000,000 = 208,000,000 (0.074233) */
-    char *args = fmt("top --src nyc --dst chi --from %s --to %s --json", fx_ts(A),
-                     fx_ts(C + 60 * SEC));
+    char *args =
+        fmt("top --src nyc --dst chi --from %s --to %s --json", fx_ts(A), fx_ts(C + 60 * SEC));
     char *out = NULL;
     assert_int_equal(fx_run(&F, args, &out), 0);
     fprintf(stderr, "%s", out);
@@ -254,6 +258,28 @@ static void test_top_and_api(void **state)
     free(path);
 }
 
+static void test_pages_routed(void **state)
+{
+    (void)state;
+    /* the heatmap page is the heatmap component's; the server authenticates and routes it */
+    char *path = fmt("/heatmap?from=%s&to=%s", fx_ts(A), fx_ts(C + 60 * SEC));
+    char *resp = NULL;
+    assert_int_equal(fx_http(&F, "GET", path, NULL, NULL, NULL, 0, &resp), 401);
+    free(resp);
+    assert_int_equal(fx_http(&F, "GET", path, FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 403);
+    free(resp);
+    assert_int_equal(fx_http(&F, "GET", path, FX_TOKEN_READER, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "data-src=\"nyc\" data-dst=\"chi\""));
+    assert_non_null(strstr(resp, "data-status=\"warn\""));
+    free(resp);
+    free(path);
+    path = fmt("/heatmap/cell?src=nyc&dst=chi&window=%s", fx_ts(C));
+    assert_int_equal(fx_http(&F, "GET", path, FX_TOKEN_READER, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "data-status=\"warn\""));
+    free(resp);
+    free(path);
+}
+
 int main(void)
 {
     fx_setup(&F, "recon-flow", " \"tick_seconds\": 3600,");
@@ -264,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_reconcile_once),
         cmocka_unit_test(test_late_data_rereconciles),
         cmocka_unit_test(test_top_and_api),
+        cmocka_unit_test(test_pages_routed),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     fx_stop(&F);

@@ -124,15 +124,14 @@ static void *receiver(void *arg)
             if (R.fail_first > 0)
                 R.fail_first--;
             if (R.n < MAX_POST)
-                R.posts[R.n++] = (struct post){.at_ns = tm_mono_ns(), .status = status,
-                                               .path = path, .body = body};
+                R.posts[R.n++] = (struct post){
+                    .at_ns = tm_mono_ns(), .status = status, .path = path, .body = body};
             else
                 free(path), free(body);
             pthread_mutex_unlock(&R.mu);
             char resp[128];
-            int len = snprintf(resp, sizeof(resp),
-                               "HTTP/1.1 %d %s\r\nContent-Length: 0\r\n\r\n", status,
-                               status == 200 ? "OK" : "Service Unavailable");
+            int len = snprintf(resp, sizeof(resp), "HTTP/1.1 %d %s\r\nContent-Length: 0\r\n\r\n",
+                               status, status == 200 ? "OK" : "Service Unavailable");
             if (send(c, resp, (size_t)len, MSG_NOSIGNAL) != len)
                 break;
         }
@@ -265,8 +264,8 @@ static void test_open_resend_resolve(void **state)
     assert_string_equal(lw, fx_ts(W[3]));
 
     char *b0 = body_of(0), *b1 = body_of(1), *b2 = body_of(2);
-    fprintf(stderr, "POST 1 (answered %d): %s\nPOST 2: %s\nPOST 3: %s\n", R.posts[0].status, b0,
-            b1, b2);
+    fprintf(stderr, "POST 1 (answered %d): %s\nPOST 2: %s\nPOST 3: %s\n", R.posts[0].status, b0, b1,
+            b2);
     assert_int_equal(R.posts[0].status, 503);
     assert_int_equal(R.posts[1].status, 200);
     assert_string_equal(R.posts[0].path, "/api/v2/alerts");
@@ -321,7 +320,7 @@ static void test_open_resend_resolve(void **state)
     fprintf(stderr, "resolution: %s\n", br);
     assert_non_null(strstr(br, "\"alertname\":\"WanledgerGap\""));
     assert_string_equal(fx_row(&F, "SELECT state, resolved_sent, resolved_at IS NOT NULL"
-                                    " FROM gap_alerts WHERE kind = 'gap'"),
+                                   " FROM gap_alerts WHERE kind = 'gap'"),
                         "resolved|t|t");
     free(br);
     /* nothing more about it: no re-send of a resolved alert */

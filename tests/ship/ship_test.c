@@ -76,7 +76,8 @@ static void read_sink(struct received *r)
         }
         r->posts_ok++;
         char *body = cJSON_GetObjectItem(req, "body")->valuestring;
-        for (char *save, *rec = strtok_r(body, "\n", &save); rec; rec = strtok_r(NULL, "\n", &save)) {
+        for (char *save, *rec = strtok_r(body, "\n", &save); rec;
+             rec = strtok_r(NULL, "\n", &save)) {
             cJSON *t = cJSON_Parse(rec);
             assert_non_null(t);
             assert_true(r->n_ids < 256);
@@ -105,9 +106,10 @@ static int setup(void **state)
     snprintf(dir, sizeof dir, "%s", th_tmpdir("ship"));
     char tokens[600];
     path_in(tokens, sizeof tokens, "tokens.json");
-    write_file(tokens, "w",
-               "{\"service\": [\"" SERVICE_TOKEN "\"], \"agent\": [\"agent-token-ship-test-01\"],"
-               " \"poller\": [\"poller-token-ship-test-1\"], \"reader\": [\"reader-token-ship-t-1\"]}");
+    write_file(
+        tokens, "w",
+        "{\"service\": [\"" SERVICE_TOKEN "\"], \"agent\": [\"agent-token-ship-test-01\"],"
+        " \"poller\": [\"poller-token-ship-test-1\"], \"reader\": [\"reader-token-ship-t-1\"]}");
     sink_port = th_free_port();
     path_in(cfg_path, sizeof cfg_path, "config.json");
     char cfg[1024];
@@ -122,8 +124,8 @@ static int setup(void **state)
     path_in(status_file, sizeof status_file, "fail-status");
     char port_arg[64];
     snprintf(port_arg, sizeof port_arg, "127.0.0.1:%d", sink_port);
-    char *argv[] = {WL_HTTP_SINK, "--listen", port_arg, "--out", sink_out, "--status-file",
-                    status_file, "--seconds", "120", NULL};
+    char *argv[] = {WL_HTTP_SINK,    "--listen",  port_arg,    "--out", sink_out,
+                    "--status-file", status_file, "--seconds", "120",   NULL};
     char sink_log[600];
     path_in(sink_log, sizeof sink_log, "sink.log");
     sink_pid = th_spawn(argv, sink_log);
@@ -228,8 +230,16 @@ static void test_tail_rotation_truncation(void **state)
     path_in(d, sizeof d, "d.log");
     path_in(d1, sizeof d1, "d.log.1");
     path_in(state_path, sizeof state_path, "state3");
-    char *argv[] = {(char *)th_bin("wanledger"), "--config", cfg_path, "ship", "--interval-ms",
-                    "50", "--state", state_path, d, NULL};
+    char *argv[] = {(char *)th_bin("wanledger"),
+                    "--config",
+                    cfg_path,
+                    "ship",
+                    "--interval-ms",
+                    "50",
+                    "--state",
+                    state_path,
+                    d,
+                    NULL};
     char log[600];
     path_in(log, sizeof log, "ship-tail.log");
     pid_t pid = th_spawn(argv, log);

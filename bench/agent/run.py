@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""The agent's costs, in one run (root; ~3 minutes; network namespaces wla-bn-a/b over veth):
+
+1. Per-event kernel cost of the socket probe vs a bpftrace program keeping the same per-flow
+   sums, both attached at once to the same events (iperf3 -l 64 over veth), from the kernel's
+   own run_time_ns/run_cnt (BPF_ENABLE_STATS, held only for this run).
+2. iperf3 throughput over veth without and with the agent, 128 KiB and 64-byte writes,
+   alternating runs; ratios per pair.
+3. Drain time with 100,000 live flows (bench_drain).
+
+Usage: run.py [BUILD_DIR] [PARTS]   BUILD_DIR default /work/build-agent-bench (non-sanitized);
+       PARTS a subset of "123" (default all)
+"""
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = sys.argv[1] if len(sys.argv) > 1 else "/work/build-agent-bench"
+PARTS = sys.argv[2] if len(sys.argv) > 2 else "123"
+AGENT = f"{BUILD}/agentlib/wanledger-agent"
+DRAIN = f"{BUILD}/bench/agent/bench_drain"
+NS_A, NS_B, IP_A, IP_B = "wla-bn-a", "wla-bn-b", "10.204.0.1", "10.204.0.2"
+ROUNDS_COST = 7
+PAIRS = 5
+SECS = 3
+BT_PROG = r"""
+tracepoint:sock:sock_send_length /args->ret > 0/ {
+  $sk = (struct sock *)args->sk;
+  @tx[pid, uid, cgroup, comm, $sk->__sk_common.skc_rcv_saddr, $sk->__sk_common.skc_daddr,
+      $sk->__sk_common.skc_num, $sk->__sk_common.skc_dport] = sum(args->ret);
+}
+tracepoint:sock:sock_recv_length /args->ret > 0 && (args->flags & 2) == 0/ {
+  $sk = (struct sock *)args->sk;
+  @rx[pid, uid, cgroup, comm, $sk->__sk_common.skc_rcv_saddr, $sk->__sk_common.skc_daddr,
+      $sk->__sk_common.skc_num, $sk->__sk_common.skc_dport] = sum(args->ret);
+}
+"""
+
+
+def sh(cmd, check=True):
+    return subprocess.run(cmd, shell=True, check=check, capture_output=True, text=True)
+
+
+def quantiles(v):
+    s = sorted(v)
+    n = len(s)
+    return s[int(0.5 * (n - 1) + 0.5)], s[int(0.99 * (n - 1) + 0.5)], s[-1], n
+
+
+def fmt(name, v, unit, scale=1.0, prec=1):
+    p50, p99, mx, n = quantiles([x * scale for x in v])
+    return (f"{name:<40} n={n:<3} p50 {p50:10.{prec}f} {unit}  p99 {p99:10.{prec}f} {unit}  "
+            f"max {mx:10.{prec}f} {unit}")
+
+
+def enable_stats():
+    """BPF_ENABLE_STATS(BPF_STATS_RUN_TIME): stats on while the returned fd is open."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = (ctypes.c_uint32 * 2)(0, 0)
+    fd = libc.syscall(321, 32, ctypes.byref(attr), 8)  # __NR_bpf, BPF_ENABLE_STATS
+    if fd < 0:
+        sys.exit(f"BPF_ENABLE_STATS failed: errno {ctypes.get_errno()}")
+    return fd
+
+
+def progs():
+    return {p["id"]: p for p in json.loads(sh("bpftool prog show -j").stdout)}
+
+
+def new_ids(before, timeout=15.0):
+    """Program ids that appeared since `before`, once they stop appearing."""
+    t0, last = time.time(), set()
+    while time.time() - t0 < timeout:
+        time.sleep(0.5)
+        ids = set(progs()) - set(before)
+        if ids and ids == last:
+            return ids
+        last = ids
+    sys.exit("programs did not appear")
+
+
+def iperf(length, secs=SECS):
+    out = sh(f"ip netns exec {NS_A} iperf3 -c {IP_B} -l {length} -t {secs} -J").stdout
+    return json.loads(out)["end"]["sum_received"]["bits_per_second"]
+
+
+def start_agent(tmp, extra=""):
+    return subprocess.Popen(
+        f"exec {AGENT} --stdout --window 60 --spool {tmp}/spool {extra}", shell=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop(p):
+    p.terminate()
+    try:
+        p.wait(10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+def setup():
+    sh(f"ip netns del {NS_A}; ip netns del {NS_B}", check=False)
+    for c in [f"ip netns add {NS_A}", f"ip netns add {NS_B}",
+              f"ip link add {NS_A}-v type veth peer name {NS_B}-v netns {NS_B}",
+              f"ip link set {NS_A}-v netns {NS_A}",
+              f"ip -n {NS_A} addr add {IP_A}/24 dev {NS_A}-v",
+              f"ip -n {NS_B} addr add {IP_B}/24 dev {NS_B}-v",
+              f"ip -n {NS_A} link set {NS_A}-v up", f"ip -n {NS_B} link set {NS_B}-v up",
+              f"ip -n {NS_A} link set lo up", f"ip -n {NS_B} link set lo up",
+              f"ip -n {NS_A} route add 10.205.0.0/16 via {IP_B}"]:
+        sh(c)
+
+
+def main():
+    if os.geteuid() != 0:
+        sys.exit("run.py needs root")
+    setup()
+    iperf_srv = subprocess.Popen(f"exec ip netns exec {NS_B} iperf3 -s -B {IP_B}", shell=True,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)
+    tmp = tempfile.mkdtemp(prefix="wla-bench-")
+    stats_fd = enable_stats()
+    try:
+        if "1" in PARTS:
+            part_cost(tmp)
+        if "2" in PARTS:
+            part_throughput(tmp)
+    finally:
+        os.close(stats_fd)
+        stop(iperf_srv)
+    if "3" in PARTS:
+        part_drain()
+    sh(f"ip netns del {NS_A}; ip netns del {NS_B}", check=False)
+    sh(f"rm -rf {tmp}", check=False)
+
+
+def part_cost(tmp):
+    # 1. per-event cost, side by side
+    before = progs()
+    agent = start_agent(tmp)
+    agent_ids = new_ids(before)
+    before = progs()
+    with open(f"{tmp}/p.bt", "w") as f:
+        f.write(BT_PROG)
+    bt = subprocess.Popen(["bpftrace", f"{tmp}/p.bt"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+    bt_ids = new_ids(before)
+    ev_names = ("tpb_send", "tpb_recv")
+    ours, theirs, ratio = [], [], []
+    for _ in range(ROUNDS_COST):
+        a = progs()
+        iperf(64)
+        b = progs()
+
+        def cost(ids, event_filter):
+            rt = sum(b[i].get("run_time_ns", 0) - a[i].get("run_time_ns", 0) for i in ids)
+            ev = sum(b[i].get("run_cnt", 0) - a[i].get("run_cnt", 0) for i in ids
+                     if event_filter(b[i]))
+            return rt / ev if ev else float("nan"), ev
+
+        o, oev = cost(agent_ids, lambda p: p.get("name") in ev_names)
+        t, tev = cost(bt_ids, lambda p: True)
+        ours.append(o)
+        theirs.append(t)
+        ratio.append(o / t)
+    stop(bt)
+    stop(agent)
+    print("== 1. kernel cost per socket event (iperf3 -l 64 over veth, both attached; "
+          f"{SECS} s rounds; last round {oev} events agent, {tev} bpftrace)")
+    print(fmt("wanledger socket probe (all programs)", ours, "ns"))
+    print(fmt("bpftrace, same per-flow sums", theirs, "ns"))
+    print(fmt("ratio agent / bpftrace", ratio, "x", prec=3))
+
+
+def part_throughput(tmp):
+    # 2. throughput without / with the agent
+    print(f"== 2. iperf3 over veth, {SECS} s runs, alternating without/with the agent")
+    for length, label in ((131072, "128 KiB writes"), (64, "64-byte writes")):
+        base, probe, r = [], [], []
+        for i in range(PAIRS):
+            order = (False, True) if i % 2 == 0 else (True, False)
+            got = {}
+            for with_agent in order:
+                ag = start_agent(tmp) if with_agent else None
+                if ag:
+                    time.sleep(1.5)
+                got[with_agent] = iperf(length)
+                if ag:
+                    stop(ag)
+            base.append(got[False])
+            probe.append(got[True])
+            r.append(got[True] / got[False])
+        print(fmt(f"{label}: without agent", base, "Gbit/s", 1e-9, 3))
+        print(fmt(f"{label}: with agent", probe, "Gbit/s", 1e-9, 3))
+        print(fmt(f"{label}: with/without per pair", r, "x", prec=3))
+
+
+def part_drain():
+    print("== 3. drain time, 100,000 live flows per window")
+    out = sh(f"{DRAIN} /run/netns/{NS_A} 10.205 100000 20 1000", check=False)
+    print(out.stdout + out.stderr, end="")
+
+
+if __name__ == "__main__":
+    main()

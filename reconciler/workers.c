@@ -1,0 +1,221 @@
+/* The ingest worker pool (see workers.h). */
+#include "workers.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "jsonw.h"
+#include "log.h"
+#include "store.h"
+#include "timeutil.h"
+
+struct wk_pool {
+    const struct cfg *cfg;
+    struct metrics *metrics;
+    struct event *done_ev;
+    wk_done_fn done;
+    void *done_arg;
+    pthread_t threads[WK_THREADS];
+    int n_threads;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct wk_job *queue, *queue_tail; /* waiting */
+    size_t queued;
+    struct wk_job *finished; /* waiting for the event loop */
+    bool stop;
+};
+
+void wk_job_free(struct wk_job *job)
+{
+    if (!job)
+        return;
+    free(job->body);
+    free(job->reply);
+    free(job);
+}
+
+static char *take_string(struct evbuffer *b)
+{
+    size_t n = evbuffer_get_length(b);
+    char *s = malloc(n + 1);
+    if (s) {
+        evbuffer_remove(b, s, n);
+        s[n] = 0;
+    }
+    return s;
+}
+
+/* Validates and commits one body; fills status and reply. Runs on a worker thread. */
+static void process(struct wk_pool *p, struct store *st, struct wk_job *j)
+{
+    struct evbuffer *out = evbuffer_new();
+    struct ingest_batch b;
+    struct ingest_error e;
+    if (!out) {
+        j->status = 500;
+        return;
+    }
+    int rc = ingest_parse(p->cfg, j->kind, j->body, j->len, tm_now_us(), &b, &e);
+    free(j->body); /* the rows are in the batch now */
+    j->body = NULL;
+    if (rc < 0) {
+        log_info(j->peer, "%s rejected (%d): %s at %s", j->path, e.status, e.msg, e.path);
+        j->status = e.status;
+        jw_error(out, e.msg, e.path);
+    } else {
+        struct store_result res;
+        char err[512];
+        if (store_write(st, &b, &res, err, sizeof(err)) < 0) {
+            log_error(j->peer, "%s not stored: %s", j->path, err);
+            char msg[600];
+            snprintf(msg, sizeof(msg), "not stored: %s", err);
+            j->status = 503;
+            jw_error(out, msg, "$");
+        } else {
+            metrics_rows(p->metrics, j->ep, res.received, res.stored);
+            log_debug(j->peer, "%s: %zu rows, %zu new", j->path, res.received, res.stored);
+            j->status = 200;
+            evbuffer_add_printf(out, "{\"received\":%zu,\"stored\":%zu,\"duplicate\":%zu}\n",
+                                res.received, res.stored, res.received - res.stored);
+        }
+        ingest_batch_free(&b);
+    }
+    j->reply = take_string(out);
+    evbuffer_free(out);
+}
+
+static void *run(void *arg)
+{
+    struct wk_pool *p = arg;
+    struct store *st = store_new(p->cfg);
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stop && !p->queue)
+            pthread_cond_wait(&p->cv, &p->mu);
+        if (p->stop)
+            break;
+        struct wk_job *j = p->queue;
+        p->queue = j->next;
+        if (!p->queue)
+            p->queue_tail = NULL;
+        p->queued--;
+        pthread_mutex_unlock(&p->mu);
+
+        if (st)
+            process(p, st, j);
+        else
+            j->status = 500;
+
+        pthread_mutex_lock(&p->mu);
+        j->next = p->finished;
+        p->finished = j;
+        event_active(p->done_ev, EV_READ, 0);
+    }
+    pthread_mutex_unlock(&p->mu);
+    store_close(st);
+    return NULL;
+}
+
+/* On the event loop thread: hand every finished job to the server. */
+static void on_done(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    struct wk_pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    struct wk_job *list = p->finished;
+    p->finished = NULL;
+    pthread_mutex_unlock(&p->mu);
+    /* finished is a stack: reverse it to answer in completion order */
+    struct wk_job *rev = NULL;
+    while (list) {
+        struct wk_job *next = list->next;
+        list->next = rev;
+        rev = list;
+        list = next;
+    }
+    while (rev) {
+        struct wk_job *next = rev->next;
+        p->done(rev, p->done_arg);
+        rev = next;
+    }
+}
+
+struct wk_pool *wk_start(struct event_base *base, const struct cfg *cfg, struct metrics *m,
+                         wk_done_fn done, void *arg, char *err, size_t errlen)
+{
+    struct wk_pool *p = calloc(1, sizeof(*p));
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    p->cfg = cfg;
+    p->metrics = m;
+    p->done = done;
+    p->done_arg = arg;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    p->done_ev = event_new(base, -1, 0, on_done, p);
+    if (!p->done_ev) {
+        snprintf(err, errlen, "cannot create the completion event");
+        wk_stop(p);
+        return NULL;
+    }
+    for (int i = 0; i < WK_THREADS; i++) {
+        int rc = pthread_create(&p->threads[i], NULL, run, p);
+        if (rc != 0) {
+            snprintf(err, errlen, "cannot start an ingest worker: error %d", rc);
+            wk_stop(p);
+            return NULL;
+        }
+        p->n_threads++;
+    }
+    return p;
+}
+
+int wk_submit(struct wk_pool *p, struct wk_job *job)
+{
+    pthread_mutex_lock(&p->mu);
+    if (p->queued >= WK_MAX_QUEUE) {
+        pthread_mutex_unlock(&p->mu);
+        return -1;
+    }
+    job->next = NULL;
+    if (p->queue_tail)
+        p->queue_tail->next = job;
+    else
+        p->queue = job;
+    p->queue_tail = job;
+    p->queued++;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+void wk_stop(struct wk_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = true;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->n_threads; i++)
+        pthread_join(p->threads[i], NULL);
+    struct wk_job *lists[2] = {p->queue, p->finished};
+    for (int k = 0; k < 2; k++)
+        while (lists[k]) {
+            struct wk_job *next = lists[k]->next;
+            wk_job_free(lists[k]);
+            lists[k] = next;
+        }
+    if (p->done_ev)
+        event_free(p->done_ev);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p);
+}

@@ -1,0 +1,121 @@
+/* Poller test helpers (see pt_util.h). */
+#include "pt_util.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "timeutil.h"
+
+static void add(struct pt_samples *s, const struct pt_sample *x)
+{
+    s->v = realloc(s->v, (s->n + 1) * sizeof(*s->v));
+    s->v[s->n++] = *x;
+}
+
+static uint64_t num(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? (uint64_t)v->valuedouble : 0;
+}
+
+int pt_parse_batch(const char *body, size_t len, struct pt_samples *out)
+{
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "samples");
+    if (!cJSON_IsArray(arr)) {
+        cJSON_Delete(root);
+        return -1;
+    }
+    const cJSON *o;
+    cJSON_ArrayForEach(o, arr)
+    {
+        struct pt_sample s = {0};
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "device");
+        const cJSON *i = cJSON_GetObjectItemCaseSensitive(o, "interface");
+        const cJSON *at = cJSON_GetObjectItemCaseSensitive(o, "at");
+        snprintf(s.device, sizeof(s.device), "%s", cJSON_IsString(d) ? d->valuestring : "");
+        snprintf(s.interface, sizeof(s.interface), "%s", cJSON_IsString(i) ? i->valuestring : "");
+        if (!cJSON_IsString(at) || tm_parse_rfc3339(at->valuestring, &s.at_us) != 0)
+            s.at_us = 0;
+        s.uptime_cs = cJSON_GetObjectItemCaseSensitive(o, "uptime_cs")
+                          ? (int64_t)num(o, "uptime_cs")
+                          : -1;
+        s.in_octets = num(o, "in_octets");
+        s.out_octets = num(o, "out_octets");
+        s.in_pkts = num(o, "in_pkts");
+        s.out_pkts = num(o, "out_pkts");
+        s.speed_bps = num(o, "speed_bps");
+        s.counter_bits = (int)num(o, "counter_bits");
+        s.discontinuity_cs = (int64_t)num(o, "discontinuity_cs");
+        add(out, &s);
+    }
+    cJSON_Delete(root);
+    return 1;
+}
+
+int pt_parse_batches(const char *text, struct pt_samples *out)
+{
+    int n = 0;
+    const char *p = text;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len > 0) {
+            if (pt_parse_batch(p, len, out) < 0)
+                return -1;
+            n++;
+        }
+        p += len + (nl ? 1 : 0);
+    }
+    return n;
+}
+
+void pt_samples_free(struct pt_samples *s)
+{
+    free(s->v);
+    s->v = NULL;
+    s->n = 0;
+}
+
+void pt_filter(const struct pt_samples *all, const char *device, const char *interface,
+               struct pt_samples *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < all->n; i++)
+        if (strcmp(all->v[i].device, device) == 0 && strcmp(all->v[i].interface, interface) == 0)
+            add(out, &all->v[i]);
+}
+
+char *pt_slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return calloc(1, 1);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = calloc(1, (size_t)n + 1);
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+        buf[0] = '\0';
+    fclose(f);
+    return buf;
+}
+
+void pt_write(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    fputs(text, f);
+    fclose(f);
+}
+
+int pt_count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
