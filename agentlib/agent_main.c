@@ -245,8 +245,8 @@ static void report_window(struct agent *a, int64_t window_start)
 static void arm_tick(struct agent *a)
 {
     int64_t now = tm_now_us();
-    int64_t next = tm_window_start(now, a->o.window_seconds) +
-                   (int64_t)a->o.window_seconds * TM_USEC_PER_SEC;
+    int64_t next =
+        tm_window_start(now, a->o.window_seconds) + (int64_t)a->o.window_seconds * TM_USEC_PER_SEC;
     struct timeval tv = {.tv_sec = (next - now) / TM_USEC_PER_SEC,
                          .tv_usec = (next - now) % TM_USEC_PER_SEC};
     evtimer_add(a->tick, &tv);
@@ -259,8 +259,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     /* the timer fires at (or just after) the boundary: report the window that just ended */
     int64_t now = tm_now_us();
-    int64_t ended = tm_window_start(now, a->o.window_seconds) -
-                    (int64_t)a->o.window_seconds * TM_USEC_PER_SEC;
+    int64_t ended =
+        tm_window_start(now, a->o.window_seconds) - (int64_t)a->o.window_seconds * TM_USEC_PER_SEC;
     if (ended < a->window_start)
         ended = a->window_start;
     report_window(a, ended);
@@ -350,8 +350,7 @@ static int probe_filters(const struct agent_opts *o, struct sockprobe_opts *po)
         char real[PATH_MAX];
         const char *root = "/sys/fs/cgroup";
         if (!realpath(o->cgroup, real) || stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            log_error(NULL, "--cgroup %s: not a cgroup directory (%s)", o->cgroup,
-                      strerror(errno));
+            log_error(NULL, "--cgroup %s: not a cgroup directory (%s)", o->cgroup, strerror(errno));
             return -1;
         }
         if (strncmp(real, root, strlen(root)) != 0) {

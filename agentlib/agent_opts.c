@@ -58,31 +58,30 @@ static const struct option long_opts[] = {
 
 void agent_opts_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: wanledger-agent [options]\n"
-            "  --reconciler URL      reconciler base URL (POST URL/v1/attributions)\n"
-            "  --token-file F        file holding the agent bearer token\n"
-            "  --window S            window length in seconds (default 60)\n"
-            "  --k N                 flows kept per window before priority sampling (1000)\n"
-            "  --netns PATH          count only this network namespace (/run/netns/x)\n"
-            "  --cgroup PATH         count only this cgroup v2 subtree\n"
-            "  --workflow-env A,B    environment variables naming the workflow\n"
-            "                        (WANLEDGER_WORKFLOW,SLURM_JOB_ID)\n"
-            "  --stdout              print each report as one JSON line instead of posting\n"
-            "  --once                stop after the first report\n"
-            "  --metrics ADDR:PORT   serve Prometheus text at /metrics\n"
-            "  --attach MODE         tp_btf | fentry | kprobe | auto (default auto)\n"
-            "  --spool DIR           on-disk spool (/var/lib/wanledger/agent-spool)\n"
-            "  --spool-max-bytes N   spool bound (67108864)\n"
-            "  --agent-id ID         default: created once in SPOOL/agent_id\n"
-            "  --host NAME           default: the host name\n"
-            "  --exclude-ports P,Q   ports never counted (at most 16)\n"
-            "  --map-entries N       flows per map generation (65536)\n"
-            "  --config FILE         JSON file with the same keys (reconciler, token_file,\n"
-            "                        window_seconds, k, netns, cgroup, workflow_env, metrics,\n"
-            "                        attach, spool, spool_max_bytes, agent_id, host,\n"
-            "                        exclude_ports, map_entries); flags win\n"
-            "  -v, --verbose         debug logging\n");
+    fprintf(f, "usage: wanledger-agent [options]\n"
+               "  --reconciler URL      reconciler base URL (POST URL/v1/attributions)\n"
+               "  --token-file F        file holding the agent bearer token\n"
+               "  --window S            window length in seconds (default 60)\n"
+               "  --k N                 flows kept per window before priority sampling (1000)\n"
+               "  --netns PATH          count only this network namespace (/run/netns/x)\n"
+               "  --cgroup PATH         count only this cgroup v2 subtree\n"
+               "  --workflow-env A,B    environment variables naming the workflow\n"
+               "                        (WANLEDGER_WORKFLOW,SLURM_JOB_ID)\n"
+               "  --stdout              print each report as one JSON line instead of posting\n"
+               "  --once                stop after the first report\n"
+               "  --metrics ADDR:PORT   serve Prometheus text at /metrics\n"
+               "  --attach MODE         tp_btf | fentry | kprobe | auto (default auto)\n"
+               "  --spool DIR           on-disk spool (/var/lib/wanledger/agent-spool)\n"
+               "  --spool-max-bytes N   spool bound (67108864)\n"
+               "  --agent-id ID         default: created once in SPOOL/agent_id\n"
+               "  --host NAME           default: the host name\n"
+               "  --exclude-ports P,Q   ports never counted (at most 16)\n"
+               "  --map-entries N       flows per map generation (65536)\n"
+               "  --config FILE         JSON file with the same keys (reconciler, token_file,\n"
+               "                        window_seconds, k, netns, cgroup, workflow_env, metrics,\n"
+               "                        attach, spool, spool_max_bytes, agent_id, host,\n"
+               "                        exclude_ports, map_entries); flags win\n"
+               "  -v, --verbose         debug logging\n");
 }
 
 static int set_str(char **dst, const char *v)
@@ -200,8 +199,8 @@ static int apply(struct agent_opts *o, int id, const char *v, const char *where,
         return set_str(&o->metrics, v);
     case OPT_ATTACH:
         if (sockprobe_parse_mode(v, &o->attach)) {
-            snprintf(err, errlen, "%s: expected tp_btf, fentry, kprobe or auto, got \"%s\"",
-                     where, v);
+            snprintf(err, errlen, "%s: expected tp_btf, fentry, kprobe or auto, got \"%s\"", where,
+                     v);
             return -1;
         }
         return 0;
@@ -235,13 +234,20 @@ static const struct {
     const char *key;
     int id;
 } json_keys[] = {
-    {"reconciler", OPT_RECONCILER}, {"token_file", OPT_TOKEN_FILE},
-    {"window_seconds", OPT_WINDOW}, {"k", OPT_K},
-    {"netns", OPT_NETNS},           {"cgroup", OPT_CGROUP},
-    {"workflow_env", OPT_WORKFLOW_ENV}, {"metrics", OPT_METRICS},
-    {"attach", OPT_ATTACH},         {"spool", OPT_SPOOL},
-    {"spool_max_bytes", OPT_SPOOL_MAX}, {"agent_id", OPT_AGENT_ID},
-    {"host", OPT_HOST},             {"exclude_ports", OPT_EXCLUDE_PORTS},
+    {"reconciler", OPT_RECONCILER},
+    {"token_file", OPT_TOKEN_FILE},
+    {"window_seconds", OPT_WINDOW},
+    {"k", OPT_K},
+    {"netns", OPT_NETNS},
+    {"cgroup", OPT_CGROUP},
+    {"workflow_env", OPT_WORKFLOW_ENV},
+    {"metrics", OPT_METRICS},
+    {"attach", OPT_ATTACH},
+    {"spool", OPT_SPOOL},
+    {"spool_max_bytes", OPT_SPOOL_MAX},
+    {"agent_id", OPT_AGENT_ID},
+    {"host", OPT_HOST},
+    {"exclude_ports", OPT_EXCLUDE_PORTS},
     {"map_entries", OPT_MAP_ENTRIES},
 };
 
@@ -267,8 +273,8 @@ static int json_as_text(const cJSON *v, char *buf, size_t len)
             char one[256];
             if (json_as_text(e, one, sizeof(one)) || cJSON_IsArray(e))
                 return -1;
-            off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%s", off ? "," : "",
-                                    one);
+            off +=
+                (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%s", off ? "," : "", one);
         }
         return off < len ? 0 : -1;
     }
@@ -318,8 +324,7 @@ static int load_config(struct agent_opts *o, const char *path, char *err, size_t
             goto cleanup;
         }
         if (json_as_text(item, val, sizeof(val))) {
-            snprintf(err, errlen, "%s: expected a string, a non-negative integer or a list",
-                     where);
+            snprintf(err, errlen, "%s: expected a string, a non-negative integer or a list", where);
             goto cleanup;
         }
         if (apply(o, id, val, where, err, errlen)) {

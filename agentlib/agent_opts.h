@@ -13,23 +13,23 @@
 #define AGENT_MAX_WORKFLOW_ENV 16
 
 struct agent_opts {
-    char *reconciler;  /* base URL ("http://127.0.0.1:7070") or the full /v1/attributions URL */
+    char *reconciler; /* base URL ("http://127.0.0.1:7070") or the full /v1/attributions URL */
     char *token_file;
-    char *token;       /* read from token_file */
-    int window_seconds;   /* default 60 */
-    size_t k;             /* default 1000 */
-    char *netns;          /* path of a network namespace file, e.g. /run/netns/x */
-    char *cgroup;         /* cgroup v2 directory, e.g. /sys/fs/cgroup/system.slice */
+    char *token;        /* read from token_file */
+    int window_seconds; /* default 60 */
+    size_t k;           /* default 1000 */
+    char *netns;        /* path of a network namespace file, e.g. /run/netns/x */
+    char *cgroup;       /* cgroup v2 directory, e.g. /sys/fs/cgroup/system.slice */
     char *workflow_env[AGENT_MAX_WORKFLOW_ENV];
     size_t n_workflow_env; /* default WANLEDGER_WORKFLOW, SLURM_JOB_ID */
     bool to_stdout;
     bool once;
-    char *metrics;        /* "127.0.0.1:9465" or NULL */
+    char *metrics; /* "127.0.0.1:9465" or NULL */
     enum sockprobe_attach attach;
-    char *spool_dir;      /* default /var/lib/wanledger/agent-spool */
+    char *spool_dir;          /* default /var/lib/wanledger/agent-spool */
     uint64_t spool_max_bytes; /* default 64 MiB */
-    char *agent_id;       /* default: kept in SPOOL/agent_id, created once */
-    char *host;           /* default gethostname() */
+    char *agent_id;           /* default: kept in SPOOL/agent_id, created once */
+    char *host;               /* default gethostname() */
     uint16_t excl_ports[SOCKPROBE_MAX_EXCL_PORTS];
     size_t n_excl_ports;
     uint32_t map_entries; /* per generation; default 65536 */

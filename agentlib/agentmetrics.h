@@ -11,10 +11,10 @@ struct agentmetrics {
     const char *attach_mode; /* "tp_btf", "fentry", "kprobe" */
     const char *nfs;         /* NFS hook name, or NULL when not running */
     uint64_t windows;
-    uint64_t events;         /* socket calls counted (tx + rx) */
+    uint64_t events; /* socket calls counted (tx + rx) */
     uint64_t tx_bytes, rx_bytes;
     uint64_t dropped_events;
-    uint64_t flows_seen;     /* summed over windows, before sampling */
+    uint64_t flows_seen; /* summed over windows, before sampling */
     uint64_t flows_reported;
     uint64_t reports_sent, reports_rejected, send_failures, spool_dropped;
     uint64_t reports_spooled; /* waiting now */

@@ -101,7 +101,8 @@ int prisample_flowset(struct flowset *fs, size_t k, uint64_t seed, double *tau)
             r->bytes = scaled(r->bytes, f);
         }
         if (keep[j] != j)
-            fs->v[j] = *r; /* keep[] is increasing, so j <= keep[j]: nothing unread is overwritten */
+            fs->v[j] =
+                *r; /* keep[] is increasing, so j <= keep[j]: nothing unread is overwritten */
     }
     fs->n = m;
     free(w);

@@ -53,8 +53,7 @@ struct procmeta *procmeta_new(const char *const *workflow_env, size_t n_env, con
 {
     struct procmeta *pm;
     if (n_env > MAX_ENV) {
-        snprintf(err, errlen, "at most %d workflow environment variables, got %zu", MAX_ENV,
-                 n_env);
+        snprintf(err, errlen, "at most %d workflow environment variables, got %zu", MAX_ENV, n_env);
         return NULL;
     }
     pm = calloc(1, sizeof(*pm));
@@ -184,8 +183,7 @@ static int stat_of(const struct procmeta *pm, uint32_t pid, uint64_t *start_ns, 
 }
 
 /* True when /proc/PID is the same process the kernel recorded (same start, tick precision). */
-static bool same_process(const struct procmeta *pm, uint32_t pid, uint64_t start_ns,
-                         uint32_t *ppid)
+static bool same_process(const struct procmeta *pm, uint32_t pid, uint64_t start_ns, uint32_t *ppid)
 {
     uint64_t s;
     uint64_t tick = 1000000000ULL / (uint64_t)pm->ticks_per_sec;
@@ -364,8 +362,8 @@ static struct proc_entry *find(struct procmeta *pm, uint32_t pid, uint64_t start
 }
 
 static struct proc_entry *resolve(struct procmeta *pm, uint32_t pid, uint64_t start_ns,
-                                  uint32_t ppid, uint32_t uid, uint64_t cgroup_id,
-                                  const char *comm, int depth);
+                                  uint32_t ppid, uint32_t uid, uint64_t cgroup_id, const char *comm,
+                                  int depth);
 
 /* The workflow of a live parent (and its ancestors when it has none). */
 static void workflow_from_parent(struct procmeta *pm, uint32_t ppid, char *out, size_t outlen,
@@ -383,8 +381,8 @@ static void workflow_from_parent(struct procmeta *pm, uint32_t ppid, char *out, 
 /* Finds or creates the entry of a process. uid UINT32_MAX / cgroup_id 0 / comm NULL: not
  * recorded by the kernel (a parent looked up from /proc): taken from /proc instead. */
 static struct proc_entry *resolve(struct procmeta *pm, uint32_t pid, uint64_t start_ns,
-                                  uint32_t ppid, uint32_t uid, uint64_t cgroup_id,
-                                  const char *comm, int depth)
+                                  uint32_t ppid, uint32_t uid, uint64_t cgroup_id, const char *comm,
+                                  int depth)
 {
     struct proc_entry *e = find(pm, pid, start_ns);
     if (e && (!comm || strncmp(e->comm, comm, sizeof(e->comm)) == 0)) {

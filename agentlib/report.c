@@ -83,8 +83,7 @@ static cJSON *flow_json(const struct flow_rec *r)
     return o;
 }
 
-char *report_json(const struct report_header *h, const struct flowset *fs, char *err,
-                  size_t errlen)
+char *report_json(const struct report_header *h, const struct flowset *fs, char *err, size_t errlen)
 {
     char ts[TM_RFC3339_LEN];
     char *out = NULL;

@@ -25,7 +25,7 @@ void report_format_endpoint(uint8_t family, const uint8_t addr[16], uint16_t por
 const char *report_role_name(int role);
 
 /* One JSON object on one line (malloc'd, caller frees), or NULL with err. */
-char *report_json(const struct report_header *h, const struct flowset *fs, char *err,
-                  size_t errlen) __attribute__((warn_unused_result));
+char *report_json(const struct report_header *h, const struct flowset *fs, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 #endif

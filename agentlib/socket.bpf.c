@@ -17,9 +17,9 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Filters, set by the agent through the skeleton's rodata before load; 0 = off. */
-const volatile __u32 filter_netns = 0;         /* inode of /proc/PID/ns/net */
-const volatile __u64 filter_cgroup_id = 0;     /* cgroup v2 id (inode) of the subtree root */
-const volatile __s32 filter_cgroup_level = 0;  /* its depth below the cgroup root */
+const volatile __u32 filter_netns = 0;        /* inode of /proc/PID/ns/net */
+const volatile __u64 filter_cgroup_id = 0;    /* cgroup v2 id (inode) of the subtree root */
+const volatile __s32 filter_cgroup_level = 0; /* its depth below the cgroup root */
 const volatile __u16 excl_ports[WL_MAX_EXCL_PORTS] = {};
 const volatile __u32 n_excl_ports = 0;
 /* 1 when programs run with preemption off (tracepoints, kprobes): this CPU's copy of a per-CPU
@@ -84,10 +84,10 @@ struct wl_peer {
 enum stash_kind { STASH_SEND_PEER = 1, STASH_SEND_VEC, STASH_RECV_ADDR, STASH_RECV_MSG };
 struct stash {
     __u32 kind;
-    __u32 idx;      /* STASH_SEND_VEC: next message of the vector */
-    __u64 uptr;     /* user pointer: mmsghdr[], sockaddr or user_msghdr */
+    __u32 idx;  /* STASH_SEND_VEC: next message of the vector */
+    __u64 uptr; /* user pointer: mmsghdr[], sockaddr or user_msghdr */
     struct wl_peer peer;
-    __u32 pending;  /* a received byte count waits in key/bytes */
+    __u32 pending; /* a received byte count waits in key/bytes */
     __u32 pad;
     __u64 bytes;
     __u64 calls;
@@ -586,8 +586,8 @@ int BPF_PROG(fx_tcp_send, struct sock *sk, struct msghdr *msg, size_t size, int 
 }
 
 SEC("fexit/tcp_recvmsg")
-int BPF_PROG(fx_tcp_recv, struct sock *sk, struct msghdr *msg, size_t len, int flags,
-             int *addr_len, int ret)
+int BPF_PROG(fx_tcp_recv, struct sock *sk, struct msghdr *msg, size_t len, int flags, int *addr_len,
+             int ret)
 {
     return handle(sk, ret, flags, false, NULL, false, true);
 }
@@ -600,8 +600,8 @@ int BPF_PROG(fx_udp_send, struct sock *sk, struct msghdr *msg, size_t len, int r
 }
 
 SEC("fexit/udp_recvmsg")
-int BPF_PROG(fx_udp_recv, struct sock *sk, struct msghdr *msg, size_t len, int flags,
-             int *addr_len, int ret)
+int BPF_PROG(fx_udp_recv, struct sock *sk, struct msghdr *msg, size_t len, int flags, int *addr_len,
+             int ret)
 {
     struct wl_peer buf;
     return handle(sk, ret, flags, false, ret > 0 ? msg_peer(&buf, msg) : NULL, false, true);

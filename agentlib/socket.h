@@ -7,8 +7,8 @@
 #include <linux/types.h>
 #endif
 
-#define WL_COMM_LEN        16
-#define WL_MAX_EXCL_PORTS  16
+#define WL_COMM_LEN         16
+#define WL_MAX_EXCL_PORTS   16
 #define WL_FLOW_MAP_DEFAULT 65536
 
 /* Roles of a TCP connection (kept in the value; UDP is always unknown in the kernel). */
@@ -23,13 +23,13 @@ struct flow_key {
     __u32 tgid;
     __u32 uid;
     __u64 cgroup_id;
-    __u64 start_ns;  /* task group leader's start_boottime, ns since boot */
-    __u32 ppid;      /* real parent's tgid when the event happened */
-    __u32 netns;     /* inode of the socket's network namespace */
+    __u64 start_ns; /* task group leader's start_boottime, ns since boot */
+    __u32 ppid;     /* real parent's tgid when the event happened */
+    __u32 netns;    /* inode of the socket's network namespace */
     __u16 lport;
     __u16 rport;
-    __u8 family;     /* AF_INET or AF_INET6 */
-    __u8 proto;      /* IPPROTO_TCP or IPPROTO_UDP */
+    __u8 family; /* AF_INET or AF_INET6 */
+    __u8 proto;  /* IPPROTO_TCP or IPPROTO_UDP */
     __u8 pad[2];
     __u8 laddr[16];
     __u8 raddr[16];

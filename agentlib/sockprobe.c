@@ -46,8 +46,8 @@ const char *sockprobe_mode_name(enum sockprobe_attach m)
 
 int sockprobe_parse_mode(const char *s, enum sockprobe_attach *out)
 {
-    static const enum sockprobe_attach all[] = {SOCKPROBE_AUTO, SOCKPROBE_TP_BTF,
-                                                SOCKPROBE_FENTRY, SOCKPROBE_KPROBE};
+    static const enum sockprobe_attach all[] = {SOCKPROBE_AUTO, SOCKPROBE_TP_BTF, SOCKPROBE_FENTRY,
+                                                SOCKPROBE_KPROBE};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
         if (strcmp(s, sockprobe_mode_name(all[i])) == 0) {
             *out = all[i];
@@ -97,8 +97,8 @@ static struct socket *try_mode(const struct sockprobe_opts *o, enum sockprobe_at
     for (size_t i = 0; i < o->n_excl_ports && i < WL_MAX_EXCL_PORTS; i++)
         skel->rodata->excl_ports[i] = o->excl_ports[i];
     skel->rodata->exclusive_percpu = mode != SOCKPROBE_FENTRY;
-    skel->rodata->n_excl_ports = (__u32)(o->n_excl_ports < WL_MAX_EXCL_PORTS ? o->n_excl_ports
-                                                                             : WL_MAX_EXCL_PORTS);
+    skel->rodata->n_excl_ports =
+        (__u32)(o->n_excl_ports < WL_MAX_EXCL_PORTS ? o->n_excl_ports : WL_MAX_EXCL_PORTS);
     if (o->map_entries) {
         bpf_map__set_max_entries(skel->maps.flows0, o->map_entries);
         bpf_map__set_max_entries(skel->maps.flows1, o->map_entries);

@@ -19,9 +19,9 @@ enum sockprobe_attach {
 
 struct sockprobe_opts {
     enum sockprobe_attach attach;
-    uint32_t netns_ino;   /* count only sockets of this network namespace; 0 = all */
-    uint64_t cgroup_id;   /* count only tasks in this cgroup v2 subtree; 0 = all */
-    int cgroup_level;     /* depth of that cgroup below the root ("/" = 0) */
+    uint32_t netns_ino; /* count only sockets of this network namespace; 0 = all */
+    uint64_t cgroup_id; /* count only tasks in this cgroup v2 subtree; 0 = all */
+    int cgroup_level;   /* depth of that cgroup below the root ("/" = 0) */
     uint16_t excl_ports[SOCKPROBE_MAX_EXCL_PORTS];
     size_t n_excl_ports;
     uint32_t map_entries; /* per generation; 0 = WL_FLOW_MAP_DEFAULT */
@@ -39,7 +39,8 @@ void sockprobe_close(struct sockprobe *sp);
 enum sockprobe_attach sockprobe_mode(const struct sockprobe *sp);
 const char *sockprobe_mode_name(enum sockprobe_attach m);
 /* "tp_btf", "fentry", "kprobe", "auto"; 0 or -1. */
-int sockprobe_parse_mode(const char *s, enum sockprobe_attach *out) __attribute__((warn_unused_result));
+int sockprobe_parse_mode(const char *s, enum sockprobe_attach *out)
+    __attribute__((warn_unused_result));
 
 /* Flips the generation the probe writes, waits until no program can still write the old one,
  * then reads and clears it whole, appending one record per flow to out (owner, tuple, role,

@@ -420,7 +420,7 @@ static int cell_html(struct evbuffer *out, PGconn *db, const struct cfg *cfg, co
     char home[512];
     if (base)
         snprintf(home, sizeof home, "%s/heatmap", base);
-    hm_html_open(out, (const char *)evbuffer_pullup(title, -1), base ? home : NULL);
+    hm_html_open(out, (const char *)evbuffer_pullup(title, -1), base ? home : NULL, 0);
     evbuffer_free(title);
 
     const struct hm_status_info *si = hm_status_info(v.status);

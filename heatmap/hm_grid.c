@@ -330,6 +330,7 @@ int hm_grid_load(PGconn *db, const struct cfg *cfg, const struct hm_span *span,
         return -1;
     }
     g->span = *span;
+    g->latest = span->kind == HM_SPAN_LATEST;
     /* a time inside a window means that window */
     if (cfg && cfg->window_seconds > 0 && g->span.kind == HM_SPAN_WINDOW)
         g->span.window_us = tm_window_start(g->span.window_us, cfg->window_seconds);

@@ -40,6 +40,7 @@ struct hm_grid {
     char **sites;          /* configuration order, then any other site found in the data */
     struct hm_pair *pairs; /* n_sites * n_sites, [src * n_sites + dst] */
     struct hm_span span;   /* as resolved: LATEST becomes WINDOW when data exists */
+    bool latest;           /* asked for the latest window (the view follows new data) */
     bool has_data;
     int window_seconds;      /* of the (first) window shown */
     int64_t from_us, to_us;  /* the windows summed: [from, to) */

@@ -141,7 +141,11 @@ void hm_heatmap_html(struct evbuffer *out, const struct hm_grid *g, const struct
     char home[512];
     if (base)
         snprintf(home, sizeof home, "%s/heatmap", base);
-    hm_html_open(out, title, base ? home : NULL);
+    /* the latest view served live follows new windows */
+    int refresh = 0;
+    if (base && !base[0] && g->latest) /* served live, not a file */
+        refresh = g->window_seconds >= 10 ? g->window_seconds : 60;
+    hm_html_open(out, title, base ? home : NULL, refresh);
     evbuffer_add_printf(out, "<div class=\"bar\"><span class=\"span\">");
     hm_esc_html(out, cap);
     evbuffer_add_printf(out, "</span>");

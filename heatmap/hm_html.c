@@ -51,19 +51,22 @@ static const char css[] =
     ".muted{color:#5b6470;font-size:12.5px}"
     "footer{color:#6b7380;font-size:12px;padding:10px 22px 22px}"
     "svg{max-width:100%;height:auto}"
-    ".panel.grid{flex:1 1 auto;min-width:0;max-width:100%;overflow:auto}"
+    ".panel.grid{flex:0 1 auto;min-width:0;max-width:100%;overflow:auto}"
     ".panel.grid svg{max-width:none}"
     "svg.swatch{vertical-align:middle}"
     "h1{font-size:20px;margin:0 0 6px}"
     "h2{font-size:16px}";
 
-void hm_html_open(struct evbuffer *out, const char *title, const char *home)
+void hm_html_open(struct evbuffer *out, const char *title, const char *home, int refresh_seconds)
 {
     evbuffer_add_printf(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                              "<meta name=\"viewport\" content=\"width=device-width, "
                              "initial-scale=1\"><title>");
     hm_esc_html(out, title);
-    evbuffer_add_printf(out, "</title><style>%s</style></head><body><div class=\"top\">", css);
+    evbuffer_add_printf(out, "</title>");
+    if (refresh_seconds > 0)
+        evbuffer_add_printf(out, "<meta http-equiv=\"refresh\" content=\"%d\">", refresh_seconds);
+    evbuffer_add_printf(out, "<style>%s</style></head><body><div class=\"top\">", css);
     if (home) {
         evbuffer_add_printf(out, "<a class=\"brand\" href=\"");
         hm_esc_html(out, home);

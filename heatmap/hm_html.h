@@ -5,8 +5,9 @@
 
 #include <event2/buffer.h>
 
-/* title is escaped. home: link target of the top bar's name (NULL: no link). */
-void hm_html_open(struct evbuffer *out, const char *title, const char *home);
+/* title is escaped. home: link target of the top bar's name (NULL: no link). refresh_seconds > 0
+ * makes the browser reload the page that often (the latest-window view on a wall screen). */
+void hm_html_open(struct evbuffer *out, const char *title, const char *home, int refresh_seconds);
 void hm_html_close(struct evbuffer *out, int64_t generated_us);
 
 #endif

@@ -618,7 +618,7 @@ static int render(struct evbuffer *out, PGconn *db, const struct cfg *cfg, int64
                             hm_fmt_time(week_us, t1), hm_fmt_time(week_us + WEEK_US, t2),
                             hm_fmt_time(now, gen));
     } else {
-        hm_html_open(out, title, NULL);
+        hm_html_open(out, title, NULL, 0);
         evbuffer_add_printf(out,
                             "<h1>%s</h1><p class=\"muted\">Week %s to %s. Coverage = attributed "
                             "/ observed payload; volumes in decimal units (1 GB = 10<sup>9</sup> "

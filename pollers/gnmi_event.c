@@ -44,8 +44,8 @@ struct link_state {
     const char *device, *interface;
     uint64_t v[N_FIELDS];
     uint32_t have;
-    bool dirty;     /* updated by the message being applied */
-    int64_t ts_ns;  /* newest timestamp applied */
+    bool dirty;    /* updated by the message being applied */
+    int64_t ts_ns; /* newest timestamp applied */
 };
 
 struct gnmi_map {
@@ -220,8 +220,8 @@ static char *quote_big_ints(const char *msg, size_t len)
     return out;
 }
 
-static int parse_event(const struct gnmi_map *m, const cJSON *ev, const char *at,
-                       struct update *u, char *err, size_t errlen)
+static int parse_event(const struct gnmi_map *m, const cJSON *ev, const char *at, struct update *u,
+                       char *err, size_t errlen)
 {
     if (!cJSON_IsObject(ev)) {
         snprintf(err, errlen, "%s: expected an event object", at);

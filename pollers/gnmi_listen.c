@@ -252,9 +252,9 @@ struct gnmi_listen *gnmi_listen_new(struct event_base *base, const struct cfg *c
             snprintf(err, errlen, "gnmi tcp listen address \"%s\": expected HOST:PORT", tcp_addr);
             goto fail;
         }
-        g->tcp = evconnlistener_new_bind(base, tcp_accept, g,
-                                         LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 16,
-                                         (struct sockaddr *)&ss, (int)sl);
+        g->tcp =
+            evconnlistener_new_bind(base, tcp_accept, g, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE,
+                                    16, (struct sockaddr *)&ss, (int)sl);
         if (!g->tcp) {
             snprintf(err, errlen, "gnmi tcp listen on %s: %s", tcp_addr, strerror(errno));
             goto fail;

@@ -19,18 +19,17 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: wanledger [--config FILE] poll [options]\n"
-            "  --once            poll every SNMP device once, deliver (or print), exit\n"
-            "  --stdout          print sample batches as JSON lines instead of posting\n"
-            "  --spool DIR       spool directory (default: spool_dir of the config)\n"
-            "  --name NAME       poller name in each batch (default: host name)\n"
-            "  --device NAME     poll only this SNMP device (repeatable)\n"
-            "  --gnmi-tcp H:P    listen for gnmic's tcp output (default: gnmi_tcp_listen)\n"
-            "  --gnmi-udp H:P    listen for gnmic's udp output (default: gnmi_udp_listen)\n"
-            "  --no-snmp         do not poll SNMP devices (gNMI listener only)\n"
-            "  --flush-ms N      batch samples for N ms before spooling (default 1000)\n"
-            "  --max-varbinds N  varbinds per SNMP GET to start with (default 100)\n");
+    fprintf(f, "usage: wanledger [--config FILE] poll [options]\n"
+               "  --once            poll every SNMP device once, deliver (or print), exit\n"
+               "  --stdout          print sample batches as JSON lines instead of posting\n"
+               "  --spool DIR       spool directory (default: spool_dir of the config)\n"
+               "  --name NAME       poller name in each batch (default: host name)\n"
+               "  --device NAME     poll only this SNMP device (repeatable)\n"
+               "  --gnmi-tcp H:P    listen for gnmic's tcp output (default: gnmi_tcp_listen)\n"
+               "  --gnmi-udp H:P    listen for gnmic's udp output (default: gnmi_udp_listen)\n"
+               "  --no-snmp         do not poll SNMP devices (gNMI listener only)\n"
+               "  --flush-ms N      batch samples for N ms before spooling (default 1000)\n"
+               "  --max-varbinds N  varbinds per SNMP GET to start with (default 100)\n");
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -48,12 +47,12 @@ static void on_once_done(void *arg)
 int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"once", no_argument, NULL, 'o'},       {"stdout", no_argument, NULL, 's'},
-        {"spool", required_argument, NULL, 'S'}, {"name", required_argument, NULL, 'n'},
-        {"device", required_argument, NULL, 'd'}, {"gnmi-tcp", required_argument, NULL, 't'},
+        {"once", no_argument, NULL, 'o'},           {"stdout", no_argument, NULL, 's'},
+        {"spool", required_argument, NULL, 'S'},    {"name", required_argument, NULL, 'n'},
+        {"device", required_argument, NULL, 'd'},   {"gnmi-tcp", required_argument, NULL, 't'},
         {"gnmi-udp", required_argument, NULL, 'u'}, {"no-snmp", no_argument, NULL, 'N'},
         {"flush-ms", required_argument, NULL, 'f'}, {"max-varbinds", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     bool once = false, to_stdout = false, no_snmp = false;
     const char *spool_dir = cfg->spool_dir, *tcp = cfg->gnmi_tcp_listen,
@@ -68,10 +67,18 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
-        case 'o': once = true; break;
-        case 's': to_stdout = true; break;
-        case 'S': spool_dir = optarg; break;
-        case 'n': name = optarg; break;
+        case 'o':
+            once = true;
+            break;
+        case 's':
+            to_stdout = true;
+            break;
+        case 'S':
+            spool_dir = optarg;
+            break;
+        case 'n':
+            name = optarg;
+            break;
         case 'd':
             if (n_only == MAX_ONLY) {
                 fprintf(stderr, "wanledger poll: at most %d --device options\n", MAX_ONLY);
@@ -84,9 +91,15 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
             }
             only[n_only++] = optarg;
             break;
-        case 't': tcp = optarg; break;
-        case 'u': udp = optarg; break;
-        case 'N': no_snmp = true; break;
+        case 't':
+            tcp = optarg;
+            break;
+        case 'u':
+            udp = optarg;
+            break;
+        case 'N':
+            no_snmp = true;
+            break;
         case 'f':
         case 'm': {
             char *end;
@@ -99,8 +112,12 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
             *(c == 'f' ? &flush_ms : &max_vb) = (int)v;
             break;
         }
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if (optind < argc) {
@@ -172,8 +189,8 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
             log_error(NULL, "%s", err);
             goto done;
         }
-        log_info(NULL, "gnmi: listening for gnmic on%s%s%s%s", tcp ? " tcp " : "",
-                 tcp ? tcp : "", udp ? " udp " : "", udp ? udp : "");
+        log_info(NULL, "gnmi: listening for gnmic on%s%s%s%s", tcp ? " tcp " : "", tcp ? tcp : "",
+                 udp ? " udp " : "", udp ? udp : "");
     }
     if ((!sp || snmp_poller_devices(sp) == 0) && !gl) {
         log_error(NULL, "nothing to poll: no SNMP device selected and no gNMI listener in %s",

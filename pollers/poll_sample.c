@@ -93,8 +93,7 @@ static void buf_json_str(struct buf *b, const char *s)
     buf_printf(b, "\"");
 }
 
-char *poll_batch_json(const char *poller, const struct poll_sample *samples, size_t n,
-                      size_t *len)
+char *poll_batch_json(const char *poller, const struct poll_sample *samples, size_t n, size_t *len)
 {
     struct buf b = {0};
     buf_printf(&b, "{\"version\":1,\"poller\":");
@@ -115,8 +114,9 @@ char *poll_batch_json(const char *poller, const struct poll_sample *samples, siz
         if (s->has_pkts)
             buf_printf(&b, ",\"in_pkts\":%" PRIu64 ",\"out_pkts\":%" PRIu64, s->in_pkts,
                        s->out_pkts);
-        buf_printf(&b, ",\"speed_bps\":%" PRIu64 ",\"counter_bits\":%d,\"discontinuity_cs\":%" PRId64 "}",
-                   s->speed_bps, s->counter_bits, s->discontinuity_cs);
+        buf_printf(
+            &b, ",\"speed_bps\":%" PRIu64 ",\"counter_bits\":%d,\"discontinuity_cs\":%" PRId64 "}",
+            s->speed_bps, s->counter_bits, s->discontinuity_cs);
     }
     buf_printf(&b, "]}");
     if (b.failed) {

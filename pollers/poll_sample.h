@@ -37,7 +37,7 @@ void poll_batch_free(struct poll_batch *b);
 
 /* Encodes {"version":1,"poller":NAME,"samples":[...]} (64-bit counters printed exactly) into a
  * malloc'd NUL-terminated string; *len gets its length. NULL on out of memory. */
-char *poll_batch_json(const char *poller, const struct poll_sample *samples, size_t n,
-                      size_t *len) __attribute__((warn_unused_result));
+char *poll_batch_json(const char *poller, const struct poll_sample *samples, size_t n, size_t *len)
+    __attribute__((warn_unused_result));
 
 #endif

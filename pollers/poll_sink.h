@@ -14,14 +14,14 @@ struct event_base;
 struct poll_sink;
 
 struct poll_sink_opts {
-    const char *poller;   /* name in each batch */
-    FILE *out;            /* --stdout: JSON lines here, nothing posted; else NULL */
+    const char *poller; /* name in each batch */
+    FILE *out;          /* --stdout: JSON lines here, nothing posted; else NULL */
     const char *spool_dir;
     uint64_t spool_max_bytes;
-    const char *url;      /* full URL of POST /v1/counters */
-    const char *token;    /* bearer token, may be NULL */
-    int flush_ms;         /* batch samples for this long (default 1000) */
-    int post_timeout_ms;  /* default 10000 */
+    const char *url;     /* full URL of POST /v1/counters */
+    const char *token;   /* bearer token, may be NULL */
+    int flush_ms;        /* batch samples for this long (default 1000) */
+    int post_timeout_ms; /* default 10000 */
 };
 
 struct poll_sink *poll_sink_new(struct event_base *base, const struct poll_sink_opts *o, char *err,

@@ -41,8 +41,14 @@ enum col {
     N_COLS
 };
 
-#define IFX(n)  {1, 3, 6, 1, 2, 1, 31, 1, 1, 1, n}
-#define IFT(n)  {1, 3, 6, 1, 2, 1, 2, 2, 1, n}
+#define IFX(n)                                                                                     \
+    {                                                                                              \
+        1, 3, 6, 1, 2, 1, 31, 1, 1, 1, n                                                           \
+    }
+#define IFT(n)                                                                                     \
+    {                                                                                              \
+        1, 3, 6, 1, 2, 1, 2, 2, 1, n                                                               \
+    }
 #define COL_LEN 11 /* longest column OID; ifTable ones are 10 long */
 
 struct colspec {
@@ -59,17 +65,17 @@ static const struct colspec hc_cols[N_COLS] = {
 };
 /* 32-bit fallback (ifTable): octets, ifSpeed in bit/s, no packet columns. */
 static const struct colspec c32_cols[C_DISC + 1] = {
-    [C_NAME] = {IFX(1), 11},   [C_IN_OCT] = {IFT(10), 10}, [C_OUT_OCT] = {IFT(16), 10},
-    [C_SPEED] = {IFT(5), 10},  [C_OPER] = {IFT(8), 10},    [C_DISC] = {IFX(19), 11},
+    [C_NAME] = {IFX(1), 11},  [C_IN_OCT] = {IFT(10), 10}, [C_OUT_OCT] = {IFT(16), 10},
+    [C_SPEED] = {IFT(5), 10}, [C_OPER] = {IFT(8), 10},    [C_DISC] = {IFX(19), 11},
 };
 static const struct colspec if_name_col = {IFX(1), 11};
 static const struct colspec if_descr_col = {IFT(2), 10};
 static const oid sys_uptime_oid[] = {1, 3, 6, 1, 2, 1, 1, 3, 0};
 
 struct snmp_if {
-    const char *name;     /* configured interface name */
-    long ifindex;         /* 0 = not resolved */
-    bool by_descr;        /* resolved through ifDescr */
+    const char *name; /* configured interface name */
+    long ifindex;     /* 0 = not resolved */
+    bool by_descr;    /* resolved through ifDescr */
     bool warned_missing;
     /* this poll */
     uint64_t v[N_COLS];
@@ -100,7 +106,7 @@ struct snmp_dev {
     unsigned gen; /* bumped whenever a cycle is abandoned: late responses are ignored */
     bool need_resolve;
     bool engine_known; /* SNMPv3: the agent's engine ID has been discovered */
-    bool hc; /* 64-bit columns available */
+    bool hc;           /* 64-bit columns available */
     int max_vb;
     int reresolves; /* within one cycle */
     /* resolve walk */
@@ -152,7 +158,8 @@ static const char *dname(const struct snmp_dev *d)
     return d->cd->name;
 }
 
-static void cycle_fail(struct snmp_dev *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void cycle_fail(struct snmp_dev *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static bool probe_learnt(struct snmp_dev *d);
 
 /* Re-arms the net-snmp retry timer from the session's earliest pending timeout. A cycle in
@@ -255,8 +262,8 @@ static void cycle_fail(struct snmp_dev *d, const char *fmt, ...)
     va_end(ap);
     d->fails++;
     if (d->up != 0 || strcmp(msg, d->last_err) != 0)
-        log_error(dname(d), "SNMP device %s (%s) poll failed: %s%s", dname(d),
-                  d->cd->snmp.address, msg, d->p->o.once ? "" : "; backing off");
+        log_error(dname(d), "SNMP device %s (%s) poll failed: %s%s", dname(d), d->cd->snmp.address,
+                  msg, d->p->o.once ? "" : "; backing off");
     snprintf(d->last_err, sizeof(d->last_err), "%s", msg);
     d->up = 0;
     cycle_end(d, false);
@@ -290,16 +297,21 @@ static void report_error(struct snmp_dev *d, netsnmp_pdu *resp)
 
 /* A callback without a response: timeout, SNMPv3 security failure (wrong user, password or
  * protocol), send failure. RESEND is only a notice that net-snmp retried. */
-static void op_fail(struct snmp_dev *d, int op, netsnmp_session *s)
+static void op_fail(struct snmp_dev *d, int op, netsnmp_session *s, netsnmp_pdu *resp)
 {
+    int e =
+        resp && resp->command == SNMP_MSG_REPORT ? snmpv3_get_report_type(resp) : s->s_snmp_errno;
+    const char *why = e ? snmp_api_errstring(e) : "rejected";
     if (op == NETSNMP_CALLBACK_OP_TIMED_OUT)
         cycle_fail(d, "no response after %d tries of %d ms", d->cd->snmp.retries + 1,
                    d->cd->snmp.timeout_ms);
     else if (op == NETSNMP_CALLBACK_OP_SEC_ERROR)
-        cycle_fail(d, "SNMPv3 security error for user \"%s\": %s (wrong password or protocol?)",
-                   d->cd->snmp.user ? d->cd->snmp.user : "", snmp_api_errstring(s->s_snmp_errno));
+        cycle_fail(d,
+                   "SNMPv3 security error for user \"%s\": %s (wrong SNMPv3 user, password or "
+                   "protocol?)",
+                   d->cd->snmp.user ? d->cd->snmp.user : "", why);
     else if (op == NETSNMP_CALLBACK_OP_SEND_FAILED || op == NETSNMP_CALLBACK_OP_DISCONNECT)
-        cycle_fail(d, "send failed: %s", snmp_api_errstring(s->s_snmp_errno));
+        cycle_fail(d, "send failed: %s", why);
 }
 
 static bool send_pdu(struct snmp_dev *d, netsnmp_pdu *pdu, struct req *r, netsnmp_callback cb)
@@ -389,7 +401,7 @@ static int walk_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, voi
     if (r->reqid != reqid || r->gen != d->gen || d->phase != PH_RESOLVE)
         return 1;
     if (op != NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE) {
-        op_fail(d, op, s);
+        op_fail(d, op, s, resp);
         return 1;
     }
     if (resp->command == SNMP_MSG_REPORT ||
@@ -543,7 +555,7 @@ static int get_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, void
     if (r->reqid != reqid || r->gen != d->gen || d->phase != PH_POLL)
         return 1;
     if (op != NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE) {
-        op_fail(d, op, s);
+        op_fail(d, op, s, resp);
         return 1;
     }
     if (resp->command != SNMP_MSG_REPORT && resp->errstat == SNMP_ERR_TOOBIG &&
@@ -565,16 +577,18 @@ static int get_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, void
         return 1;
     }
     netsnmp_variable_list *v = resp->variables;
-    if (!v || snmp_oid_compare(v->name, v->name_length, sys_uptime_oid,
-                               OID_LENGTH(sys_uptime_oid)) != 0 ||
+    if (!v ||
+        snmp_oid_compare(v->name, v->name_length, sys_uptime_oid, OID_LENGTH(sys_uptime_oid)) !=
+            0 ||
         v->type != ASN_TIMETICKS) {
         cycle_fail(d, "response without sysUpTime");
         return 1;
     }
     int64_t uptime_cs = (int64_t)var_u64(v);
     if (d->last_uptime_cs > 0 && uptime_cs < d->last_uptime_cs && !d->rebooted) {
-        log_info(dname(d), "device restarted (sysUpTime %" PRId64 " -> %" PRId64
-                           " cs); re-resolving interface names",
+        log_info(dname(d),
+                 "device restarted (sysUpTime %" PRId64 " -> %" PRId64
+                 " cs); re-resolving interface names",
                  d->last_uptime_cs, uptime_cs);
         d->rebooted = true;
         d->need_resolve = true;
@@ -686,15 +700,16 @@ static int probe_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, vo
     struct snmp_dev *d = r->d;
     if (r->reqid != reqid || r->gen != d->gen || d->phase != PH_PROBE)
         return 1;
-    if (op == NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE && s->securityEngineIDLen == 0 && resp &&
-        resp->securityEngineIDLen > 0) {
+    log_debug(dname(d), "discovery answer: op %d, pdu %s, engine ID %zu bytes", op,
+              resp ? "yes" : "no", resp ? resp->securityEngineIDLen : 0);
+    if (s->securityEngineIDLen == 0 && resp && resp->securityEngineIDLen > 0) {
         s->securityEngineID = netsnmp_memdup(resp->securityEngineID, resp->securityEngineIDLen);
         s->securityEngineIDLen = resp->securityEngineIDLen;
     }
     if (probe_learnt(d))
         return 1;
     if (op != NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE)
-        op_fail(d, op, s);
+        op_fail(d, op, s, resp);
     else
         cycle_fail(d, "no SNMPv3 engine ID in the agent's answer to discovery");
     return 1;
@@ -821,11 +836,13 @@ static int open_session(struct snmp_dev *d, char *err, size_t errlen)
         int liberr = 0, snmperr = 0;
         char *errstr = NULL;
         snmp_error(&s, &liberr, &snmperr, &errstr);
-        snprintf(err, errlen, "device %s: cannot open SNMP session to %s: %s", dname(d),
-                 c->address, errstr ? errstr : "unknown error");
+        snprintf(err, errlen, "device %s: cannot open SNMP session to %s: %s", dname(d), c->address,
+                 errstr ? errstr : "unknown error");
         free(errstr);
         return -1;
     }
+    if (c->version == 3) /* the open copies the session; the flag must be on the copy */
+        snmp_sess_session(d->sess)->flags |= SNMP_FLAGS_DONT_PROBE;
     return 0;
 }
 

@@ -14,11 +14,11 @@ struct event_base;
 struct snmp_poller;
 
 struct snmp_poller_opts {
-    bool once;             /* poll every device once, then call done() */
+    bool once;               /* poll every device once, then call done() */
     void (*done)(void *arg); /* once mode: all devices finished (ok or failed) */
     void *done_arg;
-    int max_varbinds;      /* varbinds per GET to start with (halved on tooBig); default 100 */
-    int pipeline;          /* GETs in flight per device; default 4 */
+    int max_varbinds; /* varbinds per GET to start with (halved on tooBig); default 100 */
+    int pipeline;     /* GETs in flight per device; default 4 */
 };
 
 /* Opens a session per SNMP device of cfg (only those named in only[], when n_only > 0).

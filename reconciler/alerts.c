@@ -63,13 +63,15 @@ static void note_hit(struct alert_episode *e, const struct alert_window *w)
 }
 
 size_t alerts_replay(int alert_windows, int resolve_windows, const struct alert_window *w, size_t n,
-                     struct alert_episode *out, size_t max)
+                     const struct alert_episode *open_before, struct alert_episode *out, size_t max)
 {
     size_t n_out = 0;
-    bool open = false;
+    bool open = open_before != NULL;
     int clears = 0;
     struct alert_episode cur; /* the run of hits being counted, then the open episode */
     memset(&cur, 0, sizeof cur);
+    if (open_before)
+        cur = *open_before;
     if (alert_windows < 1)
         alert_windows = 1;
     if (resolve_windows < 1)
@@ -227,18 +229,18 @@ char *alerts_summary_cells(char *buf, size_t len, enum alert_kind kind, const ch
     if (kind == ALERT_OVER) {
         snprintf(buf, len,
                  "%s->%s: agents and services claim %.1f%% of the observed payload (%s) in the "
-                 "%d s window of %s; over for %zu windows since %s, peak %.1f%%",
+                 "%d s window of %s; over since %s, peak %.1f%%",
                  src, dst, ep->last_ratio * 100,
                  fmt_bytes(ob, sizeof ob, ep->last_observed_payload_bytes), window_seconds, last,
-                 ep->n_hits, first, ep->peak_ratio * 100);
+                 first, ep->peak_ratio * 100);
     } else {
         snprintf(buf, len,
                  "%s->%s: %s of %s observed payload unattributed (%.1f%%) in the %d s window of "
-                 "%s; red for %zu windows since %s, peak %s (%.1f%%)",
+                 "%s; red since %s, peak %s (%.1f%%)",
                  src, dst, fmt_bytes(un, sizeof un, ep->last_unattributed_bytes),
                  fmt_bytes(ob, sizeof ob, ep->last_observed_payload_bytes), ep->last_ratio * 100,
-                 window_seconds, last, ep->n_hits, first,
-                 fmt_bytes(pk, sizeof pk, ep->peak_unattributed_bytes), ep->peak_ratio * 100);
+                 window_seconds, last, first, fmt_bytes(pk, sizeof pk, ep->peak_unattributed_bytes),
+                 ep->peak_ratio * 100);
     }
     return buf;
 }
@@ -252,10 +254,10 @@ char *alerts_summary_saturation(char *buf, size_t len, const char *src, const ch
     tm_format_rfc3339(ep->first_window_us, first);
     tm_format_rfc3339(ep->last_window_us, last);
     int off = snprintf(buf, len,
-                       "%s->%s at %.1f%% of %s on circuit %s in the window of %s (above for %zu "
-                       "windows since %s); top workflows:",
+                       "%s->%s at %.1f%% of %s on circuit %s in the window of %s (above since %s); "
+                       "top workflows:",
                        src, dst, ep->last_ratio * 100, fmt_bps(cap, sizeof cap, capacity_bps),
-                       circuit && *circuit ? circuit : "?", last, ep->n_hits, first);
+                       circuit && *circuit ? circuit : "?", last, first);
     if (n_top == 0 && off >= 0 && (size_t)off < len)
         off += snprintf(buf + off, len - (size_t)off, " none attributed");
     for (size_t i = 0; i < n_top && off >= 0 && (size_t)off < len; i++) {

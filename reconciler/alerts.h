@@ -55,9 +55,11 @@ struct alert_episode {
 };
 
 /* Runs the state machine over windows (oldest first; missing windows may simply be absent),
- * starting closed. Writes up to max episodes; returns how many there are. */
+ * starting closed, or inside `open` when not NULL (an alert already open before the first window
+ * given: its first window and peaks carry on). Writes up to max episodes; returns how many there
+ * are. */
 size_t alerts_replay(int alert_windows, int resolve_windows, const struct alert_window *w, size_t n,
-                     struct alert_episode *out, size_t max);
+                     const struct alert_episode *open, struct alert_episode *out, size_t max);
 
 /* A stored gap_alerts row of one (kind, pair), as far as matching needs it. */
 struct alert_row {

@@ -4,7 +4,8 @@
 
 #include <event2/buffer.h>
 
-/* Appends s as a JSON string literal (quotes included); NULL becomes null. */
+/* Appends s as a JSON string literal (quotes included); NULL becomes null. Bytes that are not
+ * UTF-8 (a message cut inside a character) become U+FFFD, so the output is always valid JSON. */
 void jw_str(struct evbuffer *out, const char *s);
 /* Appends {"error": msg, "path": path}. */
 void jw_error(struct evbuffer *out, const char *msg, const char *path);

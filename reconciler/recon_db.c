@@ -622,6 +622,8 @@ struct stored {
     enum alert_kind kind;
     int src, dst;
     struct alert_row row;
+    uint64_t peak_unattributed_bytes;
+    double peak_ratio;
 };
 
 static int add_cand(struct cand **c, size_t *n, size_t *cap, enum alert_kind kind, int src, int dst)
@@ -813,8 +815,11 @@ static int queue_action(PGconn *db, const struct cfg *cfg, const struct cand *c,
         return batch_add(&bs[B_WITHDRAW], rows[a->row].id, true, false, vals, 1);
     }
     const struct alert_episode *e = &eps[a->episode];
-    char summary[1024], circuit[256] = "";
-    if (c->kind == ALERT_SATURATION) {
+    char summary[1024] = "", circuit[256] = "";
+    if (e->n_hits == 0) {
+        /* an alert carried on from before the replayed windows, with no hit since: the row
+         * keeps its summary ("" below) */
+    } else if (c->kind == ALERT_SATURATION) {
         if (saturation_summary(db, cfg, c, e, summary, sizeof summary, circuit, sizeof circuit, err,
                                errlen))
             return -1;
@@ -862,14 +867,16 @@ static const char sql_update[] =
     "  resolved_sent = CASE WHEN g.state <> u.state THEN false ELSE g.resolved_sent END,"
     "  first_window = least(g.first_window, u.first_window), last_window = u.last_window,"
     "  peak_unattributed_bytes = greatest(g.peak_unattributed_bytes, u.peak),"
-    "  peak_ratio = greatest(g.peak_ratio, u.ratio), summary = u.summary,"
+    "  peak_ratio = greatest(g.peak_ratio, u.ratio),"
+    "  summary = CASE WHEN u.summary = '' THEN g.summary ELSE u.summary END,"
     "  circuit = CASE WHEN u.circuit = '' THEN g.circuit ELSE u.circuit END"
     " FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::timestamptz[],"
     "             $5::bigint[], $6::float8[], $7::text[], $8::text[])"
     "   AS u(id, state, first_window, last_window, peak, ratio, summary, circuit)"
     " WHERE g.id = u.id"
     "  AND (g.state <> u.state OR g.last_window IS DISTINCT FROM u.last_window"
-    "       OR g.first_window > u.first_window OR g.summary IS DISTINCT FROM u.summary"
+    "       OR g.first_window > u.first_window"
+    "       OR (u.summary <> '' AND g.summary IS DISTINCT FROM u.summary)"
     "       OR coalesce(g.peak_unattributed_bytes, -1) < u.peak"
     "       OR coalesce(g.peak_ratio, -1) < u.ratio)"
     " RETURNING g.id";
@@ -981,21 +988,20 @@ static int evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
     size_t n_cell_spans = 0, n_sat_spans = 0;
     struct sbuf srcs = {0}, dsts = {0}, kinds = {0};
 
-    /* stored rows that the history could touch: open ones, and any that end after the oldest
-     * window replayed (this window or an open alert's first, less the margin) */
-    char lo[TM_RFC3339_LEN], margin_s[NUM_LEN];
-    fmt_ts(lo, ws - margin);
-    fmt_i64(margin_s, margin);
-    const char *p1[] = {lo, margin_s};
+    /* History is replayed from `since` on; an alert open since before then carries on from its
+     * row. The rows it can touch: open ones, and any that end at or after `since`. */
+    int64_t since = ws - margin;
+    char lo[TM_RFC3339_LEN];
+    fmt_ts(lo, since);
+    const char *p1[] = {lo};
     static const char rows_sql[] =
         "SELECT id, kind, src_site, dst_site, state = 'open',"
         " (extract(epoch from first_window) * 1000000)::bigint,"
-        " (extract(epoch from last_window) * 1000000)::bigint"
-        " FROM gap_alerts WHERE state = 'open' OR last_window >= least($1::timestamptz,"
-        "  (SELECT min(first_window) FROM gap_alerts WHERE state = 'open')"
-        "   - $2::bigint * interval '1 microsecond')"
+        " (extract(epoch from last_window) * 1000000)::bigint,"
+        " coalesce(peak_unattributed_bytes, 0), coalesce(peak_ratio, 0)"
+        " FROM gap_alerts WHERE state = 'open' OR last_window >= $1::timestamptz"
         " ORDER BY first_window, id";
-    rr = q(db, "reading gap_alerts", err, errlen, rows_sql, 2, p1);
+    rr = q(db, "reading gap_alerts", err, errlen, rows_sql, 1, p1);
     if (!rr)
         goto cleanup;
     int n_rows = PQntuples(rr);
@@ -1003,7 +1009,6 @@ static int evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
     if (!rows)
         goto oom;
     size_t nr = 0;
-    int64_t since = ws - margin;
     for (int i = 0; i < n_rows; i++) {
         int kind = alerts_kind_parse(PQgetvalue(rr, i, 1));
         int src = cfg_site_index(cfg, PQgetvalue(rr, i, 2));
@@ -1018,12 +1023,10 @@ static int evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
         s->row.open = PQgetvalue(rr, i, 4)[0] == 't';
         s->row.first_window_us = val_i64(rr, i, 5, ws);
         s->row.last_window_us = val_i64(rr, i, 6, ws);
-        if (s->row.open) {
-            if (add_cand(&cands, &n_cands, &cap_cands, s->kind, src, dst))
-                goto oom;
-            if (s->row.first_window_us - margin < since)
-                since = s->row.first_window_us - margin;
-        }
+        s->peak_unattributed_bytes = val_u64(rr, i, 7, NULL);
+        s->peak_ratio = strtod(PQgetvalue(rr, i, 8), NULL);
+        if (s->row.open && add_cand(&cands, &n_cands, &cap_cands, s->kind, src, dst))
+            goto oom;
     }
     /* this window's hits */
     for (size_t i = 0; i < res->n_cells; i++) {
@@ -1139,14 +1142,25 @@ static int evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
                 w->ratio = c->kind == ALERT_GAP ? (has_cov ? 1 - cov : 0) : cov;
             }
         }
-        size_t n_eps =
-            alerts_replay(cfg->alert_windows, cfg->resolve_windows, hist, n, eps, max_hist);
         size_t n_crow = 0;
-        for (size_t i = 0; i < nr; i++)
-            if (rows[i].kind == c->kind && rows[i].src == c->src && rows[i].dst == c->dst) {
-                crow_full[n_crow] = rows[i];
-                crow[n_crow++] = rows[i].row;
+        struct alert_episode before, *open_before = NULL;
+        for (size_t i = 0; i < nr; i++) {
+            if (rows[i].kind != c->kind || rows[i].src != c->src || rows[i].dst != c->dst)
+                continue;
+            crow_full[n_crow] = rows[i];
+            crow[n_crow++] = rows[i].row;
+            if (rows[i].row.open && rows[i].row.first_window_us < since) {
+                /* n_hits = 0 marks "no figures of its own": the row keeps its summary */
+                memset(&before, 0, sizeof before);
+                before.first_window_us = before.opened_window_us = rows[i].row.first_window_us;
+                before.last_window_us = rows[i].row.last_window_us;
+                before.peak_unattributed_bytes = rows[i].peak_unattributed_bytes;
+                before.peak_ratio = rows[i].peak_ratio;
+                open_before = &before;
             }
+        }
+        size_t n_eps = alerts_replay(cfg->alert_windows, cfg->resolve_windows, hist, n, open_before,
+                                     eps, max_hist);
         size_t n_acts = alerts_match(eps, n_eps, crow, n_crow, acts);
         for (size_t i = 0; i < n_acts; i++)
             if (queue_action(db, cfg, c, &acts[i], eps, crow_full, batches, err, errlen))

@@ -123,7 +123,12 @@ show_window() {
   if [ "$digest" != "$prev" ]; then
     echo "$digest" >"$RUN/.last-digest"
     echo
-    "$WL" --config "$cfg" heatmap --format ansi --color always 2>/dev/null | sed '/^Legend:/,$d'
+    # The grid and the open alerts; the 24-hour strip and the legend only once, at the start.
+    "$WL" --config "$cfg" heatmap --format ansi --color always 2>/dev/null |
+      awk -v full="$([ -z "$prev" ] && echo 1)" '
+        /^Last 24 hours|^Legend:/ { skip = !full }
+        /^Open alerts/ { skip = 0 }
+        !skip'
     echo "  page: http://127.0.0.1:$PORT/heatmap"
     # The picture of each phase, for the README.
     [ -n "$phase" ] && "$WL" --config "$cfg" heatmap --format svg \

@@ -128,7 +128,8 @@ END=$END
 EOF
 
 say "normal load starts; phase 1 at $(date -u -d @$P1 +%H:%M:%S), scenario ends $(date -u -d @$END +%H:%M:%S)"
-normal_load $END
+# One window past END, so the last window is whole and what follows (the demo) joins without a gap.
+normal_load $((END + WINDOW))
 
 sleep_until $P1
 say "phase 1: normal load (train-42 reads nyc data, dupedog copies for alice, osl chatters)"
@@ -157,7 +158,7 @@ echo "done" >"$S/phase"
 # Every load ends by its own deadline; wait for their byte counts.
 for f in "$S"/pids/*.pid; do
   pid=$(cat "$f")
-  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  for _ in $(seq $((WINDOW * 10 + 50))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 done
 rep_tx=$(sed -n 's/.*"tx_bytes":\([0-9]*\).*/\1/p' "$S/replication.out" 2>/dev/null || true)
 echo "REPLICATION_TX_BYTES=${rep_tx:-0}" >>"$S/timeline.env"

@@ -117,8 +117,12 @@ int main(int argc, char **argv)
         double tau;
         if (prisample_flowset(&fs, (size_t)k, (uint64_t)r + 1, &tau) != 0)
             return 1;
-        struct report_header h = {.host = "bench", .agent_id = "bench", .seq = (uint64_t)r + 1,
-                                  .window_seconds = 60, .k = (size_t)k, .threshold = tau,
+        struct report_header h = {.host = "bench",
+                                  .agent_id = "bench",
+                                  .seq = (uint64_t)r + 1,
+                                  .window_seconds = 60,
+                                  .k = (size_t)k,
+                                  .threshold = tau,
                                   .flows_seen = seen};
         char *body = report_json(&h, &fs, err, sizeof(err));
         int64_t t2 = now_ns();

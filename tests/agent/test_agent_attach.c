@@ -25,8 +25,8 @@ static int run_agent(char **extra, int nextra, const char *log, const char *out)
 {
     char spool[512];
     snprintf(spool, sizeof(spool), "%s/spool", g_dir);
-    char *argv[32] = {(char *)th_bin("wanledger-agent"), "--stdout", "--once", "--window", "1",
-                      "--spool", spool};
+    char *argv[32] = {
+        (char *)th_bin("wanledger-agent"), "--stdout", "--once", "--window", "1", "--spool", spool};
     int n = 7;
     for (int i = 0; i < nextra; i++)
         argv[n++] = extra[i];
@@ -45,8 +45,17 @@ static void test_auto_picks_tp_btf_and_metrics_say_so(void **state)
     snprintf(spool, sizeof(spool), "%s/spool-auto", g_dir);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
     snprintf(url, sizeof(url), "http://%s/metrics", addr);
-    char *argv[] = {(char *)th_bin("wanledger-agent"), "--stdout", "--window", "1", "--attach",
-                    "auto", "--metrics", addr, "--spool", spool, NULL};
+    char *argv[] = {(char *)th_bin("wanledger-agent"),
+                    "--stdout",
+                    "--window",
+                    "1",
+                    "--attach",
+                    "auto",
+                    "--metrics",
+                    addr,
+                    "--spool",
+                    spool,
+                    NULL};
     pid_t p = atl_spawn(argv, out, log);
     assert_int_equal(atl_wait_contains(log, "reporting to", 15000), 0);
     assert_int_equal(atl_wait_contains(log, "attach mode tp_btf (probed)", 0), 0);
@@ -104,8 +113,7 @@ static void test_bad_flags_and_no_privilege(void **state)
     char *extra[] = {"--attach", "uprobe"};
     int st = run_agent(extra, 2, log, out);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2);
-    assert_int_equal(atl_wait_contains(log, "--attach: expected tp_btf, fentry, kprobe or auto",
-                                       0),
+    assert_int_equal(atl_wait_contains(log, "--attach: expected tp_btf, fentry, kprobe or auto", 0),
                      0);
 
     snprintf(log, sizeof(log), "%s/nopriv.log", g_dir);

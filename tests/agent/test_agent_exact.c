@@ -98,8 +98,7 @@ static int load_agent(const char *path, struct sums *s, int *nreports, long long
     return busy;
 }
 
-static void compare(const char *side, struct sums *truth, struct sums *agent,
-                    const char *tcp_role)
+static void compare(const char *side, struct sums *truth, struct sums *agent, const char *tcp_role)
 {
     size_t tcp = 0, udp = 0;
     for (size_t i = 0; i < truth->n; i++) {
@@ -153,26 +152,26 @@ static void test_exact_over_veth(void **state)
     snprintf(srv_log, sizeof(srv_log), "%s/server.log", dir);
 
     const char *agent = th_bin("wanledger-agent");
-    char *argv_a[] = {(char *)agent, "--stdout", "--window", "1", "--k", "100000",
-                      "--netns", "/run/netns/" NS_A, "--spool", spool_a, "--agent-id", "ex-a",
-                      "--host", "ex-a", NULL};
-    char *argv_b[] = {(char *)agent, "--stdout", "--window", "1", "--k", "100000",
-                      "--netns", "/run/netns/" NS_B, "--spool", spool_b, "--agent-id", "ex-b",
-                      "--host", "ex-b", NULL};
+    char *argv_a[] = {(char *)agent, "--stdout", "--window",         "1",       "--k",
+                      "100000",      "--netns",  "/run/netns/" NS_A, "--spool", spool_a,
+                      "--agent-id",  "ex-a",     "--host",           "ex-a",    NULL};
+    char *argv_b[] = {(char *)agent, "--stdout", "--window",         "1",       "--k",
+                      "100000",      "--netns",  "/run/netns/" NS_B, "--spool", spool_b,
+                      "--agent-id",  "ex-b",     "--host",           "ex-b",    NULL};
     pid_t pa = atl_spawn(argv_a, rep_a, log_a);
     pid_t pb = atl_spawn(argv_b, rep_b, log_b);
     assert_int_equal(atl_wait_contains(log_a, "reporting to", 15000), 0);
     assert_int_equal(atl_wait_contains(log_b, "reporting to", 15000), 0);
 
     const char *traffic = atl_bin("wla_traffic");
-    char *argv_s[] = {"ip", "netns", "exec", NS_B, (char *)traffic, "server", IP_B, "5001",
-                      "5002", truth_s, NULL};
+    char *argv_s[] = {"ip",   "netns", "exec",  NS_B, (char *)traffic, "server", IP_B,
+                      "5001", "5002",  truth_s, NULL};
     pid_t ps = atl_spawn(argv_s, srv_log, srv_log);
     assert_int_equal(atl_wait_contains(srv_log, "ready", 10000), 0);
 
     /* 40 connections spread over 22 s: at least 20 one-second windows carry traffic */
-    assert_int_equal(th_sh("ip netns exec %s %s client %s 5001 5002 40 22000 %s %s", NS_A,
-                           traffic, IP_B, IP_A, truth_c),
+    assert_int_equal(th_sh("ip netns exec %s %s client %s 5001 5002 40 22000 %s %s", NS_A, traffic,
+                           IP_B, IP_A, truth_c),
                      0);
     usleep(500000);
     int st = th_stop(ps, 5000);

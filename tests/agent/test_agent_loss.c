@@ -16,10 +16,10 @@
 #include "agent_testlib.h"
 #include "harness.h"
 
-#define NS_A "wla-ls-a"
-#define NS_B "wla-ls-b"
-#define IP_A "10.203.0.1"
-#define IP_B "10.203.0.2"
+#define NS_A  "wla-ls-a"
+#define NS_B  "wla-ls-b"
+#define IP_A  "10.203.0.1"
+#define IP_B  "10.203.0.2"
 #define SENDS 60
 #define SLOTS 8
 
@@ -33,13 +33,22 @@ static void test_map_full_is_counted(void **state)
     snprintf(rep, sizeof(rep), "%s/r.jsonl", dir);
     snprintf(log, sizeof(log), "%s/a.log", dir);
     snprintf(spool, sizeof(spool), "%s/spool", dir);
-    char *argv[] = {(char *)th_bin("wanledger-agent"), "--stdout", "--window", "1",
-                    "--map-entries", "8", "--netns", "/run/netns/" NS_A, "--spool", spool, NULL};
+    char *argv[] = {(char *)th_bin("wanledger-agent"),
+                    "--stdout",
+                    "--window",
+                    "1",
+                    "--map-entries",
+                    "8",
+                    "--netns",
+                    "/run/netns/" NS_A,
+                    "--spool",
+                    spool,
+                    NULL};
     pid_t agent = atl_spawn(argv, rep, log);
     assert_int_equal(atl_wait_contains(log, "reporting to", 15000), 0);
-    assert_int_equal(th_sh("ip netns exec %s %s many %s 20000 %d", NS_A, atl_bin("wla_traffic"),
-                           IP_B, SENDS),
-                     0);
+    assert_int_equal(
+        th_sh("ip netns exec %s %s many %s 20000 %d", NS_A, atl_bin("wla_traffic"), IP_B, SENDS),
+        0);
     sleep(2);
     assert_int_equal(th_stop(agent, 10000), 0);
 

@@ -56,8 +56,15 @@ static pid_t start_agent(const char *ns, const char *tag, char *rep, char *log, 
     snprintf(log, len, "%s/%s.log", g_dir, tag);
     snprintf(spool, sizeof(spool), "%s/spool-%s", g_dir, tag);
     snprintf(nspath, sizeof(nspath), "/run/netns/%s", ns);
-    char *argv[] = {(char *)th_bin("wanledger-agent"), "--stdout", "--window", "1", "--netns",
-                    nspath, "--spool", spool, NULL};
+    char *argv[] = {(char *)th_bin("wanledger-agent"),
+                    "--stdout",
+                    "--window",
+                    "1",
+                    "--netns",
+                    nspath,
+                    "--spool",
+                    spool,
+                    NULL};
     pid_t p = atl_spawn(argv, rep, log);
     assert_int_equal(atl_wait_contains(log, "reporting to", 15000), 0);
     return p;
@@ -130,13 +137,13 @@ static void test_roles_of_older_connection(void **state)
     snprintf(srv_log, sizeof(srv_log), "%s/old-server.log", g_dir);
     snprintf(cli_log, sizeof(cli_log), "%s/old-client.log", g_dir);
     snprintf(truth, sizeof(truth), "%s/old-server.txt", g_dir);
-    char *argv_s[] = {"ip", "netns", "exec", NS_B, (char *)traffic, "server", IP_B, "5101",
-                      "5102", truth, NULL};
+    char *argv_s[] = {"ip",   "netns", "exec", NS_B, (char *)traffic, "server", IP_B,
+                      "5101", "5102",  truth,  NULL};
     pid_t ps = atl_spawn(argv_s, srv_log, srv_log);
     assert_int_equal(atl_wait_contains(srv_log, "ready", 10000), 0);
     /* connects now, sends 50,000 bytes 4 s later: after both agents started */
-    char *argv_c[] = {"ip", "netns", "exec", NS_A, (char *)traffic, "slow-client", IP_B, "5101",
-                      "4000", "50000", NULL};
+    char *argv_c[] = {"ip",   "netns", "exec",  NS_A, (char *)traffic, "slow-client", IP_B,
+                      "5101", "4000",  "50000", NULL};
     pid_t pc = atl_spawn(argv_c, cli_log, cli_log);
     assert_int_equal(atl_wait_contains(cli_log, "connected", 10000), 0);
 

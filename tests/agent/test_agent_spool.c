@@ -63,8 +63,16 @@ static void test_outage_resend_in_order_once(void **state)
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
 
     pid_t rcv = start_receiver(port, got, rlog);
-    char *argv[] = {(char *)th_bin("wanledger-agent"), "--reconciler", url, "--window", "1",
-                    "--spool", spool, "--agent-id", "spool-test", NULL};
+    char *argv[] = {(char *)th_bin("wanledger-agent"),
+                    "--reconciler",
+                    url,
+                    "--window",
+                    "1",
+                    "--spool",
+                    spool,
+                    "--agent-id",
+                    "spool-test",
+                    NULL};
     pid_t agent = atl_spawn(argv, alog, alog);
     assert_int_equal(wait_lines(got, 3, 15000), 0);
 
@@ -86,8 +94,8 @@ static void test_outage_resend_in_order_once(void **state)
     int flows;
     while (fscanf(f, "%lld %63s %d", &seq, ws, &flows) == 3) {
         if (seq != expect)
-            fail_msg("report %lld arrived where %lld was due (out of order, lost or repeated)",
-                     seq, expect);
+            fail_msg("report %lld arrived where %lld was due (out of order, lost or repeated)", seq,
+                     expect);
         expect++;
     }
     fclose(f);

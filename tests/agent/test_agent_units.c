@@ -101,8 +101,19 @@ static void test_flag_errors(void **state)
 
     struct agent_opts o;
     char err[512];
-    char *ok[] = {"agent", "--stdout", "--window", "10", "--k", "50", "--attach", "tp_btf",
-                  "--workflow-env", "A,B,C", "--exclude-ports", "22,2049", NULL};
+    char *ok[] = {"agent",
+                  "--stdout",
+                  "--window",
+                  "10",
+                  "--k",
+                  "50",
+                  "--attach",
+                  "tp_btf",
+                  "--workflow-env",
+                  "A,B,C",
+                  "--exclude-ports",
+                  "22,2049",
+                  NULL};
     assert_int_equal(agent_opts_parse(&o, 12, ok, err, sizeof(err)), 0);
     assert_int_equal(o.window_seconds, 10);
     assert_int_equal(o.k, 50);

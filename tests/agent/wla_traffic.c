@@ -172,8 +172,8 @@ static void serve_udp(int ufd, unsigned *turn)
     names(ufd, &l, NULL);
     if (*turn % 4 == 3) {
         struct iovec iov = {.iov_base = buf, .iov_len = 65536};
-        struct msghdr m = {.msg_name = &r, .msg_namelen = sizeof(r), .msg_iov = &iov,
-                           .msg_iovlen = 1};
+        struct msghdr m = {
+            .msg_name = &r, .msg_namelen = sizeof(r), .msg_iov = &iov, .msg_iovlen = 1};
         n = recvmsg(ufd, &m, MSG_DONTWAIT);
     } else {
         if (*turn % 5 == 1) {
@@ -295,8 +295,8 @@ static void udp_collect(int fd, int n, int use_recv)
             getpeername(fd, (struct sockaddr *)&r, &rl);
         } else if (got % 2) {
             struct iovec iov = {.iov_base = buf, .iov_len = 65536};
-            struct msghdr mh = {.msg_name = &r, .msg_namelen = sizeof(r), .msg_iov = &iov,
-                                .msg_iovlen = 1};
+            struct msghdr mh = {
+                .msg_name = &r, .msg_namelen = sizeof(r), .msg_iov = &iov, .msg_iovlen = 1};
             m = recvmsg(fd, &mh, 0);
         } else {
             m = recvfrom(fd, buf, 65536, 0, (struct sockaddr *)&r, &rl);
@@ -324,8 +324,10 @@ static void udp_traffic(const struct sockaddr_in *srv)
         ssize_t n;
         if (j % 3 == 2) {
             struct iovec iov = {.iov_base = buf, .iov_len = len};
-            struct msghdr m = {.msg_name = (void *)srv, .msg_namelen = sizeof(*srv),
-                               .msg_iov = &iov, .msg_iovlen = 1};
+            struct msghdr m = {.msg_name = (void *)srv,
+                               .msg_namelen = sizeof(*srv),
+                               .msg_iov = &iov,
+                               .msg_iovlen = 1};
             n = sendmsg(u, &m, 0);
         } else {
             n = sendto(u, buf, len, 0, (const struct sockaddr *)srv, sizeof(*srv));

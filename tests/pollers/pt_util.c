@@ -39,9 +39,8 @@ int pt_parse_batch(const char *body, size_t len, struct pt_samples *out)
         snprintf(s.interface, sizeof(s.interface), "%s", cJSON_IsString(i) ? i->valuestring : "");
         if (!cJSON_IsString(at) || tm_parse_rfc3339(at->valuestring, &s.at_us) != 0)
             s.at_us = 0;
-        s.uptime_cs = cJSON_GetObjectItemCaseSensitive(o, "uptime_cs")
-                          ? (int64_t)num(o, "uptime_cs")
-                          : -1;
+        s.uptime_cs =
+            cJSON_GetObjectItemCaseSensitive(o, "uptime_cs") ? (int64_t)num(o, "uptime_cs") : -1;
         s.in_octets = num(o, "in_octets");
         s.out_octets = num(o, "out_octets");
         s.in_pkts = num(o, "in_pkts");

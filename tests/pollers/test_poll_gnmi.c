@@ -19,17 +19,18 @@
 #include "harness.h"
 #include "pt_util.h"
 
-#define T1 "1764446400000000000" /* 2025-11-29T20:00:00Z in ns */
-#define T2 "1764446430000000000" /* +30 s */
-#define T3 "1764446460000000000" /* +60 s */
+#define T1   "1764446400000000000" /* 2025-11-29T20:00:00Z in ns */
+#define T2   "1764446430000000000" /* +30 s */
+#define T3   "1764446460000000000" /* +60 s */
 #define LC_A "1764000000000000000"
 #define LC_B "1764446450000000000" /* counters cleared between T2 and T3 */
-#define CNT "/interfaces/interface/state/counters/"
+#define CNT  "/interfaces/interface/state/counters/"
 
 static int connect_tcp(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
     return fd;
@@ -44,7 +45,8 @@ static void send_all(int fd, const char *s)
 static void send_udp(int port, const char *s)
 {
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     assert_int_equal(sendto(fd, s, strlen(s), 0, (struct sockaddr *)&a, sizeof(a)),
                      (ssize_t)strlen(s));
@@ -80,20 +82,21 @@ static void test_events_over_tcp_and_udp(void **state)
 
     int fd = connect_tcp(tport);
     /* T1: one notification split in two events (numbers and strings mixed) */
-    send_all(fd, "[{\"name\":\"if\",\"timestamp\":" T1 ",\"tags\":{\"source\":\"clab-leaf1:57400\","
-                 "\"interface_name\":\"Ethernet1\",\"subscription-name\":\"if\"},\"values\":{\"" CNT
-                 "in-octets\":1000,\"" CNT "in-unicast-pkts\":\"10\",\"" CNT
-                 "last-clear\":\"" LC_A "\"}},"
-                 "{\"name\":\"if\",\"timestamp\":" T1 ",\"tags\":{\"source\":\"clab-leaf1:57400\","
-                 "\"interface_name\":\"Ethernet1\"},\"values\":{\"" CNT "out-octets\":\"2000\",\"" CNT
-                 "out-unicast-pkts\":20,\"/interfaces/interface/ethernet/state/port-speed\":"
-                 "\"openconfig-if-ethernet:SPEED_100GB\"}}]\n");
+    send_all(fd,
+             "[{\"name\":\"if\",\"timestamp\":" T1 ",\"tags\":{\"source\":\"clab-leaf1:57400\","
+             "\"interface_name\":\"Ethernet1\",\"subscription-name\":\"if\"},\"values\":{\"" CNT
+             "in-octets\":1000,\"" CNT "in-unicast-pkts\":\"10\",\"" CNT "last-clear\":\"" LC_A
+             "\"}},"
+             "{\"name\":\"if\",\"timestamp\":" T1 ",\"tags\":{\"source\":\"clab-leaf1:57400\","
+             "\"interface_name\":\"Ethernet1\"},\"values\":{\"" CNT "out-octets\":\"2000\",\"" CNT
+             "out-unicast-pkts\":20,\"/interfaces/interface/ethernet/state/port-speed\":"
+             "\"openconfig-if-ethernet:SPEED_100GB\"}}]\n");
     /* T2: counters beyond 2^53, as strings and as a bare number */
     send_all(fd, "[{\"name\":\"if\",\"timestamp\":\"" T2 "\",\"tags\":{\"source\":\"clab-leaf1\","
                  "\"interface_name\":\"Ethernet1\"},\"values\":{\"" CNT
-                 "in-octets\":\"18446744073709551000\",\"" CNT "out-octets\":9007199254740993,\"" CNT
-                 "in-unicast-pkts\":11,\"" CNT "out-unicast-pkts\":21,\"" CNT "last-clear\":" LC_A
-                 "}}]\n");
+                 "in-octets\":\"18446744073709551000\",\"" CNT
+                 "out-octets\":9007199254740993,\"" CNT "in-unicast-pkts\":11,\"" CNT
+                 "out-unicast-pkts\":21,\"" CNT "last-clear\":" LC_A "}}]\n");
     /* malformed: a bad value after a good event (nothing of it may be applied), a bad
      * timestamp, and a line that is not JSON */
     send_all(fd, "[{\"timestamp\":" T3 ",\"tags\":{\"source\":\"clab-leaf1\",\"interface_name\":"
@@ -106,13 +109,13 @@ static void test_events_over_tcp_and_udp(void **state)
     /* T3: last-clear changed (a discontinuity) */
     send_all(fd, "[{\"name\":\"if\",\"timestamp\":" T3 ",\"tags\":{\"source\":\"clab-leaf1\","
                  "\"interface_name\":\"Ethernet1\"},\"values\":{\"" CNT "in-octets\":\"5\",\"" CNT
-                 "out-octets\":\"6\",\"" CNT "in-unicast-pkts\":1,\"" CNT "out-unicast-pkts\":1,\"" CNT
-                 "last-clear\":\"" LC_B "\"}}]\n");
+                 "out-octets\":\"6\",\"" CNT "in-unicast-pkts\":1,\"" CNT
+                 "out-unicast-pkts\":1,\"" CNT "last-clear\":\"" LC_B "\"}}]\n");
     close(fd);
     /* UDP: a known and an unknown interface; then a malformed datagram */
     send_udp(uport, "[{\"name\":\"if\",\"timestamp\":" T1 ",\"tags\":{\"source\":\"spine2:57400\","
-                    "\"interface_name\":\"Ethernet7\"},\"values\":{\"" CNT "in-octets\":\"7\",\"" CNT
-                    "out-octets\":\"8\"}},"
+                    "\"interface_name\":\"Ethernet7\"},\"values\":{\"" CNT
+                    "in-octets\":\"7\",\"" CNT "out-octets\":\"8\"}},"
                     "{\"name\":\"if\",\"timestamp\":" T1 ",\"tags\":{\"source\":\"spine2:57400\","
                     "\"interface_name\":\"Ethernet99\"},\"values\":{\"" CNT "in-octets\":1}}]");
     send_udp(uport, "[{\"timestamp\":" T1 ",\"values\":{}}]");
@@ -125,8 +128,8 @@ static void test_events_over_tcp_and_udp(void **state)
     pt_filter(&all, "leaf1", "Ethernet1", &leaf);
     pt_filter(&all, "spine2", "Ethernet7", &spine);
     if (leaf.n != 3 || spine.n != 1 || all.n != 4)
-        fail_msg("expected 3 + 1 samples, got %zu + %zu of %zu:\n%s\n%s", leaf.n, spine.n, all.n,
-                 o, e);
+        fail_msg("expected 3 + 1 samples, got %zu + %zu of %zu:\n%s\n%s", leaf.n, spine.n, all.n, o,
+                 e);
     assert_int_equal(leaf.v[0].at_us, 1764446400000000LL);
     assert_int_equal(leaf.v[0].in_octets, 1000);
     assert_int_equal(leaf.v[0].out_octets, 2000);

@@ -145,10 +145,12 @@ static int setup(void **state)
         "  {\"name\": \"r-badpw\", \"site\": \"nyc\", \"snmp\": {\"address\": "
         "\"udp:127.0.0.1:%2$d\", \"version\": \"3\", \"user\": \"wluser\", \"auth_password_file\": "
         "\"%1$s/badpw\", \"priv_password_file\": \"%1$s/privpw\", \"timeout_ms\": 500}},\n"
-        "  {\"name\": \"dead\", \"site\": \"nyc\", \"snmp\": {\"address\": \"udp:127.0.0.1:16199\", "
+        "  {\"name\": \"dead\", \"site\": \"nyc\", \"snmp\": {\"address\": "
+        "\"udp:127.0.0.1:16199\", "
         "\"version\": \"2c\", \"community_file\": \"%1$s/community\", \"interval_seconds\": 1, "
         "\"timeout_ms\": 1000, \"retries\": 2}},\n"
-        "  {\"name\": \"dead3\", \"site\": \"nyc\", \"snmp\": {\"address\": \"udp:127.0.0.1:16198\", "
+        "  {\"name\": \"dead3\", \"site\": \"nyc\", \"snmp\": {\"address\": "
+        "\"udp:127.0.0.1:16198\", "
         "\"version\": \"3\", \"user\": \"wluser\", \"auth_password_file\": \"%1$s/authpw\", "
         "\"priv_password_file\": \"%1$s/privpw\", \"timeout_ms\": 1000, \"retries\": 2}}],\n"
         " \"links\": [\n"
@@ -346,7 +348,7 @@ static void test_snmpd_restart_uptime_goes_down(void **state)
         }
     fprintf(stderr, "# %zu samples, uptime went down %d time(s)\n", s.n, downs);
     assert_int_equal(downs, 1);
-    assert_true(at_down >= 2);     /* samples before the kill */
+    assert_true(at_down >= 2);       /* samples before the kill */
     assert_true(s.n - at_down >= 1); /* and after the restart */
     /* the outage is logged once per state change, not once per failed poll */
     if (pt_count(etext, "poll failed") != 1 || pt_count(etext, "reachable again") != 1)

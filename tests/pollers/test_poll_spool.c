@@ -85,7 +85,8 @@ static void receiver_start(struct receiver *r)
     r->lfd = socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
     setsockopt(r->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)r->port),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)r->port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     assert_int_equal(bind(r->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
     assert_int_equal(listen(r->lfd, 16), 0);
@@ -119,7 +120,8 @@ static pid_t start_poller(const char *cfg, const char *spool, int tport, const c
 static void send_samples(int tport, int first, int last)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)tport),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)tport),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
     for (int i = first; i <= last; i++) {

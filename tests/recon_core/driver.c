@@ -370,7 +370,7 @@ static void alerts_apply(struct scn *s, struct hist *h)
 {
     struct alert_episode eps[64];
     size_t n_eps =
-        alerts_replay(s->cfg->alert_windows, s->cfg->resolve_windows, h->w, h->n, eps, 64);
+        alerts_replay(s->cfg->alert_windows, s->cfg->resolve_windows, h->w, h->n, NULL, eps, 64);
     assert_true(n_eps <= 64);
     struct alert_row rows[64];
     size_t row_of[64], n_rows = 0;

@@ -394,6 +394,62 @@ static void test_saturation_alert(void **state)
                         "0");
 }
 
+/*
+ * Late data withdraws an open alert: two hours after W0, windows 0..2 are red (tx 11,400 of a
+ * 57,000 payload: coverage 0.2), so a gap alert opens at window 1 (alert_windows 2). Then chi's
+ * agent reports the same connection for window 1 with rx 57,000: counted once as 57,000 ->
+ * window 1 is ok; the history red, ok, red has no two consecutive reds: the row is withdrawn
+ * (resolved, summary marked) and a NOTIFY sent.
+ */
+static void test_late_data_withdraws_alert(void **state)
+{
+    (void)state;
+    int64_t h = W0_S + 7200;
+    for (int k = 0; k <= 6; k++)
+        exec("INSERT INTO counter_samples (device, interface, at, uptime_cs, in_octets, "
+             "out_octets) VALUES ('nyc-border-1', 'et-0/0/1', '%s', %d, 0, %d)",
+             ts(h + 30 * k), 900000 + 3000 * k, 30000 * k);
+    for (int w = 0; w < 3; w++) {
+        exec("INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds, "
+             "n_flows) VALUES ('agent-late', %d, 'nyc-gpu-3', '%s', 60, 1)",
+             w, ts(h + W * w));
+        exec("INSERT INTO flow_records (window_start, agent_id, seq, idx, host, source, proto, "
+             "local_addr, local_port, remote_addr, remote_port, role, tx_bytes, user_name) "
+             "VALUES ('%s', 'agent-late', %d, 0, 'nyc-gpu-3', 'socket', 'tcp', '10.1.0.3', 40000, "
+             "'10.2.0.3', 443, 'client', 11400, 'carol')",
+             ts(h + W * w), w);
+    }
+    struct recon_db_stats st;
+    drain_notifies(0);
+    for (int w = 0; w < 3; w++)
+        reconcile(h + W * w, &st);
+    /* the gap alert opens at window 1 and is extended at window 2; the saturation alert of
+     * the previous test (open, its last hit an hour ago, the windows between absent = neutral)
+     * sees two clear windows (utilisation 0.008) and resolves at window 1: three changes */
+    assert_int_equal(drain_notifies(3), 3);
+    assert_string_equal(one("SELECT state FROM gap_alerts WHERE kind = 'saturation'"), "resolved");
+    assert_string_equal(one("SELECT concat_ws(',', state, first_window = '%s') FROM gap_alerts "
+                            "WHERE first_window >= '%s'",
+                            ts(h), ts(h)),
+                        "open,t");
+    exec("INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds, n_flows) "
+         "VALUES ('agent-chi-late', 1, 'chi-web-1', '%s', 60, 1)",
+         ts(h + W));
+    exec("INSERT INTO flow_records (window_start, agent_id, seq, idx, host, source, proto, "
+         "local_addr, local_port, remote_addr, remote_port, role, rx_bytes, user_name) VALUES "
+         "('%s', 'agent-chi-late', 1, 0, 'chi-web-1', 'socket', 'tcp', '10.2.0.3', 443, "
+         "'10.1.0.3', 40000, 'server', 57000, 'www')",
+         ts(h + W));
+    reconcile(h + W, &st);
+    assert_int_equal(st.n_alerts_resolved, 1);
+    assert_int_equal(drain_notifies(1), 1);
+    assert_string_equal(one("SELECT concat_ws(',', count(*), min(state), bool_and(resolved_at IS "
+                            "NOT NULL), bool_and(summary LIKE '%%withdrawn%%')) FROM gap_alerts "
+                            "WHERE first_window >= '%s'",
+                            ts(h)),
+                        "1,resolved,t,t");
+}
+
 static void test_unaligned_window_rejected(void **state)
 {
     (void)state;
@@ -407,6 +463,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pending_reconcile_alerts),
         cmocka_unit_test(test_saturation_alert),
+        cmocka_unit_test(test_late_data_withdraws_alert),
         cmocka_unit_test(test_unaligned_window_rejected),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

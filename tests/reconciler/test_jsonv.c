@@ -1,0 +1,176 @@
+/* The strict JSON reader (reconciler/jsonv.c) and writer (jsonw.c), as tables: each input with
+ * the value or the error message prefix and JSON path expected. No server, no database. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <event2/buffer.h>
+
+#include "jsonv.h"
+#include "jsonw.h"
+
+struct bad_case {
+    const char *in;
+    int many;
+    const char *msg; /* prefix */
+    const char *path;
+};
+
+static void test_errors(void **state)
+{
+    (void)state;
+    static char deep[200];
+    memset(deep, '[', 65);
+    deep[65] = 0;
+    const struct bad_case cases[] = {
+        {"", 0, "empty body", "$"},
+        {"   \n", 0, "empty body", "$"},
+        {"{\"a\":[1,{\"b\":tru}]}", 0, "unexpected character", "$.a[1].b"},
+        {"{\"a\":[1,{\"b\":tr", 0, "truncated JSON: incomplete 'true'", "$.a[1].b"},
+        {"{\"a\":1,}", 0, "expected a string key", "$"},
+        {"{\"a\" 1}", 0, "expected ':'", "$.a"},
+        {"[1 2]", 0, "expected ',' or ']'", "$"},
+        {"{\"a\":{\"b\":1}", 0, "truncated JSON: unterminated object", "$"},
+        {"{\"x\":\"abc", 0, "truncated JSON: unterminated string", "$.x"},
+        {"01", 0, "unexpected data after the JSON value", "$"},
+        {"-", 0, "invalid number", "$"},
+        {"1.", 0, "invalid number: digits expected after '.'", "$"},
+        {"1e+", 0, "invalid number: digits expected in the exponent", "$"},
+        {"\"\\x\"", 0, "invalid escape \\x", "$"},
+        {"\"\\u12G4\"", 0, "invalid \\u escape", "$"},
+        {"\"\\udc00\"", 0, "invalid \\u escape: unpaired surrogate", "$"},
+        {"\"\\ud800\\u0041\"", 0, "invalid \\u escape: unpaired surrogate", "$"},
+        {"\"a\tb\"", 0, "control character U+0009", "$"},
+        {"[\"\xC0\xAF\"]", 0, "invalid UTF-8", "$[0]"},         /* overlong '/' */
+        {"[\"\xED\xA0\x80\"]", 0, "invalid UTF-8", "$[0]"},     /* UTF-16 surrogate */
+        {"[\"\xF4\x90\x80\x80\"]", 0, "invalid UTF-8", "$[0]"}, /* above U+10FFFF */
+        {"[\"\xE2\x82\"]", 0, "invalid UTF-8", "$[0]"},         /* cut short */
+        {"\xC3\xA9", 0, "unexpected character", "$"}, /* UTF-8, but outside a string */
+        {"\xFF", 0, "invalid UTF-8", "$"},
+        {deep, 0, "nesting deeper than 64 levels", NULL},
+        {"{} x", 1, "unexpected character 'x'", "$[1]"},
+        {"{}\n{\"a\":[}", 1, "unexpected character '}'", "$[1].a[0]"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct jv *first;
+        size_t n;
+        struct jv_error e;
+        struct jv_doc *d = jv_parse(cases[i].in, strlen(cases[i].in), cases[i].many, &first, &n, &e);
+        fprintf(stderr, "case %zu: %s at %s\n", i, e.msg, e.path);
+        assert_null(d);
+        assert_null(first);
+        assert_int_equal(strncmp(e.msg, cases[i].msg, strlen(cases[i].msg)), 0);
+        if (cases[i].path)
+            assert_string_equal(e.path, cases[i].path);
+    }
+}
+
+static const struct jv *one(const char *in, struct jv_doc **d)
+{
+    struct jv *first;
+    size_t n;
+    struct jv_error e;
+    *d = jv_parse(in, strlen(in), 0, &first, &n, &e);
+    if (!*d)
+        fprintf(stderr, "%s: %s at %s\n", in, e.msg, e.path);
+    assert_non_null(*d);
+    assert_int_equal(n, 1);
+    return first;
+}
+
+static void test_numbers(void **state)
+{
+    (void)state;
+    struct jv_doc *d;
+    const struct jv *v = one("18446744073709551615", &d); /* 2^64 - 1, exact */
+    assert_true(v->type == JV_NUMBER && v->is_int && !v->neg && !v->overflow);
+    assert_true(v->u == UINT64_MAX);
+    jv_doc_free(d);
+    v = one("18446744073709551616", &d); /* 2^64 */
+    assert_true(v->is_int && v->overflow);
+    jv_doc_free(d);
+    v = one("9007199254740993", &d); /* 2^53 + 1: a double would round it */
+    assert_true(v->u == 9007199254740993ULL);
+    jv_doc_free(d);
+    v = one("-0", &d);
+    assert_true(v->is_int && v->neg && v->u == 0);
+    jv_doc_free(d);
+    v = one("1e3", &d);
+    assert_true(!v->is_int && v->d == 1000.0);
+    jv_doc_free(d);
+    v = one(" 1764442380.25 ", &d);
+    assert_true(!v->is_int && v->d == 1764442380.25);
+    jv_doc_free(d);
+}
+
+static void test_strings_and_structure(void **state)
+{
+    (void)state;
+    struct jv_doc *d;
+    const struct jv *v = one("{\"k\\u00e9y\":\"\\ud83d\\ude00 \\\"q\\\" \\/ \\n\",\"n\":null,"
+                             "\"t\":true,\"a\":[1,[2],{}],\"e\":\"\"}",
+                             &d);
+    assert_int_equal(v->type, JV_OBJECT);
+    assert_int_equal(v->n, 5);
+    const struct jv *s = v->child;
+    assert_string_equal(s->key, "k\xC3\xA9y");
+    assert_string_equal(s->s, "\xF0\x9F\x98\x80 \"q\" / \n"); /* U+1F600 from a surrogate pair */
+    assert_int_equal(s->n, 12);
+    assert_int_equal(jv_get(v, "n")->type, JV_NULL);
+    assert_int_equal(jv_get(v, "t")->type, JV_TRUE);
+    const struct jv *a = jv_get(v, "a");
+    assert_int_equal(a->n, 3);
+    assert_int_equal(a->child->next->child->u, 2);
+    assert_int_equal(jv_get(v, "e")->n, 0);
+    assert_null(jv_get(v, "missing"));
+    jv_doc_free(d);
+
+    /* a stream: NDJSON with CRLF and no final newline, then concatenated objects */
+    const char *in = "{\"i\":0}\r\n{\"i\":1}{\"i\":2}  [3]";
+    struct jv *first;
+    size_t n;
+    struct jv_error e;
+    d = jv_parse(in, strlen(in), 1, &first, &n, &e);
+    assert_non_null(d);
+    assert_int_equal(n, 4);
+    assert_int_equal(first->next->next->child->u, 2);
+    assert_int_equal(first->next->next->next->type, JV_ARRAY);
+    jv_doc_free(d);
+    d = jv_parse("", 0, 1, &first, &n, &e);
+    assert_non_null(d);
+    assert_int_equal(n, 0);
+    jv_doc_free(d);
+}
+
+static void test_writer(void **state)
+{
+    (void)state;
+    struct evbuffer *b = evbuffer_new();
+    jw_str(b, "caf\xC3\xA9 \"x\"\\\n\x01 cut\xE2\x82");
+    jw_str(b, NULL);
+    jw_error(b, "bad", "$.a[1]");
+    size_t n = evbuffer_get_length(b);
+    char *s = calloc(1, n + 1);
+    evbuffer_remove(b, s, n);
+    assert_string_equal(s, "\"caf\xC3\xA9 \\\"x\\\"\\\\\\n\\u0001 cut\\ufffd\\ufffd\"null"
+                           "{\"error\":\"bad\",\"path\":\"$.a[1]\"}\n");
+    free(s);
+    evbuffer_free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_strings_and_structure),
+        cmocka_unit_test(test_writer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
