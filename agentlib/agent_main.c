@@ -317,11 +317,17 @@ static int start_metrics(struct agent *a)
 {
     char host[128];
     const char *colon = strrchr(a->o.metrics, ':');
-    snprintf(host, sizeof(host), "%.*s", (int)(colon - a->o.metrics), a->o.metrics);
+    const char *h = a->o.metrics;
+    int hlen = (int)(colon - a->o.metrics);
+    if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') { /* "[::1]:9465" */
+        h++;
+        hlen -= 2;
+    }
+    snprintf(host, sizeof(host), "%.*s", hlen, h);
     int port = atoi(colon + 1);
     a->http = evhttp_new(a->base);
     if (!a->http || port <= 0 || port > 65535 ||
-        evhttp_bind_socket(a->http, host[0] == '[' ? "::" : host, (uint16_t)port) != 0) {
+        evhttp_bind_socket(a->http, host, (uint16_t)port) != 0) {
         log_error(NULL, "--metrics %s: cannot listen there", a->o.metrics);
         return -1;
     }
@@ -347,19 +353,23 @@ static int probe_filters(const struct agent_opts *o, struct sockprobe_opts *po)
         po->netns_ino = (uint32_t)st.st_ino;
     }
     if (o->cgroup) {
-        char real[PATH_MAX];
-        const char *root = "/sys/fs/cgroup";
+        char real[PATH_MAX], root[PATH_MAX];
+        if (procmeta_cgroup2_root(root, sizeof(root)) != 0) {
+            log_error(NULL, "--cgroup %s: this host has no cgroup v2 mount", o->cgroup);
+            return -1;
+        }
         if (!realpath(o->cgroup, real) || stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
             log_error(NULL, "--cgroup %s: not a cgroup directory (%s)", o->cgroup, strerror(errno));
             return -1;
         }
-        if (strncmp(real, root, strlen(root)) != 0) {
+        size_t rl = strlen(root);
+        if (strncmp(real, root, rl) != 0 || (real[rl] != '/' && real[rl] != '\0')) {
             log_error(NULL, "--cgroup %s: not under the cgroup v2 mount %s", o->cgroup, root);
             return -1;
         }
         po->cgroup_id = st.st_ino;
         po->cgroup_level = 0;
-        for (const char *p = real + strlen(root); *p; p++)
+        for (const char *p = real + rl; *p; p++)
             if (*p == '/' && p[1])
                 po->cgroup_level++;
     }

@@ -48,6 +48,28 @@ struct procmeta {
     unsigned cg_scanned_at; /* join number of the last full cgroup walk */
 };
 
+int procmeta_cgroup2_root(char *out, size_t outlen)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    char line[1024];
+    int rc = -1;
+    if (!f)
+        return -1;
+    while (rc != 0 && fgets(line, sizeof(line), f)) {
+        /* "36 25 0:31 / /sys/fs/cgroup rw,... shared:9 - cgroup2 cgroup2 rw" */
+        char mnt[512], fstype[64];
+        const char *sep = strstr(line, " - ");
+        if (!sep || sscanf(sep + 3, "%63s", fstype) != 1 || strcmp(fstype, "cgroup2") != 0)
+            continue;
+        if (sscanf(line, "%*s %*s %*s %*s %511s", mnt) == 1) {
+            snprintf(out, outlen, "%s", mnt);
+            rc = 0;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
 struct procmeta *procmeta_new(const char *const *workflow_env, size_t n_env, const char *proc_root,
                               const char *cgroup_root, char *err, size_t errlen)
 {
@@ -71,8 +93,10 @@ struct procmeta *procmeta_new(const char *const *workflow_env, size_t n_env, con
         pm->n_env++;
     }
     snprintf(pm->proc_root, sizeof(pm->proc_root), "%s", proc_root ? proc_root : "/proc");
-    snprintf(pm->cgroup_root, sizeof(pm->cgroup_root), "%s",
-             cgroup_root ? cgroup_root : "/sys/fs/cgroup");
+    if (cgroup_root)
+        snprintf(pm->cgroup_root, sizeof(pm->cgroup_root), "%s", cgroup_root);
+    else if (procmeta_cgroup2_root(pm->cgroup_root, sizeof(pm->cgroup_root)) != 0)
+        snprintf(pm->cgroup_root, sizeof(pm->cgroup_root), "/sys/fs/cgroup");
     pm->ticks_per_sec = sysconf(_SC_CLK_TCK);
     if (pm->ticks_per_sec <= 0)
         pm->ticks_per_sec = 100;

@@ -11,8 +11,12 @@
 
 struct procmeta;
 
+/* Where cgroup v2 is mounted ("/sys/fs/cgroup", or "/sys/fs/cgroup/unified" on hybrid hosts), from
+ * /proc/self/mountinfo. Returns 0, or -1 when there is no cgroup2 mount. */
+int procmeta_cgroup2_root(char *out, size_t outlen) __attribute__((warn_unused_result));
+
 /* workflow_env: environment variable names tried in order (e.g. WANLEDGER_WORKFLOW,
- * SLURM_JOB_ID); proc_root and cgroup_root default to "/proc" and "/sys/fs/cgroup". */
+ * SLURM_JOB_ID); proc_root defaults to "/proc", cgroup_root to procmeta_cgroup2_root(). */
 struct procmeta *procmeta_new(const char *const *workflow_env, size_t n_env, const char *proc_root,
                               const char *cgroup_root, char *err, size_t errlen)
     __attribute__((warn_unused_result));

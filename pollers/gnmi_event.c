@@ -319,15 +319,14 @@ static void emit(struct gnmi_map *m, struct link_state *ls, struct poll_batch *o
         return;
 }
 
-int gnmi_map_message(struct gnmi_map *m, const char *msg, size_t len, struct poll_batch *out,
-                     size_t *ignored, char *err, size_t errlen)
+int gnmi_map_message(struct gnmi_map *m, const char *msg, size_t len, int64_t max_at_us,
+                     struct poll_batch *out, struct gnmi_stats *st, char *err, size_t errlen)
 {
     int rc = -1;
     struct update *ups = NULL;
     char *text = quote_big_ints(msg, len);
     cJSON *root = text ? cJSON_ParseWithLength(text, strlen(text)) : NULL;
-    if (ignored)
-        *ignored = 0;
+    memset(st, 0, sizeof(*st));
     if (!root) {
         snprintf(err, errlen, "$: not valid JSON");
         goto done;
@@ -356,16 +355,18 @@ int gnmi_map_message(struct gnmi_map *m, const char *msg, size_t len, struct pol
     for (size_t i = 0; i < n; i++) {
         struct update *u = &ups[i];
         if (u->link < 0) {
-            if (ignored)
-                (*ignored)++;
+            st->ignored++;
+            continue;
+        }
+        if (u->ts_ns / 1000 > max_at_us) {
+            st->future++;
             continue;
         }
         struct link_state *ls = &m->links[u->link];
         if (ls->dirty && u->ts_ns != ls->ts_ns)
             emit(m, ls, out); /* a new timestamp closes the previous sample */
         if (u->ts_ns < ls->ts_ns) {
-            if (ignored)
-                (*ignored)++; /* older than what we already reported */
+            st->ignored++; /* older than what we already reported */
             continue;
         }
         for (int f = 0; f < N_FIELDS; f++)

@@ -17,10 +17,17 @@ struct gnmi_map;
 struct gnmi_map *gnmi_map_new(const struct cfg *cfg) __attribute__((warn_unused_result));
 void gnmi_map_free(struct gnmi_map *m);
 
-/* Validates one whole message; when valid, applies it and appends the resulting samples to out
- * and returns 0 (*ignored = events for unknown devices/links). When malformed returns -1 with err
- * naming the JSON path and the problem, and changes nothing. */
-int gnmi_map_message(struct gnmi_map *m, const char *msg, size_t len, struct poll_batch *out,
-                     size_t *ignored, char *err, size_t errlen) __attribute__((warn_unused_result));
+struct gnmi_stats {
+    size_t ignored; /* events for unknown devices or links, or older than a link's last */
+    size_t future;  /* events stamped after max_at_us: skipped, state unchanged */
+};
+
+/* Validates one whole message; when valid, applies it, appends the resulting samples to out and
+ * returns 0. Events stamped after max_at_us (the reconciler refuses samples from the future; a
+ * router clock can be wrong) are skipped without touching the link's state. When malformed
+ * returns -1 with err naming the JSON path and the problem, and changes nothing. */
+int gnmi_map_message(struct gnmi_map *m, const char *msg, size_t len, int64_t max_at_us,
+                     struct poll_batch *out, struct gnmi_stats *st, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 #endif

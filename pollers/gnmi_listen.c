@@ -18,8 +18,10 @@
 
 #include "gnmi_event.h"
 #include "log.h"
+#include "timeutil.h"
 
-#define GNMI_MAX_MSG (16u << 20) /* a message larger than this is refused */
+#define GNMI_MAX_MSG       (16u << 20) /* a message larger than this is refused */
+#define GNMI_MAX_FUTURE_US (60LL * 1000000LL)
 
 struct gnmi_listen {
     struct event_base *base;
@@ -62,13 +64,18 @@ static void peer_name(const struct sockaddr *sa, char *buf, size_t len)
 static void handle_message(struct gnmi_listen *g, const char *peer, const char *msg, size_t len)
 {
     char err[256];
-    size_t ignored = 0;
-    size_t before = g->batch.n;
-    if (gnmi_map_message(g->map, msg, len, &g->batch, &ignored, err, sizeof(err)) != 0) {
+    struct gnmi_stats st;
+    if (gnmi_map_message(g->map, msg, len, tm_now_us() + GNMI_MAX_FUTURE_US, &g->batch, &st, err,
+                         sizeof(err)) != 0) {
         log_warn(peer, "gnmi: rejected a message of %zu bytes from %s: %s", len, peer, err);
         return;
     }
-    log_debug(peer, "gnmi: %zu sample(s), %zu event(s) ignored", g->batch.n - before, ignored);
+    if (st.future)
+        log_warn(peer,
+                 "gnmi: skipped %zu event(s) from %s stamped more than %lld s ahead of this "
+                 "clock (the reconciler would refuse them)",
+                 st.future, peer, GNMI_MAX_FUTURE_US / 1000000);
+    log_debug(peer, "gnmi: %zu sample(s), %zu event(s) ignored", g->batch.n, st.ignored);
     for (size_t i = 0; i < g->batch.n; i++)
         poll_sink_add(g->sink, &g->batch.items[i]);
     poll_batch_clear(&g->batch);

@@ -119,6 +119,7 @@ struct snmp_dev {
     size_t n_reqs;
     struct req walk_req;
     bool rebooted;
+    int64_t cycle_start_ns; /* monotonic, for the poll-duration log line */
     int64_t last_uptime_cs;
     /* state for logging once per change */
     int up; /* -1 unknown, 0 down, 1 up */
@@ -277,6 +278,8 @@ static void cycle_ok(struct snmp_dev *d)
     d->up = 1;
     d->fails = 0;
     d->last_err[0] = '\0';
+    log_debug(dname(d), "polled %zu interface(s) in %.1f ms (%d varbinds per GET)", d->n_active,
+              (double)(tm_mono_ns() - d->cycle_start_ns) / 1e6, d->max_vb);
     cycle_end(d, true);
 }
 
@@ -724,6 +727,7 @@ static void dev_tick(evutil_socket_t fd, short what, void *arg)
         return;
     d->gen++;
     d->reresolves = 0;
+    d->cycle_start_ns = tm_mono_ns();
     if (d->cd->snmp.version == 3 && !d->engine_known)
         start_probe(d);
     else if (d->need_resolve)

@@ -52,11 +52,21 @@ void jw_str(struct evbuffer *out, const char *s)
         }
         evbuffer_add(out, run, (size_t)(p - run));
         switch (c) {
-        case '"': evbuffer_add(out, "\\\"", 2); break;
-        case '\\': evbuffer_add(out, "\\\\", 2); break;
-        case '\n': evbuffer_add(out, "\\n", 2); break;
-        case '\r': evbuffer_add(out, "\\r", 2); break;
-        case '\t': evbuffer_add(out, "\\t", 2); break;
+        case '"':
+            evbuffer_add(out, "\\\"", 2);
+            break;
+        case '\\':
+            evbuffer_add(out, "\\\\", 2);
+            break;
+        case '\n':
+            evbuffer_add(out, "\\n", 2);
+            break;
+        case '\r':
+            evbuffer_add(out, "\\r", 2);
+            break;
+        case '\t':
+            evbuffer_add(out, "\\t", 2);
+            break;
         default:
             if (c >= 0x80) /* not UTF-8 (a message cut inside a character): U+FFFD */
                 evbuffer_add(out, "\\ufffd", 6);

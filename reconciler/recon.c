@@ -449,7 +449,7 @@ static int attribute(struct run *r, int src, int dst, const char *source, const 
         hash_str(hash_str(hash_str(hash_str(mix(0, (uintptr_t)source), key.workflow), key.user),
                           key.program),
                  key.host);
-    size_t off = p->off, len = p->len; /* p may move when paths grow; not here, but be plain */
+    size_t off = p->off, len = p->len;
     for (size_t i = 0; i + 1 < len; i++) {
         int a = r->path_sites[off + i], b = r->path_sites[off + i + 1];
         struct cell_acc *c = cell_get(r, a, b);
@@ -482,32 +482,46 @@ static int attribute(struct run *r, int src, int dst, const char *source, const 
 
 /* ---- counters -> circuit directions -> cells ---- */
 
+static int cmp_link_circuit(const void *a, const void *b, void *ctx)
+{
+    const struct cfg *cfg = ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    int c = strcmp(cfg->links[x].circuit, cfg->links[y].circuit);
+    return c ? c : (x > y) - (x < y);
+}
+
 static int observe_circuits(struct run *r, const struct link_counts *lc, int64_t window_us,
                             struct recon_result *out)
 {
     const struct cfg *cfg = r->cfg;
     size_t cap = 0;
-    for (size_t i = 0; i < cfg->n_links; i++) {
-        const struct cfg_link *li = &cfg->links[i];
-        bool first = true;
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(cfg->links[j].circuit, li->circuit) == 0)
-                first = false;
-        if (!first || li->site_idx == li->peer_site_idx)
+    int rc = -1;
+    /* the links of one circuit are its ends: group them by circuit name */
+    int *order = malloc((cfg->n_links + 1) * sizeof *order);
+    if (!order)
+        return -1;
+    for (size_t i = 0; i < cfg->n_links; i++)
+        order[i] = (int)i;
+    if (cfg->n_links)
+        qsort_r(order, cfg->n_links, sizeof *order, cmp_link_circuit, (void *)cfg);
+    for (size_t g = 0, end; g < cfg->n_links; g = end) {
+        const struct cfg_link *li = &cfg->links[order[g]];
+        for (end = g + 1;
+             end < cfg->n_links && strcmp(cfg->links[order[end]].circuit, li->circuit) == 0; end++)
+            ;
+        if (li->site_idx == li->peer_site_idx)
             continue;
         /* both directions of this circuit, between the two sites of its first link */
         for (int d = 0; d < 2; d++) {
             int from = d == 0 ? li->site_idx : li->peer_site_idx;
             int to = d == 0 ? li->peer_site_idx : li->site_idx;
             int sender = -1, receiver = -1;
-            for (size_t j = i; j < cfg->n_links; j++) {
-                const struct cfg_link *lj = &cfg->links[j];
-                if (strcmp(lj->circuit, li->circuit) != 0)
-                    continue;
+            for (size_t k = g; k < end; k++) {
+                const struct cfg_link *lj = &cfg->links[order[k]];
                 if (sender < 0 && lj->site_idx == from && lj->peer_site_idx == to)
-                    sender = (int)j;
+                    sender = order[k];
                 if (receiver < 0 && lj->site_idx == to && lj->peer_site_idx == from)
-                    receiver = (int)j;
+                    receiver = order[k];
             }
             double fs = sender >= 0 ? (double)lc[sender].out.covered_us / (double)window_us : 0;
             double fr = receiver >= 0 ? (double)lc[receiver].in.covered_us / (double)window_us : 0;
@@ -516,7 +530,7 @@ static int observe_circuits(struct run *r, const struct link_counts *lc, int64_t
             int used = use_out ? sender : receiver;
             const struct counter_part *part = use_out ? &lc[used].out : &lc[used].in;
             if (grow((void **)&out->links, &cap, out->n_links + 1, sizeof *out->links))
-                return -1;
+                goto cleanup;
             struct recon_link_obs *o = &out->links[out->n_links++];
             memset(o, 0, sizeof *o);
             o->circuit = li->circuit;
@@ -540,7 +554,7 @@ static int observe_circuits(struct run *r, const struct link_counts *lc, int64_t
             }
             struct cell_acc *c = cell_get(r, from, to);
             if (!c)
-                return -1;
+                goto cleanup;
             if (!c->cell.has_link || o->valid_fraction < c->cell.valid_fraction)
                 c->cell.valid_fraction = o->valid_fraction;
             c->cell.has_link = true;
@@ -549,7 +563,10 @@ static int observe_circuits(struct run *r, const struct link_counts *lc, int64_t
             c->cell.capacity_bps += o->capacity_bps;
         }
     }
-    return 0;
+    rc = 0;
+cleanup:
+    free(order);
+    return rc;
 }
 
 /* ---- socket flows: de-duplication and both-ends matching ---- */

@@ -321,22 +321,37 @@ cleanup:
     return rc;
 }
 
-/* inet text: "10.1.0.2", "fd00::1", or with a "/len" when not a full-length host address */
-static void parse_inet(const char *s, struct recon_addr *a)
+/* Binary result fields (network order): int4/int8, and inet as family (2 = IPv4, 3 = IPv6),
+ * bits, is_cidr, length, address. libpq ends every value with a zero byte, so text fields read
+ * as C strings. */
+static int64_t bin_int(const PGresult *r, int row, int col, int64_t dflt)
+{
+    if (PQgetisnull(r, row, col))
+        return dflt;
+    const uint8_t *p = (const uint8_t *)PQgetvalue(r, row, col);
+    int len = PQgetlength(r, row, col);
+    uint64_t v = 0;
+    for (int i = 0; i < len; i++)
+        v = v << 8 | p[i];
+    if (len == 4)
+        return (int32_t)(uint32_t)v;
+    return (int64_t)v;
+}
+
+static void bin_inet(const PGresult *r, int row, int col, struct recon_addr *a)
 {
     memset(a, 0, sizeof *a);
-    if (!s)
+    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) < 4)
         return;
-    char buf[64];
-    size_t n = strcspn(s, "/");
-    if (n >= sizeof buf)
-        return;
-    memcpy(buf, s, n);
-    buf[n] = '\0';
-    if (inet_pton(AF_INET, buf, a->addr) == 1)
+    const uint8_t *p = (const uint8_t *)PQgetvalue(r, row, col);
+    int len = PQgetlength(r, row, col);
+    if (p[0] == 2 && p[3] == 4 && len >= 8) {
         a->family = AF_INET;
-    else if (inet_pton(AF_INET6, buf, a->addr) == 1)
+        memcpy(a->addr, p + 4, 4);
+    } else if (p[0] == 3 && p[3] == 16 && len >= 20) {
         a->family = AF_INET6;
+        memcpy(a->addr, p + 4, 16);
+    }
 }
 
 static int load_flows(PGconn *db, int64_t ws, struct inputs *in, char *err, size_t errlen)
@@ -344,15 +359,18 @@ static int load_flows(PGconn *db, int64_t ws, struct inputs *in, char *err, size
     char from[TM_RFC3339_LEN];
     fmt_ts(from, ws);
     const char *params[] = {from};
-    in->flows_r = q(db, "loading flow records", err, errlen,
-                    "SELECT source, proto, local_addr, local_port, remote_addr, "
-                    "remote_port, role, tx_bytes, rx_bytes, nfs_server, nfs_port, nfs_op, "
-                    "nfs_bytes, host, user_name, program, workflow "
-                    "FROM flow_records WHERE window_start = $1::timestamptz",
-                    1, params);
-    if (!in->flows_r)
+    /* binary results: no number or address formatting on the server, no parsing here */
+    PGresult *r = PQexecParams(db,
+                               "SELECT source, proto, local_addr, local_port, remote_addr,"
+                               " remote_port, role, tx_bytes, rx_bytes, nfs_server, nfs_port,"
+                               " nfs_op, nfs_bytes, host, user_name, program, workflow"
+                               " FROM flow_records WHERE window_start = $1::timestamptz",
+                               1, NULL, params, NULL, NULL, 1);
+    in->flows_r = r;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        set_err(err, errlen, "loading flow records", r, db);
         return -1;
-    const PGresult *r = in->flows_r;
+    }
     int n = PQntuples(r);
     in->flows = calloc((size_t)n + 1, sizeof *in->flows);
     if (!in->flows) {
@@ -366,29 +384,29 @@ static int load_flows(PGconn *db, int64_t ws, struct inputs *in, char *err, size
         f->user = val(r, i, 14);
         f->program = val(r, i, 15);
         f->workflow = val(r, i, 16);
-        parse_inet(val(r, i, 2), &f->local);
+        bin_inet(r, i, 2, &f->local);
         if (strcmp(source, "nfs") == 0) {
             f->source = RECON_FLOW_NFS;
-            parse_inet(val(r, i, 9), &f->nfs_server);
-            f->nfs_port = (uint16_t)val_i64(r, i, 10, 0);
+            bin_inet(r, i, 9, &f->nfs_server);
+            f->nfs_port = (uint16_t)bin_int(r, i, 10, 0);
             v = val(r, i, 11);
             f->nfs_op = v && strcmp(v, "write") == 0 ? RECON_NFS_WRITE : RECON_NFS_READ;
-            int64_t b = val_i64(r, i, 12, 0);
+            int64_t b = bin_int(r, i, 12, 0);
             f->nfs_bytes = b > 0 ? (uint64_t)b : 0;
             continue;
         }
         f->source = RECON_FLOW_SOCKET;
         v = val(r, i, 1);
         f->proto = v && strcmp(v, "udp") == 0 ? IPPROTO_UDP : IPPROTO_TCP;
-        f->local_port = (uint16_t)val_i64(r, i, 3, 0);
-        parse_inet(val(r, i, 4), &f->remote);
-        f->remote_port = (uint16_t)val_i64(r, i, 5, 0);
+        f->local_port = (uint16_t)bin_int(r, i, 3, 0);
+        bin_inet(r, i, 4, &f->remote);
+        f->remote_port = (uint16_t)bin_int(r, i, 5, 0);
         v = val(r, i, 6);
         f->role = !v                         ? RECON_ROLE_UNKNOWN
                   : strcmp(v, "client") == 0 ? RECON_ROLE_CLIENT
                   : strcmp(v, "server") == 0 ? RECON_ROLE_SERVER
                                              : RECON_ROLE_UNKNOWN;
-        int64_t tx = val_i64(r, i, 7, 0), rx = val_i64(r, i, 8, 0);
+        int64_t tx = bin_int(r, i, 7, 0), rx = bin_int(r, i, 8, 0);
         f->tx_bytes = tx > 0 ? (uint64_t)tx : 0;
         f->rx_bytes = rx > 0 ? (uint64_t)rx : 0;
     }

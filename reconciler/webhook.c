@@ -307,6 +307,25 @@ void webhook_poll(struct webhook *w)
     }
     int n = PQntuples(r);
     int64_t resend_us = (int64_t)w->cfg->resend_seconds * TM_USEC_PER_SEC;
+    /* a resolution every target has, still listed: its resolved_sent update failed; redo it */
+    for (int row = 0; row < n; row++) {
+        if (PQgetvalue(r, row, 4)[0] != 't')
+            continue;
+        int64_t id = strtoll(PQgetvalue(r, row, 0), NULL, 10);
+        bool all = true;
+        for (size_t k = 0; k < w->n_targets && all; k++) {
+            struct sent *s = sent_find(&w->targets[k], id, false);
+            all = s && s->resolved_sent;
+        }
+        if (all) {
+            const char *q[1] = {PQgetvalue(r, row, 0)};
+            PGresult *u = PQexecParams(db,
+                                       "UPDATE gap_alerts SET resolved_sent = true"
+                                       " WHERE id = $1::bigint",
+                                       1, NULL, q, NULL, NULL, 0);
+            PQclear(u);
+        }
+    }
     for (size_t ti = 0; ti < w->n_targets; ti++) {
         struct target *t = &w->targets[ti];
         for (size_t i = 0; i < t->n_sent; i++)

@@ -6,18 +6,22 @@
 # scenario's load reads from. Used by demo.sh and by the end-to-end test.
 #
 #   stack.sh up   --run DIR --build DIR --db CONNINFO [--port P] [--webhook URL]
-#                 [--prefix P] [--window S]
+#                 [--prefix P] [--window S] [--lifetime S] [--gnmi-site SITE|none]
+#                 [--gnmi-port P]
 #   stack.sh down --run DIR [--prefix P]
 #   stack.sh status --run DIR
 #
 # Everything it starts is recorded in DIR/pids (stopped by `down`, and by `up` when it is run
-# again); logs go to DIR/logs. The configuration it writes is DIR/config.json.
+# again); logs go to DIR/logs. The configuration it writes is DIR/config.json. One router
+# (--gnmi-site, default osl) is polled through gnmic-format events on the poller's gNMI TCP
+# listener (scripts/gnmi-feed.sh stands in for gnmic) instead of SNMP; its snmpd runs anyway.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cmd=${1:-}
 shift || true
 RUN= BUILD= DB= PORT=7070 WEBHOOK= PREFIX=${WLE_PREFIX:-wle-} WINDOW=10 LIFETIME=3600
+GNMI_SITE=osl GNMI_PORT=57400
 while [ $# -gt 0 ]; do
   case $1 in
   --run) RUN=$2; shift 2 ;;
@@ -28,6 +32,8 @@ while [ $# -gt 0 ]; do
   --prefix) PREFIX=$2; shift 2 ;;
   --window) WINDOW=$2; shift 2 ;;
   --lifetime) LIFETIME=$2; shift 2 ;;
+  --gnmi-site) GNMI_SITE=$2; shift 2 ;;
+  --gnmi-port) GNMI_PORT=$2; shift 2 ;;
   *) echo "stack.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -103,6 +109,20 @@ EOF
   sed -n 's/.*"agent": \["\([^"]*\)".*/\1/p' "$RUN/tokens.json" >"$RUN/agent.token"
   echo public >"$RUN/community"
   umask 022
+  local devices="" site sep=""
+  for site in nyc chi osl; do
+    if [ "$site" = "$GNMI_SITE" ]; then
+      devices+="$sep
+    {\"name\": \"$site-r\", \"site\": \"$site\", \"gnmi\": {}}"
+    else
+      devices+="$sep
+    {\"name\": \"$site-r\", \"site\": \"$site\", \"snmp\": {\"address\": \"unix:$RUN/snmp/$site.sock\",
+     \"version\": \"2c\", \"community_file\": \"community\", \"interval_seconds\": 2}}"
+    fi
+    sep=,
+  done
+  local gnmi_listen=""
+  [ "$GNMI_SITE" != none ] && gnmi_listen=", \"gnmi_tcp_listen\": \"127.0.0.1:$GNMI_PORT\""
   local webhooks="[]"
   [ -n "$WEBHOOK" ] && webhooks="[\"$WEBHOOK\"]"
   cat >"$RUN/config.json" <<EOF
@@ -115,13 +135,7 @@ EOF
   "sites": [{"name": "nyc", "prefixes": ["10.1.0.0/16"]},
             {"name": "chi", "prefixes": ["10.2.0.0/16"]},
             {"name": "osl", "prefixes": ["10.3.0.0/16"]}],
-  "devices": [
-    {"name": "nyc-r", "site": "nyc", "snmp": {"address": "unix:$RUN/snmp/nyc.sock", "version": "2c",
-     "community_file": "community", "interval_seconds": 2}},
-    {"name": "chi-r", "site": "chi", "snmp": {"address": "unix:$RUN/snmp/chi.sock", "version": "2c",
-     "community_file": "community", "interval_seconds": 2}},
-    {"name": "osl-r", "site": "osl", "snmp": {"address": "unix:$RUN/snmp/osl.sock", "version": "2c",
-     "community_file": "community", "interval_seconds": 2}}],
+  "devices": [$devices],
   "links": [
     {"device": "nyc-r", "interface": "wan-chi", "site": "nyc", "peer_site": "chi",
      "circuit": "nyc-chi-1", "capacity_bps": 200000000},
@@ -138,7 +152,7 @@ EOF
   "thresholds": {"green": 0.95, "red": 0.80, "min_gap_bytes": 5000000, "over": 1.05,
                  "alert_windows": 2, "resolve_windows": 2, "saturation": 0.90},
   "alerts": {"webhooks": $webhooks, "resend_seconds": 30},
-  "poller": {"spool_dir": "$RUN/spool/poller"}
+  "poller": {"spool_dir": "$RUN/spool/poller"$gnmi_listen}
 }
 EOF
 }
@@ -195,7 +209,14 @@ up() {
     exit 1
   fi
   start poller - "$WL" --config "$RUN/config.json" poll --name stack-poller
-  log "reconciler on http://127.0.0.1:$PORT, poller polling 3 routers"
+  if [ "$GNMI_SITE" != none ]; then
+    wait_port "$GNMI_PORT" 20 || { log "poller did not listen for gNMI on $GNMI_PORT"; exit 1; }
+    start "gnmi-feed-$GNMI_SITE" - "$here/gnmi-feed.sh" --netns "${PREFIX}${GNMI_SITE}-r" \
+      --source "$GNMI_SITE-r" --to "127.0.0.1:$GNMI_PORT" --seconds "$LIFETIME"
+    log "reconciler on http://127.0.0.1:$PORT, poller: SNMP for 2 routers, gNMI events for $GNMI_SITE-r"
+  else
+    log "reconciler on http://127.0.0.1:$PORT, poller: SNMP for 3 routers"
+  fi
 
   # Agents: one per host with a recorder, filtered to that host's namespace.
   local ns site host addr agent n=0

@@ -25,7 +25,7 @@ AGENT = f"{BUILD}/agentlib/wanledger-agent"
 DRAIN = f"{BUILD}/bench/agent/bench_drain"
 NS_A, NS_B, IP_A, IP_B = "wla-bn-a", "wla-bn-b", "10.204.0.1", "10.204.0.2"
 ROUNDS_COST = 7
-PAIRS = 5
+PAIRS = 9
 SECS = 3
 BT_PROG = r"""
 tracepoint:sock:sock_send_length /args->ret > 0/ {
@@ -181,23 +181,37 @@ def part_throughput(tmp):
     # 2. throughput without / with the agent
     print(f"== 2. iperf3 over veth, {SECS} s runs, alternating without/with the agent")
     for length, label in ((131072, "128 KiB writes"), (64, "64-byte writes")):
-        base, probe, r = [], [], []
+        base, probe, r, share, rate = [], [], [], [], []
         for i in range(PAIRS):
             order = (False, True) if i % 2 == 0 else (True, False)
             got = {}
             for with_agent in order:
-                ag = start_agent(tmp) if with_agent else None
-                if ag:
-                    time.sleep(1.5)
-                got[with_agent] = iperf(length)
-                if ag:
-                    stop(ag)
+                if not with_agent:
+                    got[False] = iperf(length)
+                    continue
+                before = progs()
+                ag = start_agent(tmp)
+                ids = new_ids(before)
+                a = progs()
+                t0 = time.time()
+                got[True] = iperf(length)
+                span = time.time() - t0
+                b = progs()
+                stop(ag)
+                # the probe's own CPU time while iperf3 ran, from the kernel's counters
+                run_ns = sum(b[j].get("run_time_ns", 0) - a[j].get("run_time_ns", 0) for j in ids)
+                events = sum(b[j].get("run_cnt", 0) - a[j].get("run_cnt", 0) for j in ids
+                             if b[j].get("name") in ("tpb_send", "tpb_recv"))
+                share.append(100.0 * run_ns / (span * 1e9))
+                rate.append(events / span)
             base.append(got[False])
             probe.append(got[True])
             r.append(got[True] / got[False])
         print(fmt(f"{label}: without agent", base, "Gbit/s", 1e-9, 3))
         print(fmt(f"{label}: with agent", probe, "Gbit/s", 1e-9, 3))
         print(fmt(f"{label}: with/without per pair", r, "x", prec=3))
+        print(fmt(f"{label}: socket events/s (agent)", rate, "/s", prec=0))
+        print(fmt(f"{label}: probe CPU, % of one core", share, "%", prec=3))
 
 
 def part_drain():

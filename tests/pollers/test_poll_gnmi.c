@@ -119,6 +119,15 @@ static void test_events_over_tcp_and_udp(void **state)
                     "{\"name\":\"if\",\"timestamp\":" T1 ",\"tags\":{\"source\":\"spine2:57400\","
                     "\"interface_name\":\"Ethernet99\"},\"values\":{\"" CNT "in-octets\":1}}]");
     send_udp(uport, "[{\"timestamp\":" T1 ",\"values\":{}}]");
+    /* a router clock 75 years ahead: dropped with a log line (the reconciler would refuse the
+     * whole batch) */
+    send_udp(uport, "[{\"timestamp\":4102444800000000000,\"tags\":{\"source\":\"spine2\","
+                    "\"interface_name\":\"Ethernet7\"},\"values\":{\"" CNT "in-octets\":70,\"" CNT
+                    "out-octets\":80}}]");
+    /* ... and it did not hold the link back: a later sample with a true clock still counts */
+    send_udp(uport,
+             "[{\"timestamp\":" T2 ",\"tags\":{\"source\":\"spine2\",\"interface_name\":"
+             "\"Ethernet7\"},\"values\":{\"" CNT "in-octets\":9,\"" CNT "out-octets\":10}}]");
     usleep(600000);
     th_stop(pid, 5000);
 
@@ -127,8 +136,8 @@ static void test_events_over_tcp_and_udp(void **state)
     assert_true(pt_parse_batches(o, &all) > 0);
     pt_filter(&all, "leaf1", "Ethernet1", &leaf);
     pt_filter(&all, "spine2", "Ethernet7", &spine);
-    if (leaf.n != 3 || spine.n != 1 || all.n != 4)
-        fail_msg("expected 3 + 1 samples, got %zu + %zu of %zu:\n%s\n%s", leaf.n, spine.n, all.n, o,
+    if (leaf.n != 3 || spine.n != 2 || all.n != 5)
+        fail_msg("expected 3 + 2 samples, got %zu + %zu of %zu:\n%s\n%s", leaf.n, spine.n, all.n, o,
                  e);
     assert_int_equal(leaf.v[0].at_us, 1764446400000000LL);
     assert_int_equal(leaf.v[0].in_octets, 1000);
@@ -149,7 +158,11 @@ static void test_events_over_tcp_and_udp(void **state)
     assert_int_equal(leaf.v[2].out_octets, 6);
     assert_int_equal(spine.v[0].in_octets, 7);
     assert_int_equal(spine.v[0].out_octets, 8);
+    assert_int_equal(spine.v[1].in_octets, 9);
+    assert_int_equal(spine.v[1].at_us, 1764446430000000LL);
     assert_null(strstr(o, "999999")); /* the half-bad message changed nothing */
+    if (pt_count(e, "ahead of this clock") != 1)
+        fail_msg("future sample not reported:\n%s", e);
     /* one log line per malformed message: 3 over TCP, 1 over UDP */
     if (pt_count(e, "rejected") != 4 || !strstr(e, "$[1].values[\"" CNT "out-octets\"]") ||
         !strstr(e, "$[0].timestamp") || !strstr(e, "hello gnmic") || !strstr(e, "$[0].tags"))

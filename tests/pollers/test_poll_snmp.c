@@ -118,15 +118,27 @@ static int setup(void **state)
              "rocommunity public 127.0.0.1\n"
              "rwcommunity private 127.0.0.1\n"
              "createUser wluser SHA \"authpass123\" AES \"privpass123\"\n"
-             "rouser wluser authpriv\n",
+             "rouser wluser authpriv\n"
+             /* old gear: no 64-bit ifXTable counters for community "nohc" */
+             "view nohc included .1\n"
+             "view nohc excluded .1.3.6.1.2.1.31.1.1.1.6\n"
+             "view nohc excluded .1.3.6.1.2.1.31.1.1.1.7\n"
+             "view nohc excluded .1.3.6.1.2.1.31.1.1.1.8\n"
+             "view nohc excluded .1.3.6.1.2.1.31.1.1.1.9\n"
+             "view nohc excluded .1.3.6.1.2.1.31.1.1.1.10\n"
+             "view nohc excluded .1.3.6.1.2.1.31.1.1.1.11\n"
+             "view nohc excluded .1.3.6.1.2.1.31.1.1.1.12\n"
+             "view nohc excluded .1.3.6.1.2.1.31.1.1.1.13\n"
+             "rocommunity nohc 127.0.0.1 -V nohc\n",
              SNMP_PORT);
     pt_write(path, text);
     const char *secrets[][2] = {{"community", "public\n"},
+                                {"nohc", "nohc\n"},
                                 {"authpw", "authpass123\n"},
                                 {"privpw", "privpass123\n"},
                                 {"badpw", "wrongpass99\n"},
                                 {"tokens.json", "{\"poller\": [\"ptok-0123456789abcdef\"]}\n"}};
-    for (size_t i = 0; i < 5; i++) {
+    for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++) {
         snprintf(path, sizeof(path), "%s/%s", g_dir, secrets[i][0]);
         pt_write(path, secrets[i][1]);
     }
@@ -149,6 +161,8 @@ static int setup(void **state)
         "\"udp:127.0.0.1:16199\", "
         "\"version\": \"2c\", \"community_file\": \"%1$s/community\", \"interval_seconds\": 1, "
         "\"timeout_ms\": 1000, \"retries\": 2}},\n"
+        "  {\"name\": \"r-32\", \"site\": \"nyc\", \"snmp\": {\"address\": \"udp:127.0.0.1:%2$d\", "
+        "\"version\": \"2c\", \"community_file\": \"%1$s/nohc\"}},\n"
         "  {\"name\": \"dead3\", \"site\": \"nyc\", \"snmp\": {\"address\": "
         "\"udp:127.0.0.1:16198\", "
         "\"version\": \"3\", \"user\": \"wluser\", \"auth_password_file\": \"%1$s/authpw\", "
@@ -162,6 +176,8 @@ static int setup(void **state)
         "\"chi\", \"circuit\": \"c3\"},\n"
         "  {\"device\": \"dead\", \"interface\": \"wan0\", \"site\": \"nyc\", \"peer_site\": "
         "\"chi\", \"circuit\": \"c4\"},\n"
+        "  {\"device\": \"r-32\", \"interface\": \"wan0\", \"site\": \"nyc\", \"peer_site\": "
+        "\"chi\", \"circuit\": \"c6\"},\n"
         "  {\"device\": \"dead3\", \"interface\": \"wan0\", \"site\": \"nyc\", \"peer_site\": "
         "\"chi\", \"circuit\": \"c5\"}]}\n",
         g_dir, SNMP_PORT);
@@ -268,6 +284,31 @@ static void test_v3_authpriv_deltas_match_kernel(void **state)
     check_deltas("r-v3");
 }
 
+/* An agent without the HC columns: 32-bit ifInOctets/ifOutOctets, counter_bits 32, no packet
+ * counters; the values are the kernel's counters modulo 2^32. */
+static void test_32bit_fallback(void **state)
+{
+    (void)state;
+    traffic();
+    usleep(1300000);
+    uint64_t rx = kstat("rx_bytes"), tx = kstat("tx_bytes");
+    struct pt_samples all = {0}, s;
+    char *err = NULL;
+    int rc = poll_once("--device r-32", &all, &err);
+    if (rc != 0)
+        fail_msg("poll exit %d: %s", rc, err);
+    pt_filter(&all, "r-32", "wan0", &s);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.v[0].counter_bits, 32);
+    assert_int_equal(s.v[0].in_octets, rx % 4294967296ULL);
+    assert_int_equal(s.v[0].out_octets, tx % 4294967296ULL);
+    assert_int_equal(s.v[0].in_pkts, 0);               /* absent */
+    assert_int_equal(s.v[0].speed_bps, 4294967295ULL); /* ifSpeed saturates above 4.29 Gbit/s */
+    free(err);
+    pt_samples_free(&all);
+    pt_samples_free(&s);
+}
+
 static void test_wrong_v3_password_names_device(void **state)
 {
     (void)state;
@@ -365,6 +406,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_v2c_deltas_match_kernel),
         cmocka_unit_test(test_v3_authpriv_deltas_match_kernel),
+        cmocka_unit_test(test_32bit_fallback),
         cmocka_unit_test(test_wrong_v3_password_names_device),
         cmocka_unit_test(test_unreachable_device_does_not_delay_others),
         cmocka_unit_test(test_snmpd_restart_uptime_goes_down),

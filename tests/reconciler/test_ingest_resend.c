@@ -235,11 +235,17 @@ static void test_metrics_count_rows(void **state)
     assert_int_equal(fx_http(&F, "GET", "/healthz", NULL, NULL, NULL, 0, &resp), 200);
     assert_string_equal(resp, "{\"status\":\"ok\"}\n");
     free(resp);
+    /* open_on_loopback: the pages need no token from 127.0.0.1, the API still does */
+    assert_int_equal(fx_http(&F, "GET", "/heatmap", NULL, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "<svg"));
+    free(resp);
+    assert_int_equal(fx_http(&F, "GET", "/api/v1/cells", NULL, NULL, NULL, 0, &resp), 401);
+    free(resp);
 }
 
 int main(void)
 {
-    fx_setup(&F, "recon-resend", " \"tick_seconds\": 3600,");
+    fx_setup(&F, "recon-resend", " \"tick_seconds\": 3600, \"open_on_loopback\": true,");
     W = fx_window_ago(5, 60);
     fx_start(&F);
     const struct CMUnitTest tests[] = {

@@ -51,7 +51,7 @@ static void test_errors(void **state)
         {"[\"\xED\xA0\x80\"]", 0, "invalid UTF-8", "$[0]"},     /* UTF-16 surrogate */
         {"[\"\xF4\x90\x80\x80\"]", 0, "invalid UTF-8", "$[0]"}, /* above U+10FFFF */
         {"[\"\xE2\x82\"]", 0, "invalid UTF-8", "$[0]"},         /* cut short */
-        {"\xC3\xA9", 0, "unexpected character", "$"}, /* UTF-8, but outside a string */
+        {"\xC3\xA9", 0, "unexpected character", "$"},           /* UTF-8, but outside a string */
         {"\xFF", 0, "invalid UTF-8", "$"},
         {deep, 0, "nesting deeper than 64 levels", NULL},
         {"{} x", 1, "unexpected character 'x'", "$[1]"},
@@ -61,7 +61,8 @@ static void test_errors(void **state)
         struct jv *first;
         size_t n;
         struct jv_error e;
-        struct jv_doc *d = jv_parse(cases[i].in, strlen(cases[i].in), cases[i].many, &first, &n, &e);
+        struct jv_doc *d =
+            jv_parse(cases[i].in, strlen(cases[i].in), cases[i].many, &first, &n, &e);
         fprintf(stderr, "case %zu: %s at %s\n", i, e.msg, e.path);
         assert_null(d);
         assert_null(first);
