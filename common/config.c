@@ -161,41 +161,36 @@ static int get_bool(struct pctx *c, const cJSON *obj, const char *key, const cha
     return cJSON_IsTrue(v);
 }
 
-/* An optional object member; reports a type error and returns NULL if it is not an object. */
-static const cJSON *get_obj(struct pctx *c, const cJSON *obj, const char *key, const char *path,
-                            int required)
+/* An optional member of one JSON type (object or array); reports a type error and returns NULL
+ * when it is something else. */
+static const cJSON *get_typed(struct pctx *c, const cJSON *obj, const char *key, const char *path,
+                              int required, cJSON_bool (*is)(const cJSON *), const char *what)
 {
     char p[256];
     jp_key(p, sizeof(p), path, key);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v) {
         if (required)
-            err_add(c, p, "missing: expected an object");
+            err_add(c, p, "missing: expected %s", what);
         return NULL;
     }
-    if (!cJSON_IsObject(v)) {
-        err_add(c, p, "expected an object, got %s", type_name(v));
+    if (!is(v)) {
+        err_add(c, p, "expected %s, got %s", what, type_name(v));
         return NULL;
     }
     return v;
 }
 
+static const cJSON *get_obj(struct pctx *c, const cJSON *obj, const char *key, const char *path,
+                            int required)
+{
+    return get_typed(c, obj, key, path, required, cJSON_IsObject, "an object");
+}
+
 static const cJSON *get_arr(struct pctx *c, const cJSON *obj, const char *key, const char *path,
                             int required)
 {
-    char p[256];
-    jp_key(p, sizeof(p), path, key);
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!v) {
-        if (required)
-            err_add(c, p, "missing: expected an array");
-        return NULL;
-    }
-    if (!cJSON_IsArray(v)) {
-        err_add(c, p, "expected an array, got %s", type_name(v));
-        return NULL;
-    }
-    return v;
+    return get_typed(c, obj, key, path, required, cJSON_IsArray, "an array");
 }
 
 /* Array of strings; *n set. */
