@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -81,6 +82,19 @@ static int has_bpf_caps(void)
     fclose(f);
     int bpf = (eff >> 39) & 1, perfmon = (eff >> 38) & 1, admin = (eff >> 21) & 1;
     return admin || (bpf && perfmon);
+}
+
+/* libbpf attaches the classic tracepoints (syscalls, sock:inet_sock_set_state) through tracefs;
+ * a fresh host may not have it mounted. */
+static void ensure_tracefs(void)
+{
+    if (access("/sys/kernel/tracing/events", F_OK) == 0 ||
+        access("/sys/kernel/debug/tracing/events", F_OK) == 0)
+        return;
+    if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0)
+        log_info(NULL, "mounted tracefs on /sys/kernel/tracing");
+    else
+        log_warn(NULL, "tracefs is not mounted and mounting it failed: %s", strerror(errno));
 }
 
 /* Writes a small file atomically (tmp + fsync + rename). */
@@ -423,6 +437,7 @@ int main(int argc, char **argv)
     }
     if (load_identity(&a) != 0)
         goto cleanup;
+    ensure_tracefs();
 
     struct sockprobe_opts po;
     if (probe_filters(&a.o, &po) != 0) {

@@ -8,6 +8,7 @@
 #include <event2/event.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -99,11 +100,13 @@ static void spool_pending(struct poll_sink *sk)
     }
 }
 
-/* Tries to post every spooled batch in order; stops at the first that must wait.
+/* Tries to post up to max spooled batches in order; stops at the first that must wait.
  * Returns true when the spool is empty. Called without mu. */
-static bool deliver(struct poll_sink *sk)
+static bool deliver(struct poll_sink *sk, size_t max)
 {
-    for (;;) {
+    for (size_t n = 0;; n++) {
+        if (n == max)
+            return spool_count(sk->sp) == 0;
         char *body = NULL;
         size_t len = 0;
         int r = spool_peek(sk->sp, &body, &len);
@@ -134,7 +137,7 @@ static void *sender_main(void *arg)
         if (sk->stop)
             break;
         pthread_mutex_unlock(&sk->mu);
-        bool empty = deliver(sk);
+        bool empty = deliver(sk, SIZE_MAX);
         pthread_mutex_lock(&sk->mu);
         spool_pending(sk);
         if (sk->stop)
@@ -160,10 +163,12 @@ static void *sender_main(void *arg)
         while (!sk->stop && pthread_cond_timedwait(&sk->cv, &sk->mu, &ts) != ETIMEDOUT)
             ;
     }
-    bool drain = sk->drain_once;
+    /* stopping: try the spool once more when asked to, or when the reconciler was answering (so
+     * a clean stop does not leave the last batch waiting for the next run) */
+    bool drain = sk->drain_once, recent = sk->reachable;
     pthread_mutex_unlock(&sk->mu);
-    if (drain)
-        deliver(sk);
+    if (drain || recent)
+        deliver(sk, drain ? SIZE_MAX : 4); /* a clean stop stays prompt */
     return NULL;
 }
 
@@ -194,7 +199,7 @@ struct poll_sink *poll_sink_new(struct event_base *base, const struct poll_sink_
         char serr[256];
         sk->sp = spool_open(sk->o.spool_dir, sk->o.spool_max_bytes, serr, sizeof(serr));
         if (!sk->sp) {
-            snprintf(err, errlen, "spool %s: %s", sk->o.spool_dir, serr);
+            snprintf(err, errlen, "%s", serr); /* names the directory */
             goto fail;
         }
         if (spool_count(sk->sp) > 0)

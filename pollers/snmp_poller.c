@@ -22,6 +22,7 @@
 #include <net-snmp/library/large_fd_set.h>
 
 #include "log.h"
+#include "snmp_session.h"
 #include "timeutil.h"
 
 /* Per-interface columns, in the order they are requested. */
@@ -142,9 +143,13 @@ static void dev_tick(evutil_socket_t fd, short what, void *arg);
 static void start_resolve(struct snmp_dev *d);
 static void start_poll(struct snmp_dev *d);
 
+/* SNMPv1 has no Counter64 and answers noSuchName for a whole PDU when one object is missing:
+ * v1 devices start in 32-bit mode and are not asked for ifCounterDiscontinuityTime. */
 static int n_cols(const struct snmp_dev *d)
 {
-    return d->hc ? N_COLS : C_DISC + 1;
+    if (d->hc)
+        return N_COLS;
+    return d->cd->snmp.version == 1 ? C_DISC : C_DISC + 1;
 }
 
 static const struct colspec *col_spec(const struct snmp_dev *d, int c, const struct snmp_if *i)
@@ -413,11 +418,13 @@ static int walk_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, voi
         return 1;
     }
     const struct colspec *c = d->walk_descr ? &if_descr_col : &if_name_col;
-    bool column_end = resp->errstat == SNMP_ERR_NOSUCHNAME; /* v1 end of MIB */
+    /* v1 end of MIB, or an empty answer: either way the column is done (never loop) */
+    bool column_end = resp->errstat == SNMP_ERR_NOSUCHNAME || !resp->variables;
     for (netsnmp_variable_list *v = resp->variables; v && !column_end; v = v->next_variable) {
         if (v->type == SNMP_ENDOFMIBVIEW || v->type == SNMP_NOSUCHOBJECT ||
             v->type == SNMP_NOSUCHINSTANCE || v->name_length != c->len + 1 ||
-            netsnmp_oid_is_subtree(c->base, c->len, v->name, v->name_length) != 0) {
+            netsnmp_oid_is_subtree(c->base, c->len, v->name, v->name_length) != 0 ||
+            snmp_oid_compare(v->name, v->name_length, d->cursor, d->cursor_len) <= 0) {
             column_end = true;
             break;
         }
@@ -738,145 +745,11 @@ static void dev_tick(evutil_socket_t fd, short what, void *arg)
 
 /* ---- set-up ---- */
 
-static int open_session(struct snmp_dev *d, char *err, size_t errlen)
-{
-    const struct cfg_snmp *c = &d->cd->snmp;
-    netsnmp_session s;
-    snmp_sess_init(&s);
-    s.peername = c->address;
-    s.timeout = (long)(c->timeout_ms > 0 ? c->timeout_ms : 2000) * 1000L;
-    s.retries = c->retries >= 0 ? c->retries : 1;
-    if (c->version == 3) {
-        s.version = SNMP_VERSION_3;
-        s.flags |= SNMP_FLAGS_DONT_PROBE; /* discovered asynchronously: start_probe */
-        s.securityName = c->user;
-        s.securityNameLen = c->user ? strlen(c->user) : 0;
-        const char *lvl = c->security_level ? c->security_level : "authPriv";
-        if (strcmp(lvl, "noAuthNoPriv") == 0)
-            s.securityLevel = SNMP_SEC_LEVEL_NOAUTH;
-        else if (strcmp(lvl, "authNoPriv") == 0)
-            s.securityLevel = SNMP_SEC_LEVEL_AUTHNOPRIV;
-        else
-            s.securityLevel = SNMP_SEC_LEVEL_AUTHPRIV;
-        const char *ap = c->auth_protocol ? c->auth_protocol : "SHA";
-        if (strcmp(ap, "SHA") == 0) {
-            s.securityAuthProto = usmHMACSHA1AuthProtocol;
-            s.securityAuthProtoLen = OID_LENGTH(usmHMACSHA1AuthProtocol);
-        } else if (strcmp(ap, "SHA-256") == 0) {
-            s.securityAuthProto = usmHMAC192SHA256AuthProtocol;
-            s.securityAuthProtoLen = OID_LENGTH(usmHMAC192SHA256AuthProtocol);
-        } else if (strcmp(ap, "SHA-224") == 0) {
-            s.securityAuthProto = usmHMAC128SHA224AuthProtocol;
-            s.securityAuthProtoLen = OID_LENGTH(usmHMAC128SHA224AuthProtocol);
-        } else if (strcmp(ap, "SHA-384") == 0) {
-            s.securityAuthProto = usmHMAC256SHA384AuthProtocol;
-            s.securityAuthProtoLen = OID_LENGTH(usmHMAC256SHA384AuthProtocol);
-        } else if (strcmp(ap, "SHA-512") == 0) {
-            s.securityAuthProto = usmHMAC384SHA512AuthProtocol;
-            s.securityAuthProtoLen = OID_LENGTH(usmHMAC384SHA512AuthProtocol);
-        } else if (strcmp(ap, "MD5") == 0) {
-            s.securityAuthProto = usmHMACMD5AuthProtocol;
-            s.securityAuthProtoLen = OID_LENGTH(usmHMACMD5AuthProtocol);
-        } else {
-            snprintf(err, errlen, "device %s: unknown auth_protocol \"%s\"", dname(d), ap);
-            return -1;
-        }
-        const char *pp = c->priv_protocol ? c->priv_protocol : "AES";
-        if (strcmp(pp, "AES") == 0) {
-            s.securityPrivProto = usmAESPrivProtocol;
-            s.securityPrivProtoLen = OID_LENGTH(usmAESPrivProtocol);
-        } else if (strcmp(pp, "AES-192") == 0) {
-            s.securityPrivProto = usmAES192PrivProtocol;
-            s.securityPrivProtoLen = OID_LENGTH(usmAES192PrivProtocol);
-        } else if (strcmp(pp, "AES-256") == 0) {
-            s.securityPrivProto = usmAES256PrivProtocol;
-            s.securityPrivProtoLen = OID_LENGTH(usmAES256PrivProtocol);
-        } else if (strcmp(pp, "DES") == 0) {
-            s.securityPrivProto = usmDESPrivProtocol;
-            s.securityPrivProtoLen = OID_LENGTH(usmDESPrivProtocol);
-        } else {
-            snprintf(err, errlen, "device %s: unknown priv_protocol \"%s\"", dname(d), pp);
-            return -1;
-        }
-        if (s.securityLevel != SNMP_SEC_LEVEL_NOAUTH) {
-            if (!c->auth_password || strlen(c->auth_password) < 8) {
-                snprintf(err, errlen, "device %s: auth password missing or shorter than 8",
-                         dname(d));
-                return -1;
-            }
-            s.securityAuthKeyLen = USM_AUTH_KU_LEN;
-            if (generate_Ku(s.securityAuthProto, (u_int)s.securityAuthProtoLen,
-                            (const u_char *)c->auth_password, strlen(c->auth_password),
-                            s.securityAuthKey, &s.securityAuthKeyLen) != SNMPERR_SUCCESS) {
-                snprintf(err, errlen, "device %s: cannot derive the auth key", dname(d));
-                return -1;
-            }
-        }
-        if (s.securityLevel == SNMP_SEC_LEVEL_AUTHPRIV) {
-            if (!c->priv_password || strlen(c->priv_password) < 8) {
-                snprintf(err, errlen, "device %s: priv password missing or shorter than 8",
-                         dname(d));
-                return -1;
-            }
-            s.securityPrivKeyLen = USM_PRIV_KU_LEN;
-            if (generate_Ku(s.securityAuthProto, (u_int)s.securityAuthProtoLen,
-                            (const u_char *)c->priv_password, strlen(c->priv_password),
-                            s.securityPrivKey, &s.securityPrivKeyLen) != SNMPERR_SUCCESS) {
-                snprintf(err, errlen, "device %s: cannot derive the priv key", dname(d));
-                return -1;
-            }
-        }
-    } else {
-        s.version = c->version == 1 ? SNMP_VERSION_1 : SNMP_VERSION_2c;
-        if (!c->community) {
-            snprintf(err, errlen, "device %s: no SNMP community (community_file)", dname(d));
-            return -1;
-        }
-        s.community = (u_char *)c->community;
-        s.community_len = strlen(c->community);
-    }
-    d->sess = snmp_sess_open(&s);
-    if (!d->sess) {
-        int liberr = 0, snmperr = 0;
-        char *errstr = NULL;
-        snmp_error(&s, &liberr, &snmperr, &errstr);
-        snprintf(err, errlen, "device %s: cannot open SNMP session to %s: %s", dname(d), c->address,
-                 errstr ? errstr : "unknown error");
-        free(errstr);
-        return -1;
-    }
-    if (c->version == 3) /* the open copies the session; the flag must be on the copy */
-        snmp_sess_session(d->sess)->flags |= SNMP_FLAGS_DONT_PROBE;
-    return 0;
-}
-
-static int g_snmp_inited;
-
-static void snmp_lib_init(void)
-{
-    if (g_snmp_inited++)
-        return;
-    /* numeric OIDs only (Debian ships no MIBs); no persistent state under /var/lib/snmp */
-    setenv("MIBS", "", 1);
-    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DONT_PERSIST_STATE, 1);
-    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DISABLE_PERSISTENT_LOAD, 1);
-    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DISABLE_PERSISTENT_SAVE, 1);
-    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DISABLE_CONFIG_LOAD, 1);
-    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_QUICK_PRINT, 1);
-    init_snmp("wanledger");
-}
-
-static void snmp_lib_shutdown(void)
-{
-    if (--g_snmp_inited == 0)
-        snmp_shutdown("wanledger");
-}
-
 struct snmp_poller *snmp_poller_new(struct event_base *base, const struct cfg *cfg,
                                     struct poll_sink *sink, const struct snmp_poller_opts *o,
                                     char **only, size_t n_only, char *err, size_t errlen)
 {
-    snmp_lib_init();
+    snmp_session_lib_init();
     struct snmp_poller *p = calloc(1, sizeof(*p));
     if (!p)
         goto oom;
@@ -907,7 +780,7 @@ struct snmp_poller *snmp_poller_new(struct event_base *base, const struct cfg *c
         d->p = p;
         d->cd = cd;
         d->up = -1;
-        d->hc = true;
+        d->hc = cd->snmp.version != 1;
         d->need_resolve = true;
         d->max_vb = p->o.max_varbinds;
         for (size_t l = 0; l < cfg->n_links; l++)
@@ -923,7 +796,8 @@ struct snmp_poller *snmp_poller_new(struct event_base *base, const struct cfg *c
         for (size_t l = 0; l < cfg->n_links; l++)
             if (strcmp(cfg->links[l].device, cd->name) == 0)
                 d->ifs[k++].name = cfg->links[l].interface;
-        if (open_session(d, err, errlen) != 0)
+        d->sess = snmp_session_open(cd, err, errlen);
+        if (!d->sess)
             goto fail;
         netsnmp_transport *t = snmp_sess_transport(d->sess);
         d->rd_ev = event_new(base, t->sock, EV_READ | EV_PERSIST, on_readable, d);
@@ -984,5 +858,5 @@ void snmp_poller_free(struct snmp_poller *p)
     }
     free(p->devs);
     free(p);
-    snmp_lib_shutdown();
+    snmp_session_lib_shutdown();
 }

@@ -58,8 +58,14 @@ static pid_t agent(const char *tag, char *rep, size_t len, char **extra, int nex
     snprintf(rep, len, "%s/%s.jsonl", g_dir, tag);
     snprintf(log, sizeof(log), "%s/%s.log", g_dir, tag);
     snprintf(spool, sizeof(spool), "%s/spool-%s", g_dir, tag);
-    char *argv[24] = {(char *)th_bin("wanledger-agent"), "--stdout", "--window", "5",
-                      "--netns", "/run/netns/" NS_A, "--spool", spool};
+    char *argv[24] = {(char *)th_bin("wanledger-agent"),
+                      "--stdout",
+                      "--window",
+                      "5",
+                      "--netns",
+                      "/run/netns/" NS_A,
+                      "--spool",
+                      spool};
     int n = 8;
     for (int i = 0; i < nextra; i++)
         argv[n++] = extra[i];

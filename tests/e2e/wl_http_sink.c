@@ -2,11 +2,13 @@
  * for tests and the demo: the webhook receiver of the alerts and the stand-in reconciler of the
  * shipper's test.
  *
- *   wl-http-sink --listen 127.0.0.1:PORT --out FILE [--status-file F] [--seconds T]
+ *   wl-http-sink --listen 127.0.0.1:PORT --out FILE [--status-file F] [--reject TEXT]
+ *                [--seconds T]
  *
  * Appends one JSON line per request to FILE: {"method","path","authorization","body"} (body as a
  * string), flushed before the response is sent. Answers 200 {"ok":true}, or, while F exists, the
- * status code written in F (a test switches failures on and off at run time). Exits after T
+ * status code written in F (a test switches failures on and off at run time), or 400 when the
+ * body contains TEXT (a record the "reconciler" refuses). Exits after T
  * seconds (default 3600) or on SIGTERM/SIGINT. */
 #include <cjson/cJSON.h>
 #include <event2/buffer.h>
@@ -20,6 +22,7 @@
 
 static FILE *out;
 static const char *status_file;
+static const char *reject_text;
 
 static int current_status(void)
 {
@@ -67,7 +70,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     cJSON_AddStringToObject(rec, "path", evhttp_request_get_uri(req));
     cJSON_AddStringToObject(rec, "authorization", auth ? auth : "");
     cJSON_AddStringToObject(rec, "body", body);
-    int status = current_status();
+    int status = reject_text && strstr(body, reject_text) ? 400 : current_status();
     cJSON_AddNumberToObject(rec, "status", status);
     char *line = cJSON_PrintUnformatted(rec);
     cJSON_Delete(rec);
@@ -103,6 +106,8 @@ int main(int argc, char **argv)
             out_path = argv[i + 1];
         else if (!strcmp(argv[i], "--status-file"))
             status_file = argv[i + 1];
+        else if (!strcmp(argv[i], "--reject"))
+            reject_text = argv[i + 1];
         else if (!strcmp(argv[i], "--seconds"))
             seconds = strtod(argv[i + 1], NULL);
         else {
@@ -113,7 +118,7 @@ int main(int argc, char **argv)
     const char *colon = listen ? strrchr(listen, ':') : NULL;
     if (!colon || !out_path || seconds <= 0 || seconds > 86400) {
         fprintf(stderr, "usage: wl-http-sink --listen ADDR:PORT --out FILE [--status-file F] "
-                        "[--seconds T]\n");
+                        "[--reject TEXT] [--seconds T]\n");
         return 2;
     }
     char host[64];

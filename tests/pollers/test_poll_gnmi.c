@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -129,7 +130,8 @@ static void test_events_over_tcp_and_udp(void **state)
              "[{\"timestamp\":" T2 ",\"tags\":{\"source\":\"spine2\",\"interface_name\":"
              "\"Ethernet7\"},\"values\":{\"" CNT "in-octets\":9,\"" CNT "out-octets\":10}}]");
     usleep(600000);
-    th_stop(pid, 5000);
+    int st = th_stop(pid, 5000);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0); /* clean stop, no leak report */
 
     char *o = pt_slurp(out), *e = pt_slurp(err);
     struct pt_samples all = {0}, leaf, spine;

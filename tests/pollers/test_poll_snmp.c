@@ -96,6 +96,9 @@ static int setup(void **state)
         "ip -n %1$s link set wlp%3$da name wan0 && ip -n %1$s addr add 10.77.0.1/30 dev wan0 "
         "&& ip -n %1$s link set wan0 up",
         "ip -n %2$s addr add 10.77.0.2/30 dev wlp%3$db && ip -n %2$s link set wlp%3$db up",
+        /* a spare interface, for the renaming test */
+        "ip -n %1$s link add spare0 type veth peer name spare1 && ip -n %1$s link set spare0 up "
+        "&& ip -n %1$s link set spare1 up",
         /* static ARP: no neighbour probes land between a kernel read and a poll */
         "ip -n %1$s neigh replace 10.77.0.2 dev wan0 nud permanent lladdr "
         "$(cat /sys/class/net/wlp%3$db/address 2>/dev/null || ip netns exec %2$s cat "
@@ -129,11 +132,17 @@ static int setup(void **state)
              "view nohc excluded .1.3.6.1.2.1.31.1.1.1.11\n"
              "view nohc excluded .1.3.6.1.2.1.31.1.1.1.12\n"
              "view nohc excluded .1.3.6.1.2.1.31.1.1.1.13\n"
-             "rocommunity nohc 127.0.0.1 -V nohc\n",
+             "rocommunity nohc 127.0.0.1 -V nohc\n"
+             /* no ifName for community "noname": names resolve through ifDescr (snmpd on Linux
+              * also never updates ifName after a rename; ifDescr it does) */
+             "view noname included .1\n"
+             "view noname excluded .1.3.6.1.2.1.31.1.1.1.1\n"
+             "rocommunity noname 127.0.0.1 -V noname\n",
              SNMP_PORT);
     pt_write(path, text);
     const char *secrets[][2] = {{"community", "public\n"},
                                 {"nohc", "nohc\n"},
+                                {"noname", "noname\n"},
                                 {"authpw", "authpass123\n"},
                                 {"privpw", "privpass123\n"},
                                 {"badpw", "wrongpass99\n"},
@@ -163,6 +172,11 @@ static int setup(void **state)
         "\"timeout_ms\": 1000, \"retries\": 2}},\n"
         "  {\"name\": \"r-32\", \"site\": \"nyc\", \"snmp\": {\"address\": \"udp:127.0.0.1:%2$d\", "
         "\"version\": \"2c\", \"community_file\": \"%1$s/nohc\"}},\n"
+        "  {\"name\": \"r-v1\", \"site\": \"nyc\", \"snmp\": {\"address\": \"udp:127.0.0.1:%2$d\", "
+        "\"version\": \"1\", \"community_file\": \"%1$s/community\"}},\n"
+        "  {\"name\": \"r-descr\", \"site\": \"nyc\", \"snmp\": {\"address\": "
+        "\"udp:127.0.0.1:%2$d\", \"version\": \"2c\", \"community_file\": \"%1$s/noname\", "
+        "\"interval_seconds\": 1}},\n"
         "  {\"name\": \"dead3\", \"site\": \"nyc\", \"snmp\": {\"address\": "
         "\"udp:127.0.0.1:16198\", "
         "\"version\": \"3\", \"user\": \"wluser\", \"auth_password_file\": \"%1$s/authpw\", "
@@ -178,6 +192,10 @@ static int setup(void **state)
         "\"chi\", \"circuit\": \"c4\"},\n"
         "  {\"device\": \"r-32\", \"interface\": \"wan0\", \"site\": \"nyc\", \"peer_site\": "
         "\"chi\", \"circuit\": \"c6\"},\n"
+        "  {\"device\": \"r-v1\", \"interface\": \"wan0\", \"site\": \"nyc\", \"peer_site\": "
+        "\"chi\", \"circuit\": \"c7\"},\n"
+        "  {\"device\": \"r-descr\", \"interface\": \"wan0\", \"site\": \"nyc\", "
+        "\"peer_site\": \"chi\", \"circuit\": \"c8\"},\n"
         "  {\"device\": \"dead3\", \"interface\": \"wan0\", \"site\": \"nyc\", \"peer_site\": "
         "\"chi\", \"circuit\": \"c5\"}]}\n",
         g_dir, SNMP_PORT);
@@ -284,22 +302,25 @@ static void test_v3_authpriv_deltas_match_kernel(void **state)
     check_deltas("r-v3");
 }
 
-/* An agent without the HC columns: 32-bit ifInOctets/ifOutOctets, counter_bits 32, no packet
- * counters; the values are the kernel's counters modulo 2^32. */
-static void test_32bit_fallback(void **state)
+/* An agent without the HC columns (a view hiding them), and an SNMPv1 device (no Counter64 in
+ * v1): 32-bit ifInOctets/ifOutOctets, counter_bits 32, no packet counters; the values are the
+ * kernel's counters modulo 2^32. */
+static void check_32bit(const char *device)
 {
-    (void)state;
     traffic();
     usleep(1300000);
     uint64_t rx = kstat("rx_bytes"), tx = kstat("tx_bytes");
     struct pt_samples all = {0}, s;
     char *err = NULL;
-    int rc = poll_once("--device r-32", &all, &err);
+    char args[64];
+    snprintf(args, sizeof(args), "--device %s", device);
+    int rc = poll_once(args, &all, &err);
     if (rc != 0)
         fail_msg("poll exit %d: %s", rc, err);
-    pt_filter(&all, "r-32", "wan0", &s);
+    pt_filter(&all, device, "wan0", &s);
     assert_int_equal(s.n, 1);
     assert_int_equal(s.v[0].counter_bits, 32);
+    assert_true(rx > 300 * 1242);
     assert_int_equal(s.v[0].in_octets, rx % 4294967296ULL);
     assert_int_equal(s.v[0].out_octets, tx % 4294967296ULL);
     assert_int_equal(s.v[0].in_pkts, 0);               /* absent */
@@ -307,6 +328,18 @@ static void test_32bit_fallback(void **state)
     free(err);
     pt_samples_free(&all);
     pt_samples_free(&s);
+}
+
+static void test_32bit_fallback_without_hc_columns(void **state)
+{
+    (void)state;
+    check_32bit("r-32");
+}
+
+static void test_32bit_snmpv1(void **state)
+{
+    (void)state;
+    check_32bit("r-v1");
 }
 
 static void test_wrong_v3_password_names_device(void **state)
@@ -375,7 +408,8 @@ static void test_snmpd_restart_uptime_goes_down(void **state)
     sleep(3); /* a few polls fail */
     assert_int_equal(start_snmpd(), 0);
     sleep(5); /* backoff is at most 4 s at a 1 s interval after 3 failures */
-    th_stop(pid, 5000);
+    int st = th_stop(pid, 5000);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0); /* clean stop, no leak report */
     char *text = pt_slurp(out), *etext = pt_slurp(err);
     struct pt_samples all = {0}, s;
     assert_true(pt_parse_batches(text, &all) >= 0);
@@ -401,15 +435,71 @@ static void test_snmpd_restart_uptime_goes_down(void **state)
     pt_samples_free(&s);
 }
 
+/* The configured name moves to another ifIndex while polling (wan0 renamed away, another
+ * interface renamed to wan0): the poller notices on the next GET (it re-reads the name), resolves
+ * the name again, and its samples then carry the new interface's counters. Device r-descr sees no
+ * ifName, so this also covers resolution through ifDescr. */
+static void test_renamed_interface_is_resolved_again(void **state)
+{
+    (void)state;
+    char out[600], err[600];
+    snprintf(out, sizeof(out), "%s/rename.out", g_dir);
+    snprintf(err, sizeof(err), "%s/rename.err", g_dir);
+    static char cmd[4096];
+    snprintf(cmd, sizeof(cmd),
+             "exec ip netns exec %s %s --config %s poll --stdout --device r-descr --flush-ms 200 "
+             ">%s 2>%s",
+             g_rns, th_bin("wanledger"), g_cfg, out, err);
+    char *sh[] = {"sh", "-c", cmd, NULL};
+    traffic(); /* wan0 has traffic, spare0 has none */
+    pid_t pid = th_spawn(sh, NULL);
+    assert_true(pid > 0);
+    sleep(3);
+    uint64_t old_rx = kstat("rx_bytes");
+    assert_int_equal(th_sh("ip -n %1$s link set wan0 down && ip -n %1$s link set wan0 name wanold "
+                           "&& ip -n %1$s link set spare0 down && ip -n %1$s link set spare0 name "
+                           "wan0 && ip -n %1$s link set wan0 up && ip -n %1$s link set wanold up",
+                           g_rns),
+                     0);
+    sleep(4);
+    uint64_t new_rx = kstat("rx_bytes"); /* the interface now named wan0 */
+    int st = th_stop(pid, 5000);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0); /* clean stop, no leak report */
+    /* put the names back for the other tests */
+    th_sh(
+        "ip -n %1$s link set wan0 down && ip -n %1$s link set wan0 name spare0 && ip -n %1$s link "
+        "set wanold down && ip -n %1$s link set wanold name wan0 && ip -n %1$s link set wan0 up "
+        "&& ip -n %1$s link set spare0 up",
+        g_rns);
+    char *text = pt_slurp(out), *etext = pt_slurp(err);
+    struct pt_samples all = {0}, s;
+    assert_true(pt_parse_batches(text, &all) >= 0);
+    pt_filter(&all, "r-descr", "wan0", &s);
+    fprintf(stderr, "# %zu samples; wan0 rx %llu before the rename, %llu after\n", s.n,
+            (unsigned long long)old_rx, (unsigned long long)new_rx);
+    assert_true(s.n >= 4);
+    assert_true(old_rx > 300 * 1242 && new_rx < old_rx);
+    assert_int_equal(s.v[0].in_octets, old_rx);       /* first samples: the old wan0 */
+    assert_int_equal(s.v[s.n - 1].in_octets, new_rx); /* last: the interface now named wan0 */
+    if (!strstr(etext, "is no longer wan0"))
+        fail_msg("the move was not noticed:\n%s", etext);
+    free(text);
+    free(etext);
+    pt_samples_free(&all);
+    pt_samples_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_v2c_deltas_match_kernel),
         cmocka_unit_test(test_v3_authpriv_deltas_match_kernel),
-        cmocka_unit_test(test_32bit_fallback),
+        cmocka_unit_test(test_32bit_fallback_without_hc_columns),
+        cmocka_unit_test(test_32bit_snmpv1),
         cmocka_unit_test(test_wrong_v3_password_names_device),
         cmocka_unit_test(test_unreachable_device_does_not_delay_others),
         cmocka_unit_test(test_snmpd_restart_uptime_goes_down),
+        cmocka_unit_test(test_renamed_interface_is_resolved_again),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

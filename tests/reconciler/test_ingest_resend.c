@@ -3,6 +3,8 @@
  * id) sent twice, in every framing /v1/transfers accepts (JSON array, NDJSON with and without a
  * final newline, concatenated objects, Fluent Bit's `date` key). Stored values are read back and
  * compared with the request, and the windows marked for reconciliation are checked. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -215,18 +219,55 @@ static void test_transfer_framings(void **state)
     free(cat);
 }
 
+/* A client that hangs up before the answer: the batch still commits (the answer is lost, the
+ * resend will be a duplicate), and the server is unharmed. */
+static void test_client_gone(void **state)
+{
+    (void)state;
+    char *rep = fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"agent-gone\",\"seq\":1,"
+                    "\"window_start\":\"%s\",\"flows\":[{\"source\":\"nfs\","
+                    "\"server\":\"10.1.0.50\",\"op\":\"write\",\"bytes\":5}]}",
+                    fx_ts(W));
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)F.port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    char head[512];
+    int hn = snprintf(head, sizeof(head),
+                      "POST /v1/attributions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                      "Content-Length: %zu\r\n\r\n",
+                      FX_TOKEN_AGENT, strlen(rep));
+    assert_int_equal(send(fd, head, (size_t)hn, 0), hn);
+    assert_int_equal(send(fd, rep, strlen(rep), 0), (ssize_t)strlen(rep));
+    close(fd);
+    /* wait for the commit, then the resend is a duplicate */
+    for (int i = 0; i < 100 && fx_num(&F, "SELECT count(*) FROM flow_reports WHERE agent_id ="
+                                          " 'agent-gone'") == 0;
+         i++)
+        usleep(50000);
+    assert_int_equal(fx_num(&F, "SELECT count(*) FROM flow_reports WHERE agent_id = 'agent-gone'"),
+                     1);
+    expect_post("/v1/attributions", FX_TOKEN_AGENT, rep,
+                "{\"received\":1,\"stored\":0,\"duplicate\":1}\n");
+    assert_string_equal(fx_row(&F, "SELECT nfs_server, nfs_port, nfs_op, nfs_bytes FROM"
+                                   " flow_records WHERE agent_id = 'agent-gone'"),
+                        "10.1.0.50|2049|write|5");
+    free(rep);
+}
+
 static void test_metrics_count_rows(void **state)
 {
     (void)state;
     char *resp = NULL;
     assert_int_equal(fx_http(&F, "GET", "/metrics", NULL, NULL, NULL, 0, &resp), 200);
-    /* rows received by the tests above: attributions 3+3+0, counters 3+3+2, transfers
-     * 2+2+2+2+2+2; stored 3, 4, 6 */
-    assert_non_null(strstr(resp, "wanledger_ingest_rows_total{endpoint=\"attributions\"} 6\n"));
+    /* rows received by the tests above: attributions 3+3+0+1+1, counters 3+3+2, transfers
+     * 2+2+2+2+2+2; stored 3+1, 4, 6 */
+    assert_non_null(strstr(resp, "wanledger_ingest_rows_total{endpoint=\"attributions\"} 8\n"));
     assert_non_null(strstr(resp, "wanledger_ingest_rows_total{endpoint=\"counters\"} 8\n"));
     assert_non_null(strstr(resp, "wanledger_ingest_rows_total{endpoint=\"transfers\"} 12\n"));
     assert_non_null(
-        strstr(resp, "wanledger_ingest_rows_stored_total{endpoint=\"attributions\"} 3\n"));
+        strstr(resp, "wanledger_ingest_rows_stored_total{endpoint=\"attributions\"} 4\n"));
     assert_non_null(strstr(resp, "wanledger_ingest_rows_stored_total{endpoint=\"counters\"} 4\n"));
     assert_non_null(strstr(resp, "wanledger_ingest_rows_stored_total{endpoint=\"transfers\"} 6\n"));
     assert_non_null(
@@ -249,9 +290,8 @@ int main(void)
     W = fx_window_ago(5, 60);
     fx_start(&F);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_report_resend),
-        cmocka_unit_test(test_counter_resend),
-        cmocka_unit_test(test_transfer_framings),
+        cmocka_unit_test(test_report_resend),      cmocka_unit_test(test_counter_resend),
+        cmocka_unit_test(test_transfer_framings),  cmocka_unit_test(test_client_gone),
         cmocka_unit_test(test_metrics_count_rows),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -124,8 +124,9 @@ static int setup(void **state)
     path_in(status_file, sizeof status_file, "fail-status");
     char port_arg[64];
     snprintf(port_arg, sizeof port_arg, "127.0.0.1:%d", sink_port);
-    char *argv[] = {WL_HTTP_SINK,    "--listen",  port_arg,    "--out", sink_out,
-                    "--status-file", status_file, "--seconds", "120",   NULL};
+    /* Records containing "poison" are refused with 400. */
+    char *argv[] = {WL_HTTP_SINK, "--listen", port_arg, "--out",     sink_out, "--status-file",
+                    status_file,  "--reject", "poison", "--seconds", "120",    NULL};
     char sink_log[600];
     path_in(sink_log, sizeof sink_log, "sink.log");
     sink_pid = th_spawn(argv, sink_log);
@@ -208,6 +209,32 @@ static void test_failures_retry_never_skip(void **state)
     assert_int_equal(th_sh("grep -q 'c.log.*byte 42: not a JSON object' '%s/ship.log'", dir), 0);
 }
 
+/* A record the reconciler refuses (400) is isolated: the batch is resent line by line, the good
+ * records arrive, the refused one is skipped with an error, and the run succeeds. */
+static void test_refused_record_isolated(void **state)
+{
+    (void)state;
+    assert_int_equal(truncate(sink_out, 0), 0);
+    char e[600];
+    path_in(e, sizeof e, "e.log");
+    write_file(e, "w",
+               "{\"service\":\"dupedog\",\"id\":\"e1\",\"bytes\":1}\n"
+               "{\"service\":\"dupedog\",\"id\":\"poison\",\"bytes\":-5}\n"
+               "{\"service\":\"dupedog\",\"id\":\"e2\",\"bytes\":2}\n");
+    assert_int_equal(ship("--once --state state4 e.log"), 0);
+    struct received r;
+    read_sink(&r);
+    /* 1 batch refused, then e1 accepted, poison refused, e2 accepted. */
+    assert_string_equal(ids_joined(&r), "e1,e2");
+    assert_int_equal(r.posts_ok, 2);
+    assert_int_equal(r.posts_failed, 2);
+    assert_int_equal(
+        th_sh("grep -q 'e.log.*refused a record, skipped: .*poison' '%s/ship.log'", dir), 0);
+    assert_int_equal(ship("--once --state state4 e.log"), 0); /* nothing again */
+    read_sink(&r);
+    assert_int_equal(r.posts_ok + r.posts_failed, 4);
+}
+
 static int wait_ids(int n, int timeout_ms, struct received *r)
 {
     for (int waited = 0; waited <= timeout_ms; waited += 50) {
@@ -286,6 +313,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_once_resume_partial),
         cmocka_unit_test(test_failures_retry_never_skip),
+        cmocka_unit_test(test_refused_record_isolated),
         cmocka_unit_test(test_tail_rotation_truncation),
         cmocka_unit_test(test_usage_errors),
     };
