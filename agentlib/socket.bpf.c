@@ -1,5 +1,5 @@
-/* The socket probe: TCP and UDP bytes and calls per (process, socket 4-tuple), written into one of
- * two per-CPU hash generations that the agent flips and drains whole (socket_probe.c). */
+/* The socket probe: TCP and UDP bytes and calls per (process, socket 4-tuple), counted in flow
+ * slots, into one of two counter generations that the agent flips and drains whole (sockprobe.c). */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -22,20 +22,46 @@ const volatile __u64 filter_cgroup_id = 0;    /* cgroup v2 id (inode) of the sub
 const volatile __s32 filter_cgroup_level = 0; /* its depth below the cgroup root */
 const volatile __u16 excl_ports[WL_MAX_EXCL_PORTS] = {};
 const volatile __u32 n_excl_ports = 0;
-/* 1 when programs run with preemption off (tracepoints, kprobes): this CPU's copy of a per-CPU
- * value has one writer at a time and plain adds suffice; 0 for fentry, whose trampolines only
- * disable migration, so a preempting task may run the same program on the same CPU. */
-const volatile __u32 exclusive_percpu = 0;
 
 /* The generation events are written to; only the agent writes it (through the mmap'd .bss). */
 volatile __u32 gen = 0;
 
+/* Flows live in slots that outlast windows: `slot_of` maps a flow to its slot, `slot_keys` holds
+ * each slot's flow, and `counts0`/`counts1` the slot's counters per generation. The agent reads
+ * and zeroes a quiescent generation through mmap (no syscall per flow) and frees slots idle for
+ * a while in two phases (sockprobe.c). `claims` marks slots in use. n_slots is a power of two. */
+const volatile __u32 n_slots = WL_FLOW_MAP_DEFAULT;
+volatile __u32 next_hint = 0; /* where the next claim starts looking */
+
 struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+    __uint(type, BPF_MAP_TYPE_HASH);
     __uint(max_entries, WL_FLOW_MAP_DEFAULT);
     __type(key, struct flow_key);
+    __type(value, __u32);
+} slot_of SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, WL_FLOW_MAP_DEFAULT);
+    __type(key, __u32);
+    __type(value, __u32);
+} claims SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(map_flags, BPF_F_MMAPABLE);
+    __uint(max_entries, WL_FLOW_MAP_DEFAULT);
+    __type(key, __u32);
+    __type(value, struct flow_key);
+} slot_keys SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(map_flags, BPF_F_MMAPABLE);
+    __uint(max_entries, WL_FLOW_MAP_DEFAULT);
+    __type(key, __u32);
     __type(value, struct flow_val);
-} flows0 SEC(".maps"), flows1 SEC(".maps");
+} counts0 SEC(".maps"), counts1 SEC(".maps");
 
 /* Programs currently between choosing a generation and finishing their write, per generation:
  * the agent drains a generation only once the sum over CPUs is 0 after the flip. */
@@ -121,46 +147,81 @@ static __always_inline void bump_drop(__u32 slot)
         __sync_fetch_and_add(d, 1);
 }
 
-/* Adds one event to `flows` (the caller holds its generation's in-flight count). */
-static __always_inline void flow_add(void *flows, const struct flow_key *k, __u64 bytes,
+/* Role of a TCP socket for a new flow: what the state tracepoint saw, else its bind bucket. */
+static __always_inline __u32 sock_role(__u64 skp, __u16 lport)
+{
+    if (!skp)
+        return WL_ROLE_UNKNOWN;
+    struct sock_info *si = bpf_map_lookup_elem(&socks, &skp);
+    if (si && si->role)
+        return si->role;
+    /* a connection older than the agent: decide once, remember */
+    struct sock_info fresh = {.role = wl_tcp_role_from_bind_bucket((struct sock *)skp),
+                              .lport = lport};
+    if (fresh.role)
+        bpf_map_update_elem(&socks, &skp, &fresh, BPF_ANY);
+    return fresh.role;
+}
+
+/* Finds a free slot for a new flow, fills it and publishes it in slot_of. Returns the slot, or
+ * -1 when no slot could be had (counted as a drop by the caller). */
+static __always_inline long slot_claim(const struct flow_key *k, __u64 skp)
+{
+    __u32 mask = n_slots - 1;
+    __u32 start = next_hint;
+    __u32 one = 1;
+    for (__u32 i = 0; i < 16; i++) {
+        __u32 cand = (start + i) & mask;
+        if (bpf_map_update_elem(&claims, &cand, &one, BPF_NOEXIST) != 0)
+            continue;
+        /* ours: key and role first, then publish */
+        struct flow_key *dst = bpf_map_lookup_elem(&slot_keys, &cand);
+        struct flow_val *c0 = bpf_map_lookup_elem(&counts0, &cand);
+        struct flow_val *c1 = bpf_map_lookup_elem(&counts1, &cand);
+        if (!dst || !c0 || !c1)
+            return -1;
+        __builtin_memcpy(dst, k, sizeof(*k));
+        __u32 role = sock_role(skp, k->lport);
+        c0->role = role;
+        c1->role = role;
+        long err = bpf_map_update_elem(&slot_of, k, &cand, BPF_NOEXIST);
+        if (err == -EEXIST) {
+            /* another CPU published this flow first: use its slot, give ours back */
+            bpf_map_delete_elem(&claims, &cand);
+            __u32 *theirs = bpf_map_lookup_elem(&slot_of, k);
+            return theirs ? (long)*theirs : -1;
+        }
+        if (err) {
+            bpf_map_delete_elem(&claims, &cand);
+            return -1;
+        }
+        next_hint = cand + 1;
+        return cand;
+    }
+    return -1;
+}
+
+/* Adds one event (the caller holds its generation's in-flight count). */
+static __always_inline void flow_add(void *counts, const struct flow_key *k, __u64 bytes,
                                      __u64 calls, bool tx, __u64 skp)
 {
-    struct flow_val *v = bpf_map_lookup_elem(flows, k);
-    if (!v) {
-        struct flow_val zero = {};
-        if (skp) {
-            struct sock_info *si = bpf_map_lookup_elem(&socks, &skp);
-            if (si && si->role) {
-                zero.role = si->role;
-            } else {
-                /* a connection older than the agent: decide once, remember */
-                struct sock_info fresh = {.lport = k->lport};
-                fresh.role = wl_tcp_role_from_bind_bucket((struct sock *)skp);
-                zero.role = fresh.role;
-                if (fresh.role)
-                    bpf_map_update_elem(&socks, &skp, &fresh, BPF_ANY);
-            }
-        }
-        long err = bpf_map_update_elem(flows, k, &zero, BPF_NOEXIST);
-        if (err && err != -EEXIST) {
+    __u32 *sp = bpf_map_lookup_elem(&slot_of, k);
+    __u32 slot;
+    if (sp) {
+        slot = *sp;
+    } else {
+        long got = slot_claim(k, skp);
+        if (got < 0) {
             bump_drop(WL_DROP_MAP_FULL);
             return;
         }
-        v = bpf_map_lookup_elem(flows, k);
-        if (!v) {
-            bump_drop(WL_DROP_MAP_FULL);
-            return;
-        }
+        slot = (__u32)got;
     }
-    if (exclusive_percpu) {
-        if (tx) {
-            v->tx_bytes += bytes;
-            v->tx_calls += calls;
-        } else {
-            v->rx_bytes += bytes;
-            v->rx_calls += calls;
-        }
-    } else if (tx) {
+    struct flow_val *v = bpf_map_lookup_elem(counts, &slot);
+    if (!v)
+        return;
+    /* shared by all CPUs: atomic */
+    if (tx) {
         __sync_fetch_and_add(&v->tx_bytes, bytes);
         __sync_fetch_and_add(&v->tx_calls, calls);
     } else {
@@ -185,9 +246,9 @@ static __always_inline void account(const struct flow_key *k, __u64 bytes, __u64
         __u32 now = *(volatile __u32 *)&gen & 1;
         if (now == g) {
             if (g)
-                flow_add(&flows1, k, bytes, calls, tx, skp);
+                flow_add(&counts1, k, bytes, calls, tx, skp);
             else
-                flow_add(&flows0, k, bytes, calls, tx, skp);
+                flow_add(&counts0, k, bytes, calls, tx, skp);
             __sync_fetch_and_add(inf, -1);
             return;
         }

@@ -36,15 +36,17 @@ struct flow_key {
     char comm[WL_COMM_LEN];
 };
 
-/* Per-CPU counters of one flow in one generation. */
+/* Counters of one flow (slot) in one generation, updated by every CPU with atomic adds; one
+ * cache line each, so that two busy flows never share a line. */
 struct flow_val {
     __u64 tx_bytes;
     __u64 rx_bytes;
     __u64 tx_calls;
     __u64 rx_calls;
-    __u32 role; /* WL_ROLE_*, set when the entry is created */
+    __u32 role; /* WL_ROLE_*, set when the slot is claimed */
     __u32 pad;
-};
+    __u64 pad_line[3];
+} __attribute__((aligned(64)));
 
 /* Indexes of the per-CPU `drops` array. */
 #define WL_DROP_MAP_FULL 0 /* a new flow did not fit in the map */

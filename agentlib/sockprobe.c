@@ -1,8 +1,12 @@
-/* Loading, attach-mode probing and the two-generation drain of the socket probe. */
+/* Loading, attach-mode probing and the two-generation drain of the socket probe: flows live in
+ * slots (socket.bpf.c); a quiescent generation's counters are read and zeroed through mmap, and
+ * slots idle for IDLE_DRAINS drains are freed in two phases so that no late update is lost or
+ * lands on another flow. */
 #include "sockprobe.h"
 
 #include <errno.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,17 +21,28 @@
 #include "socket.h"
 #include "socket.skel.h"
 
-#define DRAIN_BATCH   4096
 #define WAIT_LIMIT_NS 2000000000LL /* an in-flight program finishes in microseconds */
+#define IDLE_DRAINS   2            /* a slot without traffic for this many drains is freed */
+
+enum slot_state { SLOT_FREE = 0, SLOT_LIVE, SLOT_UNPUBLISHED };
 
 struct sockprobe {
     struct socket *skel;
     enum sockprobe_attach mode;
     int ncpus;
     uint64_t drops_seen; /* cumulative drops already reported */
-    /* batch buffers */
-    struct flow_key *keys;
-    struct flow_val *vals; /* DRAIN_BATCH x ncpus */
+    uint32_t n_slots;
+    /* mmap'd maps */
+    struct flow_key *keys;   /* slot_keys */
+    struct flow_val *cnt[2]; /* counts0, counts1 */
+    size_t keys_len, cnt_len;
+    /* per slot, user side */
+    uint8_t *state;
+    uint64_t *last_active; /* drain number */
+    uint64_t drains;
+    /* scratch for batch deletes */
+    struct flow_key *del_keys;
+    __u32 *del_slots;
 };
 
 const char *sockprobe_mode_name(enum sockprobe_attach m)
@@ -80,7 +95,7 @@ static const char *errno_hint(int e)
 
 /* Opens, configures, loads and attaches one mode; NULL with err on failure. */
 static struct socket *try_mode(const struct sockprobe_opts *o, enum sockprobe_attach mode,
-                               char *err, size_t errlen)
+                               uint32_t n_slots, char *err, size_t errlen)
 {
     struct socket *skel = socket__open();
     struct bpf_program *p;
@@ -96,13 +111,14 @@ static struct socket *try_mode(const struct sockprobe_opts *o, enum sockprobe_at
     skel->rodata->filter_cgroup_level = o->cgroup_level;
     for (size_t i = 0; i < o->n_excl_ports && i < WL_MAX_EXCL_PORTS; i++)
         skel->rodata->excl_ports[i] = o->excl_ports[i];
-    skel->rodata->exclusive_percpu = mode != SOCKPROBE_FENTRY;
+    skel->rodata->n_slots = n_slots;
     skel->rodata->n_excl_ports =
         (__u32)(o->n_excl_ports < WL_MAX_EXCL_PORTS ? o->n_excl_ports : WL_MAX_EXCL_PORTS);
-    if (o->map_entries) {
-        bpf_map__set_max_entries(skel->maps.flows0, o->map_entries);
-        bpf_map__set_max_entries(skel->maps.flows1, o->map_entries);
-    }
+    bpf_map__set_max_entries(skel->maps.slot_of, n_slots);
+    bpf_map__set_max_entries(skel->maps.claims, n_slots);
+    bpf_map__set_max_entries(skel->maps.slot_keys, n_slots);
+    bpf_map__set_max_entries(skel->maps.counts0, n_slots);
+    bpf_map__set_max_entries(skel->maps.counts1, n_slots);
     bpf_object__for_each_program(p, skel->obj)
     {
         enum sockprobe_attach pm = prog_mode(p);
@@ -143,18 +159,24 @@ struct sockprobe *sockprobe_open(const struct sockprobe_opts *o, char *err, size
         snprintf(err, errlen, "cannot count possible CPUs: %s", strerror(-sp->ncpus));
         goto fail;
     }
-    sp->keys = calloc(DRAIN_BATCH, sizeof(*sp->keys));
-    sp->vals = calloc((size_t)DRAIN_BATCH * (size_t)sp->ncpus, sizeof(*sp->vals));
-    if (!sp->keys || !sp->vals) {
+    /* slots: a power of two, at least the requested flows */
+    sp->n_slots = 1;
+    while (sp->n_slots < (o->map_entries ? o->map_entries : WL_FLOW_MAP_DEFAULT))
+        sp->n_slots <<= 1;
+    sp->state = calloc(sp->n_slots, sizeof(*sp->state));
+    sp->last_active = calloc(sp->n_slots, sizeof(*sp->last_active));
+    sp->del_keys = calloc(sp->n_slots, sizeof(*sp->del_keys));
+    sp->del_slots = calloc(sp->n_slots, sizeof(*sp->del_slots));
+    if (!sp->state || !sp->last_active || !sp->del_keys || !sp->del_slots) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
     if (o->attach != SOCKPROBE_AUTO) {
-        sp->skel = try_mode(o, o->attach, err, errlen);
+        sp->skel = try_mode(o, o->attach, sp->n_slots, err, errlen);
         sp->mode = o->attach;
     } else {
         for (size_t i = 0; i < 3 && !sp->skel; i++) {
-            sp->skel = try_mode(o, order[i], why[i], sizeof(why[i]));
+            sp->skel = try_mode(o, order[i], sp->n_slots, why[i], sizeof(why[i]));
             sp->mode = order[i];
         }
         if (!sp->skel)
@@ -162,6 +184,21 @@ struct sockprobe *sockprobe_open(const struct sockprobe_opts *o, char *err, size
     }
     if (!sp->skel)
         goto fail;
+    long page = sysconf(_SC_PAGESIZE);
+    sp->keys_len =
+        ((size_t)sp->n_slots * sizeof(struct flow_key) + (size_t)page - 1) & ~((size_t)page - 1);
+    sp->cnt_len =
+        ((size_t)sp->n_slots * sizeof(struct flow_val) + (size_t)page - 1) & ~((size_t)page - 1);
+    sp->keys =
+        mmap(NULL, sp->keys_len, PROT_READ, MAP_SHARED, bpf_map__fd(sp->skel->maps.slot_keys), 0);
+    sp->cnt[0] = mmap(NULL, sp->cnt_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+                      bpf_map__fd(sp->skel->maps.counts0), 0);
+    sp->cnt[1] = mmap(NULL, sp->cnt_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+                      bpf_map__fd(sp->skel->maps.counts1), 0);
+    if (sp->keys == MAP_FAILED || sp->cnt[0] == MAP_FAILED || sp->cnt[1] == MAP_FAILED) {
+        snprintf(err, errlen, "mapping the flow counters: %s", strerror(errno));
+        goto fail;
+    }
     return sp;
 fail:
     sockprobe_close(sp);
@@ -172,9 +209,16 @@ void sockprobe_close(struct sockprobe *sp)
 {
     if (!sp)
         return;
+    if (sp->keys && sp->keys != MAP_FAILED)
+        munmap(sp->keys, sp->keys_len);
+    for (int g = 0; g < 2; g++)
+        if (sp->cnt[g] && sp->cnt[g] != MAP_FAILED)
+            munmap(sp->cnt[g], sp->cnt_len);
     socket__destroy(sp->skel);
-    free(sp->keys);
-    free(sp->vals);
+    free(sp->state);
+    free(sp->last_active);
+    free(sp->del_keys);
+    free(sp->del_slots);
     free(sp);
 }
 
@@ -243,12 +287,62 @@ static void add_record(struct flowset *out, const struct flow_key *k, const stru
     r->rx_calls = sum.rx_calls;
 }
 
+/* Deletes n keys (key_size bytes each) from a hash map: one batch call, else one by one; a key
+ * already gone counts as deleted. 0, or -1 with errno. */
+static int delete_keys(int fd, const void *keys, size_t key_size, __u32 n)
+{
+    LIBBPF_OPTS(bpf_map_batch_opts, bo);
+    __u32 count = n;
+    if (n == 0 || (bpf_map_delete_batch(fd, keys, &count, &bo) == 0 && count == n))
+        return 0;
+    for (__u32 i = 0; i < n; i++) {
+        const char *k = (const char *)keys + (size_t)i * key_size;
+        if (bpf_map_delete_elem(fd, k) != 0 && errno != ENOENT)
+            return -1;
+    }
+    return 0;
+}
+
+/* Frees slots in two phases. Phase 2 (slots unpublished at the previous drain): no program can
+ * still hold them (any that looked the flow up before it was unpublished ran in a generation
+ * drained since), and their late counts were read just now under their old key: release the
+ * claim. Phase 1 (live slots idle for IDLE_DRAINS drains): unpublish the flow from slot_of, so new
+ * events of it take a new slot; the slot and its key stay until phase 2. */
+static int free_idle_slots(struct sockprobe *sp, char *err, size_t errlen)
+{
+    int claims = bpf_map__fd(sp->skel->maps.claims);
+    int slot_of = bpf_map__fd(sp->skel->maps.slot_of);
+    __u32 n = 0;
+    for (uint32_t s = 0; s < sp->n_slots; s++)
+        if (sp->state[s] == SLOT_UNPUBLISHED)
+            sp->del_slots[n++] = s;
+    if (delete_keys(claims, sp->del_slots, sizeof(__u32), n) != 0) {
+        snprintf(err, errlen, "releasing %u idle slots: %s", n, strerror(errno));
+        return -1;
+    }
+    for (__u32 i = 0; i < n; i++)
+        sp->state[sp->del_slots[i]] = SLOT_FREE;
+
+    n = 0;
+    for (uint32_t s = 0; s < sp->n_slots; s++) {
+        if (sp->state[s] != SLOT_LIVE || sp->drains - sp->last_active[s] < IDLE_DRAINS)
+            continue;
+        sp->del_keys[n] = sp->keys[s];
+        sp->del_slots[n++] = s;
+    }
+    if (delete_keys(slot_of, sp->del_keys, sizeof(struct flow_key), n) != 0) {
+        snprintf(err, errlen, "unpublishing %u idle flows: %s", n, strerror(errno));
+        return -1;
+    }
+    for (__u32 i = 0; i < n; i++)
+        sp->state[sp->del_slots[i]] = SLOT_UNPUBLISHED;
+    return 0;
+}
+
 int sockprobe_drain(struct sockprobe *sp, struct flowset *out, uint64_t *dropped, char *err,
                     size_t errlen)
 {
     __u32 old = sp->skel->bss->gen & 1;
-    struct bpf_map *m = old ? sp->skel->maps.flows1 : sp->skel->maps.flows0;
-    int fd = bpf_map__fd(m);
     int infd = bpf_map__fd(sp->skel->maps.inflight);
     uint64_t busy = 0;
     int oom = 0;
@@ -273,30 +367,25 @@ int sockprobe_drain(struct sockprobe *sp, struct flowset *out, uint64_t *dropped
         sched_yield();
     }
 
-    /* Nothing writes `old` now: read and delete it whole, batch by batch. */
-    __u32 token = 0;
-    bool first = true;
-    for (;;) {
-        __u32 count = DRAIN_BATCH;
-        LIBBPF_OPTS(bpf_map_batch_opts, bo);
-        int rc = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &token, &token, sp->keys,
-                                                 sp->vals, &count, &bo);
-        int e = rc ? errno : 0;
-        first = false;
-        for (__u32 i = 0; i < count; i++)
-            add_record(out, &sp->keys[i], &sp->vals[(size_t)i * (size_t)sp->ncpus], sp->ncpus,
-                       &oom);
-        if (rc && e == ENOENT)
-            break;
-        if (rc) {
-            snprintf(err, errlen, "draining flows%u: %s", old, strerror(e));
-            return -1;
-        }
+    /* Nothing writes `old` now: read every slot's counters through the mapping and zero them
+     * (the role stays: it belongs to the slot's flow). */
+    struct flow_val *cnt = sp->cnt[old];
+    sp->drains++;
+    for (uint32_t s = 0; s < sp->n_slots; s++) {
+        struct flow_val *v = &cnt[s];
+        if (!(v->tx_calls | v->rx_calls))
+            continue;
+        add_record(out, &sp->keys[s], v, 1, &oom);
+        v->tx_bytes = v->rx_bytes = v->tx_calls = v->rx_calls = 0;
+        sp->state[s] = SLOT_LIVE;
+        sp->last_active[s] = sp->drains;
     }
     if (oom) {
         snprintf(err, errlen, "out of memory while draining");
         return -1;
     }
+    if (free_idle_slots(sp, err, errlen) != 0)
+        return -1;
 
     uint64_t full = 0, race = 0;
     int dfd = bpf_map__fd(sp->skel->maps.drops);

@@ -3,6 +3,7 @@
 #include "db.h"
 
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,14 +132,19 @@ cleanup:;
     return rc;
 }
 
-/* Days already ensured by this process (per connection is good enough: partitions persist). */
+/* Days already ensured by this process (partitions persist, so one cache serves every
+ * connection); ingest workers call in from several threads. */
 static int64_t g_made_from = INT64_MAX, g_made_to = INT64_MIN;
+static pthread_mutex_t g_made_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int db_ensure_partitions(PGconn *db, int64_t from_us, int64_t to_us, char *err, size_t errlen)
 {
     int64_t d0 = tm_window_start(from_us, 86400) / (86400 * TM_USEC_PER_SEC);
     int64_t d1 = tm_window_start(to_us, 86400) / (86400 * TM_USEC_PER_SEC);
-    if (d0 >= g_made_from && d1 <= g_made_to)
+    pthread_mutex_lock(&g_made_lock);
+    int cached = d0 >= g_made_from && d1 <= g_made_to;
+    pthread_mutex_unlock(&g_made_lock);
+    if (cached)
         return 0;
     char a[TM_RFC3339_LEN], b[TM_RFC3339_LEN];
     tm_format_rfc3339(d0 * 86400 * TM_USEC_PER_SEC, a);
@@ -152,6 +158,7 @@ int db_ensure_partitions(PGconn *db, int64_t from_us, int64_t to_us, char *err, 
         snprintf(err, errlen, "creating partitions %s..%s: %s", a, b, PQresultErrorMessage(r));
         rc = -1;
     } else if (PQtransactionStatus(db) == PQTRANS_IDLE) {
+        pthread_mutex_lock(&g_made_lock);
         /* only cache once committed: inside a caller's transaction a rollback would undo it;
          * the cache is one contiguous range of days */
         if (g_made_from > g_made_to || d1 + 1 < g_made_from || d0 > g_made_to + 1) {
@@ -161,6 +168,7 @@ int db_ensure_partitions(PGconn *db, int64_t from_us, int64_t to_us, char *err, 
             g_made_from = d0 < g_made_from ? d0 : g_made_from;
             g_made_to = d1 > g_made_to ? d1 : g_made_to;
         }
+        pthread_mutex_unlock(&g_made_lock);
     }
     PQclear(r);
     return rc;
@@ -179,8 +187,10 @@ int db_prune(PGconn *db, int64_t cutoff_us, int *dropped, char *err, size_t errl
         rc = -1;
     } else {
         *dropped = atoi(PQgetvalue(r, 0, 0));
+        pthread_mutex_lock(&g_made_lock);
         g_made_from = INT64_MAX; /* partitions may be gone now */
         g_made_to = INT64_MIN;
+        pthread_mutex_unlock(&g_made_lock);
     }
     PQclear(r);
     return rc;

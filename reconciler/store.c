@@ -1,7 +1,6 @@
 /* Durable storage of ingest batches (see store.h). */
 #include "store.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,9 +76,6 @@ static void set_err(char *err, size_t errlen, const char *what, const char *msg)
     while (n && (err[n - 1] == '\n' || err[n - 1] == ' '))
         err[--n] = 0;
 }
-
-/* db_ensure_partitions keeps a process-wide cache without a lock of its own. */
-static pthread_mutex_t g_partitions_mu = PTHREAD_MUTEX_INITIALIZER;
 
 struct store *store_new(const struct cfg *cfg)
 {
@@ -242,10 +238,7 @@ static int write_once(struct store *st, const struct ingest_batch *b, struct sto
     if (b->n_rows == 0 && b->kind != INGEST_ATTRIBUTIONS)
         return 0;
     /* partitions first, in their own transaction: a rollback of ours must not undo them */
-    pthread_mutex_lock(&g_partitions_mu);
-    int prc = db_ensure_partitions(st->db, b->min_us, b->max_us, err, errlen);
-    pthread_mutex_unlock(&g_partitions_mu);
-    if (prc < 0)
+    if (db_ensure_partitions(st->db, b->min_us, b->max_us, err, errlen) < 0)
         return -1;
     if (run(st->db, "BEGIN", "BEGIN", 0, NULL, NULL, NULL, err, errlen) < 0)
         return -1;

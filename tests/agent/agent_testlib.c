@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,11 +53,45 @@ const char *atl_bin(const char *name)
     return out;
 }
 
+static pid_t g_kids[64];
+static int g_nkids;
+
+/* At exit, children still running (a failed assertion skipped their stop) are terminated; ones
+ * already reaped are left alone (waitpid fails for them, so a reused pid is never signalled). */
+static void stop_kids(void)
+{
+    for (int i = 0; i < g_nkids; i++) {
+        int st;
+        if (waitpid(g_kids[i], &st, WNOHANG) != 0)
+            continue;
+        kill(g_kids[i], SIGTERM);
+        for (int w = 0; w < 100 && waitpid(g_kids[i], &st, WNOHANG) == 0; w++)
+            usleep(20000);
+        if (waitpid(g_kids[i], &st, WNOHANG) == 0) {
+            kill(g_kids[i], SIGKILL);
+            waitpid(g_kids[i], &st, 0);
+        }
+    }
+    g_nkids = 0;
+}
+
 pid_t atl_spawn(char *const argv[], const char *out_path, const char *err_path)
 {
+    pid_t parent = getpid();
     pid_t pid = fork();
-    if (pid != 0)
+    if (pid > 0) {
+        if (g_nkids == 0)
+            atexit(stop_kids);
+        if (g_nkids < 64)
+            g_kids[g_nkids++] = pid;
         return pid;
+    }
+    if (pid < 0)
+        return pid;
+    /* never outlive the test, even if it crashes */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(1);
     if (out_path) {
         int fd = open(out_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd >= 0) {

@@ -194,34 +194,96 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Phase 1: every cell with enough traffic to judge is ok, with coverage within [green, over];
- * nyc->chi (socket reads with agents at both ends + the dupedog copy) and chi->osl are judged in
- * every window but at most one (a poll gap on a busy machine makes a window `incomplete`, which
- * is honest, not wrong). */
+/* Phase 1: green. For each pair with enough traffic to judge (nyc->chi: socket reads with agents
+ * at both ends + the dupedog copy; chi->osl: osl's chatter), over the phase attributed / observed
+ * payload is within [green, over] (nothing counted twice, nothing missed), and every window is
+ * `ok` -- except that a window may miss by what its neighbour has extra: when the counter reading
+ * behind a window edge comes late (snmpd's 1 s interface cache, a busy machine), bytes move
+ * across the edge, one window reads low and the next high; then the two together must be within
+ * [green, over]. A window `incomplete` for a poll gap is honest, not wrong: at most one. */
+static void check_phase1_pair(const char *src, const char *dst)
+{
+    PGresult *r = q("SELECT extract(epoch FROM window_start)::bigint, status, coverage, "
+                    "attributed_bytes, observed_payload_bytes FROM heatmap_cells WHERE src_site = "
+                    "'%s' AND dst_site = '%s' AND window_start >= to_timestamp(%lld) AND "
+                    "window_start < to_timestamp(%lld) ORDER BY 1",
+                    src, dst, p1, p2);
+    int n = PQntuples(r), windows = (int)((p2 - p1) / 10), incomplete = 0;
+    double att = 0, obs = 0;
+    assert_int_equal(n, windows);
+    for (int i = 0; i < n; i++) {
+        const char *st = PQgetvalue(r, i, 1);
+        if (!strcmp(st, "incomplete")) {
+            incomplete++;
+            continue;
+        }
+        double a = atof(PQgetvalue(r, i, 3)), o = atof(PQgetvalue(r, i, 4));
+        att += a;
+        obs += o;
+        if (!strcmp(st, "ok"))
+            continue;
+        bool explained = false;
+        for (int k = i - 1; k <= i + 1; k += 2) {
+            if (k < 0 || k >= n || !strcmp(PQgetvalue(r, k, 1), "incomplete"))
+                continue;
+            double c = (a + atof(PQgetvalue(r, k, 3))) / (o + atof(PQgetvalue(r, k, 4)));
+            explained |= c >= GREEN && c <= OVER;
+        }
+        if (strcmp(st, "warn") && strcmp(st, "over"))
+            explained = false;
+        if (!explained)
+            fail_msg("phase 1 window %s %s->%s: status %s coverage %s, expected ok within "
+                     "[%.2f, %.2f] (or an edge shift a neighbour window explains)",
+                     PQgetvalue(r, i, 0), src, dst, st, PQgetvalue(r, i, 2), GREEN, OVER);
+        fprintf(stderr, "phase 1 window %s %s->%s: %s %s, explained by a neighbour window\n",
+                PQgetvalue(r, i, 0), src, dst, st, PQgetvalue(r, i, 2));
+    }
+    assert_in_range(incomplete, 0, 1);
+    double cov = att / obs;
+    fprintf(stderr, "phase 1 %s->%s: coverage %.4f over %d windows\n", src, dst, cov,
+            windows - incomplete);
+    if (cov < GREEN || cov > OVER)
+        fail_msg("phase 1 %s->%s: coverage %.4f over the phase, expected within [%.2f, %.2f]", src,
+                 dst, cov, GREEN, OVER);
+}
+
+/* Phase 1 de-duplication, by the numbers the loads were paced at (scripts/scenario.sh): on
+ * nyc->chi the sockets carry train-42's 40 Mbit/s + osl's chatter from nyc 12 Mbit/s = 65 MB per
+ * 10 s window, once although agents see both ends; dupedog's 40 Mbit/s = 50 MB per window is
+ * credited from its log only (its port 7100 is left out of socket counts). Within 5%. */
+static void check_phase1_dedup(void)
+{
+    PGresult *r = q("SELECT sum(socket_bytes), sum(service_bytes), count(*) FROM heatmap_cells "
+                    "WHERE src_site = 'nyc' AND dst_site = 'chi' AND window_start >= "
+                    "to_timestamp(%lld) AND window_start < to_timestamp(%lld) AND status <> "
+                    "'incomplete'",
+                    p1, p2);
+    double socket = atof(PQgetvalue(r, 0, 0)), service = atof(PQgetvalue(r, 0, 1));
+    int windows = atoi(PQgetvalue(r, 0, 2));
+    double want_socket = windows * (40e6 + 12e6) / 8 * 10, want_service = windows * 40e6 / 8 * 10;
+    fprintf(stderr, "phase 1 nyc->chi: socket %.0f bytes (paced %.0f), service %.0f (paced %.0f)\n",
+            socket, want_socket, service, want_service);
+    assert_true(windows >= 3);
+    if (socket < 0.95 * want_socket || socket > 1.05 * want_socket)
+        fail_msg("phase 1 nyc->chi socket bytes %.0f, expected %.0f within 5%%", socket,
+                 want_socket);
+    if (service < 0.95 * want_service || service > 1.05 * want_service)
+        fail_msg("phase 1 nyc->chi service bytes %.0f, expected %.0f within 5%%", service,
+                 want_service);
+}
+
 static void test_phase1_green(void **state)
 {
     (void)state;
-    PGresult *r = q("SELECT extract(epoch FROM window_start)::bigint, src_site, dst_site, status, "
-                    "coverage FROM heatmap_cells WHERE window_start >= to_timestamp(%lld) AND "
-                    "window_start < to_timestamp(%lld) AND status NOT IN ('idle', 'incomplete')",
+    check_phase1_pair("nyc", "chi");
+    check_phase1_pair("chi", "osl");
+    check_phase1_dedup();
+    /* Every other pair is idle (acknowledgements only) or has no link. */
+    PGresult *r = q("SELECT count(*) FROM heatmap_cells WHERE window_start >= to_timestamp(%lld) "
+                    "AND window_start < to_timestamp(%lld) AND NOT (src_site, dst_site) IN "
+                    "(('nyc', 'chi'), ('chi', 'osl')) AND status NOT IN ('idle', 'incomplete')",
                     p1, p2);
-    int judged_nyc_chi = 0, judged_chi_osl = 0;
-    for (int i = 0; i < PQntuples(r); i++) {
-        const char *st = PQgetvalue(r, i, 3);
-        double cov = atof(PQgetvalue(r, i, 4));
-        if (strcmp(st, "ok") != 0 || cov < GREEN || cov > OVER)
-            fail_msg("phase 1 window %s %s->%s: status %s coverage %.4f, expected ok within "
-                     "[%.2f, %.2f]",
-                     PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), st, cov, GREEN,
-                     OVER);
-        if (!strcmp(PQgetvalue(r, i, 1), "nyc") && !strcmp(PQgetvalue(r, i, 2), "chi"))
-            judged_nyc_chi++;
-        if (!strcmp(PQgetvalue(r, i, 1), "chi") && !strcmp(PQgetvalue(r, i, 2), "osl"))
-            judged_chi_osl++;
-    }
-    int windows = (int)((p2 - p1) / 10);
-    assert_in_range(judged_nyc_chi, windows - 1, windows);
-    assert_in_range(judged_chi_osl, windows - 1, windows);
+    assert_int_equal(atoi(PQgetvalue(r, 0, 0)), 0);
     /* No alert of any kind opened before phase 2. */
     r = q("SELECT count(*) FROM gap_alerts WHERE first_window < to_timestamp(%lld)", p2);
     assert_int_equal(atoi(PQgetvalue(r, 0, 0)), 0);
@@ -452,9 +514,30 @@ static void test_ship_delivered_every_transfer(void **state)
     assert_int_equal(bytes_db, bytes_logged);
 }
 
+/* Each of the six agents reported every window of the scenario exactly once (a report labelled
+ * with the wrong window shows up here as one window reported twice and its neighbour never). */
+static void test_agents_report_every_window_once(void **state)
+{
+    (void)state;
+    PGresult *r =
+        q("SELECT host, extract(epoch FROM w)::bigint, (SELECT count(*) FROM "
+          "flow_reports f WHERE f.host = h.host AND f.window_start = w) FROM (SELECT "
+          "DISTINCT host FROM flow_reports) h, generate_series(to_timestamp(%lld), "
+          "to_timestamp(%lld), interval '10 seconds') w WHERE (SELECT count(*) FROM "
+          "flow_reports f WHERE f.host = h.host AND f.window_start = w) <> 1 ORDER BY 1, 2",
+          p1, p_end - 10);
+    for (int i = 0; i < PQntuples(r); i++)
+        fprintf(stderr, "agent %s: %s report(s) for window %s\n", PQgetvalue(r, i, 0),
+                PQgetvalue(r, i, 2), PQgetvalue(r, i, 1));
+    assert_int_equal(PQntuples(r), 0);
+    r = q("SELECT count(DISTINCT host) FROM flow_reports");
+    assert_int_equal(atoi(PQgetvalue(r, 0, 0)), 6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_agents_report_every_window_once, after_each),
         cmocka_unit_test_teardown(test_phase1_green, after_each),
         cmocka_unit_test_teardown(test_phase2_saturation_names_workflow, after_each),
         cmocka_unit_test_teardown(test_phase3_gap_volume, after_each),

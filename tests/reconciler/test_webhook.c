@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -343,6 +344,40 @@ static void test_open_resend_resolve(void **state)
     free(m);
 }
 
+/* `reconcile --once` (no server) delivers what is due and waits for the answer before exiting:
+ * an `over` alert put in gap_alerts by hand reaches the receiver by the time --once returns. */
+static void test_once_delivers(void **state)
+{
+    (void)state;
+    int st = th_stop(F.pid, 10000);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    F.pid = 0;
+    int before = wait_posts(1000, 0);
+    char *sql = fmt("INSERT INTO gap_alerts (kind, src_site, dst_site, state, first_window,"
+                    " last_window, peak_unattributed_bytes, peak_ratio, summary) VALUES ('over',"
+                    " 'chi', 'nyc', 'open', '%s', '%s', 0, 1.31, 'chi->nyc claims 131%%')",
+                    fx_ts(W[1]), fx_ts(W[3]));
+    PGresult *r = PQexec(F.db, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    free(sql);
+    char *out = NULL;
+    assert_int_equal(fx_run(&F, "reconcile --once", &out), 0);
+    fprintf(stderr, "%s", out);
+    free(out);
+    assert_int_equal(wait_posts(before + 1, 0), before + 1);
+    char *b = body_of(before);
+    fprintf(stderr, "--once delivered: %s\n", b);
+    assert_non_null(strstr(b, "\"labels\":{\"alertname\":\"WanledgerOver\",\"kind\":\"over\","
+                              "\"src_site\":\"chi\",\"dst_site\":\"nyc\",\"severity\":\"info\"}"));
+    assert_non_null(strstr(b, "\"summary\":\"chi->nyc claims 131%\""));
+    assert_non_null(strstr(b, "\"peak_ratio\":\"1.3100\""));
+    free(b);
+    assert_string_equal(fx_row(&F, "SELECT last_sent_at IS NOT NULL FROM gap_alerts"
+                                   " WHERE kind = 'over'"),
+                        "t");
+}
+
 int main(void)
 {
     receiver_start(1);
@@ -357,7 +392,8 @@ int main(void)
     for (int i = 1; i <= 7; i++)
         W[i] = w + (int64_t)(i - 1) * 60 * SEC;
     fx_start(&F);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_open_resend_resolve)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_open_resend_resolve),
+                                       cmocka_unit_test(test_once_delivers)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     fx_stop(&F);
     receiver_stop();
