@@ -3,9 +3,9 @@
 # snmpget + snmpbulkwalk of the same columns and Debian's prometheus-snmp-exporter with a numeric-
 # OID module of the same columns, side by side in one run; then 20 snmpd instances (devices) at
 # once. Prints p50/p99/max seconds per poll with sample counts, ratios, and snmpd's CPU per poll.
-# Usage (root): bench/pollers/bench_poll.sh [BUILD_DIR] [POLLS]   (default /work/build-poll-rel, 10)
+# Usage (root): bench/pollers/bench_poll.sh [BUILD_DIR] [POLLS]   (default build/rel, 10)
 set -euo pipefail
-BUILD=${1:-/work/build-poll-rel}
+BUILD=${1:-build/rel}
 POLLS=${2:-10}
 HERE=$(cd "$(dirname "$0")" && pwd)
 WL=$BUILD/cmd/wanledger

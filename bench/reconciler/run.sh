@@ -3,7 +3,7 @@
 #   bench/reconciler/run.sh [ROUNDS]     (ROUNDS x 100,000 flow records ingested; default 10)
 set -eu
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${WL_BENCH_BUILD:-/work/build-svc-rel}
+BUILD=${WL_BENCH_BUILD:-$SRC/build/rel}
 cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DWL_SANITIZE=OFF >/dev/null
 nice cmake --build "$BUILD" -j2 --target wanledger bench_reconciler >/dev/null
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
