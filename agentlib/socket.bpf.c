@@ -1,5 +1,6 @@
 /* The socket probe: TCP and UDP bytes and calls per (process, socket 4-tuple), counted in flow
- * slots, into one of two counter generations that the agent flips and drains whole (sockprobe.c). */
+ * slots, into one of two counter generations that the agent flips and drains whole (sockprobe.c).
+ */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -163,6 +164,8 @@ static __always_inline __u32 sock_role(__u64 skp, __u16 lport)
     return fresh.role;
 }
 
+#define WL_CLAIM_PROBES 32
+
 /* Finds a free slot for a new flow, fills it and publishes it in slot_of. Returns the slot, or
  * -1 when no slot could be had (counted as a drop by the caller). */
 static __always_inline long slot_claim(const struct flow_key *k, __u64 skp)
@@ -170,7 +173,7 @@ static __always_inline long slot_claim(const struct flow_key *k, __u64 skp)
     __u32 mask = n_slots - 1;
     __u32 start = next_hint;
     __u32 one = 1;
-    for (__u32 i = 0; i < 16; i++) {
+    for (__u32 i = 0; i < WL_CLAIM_PROBES; i++) {
         __u32 cand = (start + i) & mask;
         if (bpf_map_update_elem(&claims, &cand, &one, BPF_NOEXIST) != 0)
             continue;
@@ -198,6 +201,9 @@ static __always_inline long slot_claim(const struct flow_key *k, __u64 skp)
         next_hint = cand + 1;
         return cand;
     }
+    /* a crowded stretch: let the next claim look past it (the agent also moves the hint to a
+     * free slot after every drain) */
+    next_hint = start + WL_CLAIM_PROBES;
     return -1;
 }
 

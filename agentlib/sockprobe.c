@@ -377,7 +377,10 @@ int sockprobe_drain(struct sockprobe *sp, struct flowset *out, uint64_t *dropped
             continue;
         add_record(out, &sp->keys[s], v, 1, &oom);
         v->tx_bytes = v->rx_bytes = v->tx_calls = v->rx_calls = 0;
-        sp->state[s] = SLOT_LIVE;
+        /* late updates of an unpublished slot do not make it live again: its key may already
+         * be published on another slot, and it must still be released next drain */
+        if (sp->state[s] != SLOT_UNPUBLISHED)
+            sp->state[s] = SLOT_LIVE;
         sp->last_active[s] = sp->drains;
     }
     if (oom) {
@@ -386,6 +389,15 @@ int sockprobe_drain(struct sockprobe *sp, struct flowset *out, uint64_t *dropped
     }
     if (free_idle_slots(sp, err, errlen) != 0)
         return -1;
+    /* point the kernel's claim hint at a slot that is free as far as this drain knows */
+    uint32_t hint = sp->skel->bss->next_hint & (sp->n_slots - 1);
+    for (uint32_t i = 0; i < sp->n_slots; i++) {
+        uint32_t s = (hint + i) & (sp->n_slots - 1);
+        if (sp->state[s] == SLOT_FREE) {
+            sp->skel->bss->next_hint = s;
+            break;
+        }
+    }
 
     uint64_t full = 0, race = 0;
     int dfd = bpf_map__fd(sp->skel->maps.drops);

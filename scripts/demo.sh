@@ -91,8 +91,8 @@ trap 'exit 130' INT TERM
 # with its own processes.
 "$here/stack.sh" down --run "$RUN" >/dev/null 2>&1 || true # a stack an earlier --keep left up
 mkdir -p "$RUN/pids" "$RUN/logs"
-"$BUILD/tests/e2e/wl-http-sink" --listen "127.0.0.1:$WEBHOOK_PORT" --out "$RUN/alerts.ndjson" \
-  --seconds 86400 >>"$RUN/logs/webhook.log" 2>&1 &
+setsid "$BUILD/tests/e2e/wl-http-sink" --listen "127.0.0.1:$WEBHOOK_PORT" --out "$RUN/alerts.ndjson" \
+  --seconds 86400 >>"$RUN/logs/webhook.log" 2>&1 </dev/null &
 webhook_pid=$!
 
 say "bringing up the sites and the stack"

@@ -47,14 +47,16 @@ export MIBS= MIBDIRS=/nonexistent # numeric OIDs only: Debian ships no IETF MIBs
 log() { printf '%s stack: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
 # start NAME NETNS|- CMD...: runs CMD in the background (inside NETNS unless "-"), records pid.
+# Each runs in a session of its own, so Ctrl-C in the demo's terminal does not reach it (the
+# demo's --keep leaves it running; `down` stops it by its pid).
 start() {
   local name=$1 ns=$2
   shift 2
   mkdir -p "$PIDS" "$LOGS"
   if [ "$ns" = - ]; then
-    "$@" >>"$LOGS/$name.log" 2>&1 &
+    setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
   else
-    ip netns exec "$ns" "$@" >>"$LOGS/$name.log" 2>&1 &
+    setsid ip netns exec "$ns" "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
   fi
   echo $! >"$PIDS/$name.pid"
 }

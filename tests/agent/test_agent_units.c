@@ -5,8 +5,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -125,12 +128,48 @@ static void test_flag_errors(void **state)
     agent_opts_free(&o);
 }
 
+static void test_config_file(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/wla-agent-cfg-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *json = "{\"window_seconds\": 7, \"k\": 9, \"workflow_env\": [\"A\", \"B\"],"
+                       " \"host\": \"h1\"}";
+    assert_int_equal(write(fd, json, strlen(json)), (ssize_t)strlen(json));
+    close(fd);
+    struct agent_opts o;
+    char err[512];
+    char *argv[] = {"agent", "--config", path, "--stdout", "--k", "3", NULL};
+    assert_int_equal(agent_opts_parse(&o, 6, argv, err, sizeof(err)), 0);
+    assert_int_equal(o.window_seconds, 7); /* from the file */
+    assert_int_equal(o.k, 3);              /* the flag wins */
+    assert_int_equal(o.n_workflow_env, 2);
+    assert_string_equal(o.workflow_env[1], "B");
+    assert_string_equal(o.host, "h1");
+    agent_opts_free(&o);
+
+    fd = open(path, O_WRONLY | O_TRUNC);
+    const char *bad = "{\"window_seconds\": 7, \"k\": \"many\"}";
+    assert_int_equal(write(fd, bad, strlen(bad)), (ssize_t)strlen(bad));
+    close(fd);
+    char *argv2[] = {"agent", "--config", path, "--stdout", NULL};
+    assert_int_equal(agent_opts_parse(&o, 4, argv2, err, sizeof(err)), -1);
+    char want[600];
+    snprintf(want, sizeof(want), "%s: $.k: expected a flow count", path);
+    if (!strstr(err, want))
+        fail_msg("error \"%s\" does not start with \"%s\"", err, want);
+    agent_opts_free(&o);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cgroup_paths),
         cmocka_unit_test(test_endpoints),
         cmocka_unit_test(test_flag_errors),
+        cmocka_unit_test(test_config_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

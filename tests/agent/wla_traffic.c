@@ -16,7 +16,10 @@
  *   wla_traffic spawn DST PORT BYTES UID LINGER_MS a child (uid UID, comm "wla_child") sends one
  *                                                  datagram and exits at once; the parent stays
  *   wla_traffic many DST BASEPORT N                one datagram to each of N ports
- *   wla_traffic slow-client DST PORT DELAY_MS BYTES  connect, wait, then send and read reply */
+ *   wla_traffic slow-client DST PORT DELAY_MS BYTES  connect, wait, then send and read reply
+ *   wla_traffic v6-server ADDR PORT                 IPv6: one TCP connection on PORT (read to EOF,
+ *                                                   answer 4321 bytes), one UDP datagram on PORT+1
+ *   wla_traffic v6-client ADDR PORT                 IPv6: 12345 bytes over TCP, 777 over UDP */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -508,8 +511,66 @@ static int run_slow_client(const char *ip, int port, int delay_ms, size_t bytes)
     return 0;
 }
 
+static struct sockaddr_in6 addr6_of(const char *ip, int port)
+{
+    struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET6, ip, &sa.sin6_addr) != 1) {
+        fprintf(stderr, "wla_traffic: bad IPv6 address %s\n", ip);
+        exit(2);
+    }
+    return sa;
+}
+
+static int run_v6_server(const char *ip, int port)
+{
+    struct sockaddr_in6 ta = addr6_of(ip, port), ua = addr6_of(ip, port + 1), from;
+    socklen_t fl = sizeof(from);
+    int one = 1;
+    int lfd = socket(AF_INET6, SOCK_STREAM, 0), ufd = socket(AF_INET6, SOCK_DGRAM, 0);
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(lfd, (struct sockaddr *)&ta, sizeof(ta)) || listen(lfd, 4) ||
+        bind(ufd, (struct sockaddr *)&ua, sizeof(ua)))
+        die("v6 listen");
+    printf("ready\n");
+    fflush(stdout);
+    int fd = accept(lfd, NULL, NULL);
+    while (read(fd, buf, sizeof(buf)) > 0)
+        ;
+    if (write(fd, buf, 4321) != 4321)
+        die("v6 reply");
+    close(fd);
+    if (recvfrom(ufd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl) != 777)
+        die("v6 udp");
+    return 0;
+}
+
+static int run_v6_client(const char *ip, int port)
+{
+    struct sockaddr_in6 ta = addr6_of(ip, port), ua = addr6_of(ip, port + 1);
+    int fd = socket(AF_INET6, SOCK_STREAM, 0);
+    if (connect(fd, (struct sockaddr *)&ta, sizeof(ta)))
+        die("v6 connect");
+    struct flow f;
+    memset(&f, 0, sizeof(f));
+    send_all(fd, &f, buf, 12345);
+    shutdown(fd, SHUT_WR);
+    ssize_t n, got = 0;
+    while ((n = read(fd, buf, sizeof(buf))) > 0)
+        got += n;
+    close(fd);
+    int u = socket(AF_INET6, SOCK_DGRAM, 0);
+    if (got != 4321 || sendto(u, buf, 777, 0, (struct sockaddr *)&ua, sizeof(ua)) != 777)
+        die("v6 transfer");
+    close(u);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && !strcmp(argv[1], "v6-server"))
+        return run_v6_server(argv[2], atoi(argv[3]));
+    if (argc == 4 && !strcmp(argv[1], "v6-client"))
+        return run_v6_client(argv[2], atoi(argv[3]));
     if (argc == 6 && !strcmp(argv[1], "udp")) {
         udp_once(argv[2], atoi(argv[3]), (size_t)atol(argv[4]));
         usleep((useconds_t)atoi(argv[5]) * 1000);

@@ -115,6 +115,10 @@ static int setup(void **state)
     th_require(getenv("WL_SOURCE_DIR") != NULL, "WL_SOURCE_DIR (set by ctest)");
     th_require(access(th_bin("wanledger-agent"), X_OK) == 0, "wanledger-agent is built");
     snprintf(prefix, sizeof prefix, "wle-e%d-", (int)getpid());
+    /* Sites left by a run that was killed (ctest's timeout): their test process is gone. */
+    th_sh("for p in $(ip netns list | sed -n 's/^wle-e\\([0-9]*\\)-.*/\\1/p' | sort -u); do "
+          "kill -0 $p 2>/dev/null || '%s/scripts/topology.sh' down --prefix wle-e$p-; done",
+          getenv("WL_SOURCE_DIR"));
     conninfo = th_pg_default();
     snprintf(run_dir, sizeof run_dir, "%s", th_tmpdir("e2e"));
     port = th_free_port();
