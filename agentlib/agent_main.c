@@ -24,6 +24,8 @@
 #include "listenroles.h"
 #include "localaddr.h"
 #include "log.h"
+#include "nfslocal.h"
+#include "nfsops.h"
 #include "prisample.h"
 #include "procmeta.h"
 #include "report.h"
@@ -37,6 +39,7 @@
 
 #define FLUSH_INTERVAL_S 5
 #define PRUNE_WINDOWS    10
+#define NFS_LOCAL_TTL_S  300 /* how long an NFS server's client address is reused */
 
 struct agent {
     struct agent_opts o;
@@ -46,9 +49,11 @@ struct agent {
     struct sockprobe *probe;
     const struct agent_nfs_hook *nfs;
     void *nfs_h;
+    struct nfslocal *nfs_local;
     struct procmeta *meta;
     struct sender *sender;
     struct flowset fs;
+    struct nfsops nfsops; /* the window's NFS records with latency, for /metrics */
     struct agentmetrics m;
     char agent_id[80];
     char seq_path[PATH_MAX];
@@ -197,11 +202,13 @@ static void report_window(struct agent *a, int64_t window_start)
     agentmetrics_drain_time(&a->m, (uint64_t)(tm_mono_ns() - t0));
     if (a->nfs_h) {
         uint64_t nfs_dropped = 0;
-        if (a->nfs->drain(a->nfs_h, &a->fs, &nfs_dropped, err, sizeof(err)) != 0) {
+        nfsops_clear(&a->nfsops);
+        if (a->nfs->drain(a->nfs_h, &a->fs, &a->nfsops, &nfs_dropped, err, sizeof(err)) != 0) {
             log_error(a->nfs->name, "drain: %s", err);
             a->m.drain_errors++;
         }
         dropped += nfs_dropped;
+        nfslocal_fill(a->nfs_local, &a->fs, tm_now_us());
     }
     localaddr_drop_self(&a->fs, NULL);
     for (size_t i = 0; i < a->fs.n; i++) {
@@ -214,6 +221,10 @@ static void report_window(struct agent *a, int64_t window_start)
     }
     listenroles_fill(&a->fs, NULL);
     procmeta_join(a->meta, &a->fs);
+    if (a->nfs_h) {
+        procmeta_join_more(a->meta, &a->nfsops.recs);
+        agentmetrics_nfs_window(&a->m, &a->nfsops);
+    }
 
     size_t seen = a->fs.n;
     double tau = 0;
@@ -259,8 +270,10 @@ static void report_window(struct agent *a, int64_t window_start)
 static void arm_tick(struct agent *a)
 {
     int64_t now = tm_now_us();
-    int64_t next =
-        tm_window_start(now, a->o.window_seconds) + (int64_t)a->o.window_seconds * TM_USEC_PER_SEC;
+    int64_t w = (int64_t)a->o.window_seconds * TM_USEC_PER_SEC;
+    int64_t next = a->window_start + w;
+    if (next <= now)
+        next = tm_window_start(now, a->o.window_seconds) + w;
     struct timeval tv = {.tv_sec = (next - now) / TM_USEC_PER_SEC,
                          .tv_usec = (next - now) % TM_USEC_PER_SEC};
     evtimer_add(a->tick, &tv);
@@ -271,14 +284,14 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     struct agent *a = arg;
     (void)fd;
     (void)what;
-    /* the timer fires at (or just after) the boundary: report the window that just ended */
+    /* The timer runs on the monotonic clock and may fire a little before the wall-clock
+     * boundary: report the window being counted, whatever the clock says now. */
     int64_t now = tm_now_us();
-    int64_t ended =
-        tm_window_start(now, a->o.window_seconds) - (int64_t)a->o.window_seconds * TM_USEC_PER_SEC;
-    if (ended < a->window_start)
-        ended = a->window_start;
+    int64_t w = (int64_t)a->o.window_seconds * TM_USEC_PER_SEC;
+    int64_t ended = a->window_start;
+    int64_t cur = tm_window_start(now, a->o.window_seconds);
     report_window(a, ended);
-    a->window_start = tm_window_start(now, a->o.window_seconds);
+    a->window_start = cur > ended ? cur : ended + w;
     if (a->o.once) {
         event_base_loopbreak(a->base);
         return;
@@ -407,9 +420,12 @@ static void agent_free(struct agent *a)
     if (a->base)
         event_base_free(a->base);
     sockprobe_close(a->probe);
+    nfslocal_free(a->nfs_local);
     procmeta_free(a->meta);
     sender_free(a->sender);
     flowset_free(&a->fs);
+    nfsops_free(&a->nfsops);
+    agentmetrics_free(&a->m);
     agent_opts_free(&a->o);
 }
 
@@ -455,10 +471,16 @@ int main(int argc, char **argv)
 #ifdef WL_HAVE_NFS_PROBE
     a.nfs = &nfs_probe_hook;
     a.nfs_h = a.nfs->open(&a.o, err, sizeof(err));
-    if (a.nfs_h)
+    if (a.nfs_h) {
         a.m.nfs = a.nfs->name;
-    else
+        a.nfs_local = nfslocal_new((int64_t)NFS_LOCAL_TTL_S * TM_USEC_PER_SEC);
+        if (!a.nfs_local) {
+            log_error(NULL, "out of memory");
+            goto cleanup;
+        }
+    } else {
         log_warn(a.nfs->name, "not counting NFS: %s", err);
+    }
 #endif
     a.meta = procmeta_new((const char *const *)a.o.workflow_env, a.o.n_workflow_env, NULL, NULL,
                           err, sizeof(err));

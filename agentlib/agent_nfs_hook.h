@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "flowset.h"
+#include "nfsops.h"
 
 struct agent_opts;
 
@@ -24,9 +25,12 @@ struct agent_nfs_hook {
     /* Appends the window's NFS records to out, each with source FLOW_SRC_NFS, owner (pid of the
      * task that initiated the I/O, ppid, uid, cgroup_id, start_ns, comm), server "addr:port",
      * export_path, op "read"/"write", bytes and ops; adds events lost since the previous drain
-     * to *dropped. Must lose nothing between two drains (the same two-generation rule as the
-     * socket probe). Returns 0 or -1 with err (the agent logs it and reports the sockets). */
-    int (*drain)(void *h, struct flowset *out, uint64_t *dropped, char *err, size_t errlen);
+     * to *dropped. When ops is not NULL, also appends every record there (commits too, op
+     * "commit") with its errors and latency histogram, for /metrics. Must lose nothing between
+     * two drains (the same two-generation rule as the socket probe). Returns 0 or -1 with err
+     * (the agent logs it and reports the sockets). */
+    int (*drain)(void *h, struct flowset *out, struct nfsops *ops, uint64_t *dropped, char *err,
+                 size_t errlen);
     void (*close)(void *h); /* accepts NULL */
 };
 

@@ -1,9 +1,26 @@
 /* Prometheus text for the agent's counters. */
 #include "agentmetrics.h"
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "report.h"
+
+/* Exported histogram buckets: le = 2^(i+1) us for slots i in [LO, HI], 32 us .. 16.777216 s
+ * (a fixed set, as Prometheus wants); faster requests fall in the first, slower only in +Inf. */
+#define NFS_BUCKET_LO 4
+#define NFS_BUCKET_HI 23
+
+struct agentmetrics_nfs_series {
+    char server[48], export_path[128], op[8], workflow[128], user[64];
+    uint64_t ops, bytes, errors;
+    uint64_t hist[NFSOPS_HIST_SLOTS]; /* since the agent started */
+    uint64_t window_hist[NFSOPS_HIST_SLOTS];
+    uint64_t last_window; /* nfs_windows when last seen */
+};
 
 void agentmetrics_drain_time(struct agentmetrics *m, uint64_t ns)
 {
@@ -28,6 +45,237 @@ uint64_t agentmetrics_drain_quantile(const struct agentmetrics *m, double q, siz
     qsort(v, n, sizeof(v[0]), cmp_u64);
     size_t i = (size_t)(q * (double)(n - 1) + 0.5);
     return v[i < n ? i : n - 1];
+}
+
+static struct agentmetrics_nfs_series *nfs_series_of(struct agentmetrics *m,
+                                                     const struct flow_rec *r)
+{
+    const char *wf = r->meta ? r->meta->workflow : "", *user = r->meta ? r->meta->user : "";
+    for (size_t i = 0; i < m->n_nfs_series; i++) {
+        struct agentmetrics_nfs_series *x = &m->nfs_series[i];
+        if (strcmp(x->server, r->server) == 0 && strcmp(x->export_path, r->export_path) == 0 &&
+            strcmp(x->op, r->op) == 0 && strcmp(x->workflow, wf) == 0 && strcmp(x->user, user) == 0)
+            return x;
+    }
+    if (m->n_nfs_series == AGENTMETRICS_NFS_SERIES)
+        return NULL;
+    if (m->n_nfs_series == m->cap_nfs_series) {
+        size_t cap = m->cap_nfs_series ? m->cap_nfs_series * 2 : 16;
+        struct agentmetrics_nfs_series *v = realloc(m->nfs_series, cap * sizeof(*v));
+        if (!v)
+            return NULL;
+        m->nfs_series = v;
+        m->cap_nfs_series = cap;
+    }
+    struct agentmetrics_nfs_series *x = &m->nfs_series[m->n_nfs_series++];
+    memset(x, 0, sizeof(*x));
+    snprintf(x->server, sizeof(x->server), "%s", r->server);
+    snprintf(x->export_path, sizeof(x->export_path), "%s", r->export_path);
+    snprintf(x->op, sizeof(x->op), "%s", r->op);
+    snprintf(x->workflow, sizeof(x->workflow), "%s", wf);
+    snprintf(x->user, sizeof(x->user), "%s", user);
+    return x;
+}
+
+void agentmetrics_nfs_window(struct agentmetrics *m, const struct nfsops *ops)
+{
+    m->nfs_windows++;
+    for (size_t i = 0; i < m->n_nfs_series; i++)
+        memset(m->nfs_series[i].window_hist, 0, sizeof(m->nfs_series[i].window_hist));
+    for (size_t i = 0; i < ops->recs.n; i++) {
+        const struct flow_rec *r = &ops->recs.v[i];
+        const struct nfsop_detail *d = &ops->detail[i];
+        struct agentmetrics_nfs_series *x = nfs_series_of(m, r);
+        if (!x) {
+            m->nfs_series_overflow++;
+            continue;
+        }
+        x->ops += r->ops;
+        x->bytes += r->bytes;
+        x->errors += d->errors;
+        for (int b = 0; b < NFSOPS_HIST_SLOTS; b++) {
+            x->hist[b] += d->latency_hist[b];
+            x->window_hist[b] += d->latency_hist[b];
+        }
+        x->last_window = m->nfs_windows;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < m->n_nfs_series; i++)
+        if (m->nfs_windows - m->nfs_series[i].last_window < AGENTMETRICS_NFS_IDLE)
+            m->nfs_series[kept++] = m->nfs_series[i];
+    m->n_nfs_series = kept;
+}
+
+void agentmetrics_free(struct agentmetrics *m)
+{
+    free(m->nfs_series);
+    m->nfs_series = NULL;
+    m->n_nfs_series = m->cap_nfs_series = 0;
+}
+
+/* A label value: cleaned to UTF-8 (report_clean_text), then \\, \" and \n escaped. */
+static void put_label(FILE *f, const char *name, const char *v, bool comma)
+{
+    char clean[REPORT_CLEAN_LEN(128)];
+    report_clean_text(v, clean, sizeof(clean));
+    fprintf(f, "%s%s=\"", comma ? "," : "", name);
+    for (const char *p = clean; *p; p++) {
+        if (*p == '\\' || *p == '"')
+            fputc('\\', f);
+        if (*p == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static void put_labels(FILE *f, const struct agentmetrics_nfs_series *x)
+{
+    put_label(f, "server", x->server, false);
+    put_label(f, "export", x->export_path, true);
+    put_label(f, "op", x->op, true);
+    put_label(f, "workflow", x->workflow, true);
+    put_label(f, "user", x->user, true);
+}
+
+static int cmp_series(const void *a, const void *b)
+{
+    const struct agentmetrics_nfs_series *x = *(const struct agentmetrics_nfs_series *const *)a;
+    const struct agentmetrics_nfs_series *y = *(const struct agentmetrics_nfs_series *const *)b;
+    int c = strcmp(x->server, y->server);
+    if (!c)
+        c = strcmp(x->export_path, y->export_path);
+    if (!c)
+        c = strcmp(x->op, y->op);
+    if (!c)
+        c = strcmp(x->workflow, y->workflow);
+    return c ? c : strcmp(x->user, y->user);
+}
+
+static uint64_t hist_total(const uint64_t *h)
+{
+    uint64_t t = 0;
+    for (int i = 0; i < NFSOPS_HIST_SLOTS; i++)
+        t += h[i];
+    return t;
+}
+
+/* Upper bound in seconds of the bucket holding quantile q (rank ceil(q x total)). */
+static double hist_quantile_s(const uint64_t *h, double q)
+{
+    uint64_t total = hist_total(h), seen = 0;
+    uint64_t rank = (uint64_t)(q * (double)total);
+    if ((double)rank < q * (double)total)
+        rank++;
+    if (rank < 1)
+        rank = 1;
+    for (int i = 0; i < NFSOPS_HIST_SLOTS; i++) {
+        seen += h[i];
+        if (seen >= rank)
+            return (double)((uint64_t)1 << (i + 1)) / 1e6;
+    }
+    return (double)((uint64_t)1 << NFSOPS_HIST_SLOTS) / 1e6;
+}
+
+static void render_nfs(FILE *f, const struct agentmetrics *m)
+{
+    const struct agentmetrics_nfs_series **v = NULL;
+    size_t n = m->n_nfs_series;
+    if (n && !(v = malloc(n * sizeof(*v))))
+        return;
+    for (size_t i = 0; i < n; i++)
+        v[i] = &m->nfs_series[i];
+    if (n)
+        qsort(v, n, sizeof(*v), cmp_series);
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } counters[] = {
+        {"wanledger_nfs_ops_total", "NFS requests completed (errors included).",
+         offsetof(struct agentmetrics_nfs_series, ops)},
+        {"wanledger_nfs_bytes_total", "NFS payload bytes of requests completed without error.",
+         offsetof(struct agentmetrics_nfs_series, bytes)},
+        {"wanledger_nfs_errors_total", "NFS requests completed with an error.",
+         offsetof(struct agentmetrics_nfs_series, errors)},
+    };
+    for (size_t c = 0; c < sizeof(counters) / sizeof(counters[0]); c++) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", counters[c].name, counters[c].help,
+                counters[c].name);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t val;
+            memcpy(&val, (const char *)v[i] + counters[c].off, sizeof(val));
+            fprintf(f, "%s{", counters[c].name);
+            put_labels(f, v[i]);
+            fprintf(f, "} %llu\n", (unsigned long long)val);
+        }
+    }
+    fputs("# HELP wanledger_nfs_latency_seconds NFS request latency, initiate to done (log2 "
+          "buckets; _sum estimated from bucket midpoints).\n"
+          "# TYPE wanledger_nfs_latency_seconds histogram\n",
+          f);
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t *h = v[i]->hist;
+        uint64_t cum = 0;
+        double sum_us = (double)h[0]; /* slot 0 is [0, 2) us: 1 us each */
+        for (int b = 1; b < NFSOPS_HIST_SLOTS; b++)
+            sum_us += (double)h[b] * 1.5 * (double)((uint64_t)1 << b);
+        for (int b = 0; b <= NFS_BUCKET_HI; b++) {
+            cum += h[b];
+            if (b < NFS_BUCKET_LO)
+                continue;
+            fputs("wanledger_nfs_latency_seconds_bucket{", f);
+            put_labels(f, v[i]);
+            fprintf(f, ",le=\"%.6f\"} %llu\n", (double)((uint64_t)1 << (b + 1)) / 1e6,
+                    (unsigned long long)cum);
+        }
+        fputs("wanledger_nfs_latency_seconds_bucket{", f);
+        put_labels(f, v[i]);
+        fprintf(f, ",le=\"+Inf\"} %llu\n", (unsigned long long)hist_total(h));
+        fputs("wanledger_nfs_latency_seconds_sum{", f);
+        put_labels(f, v[i]);
+        fprintf(f, "} %.6f\n", sum_us / 1e6);
+        fputs("wanledger_nfs_latency_seconds_count{", f);
+        put_labels(f, v[i]);
+        fprintf(f, "} %llu\n", (unsigned long long)hist_total(h));
+    }
+    fputs("# HELP wanledger_nfs_latency_window_seconds NFS latency quantile over the last window "
+          "(upper bound of its log2 bucket).\n"
+          "# TYPE wanledger_nfs_latency_window_seconds gauge\n",
+          f);
+    static const struct {
+        const char *label;
+        double q;
+    } qs[] = {{"0.5", 0.5}, {"0.99", 0.99}, {"1", 1.0}};
+    for (size_t i = 0; i < n; i++) {
+        if (!hist_total(v[i]->window_hist))
+            continue;
+        for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++) {
+            fputs("wanledger_nfs_latency_window_seconds{", f);
+            put_labels(f, v[i]);
+            fprintf(f, ",quantile=\"%s\"} %.6f\n", qs[k].label,
+                    hist_quantile_s(v[i]->window_hist, qs[k].q));
+        }
+    }
+    fputs("# HELP wanledger_nfs_latency_window_requests NFS requests behind the last window's "
+          "quantiles.\n"
+          "# TYPE wanledger_nfs_latency_window_requests gauge\n",
+          f);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t t = hist_total(v[i]->window_hist);
+        if (!t)
+            continue;
+        fputs("wanledger_nfs_latency_window_requests{", f);
+        put_labels(f, v[i]);
+        fprintf(f, "} %llu\n", (unsigned long long)t);
+    }
+    fprintf(f,
+            "# HELP wanledger_nfs_series_overflow_total NFS records not exported: more than %d "
+            "label sets.\n"
+            "# TYPE wanledger_nfs_series_overflow_total counter\n"
+            "wanledger_nfs_series_overflow_total %llu\n",
+            AGENTMETRICS_NFS_SERIES, (unsigned long long)m->nfs_series_overflow);
+    free(v);
 }
 
 char *agentmetrics_render(const struct agentmetrics *m)
@@ -92,6 +340,8 @@ char *agentmetrics_render(const struct agentmetrics *m)
             (unsigned long long)m->reports_spooled, (unsigned long long)m->spool_dropped,
             (unsigned long long)m->drain_errors, cnt, (double)p50 / 1e9, (double)p99 / 1e9,
             (double)pmax / 1e9, m->n_drain);
+    if (m->nfs || m->n_nfs_series)
+        render_nfs(f, m);
     if (fclose(f) != 0) {
         free(out);
         return NULL;

@@ -34,7 +34,7 @@ struct flow_meta {
 struct flow_rec {
     enum flow_source source;
     struct flow_owner owner;
-    /* socket */
+    /* socket; for nfs, family + laddr are the client's own address (0: unknown) */
     uint8_t family; /* AF_INET / AF_INET6 */
     uint8_t proto;  /* IPPROTO_TCP / IPPROTO_UDP */
     uint8_t laddr[16], raddr[16];

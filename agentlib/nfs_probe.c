@@ -433,21 +433,16 @@ static void *hook_open(const struct agent_opts *opts, char *why, size_t why_len)
     return nfs_probe_open(why, why_len);
 }
 
+_Static_assert(NFSOPS_HIST_SLOTS == NFS_HIST_SLOTS, "nfsops.h and nfs.h histograms differ");
+
 struct hook_drain_ctx {
     struct flowset *out;
-    uint64_t lost; /* records the flowset had no room for */
+    struct nfsops *ops; /* NULL: the agent does not want them */
+    uint64_t lost;      /* records the flowset had no room for */
 };
 
-static void hook_add_flow(const struct nfs_probe_record *rec, void *arg)
+static void fill_flow(struct flow_rec *f, const struct nfs_probe_record *rec)
 {
-    struct hook_drain_ctx *ctx = arg;
-    if (strcmp(rec->op, "commit") == 0)
-        return;
-    struct flow_rec *f = flowset_add(ctx->out);
-    if (!f) {
-        ctx->lost++;
-        return;
-    }
     f->source = FLOW_SRC_NFS;
     f->owner.pid = rec->owner->tgid;
     f->owner.ppid = rec->owner->ppid;
@@ -463,10 +458,33 @@ static void hook_add_flow(const struct nfs_probe_record *rec, void *arg)
     f->ops = rec->ops;
 }
 
-static int hook_drain(void *h, struct flowset *out, uint64_t *dropped, char *err, size_t err_len)
+static void hook_add_flow(const struct nfs_probe_record *rec, void *arg)
+{
+    struct hook_drain_ctx *ctx = arg;
+    if (ctx->ops) {
+        struct nfsop_detail *d;
+        struct flow_rec *f = nfsops_add(ctx->ops, &d);
+        if (f) { /* /metrics only: a record it cannot keep is not a report's loss */
+            fill_flow(f, rec);
+            d->errors = rec->errors;
+            memcpy(d->latency_hist, rec->latency_hist, sizeof(d->latency_hist));
+        }
+    }
+    if (strcmp(rec->op, "commit") == 0)
+        return;
+    struct flow_rec *f = flowset_add(ctx->out);
+    if (!f) {
+        ctx->lost++;
+        return;
+    }
+    fill_flow(f, rec);
+}
+
+static int hook_drain(void *h, struct flowset *out, struct nfsops *ops, uint64_t *dropped,
+                      char *err, size_t err_len)
 {
     struct nfs_probe_drops d = {0};
-    struct hook_drain_ctx ctx = {.out = out, .lost = 0};
+    struct hook_drain_ctx ctx = {.out = out, .ops = ops, .lost = 0};
     if (nfs_probe_drain(h, hook_add_flow, &ctx, &d, err, err_len))
         return -1;
     *dropped += d.stats_full + d.unmatched + ctx.lost;

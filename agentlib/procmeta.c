@@ -490,6 +490,11 @@ static struct proc_entry *resolve(struct procmeta *pm, uint32_t pid, uint64_t st
 void procmeta_join(struct procmeta *pm, struct flowset *fs)
 {
     pm->joins++;
+    procmeta_join_more(pm, fs);
+}
+
+void procmeta_join_more(struct procmeta *pm, struct flowset *fs)
+{
     for (size_t i = 0; i < fs->n; i++) {
         struct flow_rec *r = &fs->v[i];
         struct proc_entry *e = resolve(pm, r->owner.pid, r->owner.start_ns, r->owner.ppid,

@@ -24,6 +24,8 @@ void procmeta_free(struct procmeta *pm);
 
 /* Points every record's meta at its cached owner metadata (resolving new processes now). */
 void procmeta_join(struct procmeta *pm, struct flowset *fs);
+/* The same for another flowset of the window just joined (not counted as a window by prune). */
+void procmeta_join_more(struct procmeta *pm, struct flowset *fs);
 
 /* Forgets processes not seen in the last `windows` joins; invalidates meta pointers of older
  * flowsets. */

@@ -3,7 +3,9 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -34,10 +36,66 @@ const char *report_role_name(int role)
     return role == WL_ROLE_CLIENT ? "client" : role == WL_ROLE_SERVER ? "server" : "unknown";
 }
 
+/* Length of the well-formed UTF-8 sequence at s (1-4), or 0 when s does not start one
+ * (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF). */
+static size_t utf8_seq_len(const unsigned char *s)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+    if (c >= 0xe0 && c <= 0xef) {
+        unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+        return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 ? 3 : 0;
+    }
+    if (c >= 0xf0 && c <= 0xf4) {
+        unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+        return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 && (s[3] & 0xc0) == 0x80 ? 4 : 0;
+    }
+    return 0;
+}
+
+char *report_clean_text(const char *s, char *out, size_t outlen)
+{
+    static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = 0;
+    if (outlen == 0)
+        return out;
+    while (*p) {
+        size_t len = utf8_seq_len(p);
+        /* C0 controls, DEL, and C1 controls (U+0080-U+009F = C2 80 - C2 9F) */
+        bool control =
+            (len == 1 && (*p < 0x20 || *p == 0x7f)) || (len == 2 && p[0] == 0xc2 && p[1] < 0xa0);
+        const char *emit = len && !control ? (const char *)p : replacement;
+        size_t emit_len = len && !control ? len : 3;
+        if (n + emit_len >= outlen)
+            break;
+        memcpy(out + n, emit, emit_len);
+        n += emit_len;
+        p += len ? len : 1;
+    }
+    out[n] = '\0';
+    return out;
+}
+
+/* Adds s as a string member, cleaned (report_clean_text). False when out of memory. */
+static bool add_clean_str(cJSON *o, const char *name, const char *s)
+{
+    size_t cap = REPORT_CLEAN_LEN(strlen(s));
+    char *buf = malloc(cap);
+    if (!buf)
+        return false;
+    bool ok = cJSON_AddStringToObject(o, name, report_clean_text(s, buf, cap)) != NULL;
+    free(buf);
+    return ok;
+}
+
 static void add_str_if(cJSON *o, const char *name, const char *v)
 {
     if (v && v[0])
-        cJSON_AddStringToObject(o, name, v);
+        add_clean_str(o, name, v);
 }
 
 static cJSON *flow_json(const struct flow_rec *r)
@@ -60,16 +118,21 @@ static cJSON *flow_json(const struct flow_rec *r)
         cJSON_AddNumberToObject(o, "rx_calls", (double)r->rx_calls);
     } else {
         cJSON_AddStringToObject(o, "source", "nfs");
-        cJSON_AddStringToObject(o, "server", r->server);
-        cJSON_AddStringToObject(o, "export", r->export_path);
-        cJSON_AddStringToObject(o, "op", r->op);
+        add_clean_str(o, "server", r->server);
+        if (r->family == AF_INET || r->family == AF_INET6) { /* client address (nfslocal.h) */
+            char a[INET6_ADDRSTRLEN];
+            inet_ntop(r->family, r->laddr, a, sizeof(a));
+            cJSON_AddStringToObject(o, "local", a);
+        }
+        add_clean_str(o, "export", r->export_path);
+        add_clean_str(o, "op", r->op);
         cJSON_AddNumberToObject(o, "bytes", (double)r->bytes);
         cJSON_AddNumberToObject(o, "ops", (double)r->ops);
     }
     cJSON_AddNumberToObject(o, "pid", r->owner.pid);
     cJSON_AddNumberToObject(o, "ppid", r->owner.ppid);
     cJSON_AddNumberToObject(o, "uid", r->owner.uid);
-    cJSON_AddStringToObject(o, "program", r->owner.comm);
+    add_clean_str(o, "program", r->owner.comm);
     if (r->meta) {
         add_str_if(o, "user", r->meta->user);
         add_str_if(o, "exe", r->meta->exe);
@@ -92,8 +155,8 @@ char *report_json(const struct report_header *h, const struct flowset *fs, char 
     if (!root)
         goto oom;
     cJSON_AddNumberToObject(root, "version", 1);
-    cJSON_AddStringToObject(root, "host", h->host);
-    cJSON_AddStringToObject(root, "agent_id", h->agent_id);
+    add_clean_str(root, "host", h->host);
+    add_clean_str(root, "agent_id", h->agent_id);
     cJSON_AddNumberToObject(root, "seq", (double)h->seq);
     cJSON_AddStringToObject(root, "window_start", tm_format_rfc3339(h->window_start_us, ts));
     cJSON_AddNumberToObject(root, "window_seconds", h->window_seconds);

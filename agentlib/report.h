@@ -24,6 +24,18 @@ void report_format_endpoint(uint8_t family, const uint8_t addr[16], uint16_t por
                             size_t outlen);
 const char *report_role_name(int role);
 
+/* Bytes report_clean_text may write for an input of len bytes (each byte may become U+FFFD). */
+#define REPORT_CLEAN_LEN(len) (3 * (len) + 1)
+
+/* Copies s into out (outlen bytes, at least REPORT_CLEAN_LEN(strlen(s)) to keep all of it) as
+ * valid UTF-8 without control characters: every byte that does not start a well-formed UTF-8
+ * sequence (stray continuation bytes, overlongs, surrogates, beyond U+10FFFF, truncated
+ * sequences) and every control character (U+0001-U+001F, U+007F, U+0080-U+009F) becomes U+FFFD.
+ * Kernel and /proc strings (comm, exe, cgroup paths, environment values, user names) are bytes,
+ * and one invalid byte would make the reconciler refuse the whole report. A cut at outlen never
+ * splits a character. Returns out. */
+char *report_clean_text(const char *s, char *out, size_t outlen);
+
 /* One JSON object on one line (malloc'd, caller frees), or NULL with err. */
 char *report_json(const struct report_header *h, const struct flowset *fs, char *err, size_t errlen)
     __attribute__((warn_unused_result));

@@ -438,7 +438,7 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
     char laddr[INET6_ADDRSTRLEN], raddr[INET6_ADDRSTRLEN];
     long lport = -1, rport = -1;
     uint64_t tx = 0, rx = 0, nbytes = 0, nops = 0, pid = 0, uid = 0;
-    bool has_ops = false, has_pid = false, has_uid = false;
+    bool has_ops = false, has_pid = false, has_uid = false, has_nfs_local = false;
     if (want_enum(c, s[F_SOURCE], at_key(l, "source"), false, sources, &source) < 0)
         return -1;
     bool is_socket = strcmp(source->s, "socket") == 0;
@@ -459,6 +459,11 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
             return -1;
         if (rport < 0)
             rport = 2049;
+        /* the client's own address (optional, port optional): decides the client's site */
+        if (s[F_LOCAL] && s[F_LOCAL]->type != JV_NULL &&
+            want_endpoint(c, s[F_LOCAL], at_key(l, "local"), true, laddr, &lport) < 0)
+            return -1;
+        has_nfs_local = s[F_LOCAL] && s[F_LOCAL]->type != JV_NULL;
     }
     if (opt_uint(c, s[F_PID], at_key(l, "pid"), INT32_MAX, &pid, &has_pid) < 0 ||
         opt_uint(c, s[F_UID], at_key(l, "uid"), UINT32_MAX, &uid, &has_uid) < 0 ||
@@ -504,7 +509,18 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         buf_u64(b, false, rx);
         BUF_LIT(b, "\t\\N\t\\N\t\\N\t\\N\t0\t0\t");
     } else {
-        BUF_LIT(b, "\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t0\t0\t");
+        BUF_LIT(b, "\\N\t"); /* proto */
+        if (has_nfs_local) {
+            buf_put(b, laddr, strlen(laddr));
+            buf_c(b, '\t');
+            if (lport >= 0)
+                buf_u64(b, false, (uint64_t)lport);
+            else
+                buf_null(b);
+        } else {
+            BUF_LIT(b, "\\N\t\\N");
+        }
+        BUF_LIT(b, "\t\\N\t\\N\t\\N\t0\t0\t");
         buf_put(b, raddr, strlen(raddr));
         buf_c(b, '\t');
         buf_u64(b, false, (uint64_t)rport);

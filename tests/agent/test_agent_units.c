@@ -9,13 +9,18 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "agent_opts.h"
+#include "agentmetrics.h"
+#include "nfslocal.h"
+#include "nfsops.h"
 #include "procmeta.h"
 #include "report.h"
+#include "timeutil.h"
 
 static void test_cgroup_paths(void **state)
 {
@@ -163,13 +168,341 @@ static void test_config_file(void **state)
     unlink(path);
 }
 
+/* Strings from the kernel and /proc are bytes; the report must be valid UTF-8 without control
+ * characters. Expected outputs are written out by hand: U+FFFD is EF BF BD. */
+#define FFFD "\xef\xbf\xbd"
+static void test_clean_text(void **state)
+{
+    (void)state;
+    char out[128];
+    /* two invalid bytes, a control character */
+    assert_string_equal(report_clean_text("\xff\xfe"
+                                          "bad\x01name",
+                                          out, sizeof(out)),
+                        FFFD FFFD "bad" FFFD "name");
+    /* well-formed 2-, 3- and 4-byte characters stay as they are */
+    assert_string_equal(
+        report_clean_text("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80", out, sizeof(out)),
+        "caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80");
+    /* overlong "/" (C0 AF): C0 never starts a sequence, AF is a stray continuation */
+    assert_string_equal(report_clean_text("a\xc0\xaf", out, sizeof(out)), "a" FFFD FFFD);
+    /* a surrogate (ED A0 80): ED may not be followed by A0; then two stray continuations */
+    assert_string_equal(report_clean_text("\xed\xa0\x80", out, sizeof(out)), FFFD FFFD FFFD);
+    /* above U+10FFFF (F4 90 80 80) */
+    assert_string_equal(report_clean_text("\xf4\x90\x80\x80z", out, sizeof(out)),
+                        FFFD FFFD FFFD FFFD "z");
+    /* a sequence cut by the end of the string */
+    assert_string_equal(report_clean_text("ab\xe6\x97", out, sizeof(out)), "ab" FFFD FFFD);
+    /* tab, newline, DEL and the C1 control U+0085 (C2 85); U+00A0 (C2 A0) is kept */
+    assert_string_equal(report_clean_text("\t\n\x7f\xc2\x85\xc2\xa0", out, sizeof(out)),
+                        FFFD FFFD FFFD FFFD "\xc2\xa0");
+    /* a short buffer cuts between characters: "ab" + U+FFFD = 5 bytes, the next needs 3 more */
+    assert_string_equal(report_clean_text("ab\xff\xff"
+                                          "cd",
+                                          out, 8),
+                        "ab" FFFD);
+    assert_string_equal(report_clean_text("", out, sizeof(out)), "");
+}
+
+/* Every string the report carries goes through the cleaning: owner fields of socket and NFS
+ * flows, the NFS server and export, the host. */
+static void test_report_json_clean(void **state)
+{
+    (void)state;
+    struct flowset fs = {0};
+    struct flow_meta meta;
+    memset(&meta, 0, sizeof(meta));
+    snprintf(meta.user, sizeof(meta.user), "us\xe9r"); /* Latin-1 e-acute */
+    snprintf(meta.exe, sizeof(meta.exe), "/opt/\xff/run");
+    snprintf(meta.workflow, sizeof(meta.workflow), "wf\x1b[31m"); /* an escape sequence */
+    snprintf(meta.cgroup, sizeof(meta.cgroup), "/x\x80y.slice");
+    struct flow_rec *r = flowset_add(&fs);
+    assert_non_null(r);
+    r->source = FLOW_SRC_SOCKET;
+    r->family = AF_INET;
+    r->proto = IPPROTO_TCP;
+    inet_pton(AF_INET, "10.1.0.2", r->laddr);
+    inet_pton(AF_INET, "10.2.0.2", r->raddr);
+    r->lport = 41522;
+    r->rport = 5201;
+    r->tx_bytes = 10;
+    snprintf(r->owner.comm, sizeof(r->owner.comm),
+             "\xff\xfe"
+             "bad\x01name");
+    r->meta = &meta;
+    r = flowset_add(&fs);
+    assert_non_null(r);
+    r->source = FLOW_SRC_NFS;
+    snprintf(r->server, sizeof(r->server), "10.2.0.50:2049");
+    snprintf(r->export_path, sizeof(r->export_path), "/data/\xfe");
+    snprintf(r->op, sizeof(r->op), "read");
+    r->bytes = 4096;
+    r->ops = 1;
+    snprintf(r->owner.comm, sizeof(r->owner.comm), "ok");
+    struct report_header h = {.host = "h\xc3", .agent_id = "a1", .seq = 1, .window_seconds = 60};
+    char err[128];
+    char *json = report_json(&h, &fs, err, sizeof(err));
+    assert_non_null(json);
+    assert_non_null(strstr(json, "\"host\":\"h" FFFD "\""));
+    assert_non_null(strstr(json, "\"program\":\"" FFFD FFFD "bad" FFFD "name\""));
+    assert_non_null(strstr(json, "\"user\":\"us" FFFD "r\""));
+    assert_non_null(strstr(json, "\"exe\":\"/opt/" FFFD "/run\""));
+    assert_non_null(strstr(json, "\"workflow\":\"wf" FFFD "[31m\""));
+    assert_non_null(strstr(json, "\"cgroup\":\"/x" FFFD "y.slice\""));
+    assert_non_null(strstr(json, "\"export\":\"/data/" FFFD "\""));
+    /* no escaped control character is left either */
+    assert_null(strstr(json, "\\u00"));
+    free(json);
+    flowset_free(&fs);
+}
+
+/* NFS client address: the kernel's source address towards the server (loopback here: the
+ * server is on this host, so the answer is the loopback address itself). */
+static void test_nfs_local(void **state)
+{
+    (void)state;
+    struct nfslocal *nl = nfslocal_new(300 * TM_USEC_PER_SEC);
+    assert_non_null(nl);
+    uint8_t family = 0, addr[16], want[16] = {0};
+    assert_int_equal(nfslocal_lookup(nl, "127.0.0.1:2049", 1000, &family, addr), 0);
+    assert_int_equal(family, AF_INET);
+    inet_pton(AF_INET, "127.0.0.1", want);
+    assert_memory_equal(addr, want, 4);
+    /* without a port (2049), and IPv6 loopback when this host has IPv6 */
+    assert_int_equal(nfslocal_lookup(nl, "127.0.0.1", 1000, &family, addr), 0);
+    int fd6 = socket(AF_INET6, SOCK_DGRAM, 0);
+    if (fd6 >= 0 && access("/proc/net/if_inet6", R_OK) == 0) {
+        assert_int_equal(nfslocal_lookup(nl, "[::1]:2049", 1000, &family, addr), 0);
+        assert_int_equal(family, AF_INET6);
+        inet_pton(AF_INET6, "::1", want);
+        assert_memory_equal(addr, want, 16);
+    }
+    if (fd6 >= 0)
+        close(fd6);
+    /* not an address, bad port, unterminated bracket */
+    assert_int_equal(nfslocal_lookup(nl, "filer.example:2049", 1000, &family, addr), -1);
+    assert_int_equal(nfslocal_lookup(nl, "127.0.0.1:99999", 1000, &family, addr), -1);
+    assert_int_equal(nfslocal_lookup(nl, "[::1:2049", 1000, &family, addr), -1);
+
+    /* fill: NFS flows get it, socket flows are left alone, unknown servers keep family 0 */
+    struct flowset fs = {0};
+    struct flow_rec *n1 = flowset_add(&fs);
+    n1->source = FLOW_SRC_NFS;
+    snprintf(n1->server, sizeof(n1->server), "127.0.0.1:2049");
+    struct flow_rec *n2 = flowset_add(&fs);
+    n2->source = FLOW_SRC_NFS; /* superblock no longer in mountinfo: no server */
+    struct flow_rec *s1 = flowset_add(&fs);
+    s1->source = FLOW_SRC_SOCKET;
+    s1->family = AF_INET6;
+    assert_int_equal(nfslocal_fill(nl, &fs, 2000), 1);
+    n1 = &fs.v[0];
+    assert_int_equal(n1->family, AF_INET);
+    inet_pton(AF_INET, "127.0.0.1", want);
+    assert_memory_equal(n1->laddr, want, 4);
+    assert_int_equal(fs.v[1].family, 0);
+    assert_int_equal(fs.v[2].family, AF_INET6);
+
+    /* the report says "local" (address only) on NFS flows that have it */
+    snprintf(n1->op, sizeof(n1->op), "read");
+    struct report_header h = {.host = "h", .agent_id = "a", .seq = 1, .window_seconds = 60};
+    char err[128];
+    fs.n = 2;
+    char *json = report_json(&h, &fs, err, sizeof(err));
+    assert_non_null(json);
+    assert_non_null(strstr(json, "\"server\":\"127.0.0.1:2049\",\"local\":\"127.0.0.1\","));
+    /* only the flow with a client address has one */
+    assert_null(strstr(strstr(json, "\"local\"") + 1, "\"local\""));
+    free(json);
+    flowset_free(&fs);
+    nfslocal_free(nl);
+}
+
+/* NFS /metrics from hand-made drain records. Two label sets:
+ * A = 127.0.0.1:2049 /srv read wf-read alice, from two processes in one window:
+ *     ops 3 + 1 = 4, bytes 12,288 + 4,096 = 16,384, errors 0 + 1 = 1;
+ *     latency slots (slot i = [2^i, 2^(i+1)) us): slot 5 x1, slot 10 x2, slot 30 x1.
+ *     Buckets le = 2^(i+1) us for i = 4..23: 0 up to le 32 us, 1 from le 64 us, 3 from
+ *     le 2.048 ms, still 3 at le 16.777216 s; +Inf 4.
+ *     _sum (midpoints 1.5 x 2^i us): 48 + 2 x 1,536 + 1,610,612,736 = 1,610,615,856 us.
+ *     Window quantiles: p50 = rank 2 -> slot 10 -> 2^11 us = 0.002048 s; p99 = rank
+ *     ceil(3.96) = 4 -> slot 30 -> 2^31 us = 2147.483648 s; max = the same.
+ * B = [fd00::50]:2049, export /a "q" \b (quote and backslash escaped), write, no workflow,
+ *     user "bo\xffb" (cleaned to U+FFFD): ops 2, bytes 1,000,000, slot 0 x2 ([0, 2) us):
+ *     every bucket 2, _sum 2 x 1 us, quantiles 2 us. */
+#define LA                                                                                         \
+    "server=\"127.0.0.1:2049\",export=\"/srv\",op=\"read\",workflow=\"wf-read\",user=\"alice\""
+#define LB                                                                                         \
+    "server=\"[fd00::50]:2049\",export=\"/a \\\"q\\\" \\\\b\",op=\"write\",workflow=\"\","         \
+    "user=\"bo\xef\xbf\xbd"                                                                        \
+    "b\""
+
+static struct flow_rec *nfs_rec(struct nfsops *o, const char *server, const char *export,
+                                const char *op, uint64_t ops, uint64_t bytes, uint64_t errors,
+                                const struct flow_meta *meta, struct nfsop_detail **d)
+{
+    struct flow_rec *r = nfsops_add(o, d);
+    assert_non_null(r);
+    r->source = FLOW_SRC_NFS;
+    snprintf(r->server, sizeof(r->server), "%s", server);
+    snprintf(r->export_path, sizeof(r->export_path), "%s", export);
+    snprintf(r->op, sizeof(r->op), "%s", op);
+    r->ops = ops;
+    r->bytes = bytes;
+    (*d)->errors = errors;
+    r->meta = meta;
+    return r;
+}
+
+static void test_nfs_metrics(void **state)
+{
+    (void)state;
+    static const char expected[] =
+        "# HELP wanledger_nfs_ops_total NFS requests completed (errors included).\n"
+        "# TYPE wanledger_nfs_ops_total counter\n"
+        "wanledger_nfs_ops_total{" LA "} 4\n"
+        "wanledger_nfs_ops_total{" LB "} 2\n"
+        "# HELP wanledger_nfs_bytes_total NFS payload bytes of requests completed without error.\n"
+        "# TYPE wanledger_nfs_bytes_total counter\n"
+        "wanledger_nfs_bytes_total{" LA "} 16384\n"
+        "wanledger_nfs_bytes_total{" LB "} 1000000\n"
+        "# HELP wanledger_nfs_errors_total NFS requests completed with an error.\n"
+        "# TYPE wanledger_nfs_errors_total counter\n"
+        "wanledger_nfs_errors_total{" LA "} 1\n"
+        "wanledger_nfs_errors_total{" LB "} 0\n"
+        "# HELP wanledger_nfs_latency_seconds NFS request latency, initiate to done (log2 buckets; "
+        "_sum estimated from bucket midpoints).\n"
+        "# TYPE wanledger_nfs_latency_seconds histogram\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.000032\"} 0\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.000064\"} 1\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.000128\"} 1\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.000256\"} 1\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.000512\"} 1\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.001024\"} 1\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.002048\"} 3\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.004096\"} 3\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.008192\"} 3\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.016384\"} 3\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.032768\"} 3\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.065536\"} 3\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.131072\"} 3\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.262144\"} 3\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.524288\"} 3\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"1.048576\"} 3\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"2.097152\"} 3\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"4.194304\"} 3\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"8.388608\"} 3\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"16.777216\"} 3\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"+Inf\"} 4\n"
+        "wanledger_nfs_latency_seconds_sum{" LA "} 1610.615856\n"
+        "wanledger_nfs_latency_seconds_count{" LA "} 4\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.000032\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.000064\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.000128\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.000256\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.000512\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.001024\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.002048\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.004096\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.008192\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.016384\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.032768\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.065536\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.131072\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.262144\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.524288\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"1.048576\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"2.097152\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"4.194304\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"8.388608\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"16.777216\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"+Inf\"} 2\n"
+        "wanledger_nfs_latency_seconds_sum{" LB "} 0.000002\n"
+        "wanledger_nfs_latency_seconds_count{" LB "} 2\n"
+        "# HELP wanledger_nfs_latency_window_seconds NFS latency quantile over the last window "
+        "(upper bound of its log2 bucket).\n"
+        "# TYPE wanledger_nfs_latency_window_seconds gauge\n"
+        "wanledger_nfs_latency_window_seconds{" LA ",quantile=\"0.5\"} 0.002048\n"
+        "wanledger_nfs_latency_window_seconds{" LA ",quantile=\"0.99\"} 2147.483648\n"
+        "wanledger_nfs_latency_window_seconds{" LA ",quantile=\"1\"} 2147.483648\n"
+        "wanledger_nfs_latency_window_seconds{" LB ",quantile=\"0.5\"} 0.000002\n"
+        "wanledger_nfs_latency_window_seconds{" LB ",quantile=\"0.99\"} 0.000002\n"
+        "wanledger_nfs_latency_window_seconds{" LB ",quantile=\"1\"} 0.000002\n"
+        "# HELP wanledger_nfs_latency_window_requests NFS requests behind the last window's "
+        "quantiles.\n"
+        "# TYPE wanledger_nfs_latency_window_requests gauge\n"
+        "wanledger_nfs_latency_window_requests{" LA "} 4\n"
+        "wanledger_nfs_latency_window_requests{" LB "} 2\n"
+        "# HELP wanledger_nfs_series_overflow_total NFS records not exported: more than 4096 "
+        "label sets.\n"
+        "# TYPE wanledger_nfs_series_overflow_total counter\n"
+        "wanledger_nfs_series_overflow_total 0\n";
+    struct agentmetrics m;
+    memset(&m, 0, sizeof(m));
+    m.nfs = "nfs";
+    struct flow_meta alice, bob;
+    memset(&alice, 0, sizeof(alice));
+    memset(&bob, 0, sizeof(bob));
+    snprintf(alice.user, sizeof(alice.user), "alice");
+    snprintf(alice.workflow, sizeof(alice.workflow), "wf-read");
+    snprintf(bob.user, sizeof(bob.user),
+             "bo\xff"
+             "b");
+    struct nfsops o = {0};
+    struct nfsop_detail *d;
+    nfs_rec(&o, "[fd00::50]:2049", "/a \"q\" \\b", "write", 2, 1000000, 0, &bob, &d);
+    d->latency_hist[0] = 2;
+    nfs_rec(&o, "127.0.0.1:2049", "/srv", "read", 3, 12288, 0, &alice, &d);
+    d->latency_hist[5] = 1;
+    d->latency_hist[10] = 2;
+    nfs_rec(&o, "127.0.0.1:2049", "/srv", "read", 1, 4096, 1, &alice, &d);
+    d->latency_hist[30] = 1;
+    agentmetrics_nfs_window(&m, &o);
+    char *text = agentmetrics_render(&m);
+    assert_non_null(text);
+    const char *nfs = strstr(text, "# HELP wanledger_nfs_ops_total");
+    assert_non_null(nfs);
+    assert_string_equal(nfs, expected);
+    free(text);
+
+    /* Next window: B once more (1 op in slot 1, [2, 4) us), A idle. Counters add up; A keeps its
+     * counters but has no last-window quantiles; B's window is only the new op (4 us). A record
+     * without owner metadata gets empty workflow and user labels. */
+    nfsops_clear(&o);
+    nfs_rec(&o, "[fd00::50]:2049", "/a \"q\" \\b", "write", 1, 10, 0, &bob, &d);
+    d->latency_hist[1] = 1;
+    nfs_rec(&o, "10.0.0.1:2049", "/x", "commit", 1, 0, 0, NULL, &d);
+    d->latency_hist[3] = 1;
+    agentmetrics_nfs_window(&m, &o);
+    text = agentmetrics_render(&m);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\nwanledger_nfs_ops_total{" LA "} 4\n"));
+    assert_non_null(strstr(text, "\nwanledger_nfs_ops_total{" LB "} 3\n"));
+    assert_non_null(strstr(text, "\nwanledger_nfs_bytes_total{" LB "} 1000010\n"));
+    assert_non_null(strstr(text, "\nwanledger_nfs_latency_seconds_count{" LB "} 3\n"));
+    assert_null(strstr(text, "wanledger_nfs_latency_window_seconds{" LA));
+    assert_non_null(
+        strstr(text, "\nwanledger_nfs_latency_window_seconds{" LB ",quantile=\"1\"} 0.000004\n"));
+    assert_non_null(strstr(text, "\nwanledger_nfs_latency_window_requests{" LB "} 1\n"));
+    assert_non_null(strstr(text, "\nwanledger_nfs_ops_total{server=\"10.0.0.1:2049\",export=\"/x\","
+                                 "op=\"commit\",workflow=\"\",user=\"\"} 1\n"));
+    free(text);
+
+    /* A label set idle for AGENTMETRICS_NFS_IDLE windows is removed. */
+    nfsops_clear(&o);
+    for (int w = 0; w < AGENTMETRICS_NFS_IDLE; w++)
+        agentmetrics_nfs_window(&m, &o);
+    assert_int_equal(m.n_nfs_series, 0);
+    nfsops_free(&o);
+    agentmetrics_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cgroup_paths),
-        cmocka_unit_test(test_endpoints),
-        cmocka_unit_test(test_flag_errors),
-        cmocka_unit_test(test_config_file),
+        cmocka_unit_test(test_cgroup_paths), cmocka_unit_test(test_endpoints),
+        cmocka_unit_test(test_flag_errors),  cmocka_unit_test(test_config_file),
+        cmocka_unit_test(test_clean_text),   cmocka_unit_test(test_report_json_clean),
+        cmocka_unit_test(test_nfs_local),    cmocka_unit_test(test_nfs_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
  * workflow's bytes against the sizes this test chose, the op counts against the client's own
  * /proc/self/mountstats, and that nothing is credited to a kernel worker. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -136,51 +137,172 @@ static void within_1pct(const char *what, unsigned long long got, unsigned long 
         fail_msg("%s: %llu bytes, expected %llu within 1%%", what, got, want);
 }
 
-/* The real wanledger-agent's report for a phase (vm-init.sh prints its stdout as
- * "NFSAGENT <label> {json}"): its NFS flows must say the same as the probe's records. */
+/* Value of label name in a Prometheus sample line, copied to out; false when absent. */
+static bool label_value(const char *line, const char *name, char *out, size_t out_len)
+{
+    char pat[64];
+    snprintf(pat, sizeof(pat), "%s=\"", name);
+    const char *s = strstr(line, pat);
+    if (!s)
+        return false;
+    s += strlen(pat);
+    size_t n = strcspn(s, "\"");
+    if (n >= out_len)
+        n = out_len - 1;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return true;
+}
+
+/* The agent's /metrics as nfsvm scraped it before stopping the agent ("NFSMETRICS <label>
+ * <line>"): windows_total, and per workflow and op the NFS ops and bytes, each series' latency
+ * histogram count equal to its ops. */
+struct scrape {
+    unsigned long long windows;
+    unsigned long long ops[N_WORKFLOWS][3], bytes[N_WORKFLOWS][3];
+    int series;
+};
+
+static void read_scrape(const struct phase *ph, struct scrape *sc)
+{
+    char pat[32];
+    snprintf(pat, sizeof(pat), "NFSMETRICS %s ", ph->label);
+    memset(sc, 0, sizeof(*sc));
+    bool windows_seen = false;
+    for (const char *s = strstr(console, pat); s; s = strstr(s + 1, pat)) {
+        char line[1024];
+        const char *text = s + strlen(pat);
+        snprintf(line, sizeof(line), "%.*s", (int)strcspn(text, "\n"), text);
+        const char *val = strrchr(line, ' ');
+        if (!val || line[0] == '#')
+            continue;
+        unsigned long long v = strtoull(val + 1, NULL, 10);
+        if (strncmp(line, "wanledger_agent_windows_total ", 30) == 0) {
+            sc->windows = v;
+            windows_seen = true;
+            continue;
+        }
+        bool is_ops = strncmp(line, "wanledger_nfs_ops_total{", 24) == 0;
+        bool is_bytes = strncmp(line, "wanledger_nfs_bytes_total{", 26) == 0;
+        if (!is_ops && !is_bytes)
+            continue;
+        char wf[64], op[16], server[64], export[256];
+        if (!label_value(line, "workflow", wf, sizeof(wf)) ||
+            !label_value(line, "op", op, sizeof(op)) ||
+            !label_value(line, "server", server, sizeof(server)) ||
+            !label_value(line, "export", export, sizeof(export)))
+            fail_msg("%s: metrics line without its labels: %s", ph->label, line);
+        assert_string_equal(server, "127.0.0.1:2049");
+        assert_string_equal(export, ph->export);
+        int w = index_of(workflows, N_WORKFLOWS, wf), o = index_of(ops, 3, op);
+        if (w < 0 || o < 0)
+            fail_msg("%s: NFS metrics of workflow %s op %s", ph->label, wf, op);
+        if (is_bytes) {
+            sc->bytes[w][o] += v;
+            continue;
+        }
+        sc->ops[w][o] += v;
+        sc->series++;
+        /* the same label set's histogram counts every request once */
+        char want[1024];
+        snprintf(want, sizeof(want), "wanledger_nfs_latency_seconds_count%.*s} ",
+                 (int)(strchr(line, '}') - line - 23), line + 23);
+        const char *at = strstr(console, want);
+        if (!at)
+            fail_msg("%s: no \"%s\" for %s", ph->label, want, line);
+        assert_int_equal(strtoull(at + strlen(want), NULL, 10), v);
+    }
+    if (!windows_seen)
+        fail_msg("%s: no scrape of the agent's /metrics on the console", ph->label);
+}
+
+/* The real wanledger-agent's reports for a phase (vm-init.sh prints its stdout as
+ * "NFSAGENT <label> {json}", one report per 1 s window and the last at SIGTERM): their NFS flows
+ * must say the same as the probe's records, carry the client address, and the reports made
+ * before the scrape must add up to what /metrics said. */
 static void check_agent_report(const struct phase *ph)
 {
     char pat[32];
     snprintf(pat, sizeof(pat), "NFSAGENT %s {", ph->label);
-    const char *s = strstr(console, pat);
-    if (!s)
-        fail_msg("no wanledger-agent report for %s", ph->label);
-    s += strlen(pat) - 1;
-    char *json = strndup(s, strcspn(s, "\n"));
-    cJSON *rep = cJSON_Parse(json);
-    free(json);
-    if (!rep)
-        fail_msg("the agent's report for %s is not JSON", ph->label);
-    unsigned long long bytes[N_WORKFLOWS][2] = {{0}}; /* [workflow][read, write] */
-    const cJSON *flow;
-    cJSON_ArrayForEach(flow, cJSON_GetObjectItem(rep, "flows"))
-    {
-        const char *src = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "source"));
-        if (!src || strcmp(src, "nfs") != 0)
-            continue;
-        const char *server = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "server"));
-        const char *export = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "export"));
-        const char *op = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "op"));
-        const char *wf = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "workflow"));
-        const char *program = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "program"));
-        if (!server || !export || !op || !wf || !program)
-            fail_msg("%s: an NFS flow lacks server, export, op, workflow or program", ph->label);
-        assert_string_equal(server, "127.0.0.1:2049");
-        assert_string_equal(export, ph->export);
-        if (strncmp(program, "kworker", 7) == 0)
-            fail_msg("%s: the agent credited NFS bytes to %s", ph->label, program);
-        int w = index_of(workflows, N_WORKFLOWS, wf), o = index_of(ops, 2, op);
-        if (w < 0 || o < 0)
-            fail_msg("%s: NFS flow of workflow %s op %s", ph->label, wf, op);
-        bytes[w][o] += (unsigned long long)cJSON_GetNumberValue(cJSON_GetObjectItem(flow, "bytes"));
+    struct scrape sc;
+    read_scrape(ph, &sc);
+    unsigned long long bytes[N_WORKFLOWS][2] = {{0}}; /* [workflow][read, write], all reports */
+    /* the reports the scrape covers: the first sc.windows of this agent */
+    unsigned long long scraped_ops[N_WORKFLOWS][2] = {{0}}, scraped_bytes[N_WORKFLOWS][2] = {{0}};
+    unsigned long long n_reports = 0;
+    for (const char *s = strstr(console, pat); s; s = strstr(s + 1, pat)) {
+        const char *j = s + strlen(pat) - 1;
+        char *json = strndup(j, strcspn(j, "\n"));
+        cJSON *rep = cJSON_Parse(json);
+        free(json);
+        if (!rep)
+            fail_msg("a wanledger-agent report for %s is not JSON", ph->label);
+        n_reports++;
+        const cJSON *flow;
+        cJSON_ArrayForEach(flow, cJSON_GetObjectItem(rep, "flows"))
+        {
+            const char *src = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "source"));
+            if (!src || strcmp(src, "nfs") != 0)
+                continue;
+            const char *server = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "server"));
+            const char *export = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "export"));
+            const char *op = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "op"));
+            const char *wf = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "workflow"));
+            const char *program = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "program"));
+            const char *local = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "local"));
+            if (!server || !export || !op || !wf || !program)
+                fail_msg("%s: an NFS flow lacks server, export, op, workflow or program",
+                         ph->label);
+            assert_string_equal(server, "127.0.0.1:2049");
+            assert_string_equal(export, ph->export);
+            /* the client address towards a loopback server is the loopback address */
+            if (!local)
+                fail_msg("%s: an NFS flow lacks the client address (\"local\")", ph->label);
+            assert_string_equal(local, "127.0.0.1");
+            if (strncmp(program, "kworker", 7) == 0)
+                fail_msg("%s: the agent credited NFS bytes to %s", ph->label, program);
+            int w = index_of(workflows, N_WORKFLOWS, wf), o = index_of(ops, 2, op);
+            if (w < 0 || o < 0)
+                fail_msg("%s: NFS flow of workflow %s op %s", ph->label, wf, op);
+            unsigned long long b =
+                (unsigned long long)cJSON_GetNumberValue(cJSON_GetObjectItem(flow, "bytes"));
+            bytes[w][o] += b;
+            if (n_reports <= sc.windows) {
+                scraped_bytes[w][o] += b;
+                scraped_ops[w][o] +=
+                    (unsigned long long)cJSON_GetNumberValue(cJSON_GetObjectItem(flow, "ops"));
+            }
+        }
+        cJSON_Delete(rep);
     }
-    cJSON_Delete(rep);
-    printf("phase %s, wanledger-agent's report:\n", ph->label);
+    if (n_reports == 0)
+        fail_msg("no wanledger-agent report for %s", ph->label);
+    printf("phase %s, wanledger-agent's %llu reports:\n", ph->label, n_reports);
     assert_int_equal(bytes[0][0], READ_A + READ_B + READ_C);
     within_1pct("agent wf-close write", bytes[1][1], WRITE_SIZE);
     within_1pct("agent wf-flush write", bytes[2][1], FLUSH_SIZE);
     within_1pct("agent wf-sync write", bytes[3][1], SYNC_SIZE);
     assert_int_equal(bytes[0][1] + bytes[1][0] + bytes[2][0] + bytes[3][0], 0);
+
+    /* /metrics, scraped after sc.windows reports: the same ops and bytes as those reports */
+    printf("  /metrics after %llu windows: %d NFS series\n", sc.windows, sc.series);
+    assert_true(sc.windows >= 1 && sc.windows <= n_reports);
+    for (int w = 0; w < N_WORKFLOWS; w++)
+        for (int o = 0; o < 2; o++) {
+            if (sc.ops[w][o] != scraped_ops[w][o] || sc.bytes[w][o] != scraped_bytes[w][o])
+                fail_msg("%s: /metrics says %s %s ops %llu bytes %llu, the reports %llu / %llu",
+                         ph->label, workflows[w], ops[o], sc.ops[w][o], sc.bytes[w][o],
+                         scraped_ops[w][o], scraped_bytes[w][o]);
+        }
+    /* the reader was done before the scrape: its READ ops are the client's own count */
+    unsigned long long reads = 0;
+    for (int w = 0; w < N_WORKFLOWS; w++)
+        reads += sc.ops[w][0];
+    unsigned long long want =
+        mountstats_ops(ph->label, "after", "READ") - mountstats_ops(ph->label, "before", "READ");
+    printf("  READ ops: /metrics %llu, mountstats %llu\n", reads, want);
+    assert_int_equal(reads, want);
+    assert_int_equal(sc.bytes[0][0], READ_A + READ_B + READ_C);
 }
 
 static void test_nfs_vm(void **state)

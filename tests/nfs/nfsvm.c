@@ -346,6 +346,19 @@ static int run(int argc, char **argv)
     fflush(stdout);
     /* A wanledger-agent running beside: make it report now, while the workloads live. */
     const char *agent = getenv("NFSVM_AGENT_PID");
+    const char *metrics = getenv("NFSVM_AGENT_METRICS");
+    if (agent && *agent && metrics && *metrics) {
+        /* Its /metrics: after two more of its 1 s windows it has drained the workloads' I/O,
+         * and the scrape holds what its reports so far hold (windows_total says how many). */
+        usleep(2500000);
+        char cmd[256];
+        snprintf(cmd, sizeof(cmd), "wget -q -O - http://%s/metrics | sed 's/^/NFSMETRICS %s /'",
+                 metrics, label);
+        fflush(stdout);
+        if (system(cmd) != 0)
+            fprintf(stderr, "nfsvm: scraping the agent's /metrics at %s failed\n", metrics);
+        fflush(stdout);
+    }
     if (agent && *agent) {
         pid_t apid = (pid_t)atoi(agent);
         kill(apid, SIGTERM);

@@ -18,6 +18,7 @@ mount -t tracefs nodev /sys/kernel/tracing
 mount -t tmpfs tmp /tmp
 . /etc/nfsvm.conf
 MOUNTD_PORT=${MOUNTD_PORT:-20048}
+AGENT_METRICS=127.0.0.1:9465
 say "boot kernel=$(uname -r) cpus=$(nproc) uptime_s=$(cut -d' ' -f1 /proc/uptime)"
 ip link set lo up || fail "lo up"
 
@@ -85,10 +86,11 @@ for phase in $PHASES; do
   grep -E '^[[:space:]]+(READ|WRITE|COMMIT):' /proc/self/mountstats | sed "s/^[[:space:]]*/NFSSTAT $phase before /"
   agent_pid=
   if [ -x /bin/wanledger-agent ]; then
-    # The real agent, one report at SIGTERM (nfsvm sends it while the workloads still live).
+    # The real agent: a report every second and one at SIGTERM (nfsvm sends it while the
+    # workloads still live, after scraping its /metrics).
     mkdir -p /tmp/spool
-    ASAN_OPTIONS=detect_leaks=0 wanledger-agent --stdout --window 600 --spool /tmp/spool \
-      > /tmp/agent-$phase.out 2> /tmp/agent-$phase.log &
+    ASAN_OPTIONS=detect_leaks=0 wanledger-agent --stdout --window 1 --spool /tmp/spool \
+      --metrics "$AGENT_METRICS" > /tmp/agent-$phase.out 2> /tmp/agent-$phase.log &
     agent_pid=$!
     i=0
     until grep -q "reporting to stdout" /tmp/agent-$phase.log; do
@@ -100,7 +102,7 @@ for phase in $PHASES; do
     done
     say "agent up $phase uptime_s=$(cut -d' ' -f1 /proc/uptime)"
   fi
-  NFSVM_AGENT_PID=$agent_pid nfsvm run "$phase" "/mnt/$phase" "$WRITE_SIZE" "$FLUSH_SIZE" "$SYNC_SIZE" ||
+  NFSVM_AGENT_PID=$agent_pid NFSVM_AGENT_METRICS=${agent_pid:+$AGENT_METRICS} nfsvm run "$phase" "/mnt/$phase" "$WRITE_SIZE" "$FLUSH_SIZE" "$SYNC_SIZE" ||
     say "run $phase failed"
   if [ -n "$agent_pid" ]; then
     wait $agent_pid

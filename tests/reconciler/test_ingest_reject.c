@@ -199,6 +199,12 @@ static void test_rejects(void **state)
              "\"bytes\":1}]}",
              ws),
          422, "$.flows[0].op"},
+        {"nfs client address not an address", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
+         fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
+             "\"flows\":[{\"source\":\"nfs\",\"server\":\"10.1.0.50:2049\",\"op\":\"read\","
+             "\"bytes\":1,\"local\":\"nyc-gpu-17\"}]}",
+             ws),
+         422, "$.flows[0].local"},
         {"negative counter", "POST", "/v1/counters", FX_TOKEN_POLLER, NULL,
          sample("1", at, ",\"in_pkts\":-1"), 422, "$.samples[0].in_pkts"},
         {"32-bit counter beyond 2^32-1", "POST", "/v1/counters", FX_TOKEN_POLLER, NULL,
