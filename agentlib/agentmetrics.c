@@ -14,8 +14,16 @@
 #define NFS_BUCKET_LO 4
 #define NFS_BUCKET_HI 23
 
+#define NFS_INDEX_SLOTS (2 * AGENTMETRICS_NFS_SERIES) /* a power of two, at most half full */
+
 struct agentmetrics_nfs_series {
-    char server[48], export_path[128], op[8], workflow[128], user[64];
+    /* as large as the fields they are copied from, so a label is never cut */
+    char server[sizeof(((struct flow_rec *)0)->server)];
+    char export_path[sizeof(((struct flow_rec *)0)->export_path)];
+    char op[sizeof(((struct flow_rec *)0)->op)];
+    char workflow[sizeof(((struct flow_meta *)0)->workflow)];
+    char user[sizeof(((struct flow_meta *)0)->user)];
+    uint64_t hash; /* of the five labels */
     uint64_t ops, bytes, errors;
     uint64_t hist[NFSOPS_HIST_SLOTS]; /* since the agent started */
     uint64_t window_hist[NFSOPS_HIST_SLOTS];
@@ -47,14 +55,48 @@ uint64_t agentmetrics_drain_quantile(const struct agentmetrics *m, double q, siz
     return v[i < n ? i : n - 1];
 }
 
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s;; p++) {
+        h = (h ^ *p) * 0x100000001b3ULL; /* the NUL too: separates the labels */
+        if (!*p)
+            return h;
+    }
+}
+
+static uint64_t labels_hash(const char *server, const char *export, const char *op,
+                            const char *workflow, const char *user)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    h = fnv1a(h, server);
+    h = fnv1a(h, export);
+    h = fnv1a(h, op);
+    h = fnv1a(h, workflow);
+    return fnv1a(h, user);
+}
+
+static void index_put(uint32_t *index, uint64_t hash, size_t series)
+{
+    size_t at = (size_t)hash & (NFS_INDEX_SLOTS - 1);
+    while (index[at])
+        at = (at + 1) & (NFS_INDEX_SLOTS - 1);
+    index[at] = (uint32_t)series + 1;
+}
+
+/* The series of r's labels, created when new; NULL when the table is full or out of memory. */
 static struct agentmetrics_nfs_series *nfs_series_of(struct agentmetrics *m,
                                                      const struct flow_rec *r)
 {
     const char *wf = r->meta ? r->meta->workflow : "", *user = r->meta ? r->meta->user : "";
-    for (size_t i = 0; i < m->n_nfs_series; i++) {
-        struct agentmetrics_nfs_series *x = &m->nfs_series[i];
-        if (strcmp(x->server, r->server) == 0 && strcmp(x->export_path, r->export_path) == 0 &&
-            strcmp(x->op, r->op) == 0 && strcmp(x->workflow, wf) == 0 && strcmp(x->user, user) == 0)
+    if (!m->nfs_index && !(m->nfs_index = calloc(NFS_INDEX_SLOTS, sizeof(*m->nfs_index))))
+        return NULL;
+    uint64_t h = labels_hash(r->server, r->export_path, r->op, wf, user);
+    for (size_t at = (size_t)h & (NFS_INDEX_SLOTS - 1); m->nfs_index[at];
+         at = (at + 1) & (NFS_INDEX_SLOTS - 1)) {
+        struct agentmetrics_nfs_series *x = &m->nfs_series[m->nfs_index[at] - 1];
+        if (x->hash == h && strcmp(x->server, r->server) == 0 &&
+            strcmp(x->export_path, r->export_path) == 0 && strcmp(x->op, r->op) == 0 &&
+            strcmp(x->workflow, wf) == 0 && strcmp(x->user, user) == 0)
             return x;
     }
     if (m->n_nfs_series == AGENTMETRICS_NFS_SERIES)
@@ -67,13 +109,16 @@ static struct agentmetrics_nfs_series *nfs_series_of(struct agentmetrics *m,
         m->nfs_series = v;
         m->cap_nfs_series = cap;
     }
-    struct agentmetrics_nfs_series *x = &m->nfs_series[m->n_nfs_series++];
+    struct agentmetrics_nfs_series *x = &m->nfs_series[m->n_nfs_series];
     memset(x, 0, sizeof(*x));
     snprintf(x->server, sizeof(x->server), "%s", r->server);
     snprintf(x->export_path, sizeof(x->export_path), "%s", r->export_path);
     snprintf(x->op, sizeof(x->op), "%s", r->op);
     snprintf(x->workflow, sizeof(x->workflow), "%s", wf);
     snprintf(x->user, sizeof(x->user), "%s", user);
+    x->hash = h;
+    index_put(m->nfs_index, x->hash, m->n_nfs_series);
+    m->n_nfs_series++;
     return x;
 }
 
@@ -103,13 +148,20 @@ void agentmetrics_nfs_window(struct agentmetrics *m, const struct nfsops *ops)
     for (size_t i = 0; i < m->n_nfs_series; i++)
         if (m->nfs_windows - m->nfs_series[i].last_window < AGENTMETRICS_NFS_IDLE)
             m->nfs_series[kept++] = m->nfs_series[i];
-    m->n_nfs_series = kept;
+    if (kept != m->n_nfs_series) { /* indexes moved: rebuild */
+        m->n_nfs_series = kept;
+        memset(m->nfs_index, 0, NFS_INDEX_SLOTS * sizeof(*m->nfs_index));
+        for (size_t i = 0; i < kept; i++)
+            index_put(m->nfs_index, m->nfs_series[i].hash, i);
+    }
 }
 
 void agentmetrics_free(struct agentmetrics *m)
 {
     free(m->nfs_series);
+    free(m->nfs_index);
     m->nfs_series = NULL;
+    m->nfs_index = NULL;
     m->n_nfs_series = m->cap_nfs_series = 0;
 }
 

@@ -30,6 +30,7 @@ struct agentmetrics {
     /* NFS per (server, export, op, workflow, user), from agentmetrics_nfs_window */
     struct agentmetrics_nfs_series *nfs_series;
     size_t n_nfs_series, cap_nfs_series;
+    uint32_t *nfs_index; /* open addressing over label-set hashes: series index + 1, 0 = free */
     uint64_t nfs_windows;
     uint64_t nfs_series_overflow; /* records whose label set did not fit */
 };

@@ -40,7 +40,7 @@ static const char css[] =
     ".none{color:#5b6470}"
     "table{border-collapse:collapse;width:100%;font-size:13px}"
     "th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #e6e9ed;vertical-align:top;"
-    "overflow-wrap:anywhere}"
+    "overflow-wrap:break-word}" /* long names wrap; short words keep their column width */
     "th{background:#f4f6f8;font-weight:bold}"
     "td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     ".cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:14px;"

@@ -487,7 +487,22 @@ static void test_nfs_metrics(void **state)
                                  "op=\"commit\",workflow=\"\",user=\"\"} 1\n"));
     free(text);
 
-    /* A label set idle for AGENTMETRICS_NFS_IDLE windows is removed. */
+    /* A label set idle for AGENTMETRICS_NFS_IDLE windows is removed: after 59 more empty
+     * windows (61 in all) A, last seen in window 1, is gone; B and the commit set (window 2)
+     * stay. In window 62 the commit set (idle since 2) goes too, and B, found again through the
+     * rebuilt index, adds to its counters (3 + 1 ops) instead of starting anew. */
+    nfsops_clear(&o);
+    for (int w = 0; w < AGENTMETRICS_NFS_IDLE - 1; w++)
+        agentmetrics_nfs_window(&m, &o);
+    assert_int_equal(m.n_nfs_series, 2);
+    nfs_rec(&o, "[fd00::50]:2049", "/a \"q\" \\b", "write", 1, 10, 0, &bob, &d);
+    agentmetrics_nfs_window(&m, &o);
+    assert_int_equal(m.n_nfs_series, 1);
+    text = agentmetrics_render(&m);
+    assert_non_null(text);
+    assert_null(strstr(text, "wanledger_nfs_ops_total{" LA));
+    assert_non_null(strstr(text, "\nwanledger_nfs_ops_total{" LB "} 4\n"));
+    free(text);
     nfsops_clear(&o);
     for (int w = 0; w < AGENTMETRICS_NFS_IDLE; w++)
         agentmetrics_nfs_window(&m, &o);
