@@ -83,6 +83,11 @@ char *report_clean_text(const char *s, char *out, size_t outlen)
 /* Adds s as a string member, cleaned (report_clean_text). False when out of memory. */
 static bool add_clean_str(cJSON *o, const char *name, const char *s)
 {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p >= 0x20 && *p < 0x7f) /* printable ASCII, the usual case: nothing to clean */
+        p++;
+    if (!*p)
+        return cJSON_AddStringToObject(o, name, s) != NULL;
     size_t cap = REPORT_CLEAN_LEN(strlen(s));
     char *buf = malloc(cap);
     if (!buf)
