@@ -237,3 +237,14 @@ const char *fx_ts(int64_t us)
     char *b = buf[k++ % 8];
     return tm_format_rfc3339(us, b);
 }
+
+char *fx_fmt(const char *f, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, f);
+    if (vasprintf(&s, f, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}

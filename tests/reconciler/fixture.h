@@ -45,6 +45,8 @@ long long fx_num(struct fx *f, const char *sql);
 const char *fx_row(struct fx *f, const char *sql);
 
 /* Time helpers: the start of the window n windows before the current one. */
+/* vasprintf into a malloc'd string the caller frees (NULL on allocation failure). */
+char *fx_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 int64_t fx_window_ago(int n, int window_seconds);
 /* RFC 3339 of us in a rotating static buffer. */
 const char *fx_ts(int64_t us);

@@ -41,18 +41,6 @@ static char *keep(char *s)
     return s;
 }
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    char *s = NULL;
-    va_list ap;
-    va_start(ap, f);
-    if (vasprintf(&s, f, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
-
 /* A report of two socket flows; the second flow's members are given whole (F2 by default). */
 #define F2         "\"local\":\"10.1.0.2:41523\",\"remote\":\"10.2.0.2:5201\",\"tx_bytes\":1,\"rx_bytes\":2"
 #define F2_NO_TX   "\"local\":\"10.1.0.2:41523\",\"remote\":\"10.2.0.2:5201\",\"rx_bytes\":2"
@@ -60,7 +48,7 @@ static char *fmt(const char *f, ...)
 #define F2_NO_ADDR "\"tx_bytes\":1,\"rx_bytes\":2"
 static char *report(const char *top_extra, const char *ws, const char *flow2)
 {
-    return fmt("{%s\"host\":\"nyc-gpu-17\",\"agent_id\":\"a-1\",\"seq\":7,\"window_start\":\"%s\","
+    return fx_fmt("{%s\"host\":\"nyc-gpu-17\",\"agent_id\":\"a-1\",\"seq\":7,\"window_start\":\"%s\","
                "\"window_seconds\":60,\"flows\":[{\"source\":\"socket\",\"proto\":\"tcp\","
                "\"local\":\"10.1.0.2:41522\",\"remote\":\"10.2.0.2:5201\",\"role\":\"client\","
                "\"tx_bytes\":123,\"rx_bytes\":456,\"user\":\"alice\"},{\"source\":\"socket\","
@@ -70,7 +58,7 @@ static char *report(const char *top_extra, const char *ws, const char *flow2)
 
 static char *sample(const char *version, const char *at, const char *extra)
 {
-    return fmt(
+    return fx_fmt(
         "{\"version\":%s,\"poller\":\"p1\",\"samples\":[{\"device\":\"nyc-border-1\","
         "\"interface\":\"et-0/0/1\",\"at\":\"%s\",\"in_octets\":1000,\"out_octets\":2000%s}]}",
         version, at, extra);
@@ -78,7 +66,7 @@ static char *sample(const char *version, const char *at, const char *extra)
 
 static char *transfer(const char *extra_first, const char *second)
 {
-    return fmt(
+    return fx_fmt(
         "{\"service\":\"dupedog\",\"id\":\"x-1\",\"requester\":\"alice\",\"src\":\"10.1.0.50\","
         "\"dst\":\"chi\",\"bytes\":1000,\"start\":1764442380.5,\"end\":1764442390%s}\n%s",
         extra_first, second);
@@ -127,9 +115,9 @@ static void test_rejects(void **state)
         {"body over max_body_bytes", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, big, 413,
          NULL},
         /* syntax: 400 */
-        {"empty body", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, fmt("%s", ""), 400, "$"},
+        {"empty body", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, fx_fmt("%s", ""), 400, "$"},
         {"truncated JSON", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fmt("{\"version\":1,\"host\":\"h\",\"flows\":[{\"source\":\"socket\""), 400, "$.flows[0]"},
+         fx_fmt("{\"version\":1,\"host\":\"h\",\"flows\":[{\"source\":\"socket\""), 400, "$.flows[0]"},
         {"invalid UTF-8", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, bad_utf8, 400,
          "$.flows[1].program"},
         {"raw control character", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, raw_ctl, 400,
@@ -137,7 +125,7 @@ static void test_rejects(void **state)
         {"lone surrogate escape", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
          report(V, ws, F2 ",\"user\":\"\\ud800x\""), 400, "$.flows[1].user"},
         {"trailing garbage", "POST", "/v1/counters", FX_TOKEN_POLLER, NULL,
-         fmt("%s}", keep(sample("1", at, ""))), 400, "$"},
+         fx_fmt("%s}", keep(sample("1", at, ""))), 400, "$"},
         /* content: 422 */
         {"unknown version", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
          report("\"version\":2,", ws, F2), 422, "$.version"},
@@ -145,7 +133,7 @@ static void test_rejects(void **state)
          422, "$.version"},
         {"version as a string", "POST", "/v1/counters", FX_TOKEN_POLLER, NULL,
          sample("\"1\"", at, ""), 422, "$.version"},
-        {"top level is an array", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, fmt("[1,2]"),
+        {"top level is an array", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, fx_fmt("[1,2]"),
          422, "$"},
         {"negative tx_bytes", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
          report(V, ws, F2_NO_TX ",\"tx_bytes\":-5"), 422, "$.flows[1].tx_bytes"},
@@ -163,7 +151,7 @@ static void test_rejects(void **state)
          report(V, ws, F2_NO_ADDR ",\"local\":\"10.1.0.2:1\",\"remote\":\"10.2.0.2\""), 422,
          "$.flows[1].remote"},
         {"unknown flow source", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
+         fx_fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
              "\"flows\":[{\"source\":\"ebpf\",\"bytes\":1}]}",
              ws),
          422, "$.flows[0].source"},
@@ -176,31 +164,31 @@ static void test_rejects(void **state)
         {"window_start too far ahead", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
          report(V, future, F2), 422, "$.window_start"},
         {"window_seconds differs", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
+         fx_fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
              "\"window_seconds\":30,\"flows\":[]}",
              ws),
          422, "$.window_seconds"},
         {"missing flows", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\"}",
+         fx_fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\"}",
              ws),
          422, "$.flows"},
         {"missing host", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fmt("{\"version\":1,\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\",\"flows\":[]}",
+         fx_fmt("{\"version\":1,\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\",\"flows\":[]}",
              ws),
          422, "$.host"},
         {"negative seq", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":-1,\"window_start\":\"%s\","
+         fx_fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":-1,\"window_start\":\"%s\","
              "\"flows\":[]}",
              ws),
          422, "$.seq"},
         {"nfs op unknown", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
+         fx_fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
              "\"flows\":[{\"source\":\"nfs\",\"server\":\"10.1.0.50:2049\",\"op\":\"mkdir\","
              "\"bytes\":1}]}",
              ws),
          422, "$.flows[0].op"},
         {"nfs client address not an address", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
+         fx_fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
              "\"flows\":[{\"source\":\"nfs\",\"server\":\"10.1.0.50:2049\",\"op\":\"read\","
              "\"bytes\":1,\"local\":\"nyc-gpu-17\"}]}",
              ws),
@@ -208,7 +196,7 @@ static void test_rejects(void **state)
         {"negative counter", "POST", "/v1/counters", FX_TOKEN_POLLER, NULL,
          sample("1", at, ",\"in_pkts\":-1"), 422, "$.samples[0].in_pkts"},
         {"32-bit counter beyond 2^32-1", "POST", "/v1/counters", FX_TOKEN_POLLER, NULL,
-         fmt("{\"version\":1,\"poller\":\"p1\",\"samples\":[{\"device\":\"d\",\"interface\":\"i\","
+         fx_fmt("{\"version\":1,\"poller\":\"p1\",\"samples\":[{\"device\":\"d\",\"interface\":\"i\","
              "\"at\":\"%s\",\"counter_bits\":32,\"in_octets\":4294967296}]}",
              at),
          422, "$.samples[0].in_octets"},
@@ -219,17 +207,17 @@ static void test_rejects(void **state)
         {"sample in the future", "POST", "/v1/counters", FX_TOKEN_POLLER, NULL,
          sample("1", future, ""), 422, "$.samples[0].at"},
         {"transfer ends before it starts", "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL,
-         fmt("{\"service\":\"s\",\"id\":\"1\",\"src\":\"nyc\",\"dst\":\"chi\",\"bytes\":1,"
+         fx_fmt("{\"service\":\"s\",\"id\":\"1\",\"src\":\"nyc\",\"dst\":\"chi\",\"bytes\":1,"
              "\"start\":\"%s\",\"end\":\"%s\"}",
              at, ws),
          422, "$[0].end"},
         {"transfer place unknown", "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL,
-         fmt("{\"service\":\"dupedog\",\"id\":\"x-1\",\"src\":\"atlantis\","
+         fx_fmt("{\"service\":\"dupedog\",\"id\":\"x-1\",\"src\":\"atlantis\","
              "\"dst\":\"chi\",\"bytes\":1,\"start\":\"%s\",\"end\":\"%s\"}",
              ws, at),
          422, "$[0].src"},
         {"transfer bytes non-integer", "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL,
-         fmt("{\"service\":\"s\",\"id\":\"1\",\"src\":\"nyc\",\"dst\":\"chi\",\"bytes\":2.5,"
+         fx_fmt("{\"service\":\"s\",\"id\":\"1\",\"src\":\"nyc\",\"dst\":\"chi\",\"bytes\":2.5,"
              "\"start\":\"%s\",\"end\":\"%s\"}",
              ws, at),
          422, "$[0].bytes"},
@@ -240,8 +228,8 @@ static void test_rejects(void **state)
                       "\"dst\":\"10.2.0.9\",\"bytes\":-1,\"start\":1764442380,\"end\":1764442390}"),
          422, "$[1].bytes"},
         {"transfers array with a non-object", "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL,
-         fmt("[%s, 42]", keep(transfer("", ""))), 422, "$[1]"},
-        {"empty transfer stream", "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL, fmt("\n"), 422,
+         fx_fmt("[%s, 42]", keep(transfer("", ""))), 422, "$[1]"},
+        {"empty transfer stream", "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL, fx_fmt("\n"), 422,
          "$"},
     };
     size_t n = sizeof(cases) / sizeof(cases[0]);

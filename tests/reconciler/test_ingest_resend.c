@@ -24,18 +24,6 @@
 static struct fx F;
 static int64_t W; /* a past window, 5 windows ago */
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    char *s = NULL;
-    va_list ap;
-    va_start(ap, f);
-    if (vasprintf(&s, f, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
-
 /* POSTs and returns the response body (caller frees); asserts 200. */
 static char *post_ok(const char *path, const char *token, const char *body)
 {
@@ -56,7 +44,7 @@ static void expect_post(const char *path, const char *token, const char *body, c
 static void test_report_resend(void **state)
 {
     (void)state;
-    char *rep = fmt(
+    char *rep = fx_fmt(
         "{\"version\":1,\"host\":\"nyc-gpu-17\",\"agent_id\":\"agent-a\",\"seq\":1832,"
         "\"window_start\":\"%s\",\"window_seconds\":60,\"dropped_events\":3,"
         "\"sampling\":{\"k\":1000,\"threshold\":0,\"flows_seen\":3},\"flows\":["
@@ -94,7 +82,7 @@ static void test_report_resend(void **state)
                                    " role, user_name FROM flow_records WHERE idx = 2"),
                         "udp|fd00:1::2|fd00:2::2|77|NULL|NULL");
     /* the next report of the same agent is new */
-    char *rep2 = fmt("{\"version\":1,\"host\":\"nyc-gpu-17\",\"agent_id\":\"agent-a\",\"seq\":1833,"
+    char *rep2 = fx_fmt("{\"version\":1,\"host\":\"nyc-gpu-17\",\"agent_id\":\"agent-a\",\"seq\":1833,"
                      "\"window_start\":\"%s\",\"flows\":[]}",
                      fx_ts(W + 60 * TM_USEC_PER_SEC));
     expect_post("/v1/attributions", FX_TOKEN_AGENT, rep2,
@@ -114,7 +102,7 @@ static void test_counter_resend(void **state)
 {
     (void)state;
     const char *t0 = fx_ts(W + 10 * TM_USEC_PER_SEC), *t1 = fx_ts(W + 40 * TM_USEC_PER_SEC);
-    char *batch = fmt(
+    char *batch = fx_fmt(
         "{\"version\":1,\"poller\":\"p1\",\"samples\":["
         "{\"device\":\"nyc-border-1\",\"interface\":\"et-0/0/1\",\"at\":\"%s\",\"uptime_cs\":100,"
         "\"in_octets\":18446744073709551615,\"out_octets\":1,\"in_pkts\":5,\"out_pkts\":6,"
@@ -129,7 +117,7 @@ static void test_counter_resend(void **state)
     expect_post("/v1/counters", FX_TOKEN_POLLER, batch,
                 "{\"received\":3,\"stored\":0,\"duplicate\":3}\n");
     /* one old sample and one new */
-    char *mixed = fmt("{\"version\":1,\"poller\":\"p2\",\"samples\":["
+    char *mixed = fx_fmt("{\"version\":1,\"poller\":\"p2\",\"samples\":["
                       "{\"device\":\"nyc-border-1\",\"interface\":\"et-0/0/1\",\"at\":\"%s\","
                       "\"in_octets\":10,\"out_octets\":2},"
                       "{\"device\":\"nyc-border-1\",\"interface\":\"et-0/0/1\",\"at\":\"%s\","
@@ -158,7 +146,7 @@ static void test_transfer_framings(void **state)
     /* W .. W+150 s spans three windows: W, W+60, W+120 */
     const char *s0 = fx_ts(W), *e0 = fx_ts(W + 150 * TM_USEC_PER_SEC);
     double s1 = (double)W / 1e6 + 0.5, e1 = (double)W / 1e6 + 20.25;
-    char *array = fmt("[{\"service\":\"dupedog\",\"id\":\"x-1\",\"requester\":\"alice\","
+    char *array = fx_fmt("[{\"service\":\"dupedog\",\"id\":\"x-1\",\"requester\":\"alice\","
                       "\"workflow\":\"train-42\",\"src\":\"10.1.0.50\",\"dst\":\"10.2.0.9\","
                       "\"bytes\":3000000000,\"start\":\"%s\",\"end\":\"%s\"},"
                       " {\"service\":\"dupedog\",\"id\":\"x-2\",\"src\":\"nyc\",\"dst\":\"chi\","
@@ -169,7 +157,7 @@ static void test_transfer_framings(void **state)
     expect_post("/v1/transfers", FX_TOKEN_SERVICE, array,
                 "{\"received\":2,\"stored\":0,\"duplicate\":2}\n");
     /* NDJSON with a final newline: x-2 again, x-3 new */
-    char *nd = fmt("{\"service\":\"dupedog\",\"id\":\"x-2\",\"src\":\"nyc\",\"dst\":\"chi\","
+    char *nd = fx_fmt("{\"service\":\"dupedog\",\"id\":\"x-2\",\"src\":\"nyc\",\"dst\":\"chi\","
                    "\"bytes\":10,\"start\":%.2f,\"end\":%.2f}\n"
                    "{\"service\":\"dupedog\",\"id\":\"x-3\",\"src\":\"nyc\",\"dst\":\"chi\","
                    "\"bytes\":11,\"start\":\"%s\",\"end\":\"%s\"}\n",
@@ -177,7 +165,7 @@ static void test_transfer_framings(void **state)
     expect_post("/v1/transfers", FX_TOKEN_SERVICE, nd,
                 "{\"received\":2,\"stored\":1,\"duplicate\":1}\n");
     /* the same without the final newline, and CRLF line ends */
-    char *nd2 = fmt("{\"service\":\"dupedog\",\"id\":\"x-3\",\"src\":\"nyc\",\"dst\":\"chi\","
+    char *nd2 = fx_fmt("{\"service\":\"dupedog\",\"id\":\"x-3\",\"src\":\"nyc\",\"dst\":\"chi\","
                     "\"bytes\":11,\"start\":\"%s\",\"end\":\"%s\"}\r\n"
                     "{\"service\":\"dupedog\",\"id\":\"x-4\",\"src\":\"nyc\",\"dst\":\"chi\","
                     "\"bytes\":12,\"start\":\"%s\",\"end\":\"%s\"}",
@@ -186,7 +174,7 @@ static void test_transfer_framings(void **state)
                 "{\"received\":2,\"stored\":1,\"duplicate\":1}\n");
     /* concatenated objects (Fluent Bit json_stream), with Fluent Bit's `date` standing in for a
      * missing end, and a numeric id */
-    char *cat = fmt("{\"date\":%.3f,\"service\":\"rsyncd\",\"id\":\"r-9\",\"src\":\"10.1.0.7\","
+    char *cat = fx_fmt("{\"date\":%.3f,\"service\":\"rsyncd\",\"id\":\"r-9\",\"src\":\"10.1.0.7\","
                     "\"dst\":\"10.3.0.7\",\"bytes\":99,\"start\":%.2f}{\"service\":\"rsyncd\","
                     "\"id\":77,\"src\":\"fd00:1::7\",\"dst\":\"osl\",\"bytes\":5,\"start\":\"%s\","
                     "\"end\":\"%s\"}",
@@ -224,7 +212,7 @@ static void test_transfer_framings(void **state)
 static void test_client_gone(void **state)
 {
     (void)state;
-    char *rep = fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"agent-gone\",\"seq\":1,"
+    char *rep = fx_fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"agent-gone\",\"seq\":1,"
                     "\"window_start\":\"%s\",\"flows\":[{\"source\":\"nfs\","
                     "\"server\":\"10.1.0.50\",\"op\":\"write\",\"bytes\":5}]}",
                     fx_ts(W));

@@ -38,18 +38,6 @@
 static struct fx F;
 static int64_t A, B, C;
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    char *s = NULL;
-    va_list ap;
-    va_start(ap, f);
-    if (vasprintf(&s, f, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
-
 static void post(const char *path, const char *token, char *body)
 {
     char *resp = NULL;
@@ -64,7 +52,7 @@ static void post(const char *path, const char *token, char *body)
 static char *socket_flow(const char *local, const char *remote, const char *role, long long tx,
                          long long rx, const char *user, const char *program)
 {
-    return fmt("{\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"%s\",\"remote\":\"%s\","
+    return fx_fmt("{\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"%s\",\"remote\":\"%s\","
                "\"role\":\"%s\",\"tx_bytes\":%lld,\"rx_bytes\":%lld,\"user\":\"%s\","
                "\"program\":\"%s\",\"workflow\":\"train-42\"}",
                local, remote, role, tx, rx, user, program);
@@ -74,7 +62,7 @@ static void post_report(const char *host, const char *agent, int seq, int64_t ws
 {
     post(
         "/v1/attributions", FX_TOKEN_AGENT,
-        fmt("{\"version\":1,\"host\":\"%s\",\"agent_id\":\"%s\",\"seq\":%d,\"window_start\":\"%s\","
+        fx_fmt("{\"version\":1,\"host\":\"%s\",\"agent_id\":\"%s\",\"seq\":%d,\"window_start\":\"%s\","
             "\"window_seconds\":60,\"flows\":[%s]}",
             host, agent, seq, fx_ts(ws), flows));
     free(flows);
@@ -83,9 +71,9 @@ static void post_report(const char *host, const char *agent, int seq, int64_t ws
 static void post_inputs(void)
 {
     /* counters: 4 samples, cumulative */
-    char *s = fmt("{\"version\":1,\"poller\":\"p1\",\"samples\":[");
+    char *s = fx_fmt("{\"version\":1,\"poller\":\"p1\",\"samples\":[");
     for (int i = 0; i < 4; i++) {
-        char *n = fmt("%s%s{\"device\":\"nyc-border-1\",\"interface\":\"et-0/0/1\",\"at\":\"%s\","
+        char *n = fx_fmt("%s%s{\"device\":\"nyc-border-1\",\"interface\":\"et-0/0/1\",\"at\":\"%s\","
                       "\"uptime_cs\":%d,\"in_octets\":5000,\"out_octets\":%lld,\"in_pkts\":50,"
                       "\"out_pkts\":%lld,\"counter_bits\":64}",
                       s, i ? "," : "", fx_ts(A + i * 60 * SEC), 100000 + i * 6000,
@@ -93,7 +81,7 @@ static void post_inputs(void)
         free(s);
         s = n;
     }
-    char *body = fmt("%s]}", s);
+    char *body = fx_fmt("%s]}", s);
     free(s);
     post("/v1/counters", FX_TOKEN_POLLER, body);
 
@@ -104,7 +92,7 @@ static void post_inputs(void)
                            "python3");
     char *f2 = socket_flow("10.1.0.50:7100", "10.2.0.9:40000", "server", 60000000, 0, "dupedog",
                            "dupedogd");
-    post_report("nyc-gpu-17", "agent-nyc", 2, B, fmt("%s,%s", f1, f2));
+    post_report("nyc-gpu-17", "agent-nyc", 2, B, fx_fmt("%s,%s", f1, f2));
     free(f1);
     free(f2);
     post_report("nyc-gpu-17", "agent-nyc", 3, C,
@@ -114,7 +102,7 @@ static void post_inputs(void)
         "chi-gpu-1", "agent-chi", 1, C,
         socket_flow("10.2.0.2:5201", "10.1.0.2:41522", "server", 1000, 700000000, "svc", "iperf3"));
     post("/v1/transfers", FX_TOKEN_SERVICE,
-         fmt("{\"service\":\"dupedog\",\"id\":\"d-1\",\"requester\":\"carol\","
+         fx_fmt("{\"service\":\"dupedog\",\"id\":\"d-1\",\"requester\":\"carol\","
              "\"workflow\":\"replicate\",\"src\":\"10.1.0.50\",\"dst\":\"10.2.0.9\","
              "\"bytes\":120000000,\"start\":\"%s\",\"end\":\"%s\"}\n",
              fx_ts(B), fx_ts(C + 60 * SEC)));
@@ -202,7 +190,7 @@ static void test_top_and_api(void **state)
      * 2,100,000,000 (0.749465); dave 400,000,000 (0.142755); carol's transfer 120,000,000
      * (0.042827); unattributed 34,000,000 + 0 + 174,000,000 = 208,000,000 (0.074233) */
     char *args =
-        fmt("top --src nyc --dst chi --from %s --to %s --json", fx_ts(A), fx_ts(C + 60 * SEC));
+        fx_fmt("top --src nyc --dst chi --from %s --to %s --json", fx_ts(A), fx_ts(C + 60 * SEC));
     char *out = NULL;
     assert_int_equal(fx_run(&F, args, &out), 0);
     fprintf(stderr, "%s", out);
@@ -221,7 +209,7 @@ static void test_top_and_api(void **state)
     free(out);
     free(args);
     /* the text form names what stays unattributed */
-    args = fmt("top --src nyc --dst chi --from %s --to %s", fx_ts(A), fx_ts(C + 60 * SEC));
+    args = fx_fmt("top --src nyc --dst chi --from %s --to %s", fx_ts(A), fx_ts(C + 60 * SEC));
     assert_int_equal(fx_run(&F, args, &out), 0);
     fprintf(stderr, "%s", out);
     assert_non_null(strstr(out, "(unattributed)"));
@@ -230,23 +218,23 @@ static void test_top_and_api(void **state)
     free(args);
 
     /* the same through GET /api/v1/top (reader token) */
-    char *path = fmt("/api/v1/top?src=nyc&dst=chi&from=%s&to=%s", fx_ts(A), fx_ts(C + 60 * SEC));
+    char *path = fx_fmt("/api/v1/top?src=nyc&dst=chi&from=%s&to=%s", fx_ts(A), fx_ts(C + 60 * SEC));
     char *resp = NULL;
     assert_int_equal(fx_http(&F, "GET", path, FX_TOKEN_READER, NULL, NULL, 0, &resp), 200);
     assert_non_null(strstr(resp, "\"observed_payload_bytes\":2802000000"));
     assert_non_null(strstr(resp, "\"bytes\":2100000000,\"share\":0.749465}"));
     free(resp);
     free(path);
-    path = fmt("/api/v1/top?src=nyc&dst=nowhere");
+    path = fx_fmt("/api/v1/top?src=nyc&dst=nowhere");
     assert_int_equal(fx_http(&F, "GET", path, FX_TOKEN_READER, NULL, NULL, 0, &resp), 400);
     assert_string_equal(resp, "{\"error\":\"expected a configured site name\",\"path\":\"dst\"}\n");
     free(resp);
     free(path);
 
     /* GET /api/v1/cells: the nyc -> chi cells of A..C, as stored */
-    path = fmt("/api/v1/cells?from=%s&to=%s&src=nyc&dst=chi", fx_ts(A), fx_ts(C + 60 * SEC));
+    path = fx_fmt("/api/v1/cells?from=%s&to=%s&src=nyc&dst=chi", fx_ts(A), fx_ts(C + 60 * SEC));
     assert_int_equal(fx_http(&F, "GET", path, FX_TOKEN_READER, NULL, NULL, 0, &resp), 200);
-    char *want = fmt("{\"window_start\":\"%s\",\"window_seconds\":60,\"src_site\":\"nyc\","
+    char *want = fx_fmt("{\"window_start\":\"%s\",\"window_seconds\":60,\"src_site\":\"nyc\","
                      "\"dst_site\":\"chi\",\"observed_bytes\":1000000000,"
                      "\"observed_payload_bytes\":934000000,\"attributed_bytes\":760000000,",
                      fx_ts(C));
@@ -262,7 +250,7 @@ static void test_pages_routed(void **state)
 {
     (void)state;
     /* the heatmap page is the heatmap component's; the server authenticates and routes it */
-    char *path = fmt("/heatmap?from=%s&to=%s", fx_ts(A), fx_ts(C + 60 * SEC));
+    char *path = fx_fmt("/heatmap?from=%s&to=%s", fx_ts(A), fx_ts(C + 60 * SEC));
     char *resp = NULL;
     assert_int_equal(fx_http(&F, "GET", path, NULL, NULL, NULL, 0, &resp), 401);
     free(resp);
@@ -273,7 +261,7 @@ static void test_pages_routed(void **state)
     assert_non_null(strstr(resp, "data-status=\"warn\""));
     free(resp);
     free(path);
-    path = fmt("/heatmap/cell?src=nyc&dst=chi&window=%s", fx_ts(C));
+    path = fx_fmt("/heatmap/cell?src=nyc&dst=chi&window=%s", fx_ts(C));
     assert_int_equal(fx_http(&F, "GET", path, FX_TOKEN_READER, NULL, NULL, 0, &resp), 200);
     assert_non_null(strstr(resp, "data-status=\"warn\""));
     free(resp);

@@ -185,18 +185,6 @@ static int wait_posts(int n, int timeout_s)
 
 /* ---- inputs ------------------------------------------------------------------------------- */
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    char *s = NULL;
-    va_list ap;
-    va_start(ap, f);
-    if (vasprintf(&s, f, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
-
 static void post(const char *path, const char *token, char *body)
 {
     char *resp = NULL;
@@ -213,7 +201,7 @@ static void post_samples(int first, int last)
 {
     for (int i = first; i <= last; i++)
         post("/v1/counters", FX_TOKEN_POLLER,
-             fmt("{\"version\":1,\"poller\":\"p1\",\"samples\":[{\"device\":\"nyc-border-1\","
+             fx_fmt("{\"version\":1,\"poller\":\"p1\",\"samples\":[{\"device\":\"nyc-border-1\","
                  "\"interface\":\"et-0/0/1\",\"at\":\"%s\",\"uptime_cs\":%d,\"in_octets\":0,"
                  "\"out_octets\":%lld,\"in_pkts\":0,\"out_pkts\":%lld}]}",
                  fx_ts(W[i]), 100000 + i * 6000, (long long)(i - 1) * 1000000000LL,
@@ -223,7 +211,7 @@ static void post_samples(int first, int last)
 static void post_report(int i, long long tx)
 {
     post("/v1/attributions", FX_TOKEN_AGENT,
-         fmt("{\"version\":1,\"host\":\"nyc-gpu-17\",\"agent_id\":\"agent-nyc\",\"seq\":%d,"
+         fx_fmt("{\"version\":1,\"host\":\"nyc-gpu-17\",\"agent_id\":\"agent-nyc\",\"seq\":%d,"
              "\"window_start\":\"%s\",\"flows\":[{\"source\":\"socket\",\"proto\":\"tcp\","
              "\"local\":\"10.1.0.2:41522\",\"remote\":\"10.2.0.2:5201\",\"role\":\"client\","
              "\"tx_bytes\":%lld,\"rx_bytes\":0,\"user\":\"alice\",\"workflow\":\"train-42\"}]}",
@@ -276,10 +264,10 @@ static void test_open_resend_resolve(void **state)
                                "\"src_site\":\"nyc\",\"dst_site\":\"chi\","
                                "\"severity\":\"warning\"}"));
     assert_non_null(strstr(b0, "\"annotations\":{\"summary\":\""));
-    char *starts = fmt("\"startsAt\":\"%s", opened);
+    char *starts = fx_fmt("\"startsAt\":\"%s", opened);
     assert_non_null(strstr(b0, starts));
     free(starts);
-    char *gen = fmt("\"generatorURL\":\"http://wl.example:7070/heatmap/cell?src=nyc&dst=chi&"
+    char *gen = fx_fmt("\"generatorURL\":\"http://wl.example:7070/heatmap/cell?src=nyc&dst=chi&"
                     "window=%.4s-%.2s-%.2sT%.2s%%3A%.2s%%3A%.2sZ\"",
                     lw, lw + 5, lw + 8, lw + 11, lw + 14, lw + 17);
     assert_non_null(strstr(b0, gen));
@@ -353,7 +341,7 @@ static void test_once_delivers(void **state)
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     F.pid = 0;
     int before = wait_posts(1000, 0);
-    char *sql = fmt("INSERT INTO gap_alerts (kind, src_site, dst_site, state, first_window,"
+    char *sql = fx_fmt("INSERT INTO gap_alerts (kind, src_site, dst_site, state, first_window,"
                     " last_window, peak_unattributed_bytes, peak_ratio, summary) VALUES ('over',"
                     " 'chi', 'nyc', 'open', '%s', '%s', 0, 1.31, 'chi->nyc claims 131%%')",
                     fx_ts(W[1]), fx_ts(W[3]));
