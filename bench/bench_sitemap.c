@@ -61,7 +61,8 @@ int main(int argc, char **argv)
     }
     uint32_t *addrs = malloc(BATCH * sizeof(uint32_t));
     for (int i = 0; i < BATCH; i++)
-        addrs[i] = i % 2 ? (p[rnd() % nprefix].net | (rnd() & 0xff)) : (0x0a000000u | (rnd() & 0xffffff));
+        addrs[i] =
+            i % 2 ? (p[rnd() % nprefix].net | (rnd() & 0xff)) : (0x0a000000u | (rnd() & 0xffffff));
     double trie[BATCHES], lin[BATCHES];
     long mismatches = 0;
     volatile long sink = 0; /* keeps both loops from being optimised away */
@@ -88,12 +89,14 @@ int main(int argc, char **argv)
     printf("site map, %d IPv4 prefixes, %d batches of %d lookups (linear: %d per batch)\n", nprefix,
            BATCHES, BATCH, BATCH / 10);
     /* with 30 batches, p99 is the second slowest batch */
-    printf("  trie   ns/lookup per batch: p50 %.1f  p99 %.1f  max %.1f  (%d batches; %.3g lookups/s "
-           "at p50)\n",
-           trie[BATCHES / 2], trie[BATCHES - 2], trie[BATCHES - 1], BATCHES, 1e9 / trie[BATCHES / 2]);
-    printf("  linear ns/lookup per batch: p50 %.1f  p99 %.1f  max %.1f  (%d batches; %.3g lookups/s "
-           "at p50)\n",
-           lin[BATCHES / 2], lin[BATCHES - 2], lin[BATCHES - 1], BATCHES, 1e9 / lin[BATCHES / 2]);
+    printf(
+        "  trie   ns/lookup per batch: p50 %.1f  p99 %.1f  max %.1f  (%d batches; %.3g lookups/s "
+        "at p50)\n",
+        trie[BATCHES / 2], trie[BATCHES - 2], trie[BATCHES - 1], BATCHES, 1e9 / trie[BATCHES / 2]);
+    printf(
+        "  linear ns/lookup per batch: p50 %.1f  p99 %.1f  max %.1f  (%d batches; %.3g lookups/s "
+        "at p50)\n",
+        lin[BATCHES / 2], lin[BATCHES - 2], lin[BATCHES - 1], BATCHES, 1e9 / lin[BATCHES / 2]);
     printf("  trie is %.1fx faster than the linear scan at p50; answers differing: %ld of %d "
            "(must be 0)\n",
            lin[BATCHES / 2] / trie[BATCHES / 2], mismatches, BATCH);

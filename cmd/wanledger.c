@@ -170,7 +170,7 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    static const char *const known[] = {"migrate", "prune",  "reconcile", "poll", "ship",
+    static const char *const known[] = {"migrate", "prune",  "reconcile", "poll",   "ship",
                                         "heatmap", "report", "top",       "alerts", NULL};
     int ok = 0;
     for (const char *const *k = known; *k; k++)

@@ -359,8 +359,7 @@ static void parse_sites(struct pctx *c, const cJSON *arr)
                             "expected an address prefix like \"10.1.0.0/16\" or \"fd00:1::/48\" "
                             "with no host bits set, got %s%s%s",
                             cJSON_IsString(x) ? "\"" : type_name(x),
-                            cJSON_IsString(x) ? x->valuestring : "",
-                            cJSON_IsString(x) ? "\"" : "");
+                            cJSON_IsString(x) ? x->valuestring : "", cJSON_IsString(x) ? "\"" : "");
                     continue;
                 }
                 /* overlaps with other sites' prefixes (nested prefixes within one site are
@@ -368,8 +367,9 @@ static void parse_sites(struct pctx *c, const cJSON *arr)
                 for (size_t j = 0; j < cfg->n_sites; j++)
                     for (size_t q = 0; q < cfg->sites[j].n_prefixes; q++)
                         if (prefixes_overlap(cp, &cfg->sites[j].prefixes[q]))
-                            err_add(c, ppp, "prefix %s overlaps $.sites[%zu].prefixes[%zu] of site "
-                                            "\"%s\"",
+                            err_add(c, ppp,
+                                    "prefix %s overlaps $.sites[%zu].prefixes[%zu] of site "
+                                    "\"%s\"",
                                     x->valuestring, j, q, cfg->sites[j].name);
                 site->n_prefixes++;
             }
@@ -384,10 +384,19 @@ static void parse_sites(struct pctx *c, const cJSON *arr)
 
 static void parse_snmp(struct pctx *c, const cJSON *o, const char *p, struct cfg_snmp *sn)
 {
-    static const char *const keys[] = {"address", "version", "community_file", "user",
-                                       "auth_protocol", "auth_password_file", "priv_protocol",
-                                       "priv_password_file", "security_level",
-                                       "interval_seconds", "timeout_ms", "retries", NULL};
+    static const char *const keys[] = {"address",
+                                       "version",
+                                       "community_file",
+                                       "user",
+                                       "auth_protocol",
+                                       "auth_password_file",
+                                       "priv_protocol",
+                                       "priv_password_file",
+                                       "security_level",
+                                       "interval_seconds",
+                                       "timeout_ms",
+                                       "retries",
+                                       NULL};
     char pp[256];
     check_keys(c, o, p, keys);
     sn->address = get_str(c, o, "address", p, 1, NULL);
@@ -425,8 +434,8 @@ static void parse_snmp(struct pctx *c, const cJSON *o, const char *p, struct cfg
     sn->security_level = get_str(c, o, "security_level", p, 0, "authPriv");
     sn->auth_protocol = get_str(c, o, "auth_protocol", p, 0, "SHA");
     sn->priv_protocol = get_str(c, o, "priv_protocol", p, 0, "AES");
-    static const char *const auths[] = {"MD5", "SHA", "SHA-224", "SHA-256", "SHA-384", "SHA-512",
-                                        NULL};
+    static const char *const auths[] = {"MD5",     "SHA",     "SHA-224", "SHA-256",
+                                        "SHA-384", "SHA-512", NULL};
     static const char *const privs[] = {"DES", "AES", "AES-192", "AES-256", NULL};
     int ok = 0;
     for (const char *const *a = auths; *a; a++)
@@ -440,7 +449,7 @@ static void parse_snmp(struct pctx *c, const cJSON *o, const char *p, struct cfg
     if (!ok)
         err_add(c, jp_key(pp, sizeof(pp), p, "priv_protocol"),
                 "expected one of DES, AES, AES-192, AES-256");
-    int lvl = strcmp(sn->security_level, "noAuthNoPriv") == 0  ? 0
+    int lvl = strcmp(sn->security_level, "noAuthNoPriv") == 0 ? 0
               : strcmp(sn->security_level, "authNoPriv") == 0 ? 1
               : strcmp(sn->security_level, "authPriv") == 0   ? 2
                                                               : -1;
@@ -498,8 +507,9 @@ static void parse_devices(struct pctx *c, const cJSON *arr)
                         "duplicate device name \"%s\" (also $.devices[%zu])", dev->name, j);
         dev->site_idx = cfg_site_index(cfg, dev->site);
         if (dev->site_idx < 0)
-            err_add(c, jp_key(pp, sizeof(pp), p, "site"), "expected a site name from $.sites, got "
-                                                          "\"%s\"",
+            err_add(c, jp_key(pp, sizeof(pp), p, "site"),
+                    "expected a site name from $.sites, got "
+                    "\"%s\"",
                     dev->site);
         const cJSON *sn = get_obj(c, d, "snmp", p, 0);
         if (sn) {
@@ -514,7 +524,8 @@ static void parse_devices(struct pctx *c, const cJSON *arr)
             dev->has_gnmi = true;
             dev->gnmi_source = get_str(c, gn, "source", pp, 0, dev->name);
         }
-        if (!dev->has_snmp && !dev->has_gnmi && cJSON_GetObjectItemCaseSensitive(d, "snmp") == NULL &&
+        if (!dev->has_snmp && !dev->has_gnmi &&
+            cJSON_GetObjectItemCaseSensitive(d, "snmp") == NULL &&
             cJSON_GetObjectItemCaseSensitive(d, "gnmi") == NULL)
             err_add(c, p, "expected an \"snmp\" or a \"gnmi\" object: how is this device polled?");
         cfg->n_devices++;
@@ -526,8 +537,8 @@ static void parse_links(struct pctx *c, const cJSON *arr)
     struct cfg *cfg = c->cfg;
     int n = cJSON_GetArraySize(arr);
     cfg->links = calloc(n ? n : 1, sizeof(*cfg->links));
-    static const char *const keys[] = {"device", "interface", "site", "peer_site", "circuit",
-                                       "capacity_bps", NULL};
+    static const char *const keys[] = {"device",  "interface",    "site", "peer_site",
+                                       "circuit", "capacity_bps", NULL};
     char p[256], pp[256];
     int i = 0;
     for (const cJSON *l = arr->child; l; l = l->next, i++) {
@@ -582,8 +593,8 @@ static void parse_links(struct pctx *c, const cJSON *arr)
                 if (!o->circuit || strcmp(o->circuit, lk->circuit) != 0)
                     continue;
                 ends++;
-                if (ends == 1 && (o->site_idx != lk->peer_site_idx ||
-                                  o->peer_site_idx != lk->site_idx))
+                if (ends == 1 &&
+                    (o->site_idx != lk->peer_site_idx || o->peer_site_idx != lk->site_idx))
                     err_add(c, jp_key(pp, sizeof(pp), p, "circuit"),
                             "circuit \"%s\" joins %s-%s at $.links[%zu], but this end says %s-%s",
                             lk->circuit, o->site ? o->site : "?", o->peer_site ? o->peer_site : "?",
@@ -643,8 +654,8 @@ static void parse_routes(struct pctx *c, const cJSON *arr)
         for (size_t k = 0; k < rt->n_via; k++) {
             rt->via_idx[k] = cfg_site_index(cfg, rt->via[k]);
             if (rt->via_idx[k] < 0) {
-                err_add(c, jp_idx(ppp, sizeof(ppp), pp, (int)k),
-                        "expected a site name, got \"%s\"", rt->via[k]);
+                err_add(c, jp_idx(ppp, sizeof(ppp), pp, (int)k), "expected a site name, got \"%s\"",
+                        rt->via[k]);
                 ok = 0;
             }
         }
@@ -664,7 +675,8 @@ static void parse_routes(struct pctx *c, const cJSON *arr)
             }
         }
         for (size_t j = 0; j < cfg->n_routes; j++)
-            if (ok && cfg->routes[j].src_idx == rt->src_idx && cfg->routes[j].dst_idx == rt->dst_idx)
+            if (ok && cfg->routes[j].src_idx == rt->src_idx &&
+                cfg->routes[j].dst_idx == rt->dst_idx)
                 err_add(c, p, "duplicate route %s->%s (also $.routes[%zu])", rt->src, rt->dst, j);
         cfg->n_routes++;
     }
@@ -697,10 +709,10 @@ static void parse_dedup(struct pctx *c, const cJSON *o)
         check_keys(c, s, p, skeys);
         struct cfg_service *svc = &cfg->services[cfg->n_services++];
         svc->name = get_str(c, s, "name", p, 1, "");
-        svc->ports = get_port_list(c, get_arr(c, s, "ports", p, 0), jp_key(pp, sizeof(pp), p, "ports"),
-                                   &svc->n_ports);
-        svc->users = get_str_list(c, get_arr(c, s, "users", p, 0), jp_key(pp, sizeof(pp), p, "users"),
-                                  &svc->n_users);
+        svc->ports = get_port_list(c, get_arr(c, s, "ports", p, 0),
+                                   jp_key(pp, sizeof(pp), p, "ports"), &svc->n_ports);
+        svc->users = get_str_list(c, get_arr(c, s, "users", p, 0),
+                                  jp_key(pp, sizeof(pp), p, "users"), &svc->n_users);
         if (!svc->n_ports && !svc->n_users)
             err_add(c, p, "a service needs \"ports\" or \"users\" to be left out of socket counts");
     }
@@ -764,11 +776,17 @@ static void parse_tokens(struct pctx *c)
     cJSON_Delete(j);
 }
 
-static const char *const top_keys[] = {
-    "window_seconds", "grace_seconds", "tick_seconds", "max_future_seconds", "database",
-    "database_password_file", "listen", "tokens_file", "reconciler_url", "public_url",
-    "open_on_loopback", "sites", "devices", "links", "routes", "dedup", "overhead", "thresholds",
-    "alerts", "limits", "poller", NULL};
+static const char *const top_keys[] = {"window_seconds",   "grace_seconds",
+                                       "tick_seconds",     "max_future_seconds",
+                                       "database",         "database_password_file",
+                                       "listen",           "tokens_file",
+                                       "reconciler_url",   "public_url",
+                                       "open_on_loopback", "sites",
+                                       "devices",          "links",
+                                       "routes",           "dedup",
+                                       "overhead",         "thresholds",
+                                       "alerts",           "limits",
+                                       "poller",           NULL};
 
 static void parse_root(struct pctx *c, const cJSON *root)
 {
@@ -785,7 +803,8 @@ static void parse_root(struct pctx *c, const cJSON *root)
     cfg->database = get_str(c, root, "database", "$", 0,
                             "host=127.0.0.1 port=5432 dbname=wanledger user=wanledger");
     if (cJSON_GetObjectItemCaseSensitive(root, "database_password_file")) {
-        char *pw = load_secret(c, root, "database_password_file", "$", &cfg->database_password_file);
+        char *pw =
+            load_secret(c, root, "database_password_file", "$", &cfg->database_password_file);
         free(pw); /* read again at connect time; checked here only */
     }
     cfg->listen = get_str(c, root, "listen", "$", 0, "127.0.0.1:7070");
@@ -844,8 +863,9 @@ static void parse_root(struct pctx *c, const cJSON *root)
     cfg->resolve_windows = 3;
     cfg->saturation = 0.90;
     if (th) {
-        static const char *const k[] = {"green", "red", "min_gap_bytes", "over", "alert_windows",
-                                        "resolve_windows", "saturation", NULL};
+        static const char *const k[] = {
+            "green",      "red", "min_gap_bytes", "over", "alert_windows", "resolve_windows",
+            "saturation", NULL};
         const char *p = "$.thresholds";
         check_keys(c, th, p, k);
         cfg->green = get_num(c, th, "green", p, 0, 1, 0.95, 0);
@@ -856,8 +876,7 @@ static void parse_root(struct pctx *c, const cJSON *root)
         cfg->resolve_windows = (int)get_num(c, th, "resolve_windows", p, 1, 1000, 3, 1);
         cfg->saturation = get_num(c, th, "saturation", p, 0.01, 10, 0.90, 0);
         if (cfg->red > cfg->green)
-            err_add(c, "$.thresholds.red", "expected red (%g) <= green (%g)", cfg->red,
-                    cfg->green);
+            err_add(c, "$.thresholds.red", "expected red (%g) <= green (%g)", cfg->red, cfg->green);
     }
 
     const cJSON *al = get_obj(c, root, "alerts", "$", 0);
@@ -883,8 +902,7 @@ static void parse_root(struct pctx *c, const cJSON *root)
         check_keys(c, li, "$.limits", k);
         cfg->max_body_bytes =
             (uint64_t)get_num(c, li, "max_body_bytes", "$.limits", 1024, 4294967296.0, 64 << 20, 1);
-        cfg->max_flow_bps =
-            (uint64_t)get_num(c, li, "max_flow_bps", "$.limits", 1, 1e15, 400e9, 1);
+        cfg->max_flow_bps = (uint64_t)get_num(c, li, "max_flow_bps", "$.limits", 1, 1e15, 400e9, 1);
     }
 
     const cJSON *po = get_obj(c, root, "poller", "$", 0);
@@ -1154,8 +1172,9 @@ void cfg_print_summary(const struct cfg *cfg, void *fp)
     fprintf(f, "windows: %d s, grace %d s, tick %d s; listen %s; reconciler %s\n",
             cfg->window_seconds, cfg->grace_seconds, cfg->tick_seconds, cfg->listen,
             cfg->reconciler_url);
-    fprintf(f, "thresholds: green >= %.2f, red < %.2f, over > %.2f, idle below %llu bytes, "
-               "alert after %d windows, resolve after %d, saturation %.0f%%\n",
+    fprintf(f,
+            "thresholds: green >= %.2f, red < %.2f, over > %.2f, idle below %llu bytes, "
+            "alert after %d windows, resolve after %d, saturation %.0f%%\n",
             cfg->green, cfg->red, cfg->over, (unsigned long long)cfg->min_gap_bytes,
             cfg->alert_windows, cfg->resolve_windows, cfg->saturation * 100);
     fprintf(f, "sites (%zu):\n", cfg->n_sites);
@@ -1174,9 +1193,10 @@ void cfg_print_summary(const struct cfg *cfg, void *fp)
         const struct cfg_device *d = &cfg->devices[i];
         fprintf(f, "  %-16s site %-8s", d->name, d->site);
         if (d->has_snmp)
-            fprintf(f, " snmp v%s %s every %d s", d->snmp.version == 2 ? "2c"
-                                                  : d->snmp.version == 3 ? "3"
-                                                                         : "1",
+            fprintf(f, " snmp v%s %s every %d s",
+                    d->snmp.version == 2   ? "2c"
+                    : d->snmp.version == 3 ? "3"
+                                           : "1",
                     d->snmp.address, d->snmp.interval_seconds);
         if (d->has_gnmi)
             fprintf(f, " gnmi source \"%s\"", d->gnmi_source);
@@ -1271,7 +1291,10 @@ char *cfg_to_json(const struct cfg *cfg)
             const struct cfg_snmp *s = &d->snmp;
             cJSON *so = cJSON_AddObjectToObject(o, "snmp");
             cJSON_AddStringToObject(so, "address", s->address);
-            cJSON_AddStringToObject(so, "version", s->version == 1 ? "1" : s->version == 2 ? "2c" : "3");
+            cJSON_AddStringToObject(so, "version",
+                                    s->version == 1   ? "1"
+                                    : s->version == 2 ? "2c"
+                                                      : "3");
             add_str(so, "community_file", s->community_file);
             add_str(so, "user", s->user);
             add_str(so, "security_level", s->security_level);

@@ -22,16 +22,16 @@ struct cfg_site {
 };
 
 struct cfg_snmp {
-    char *address;        /* net-snmp peer string, "udp:127.0.0.1:16101" */
-    int version;          /* 1, 2 (for "2c") or 3 */
-    char *community;      /* v1/v2c, read from community_file or $WANLEDGER_SNMP_COMMUNITY */
+    char *address;   /* net-snmp peer string, "udp:127.0.0.1:16101" */
+    int version;     /* 1, 2 (for "2c") or 3 */
+    char *community; /* v1/v2c, read from community_file or $WANLEDGER_SNMP_COMMUNITY */
     char *community_file;
     /* v3 USM; passwords read from *_file */
     char *user;
-    char *auth_protocol;  /* "SHA", "SHA-256", "SHA-512", "MD5" */
+    char *auth_protocol; /* "SHA", "SHA-256", "SHA-512", "MD5" */
     char *auth_password;
     char *auth_password_file;
-    char *priv_protocol;  /* "AES", "AES-256", "DES" */
+    char *priv_protocol; /* "AES", "AES-256", "DES" */
     char *priv_password;
     char *priv_password_file;
     char *security_level; /* "authPriv" (default for v3), "authNoPriv", "noAuthNoPriv" */
@@ -93,11 +93,11 @@ struct cfg {
 
     char *database; /* libpq conninfo; password via database_password_file or PGPASSWORD */
     char *database_password_file;
-    char *listen;   /* "127.0.0.1:7070" */
+    char *listen; /* "127.0.0.1:7070" */
     char *tokens_file;
     struct cfg_tokens tokens;
-    char *reconciler_url; /* default "http://" + listen */
-    char *public_url;     /* base for generatorURL in alerts; default reconciler_url */
+    char *reconciler_url;  /* default "http://" + listen */
+    char *public_url;      /* base for generatorURL in alerts; default reconciler_url */
     bool open_on_loopback; /* pages readable without a reader token from 127.0.0.1/::1 */
 
     size_t n_sites;
@@ -138,9 +138,9 @@ struct cfg {
     uint64_t max_flow_bps;   /* default 400e9: a flow may not claim more than this x window */
 
     /* poller */
-    char *spool_dir;       /* default "/var/lib/wanledger/spool" */
+    char *spool_dir;          /* default "/var/lib/wanledger/spool" */
     uint64_t spool_max_bytes; /* default 256 MiB */
-    char *gnmi_tcp_listen; /* "127.0.0.1:57400" or NULL */
+    char *gnmi_tcp_listen;    /* "127.0.0.1:57400" or NULL */
     char *gnmi_udp_listen;
 
     /* derived */

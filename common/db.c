@@ -49,8 +49,7 @@ PGconn *db_connect(const struct cfg *cfg, char *err, size_t errlen)
         return db_connect_str(cfg->database, err, errlen);
     char *pw = cfg_read_secret(cfg->database_password_file);
     if (!pw) {
-        snprintf(err, errlen, "cannot read database password file %s",
-                 cfg->database_password_file);
+        snprintf(err, errlen, "cannot read database password file %s", cfg->database_password_file);
         return NULL;
     }
     /* conninfo strings take single-quoted values with \\ and \' escaped */
@@ -66,8 +65,8 @@ PGconn *db_connect(const struct cfg *cfg, char *err, size_t errlen)
     ci[o] = '\0';
     PGconn *db = db_connect_str(ci, err, errlen);
     if (!db) /* do not leak the password into logs */
-        snprintf(err, errlen, "cannot connect to PostgreSQL (%s, password from %s)",
-                 cfg->database, cfg->database_password_file);
+        snprintf(err, errlen, "cannot connect to PostgreSQL (%s, password from %s)", cfg->database,
+                 cfg->database_password_file);
     memset(pw, 0, strlen(pw));
     free(pw);
     free(ci);
@@ -179,8 +178,8 @@ int db_prune(PGconn *db, int64_t cutoff_us, int *dropped, char *err, size_t errl
     char ts[TM_RFC3339_LEN];
     tm_format_rfc3339(cutoff_us, ts);
     const char *params[1] = {ts};
-    PGresult *r = PQexecParams(db, "SELECT wl_prune($1::timestamptz)", 1, NULL, params, NULL, NULL,
-                               0);
+    PGresult *r =
+        PQexecParams(db, "SELECT wl_prune($1::timestamptz)", 1, NULL, params, NULL, NULL, 0);
     int rc = 0;
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         snprintf(err, errlen, "prune: %s", PQresultErrorMessage(r));
@@ -210,8 +209,7 @@ int db_sync_config(PGconn *db, const struct cfg *cfg, char *err, size_t errlen)
             char a[64];
             const struct cfg_prefix *p = &s->prefixes[k];
             inet_ntop(p->family, p->addr, a, sizeof(a));
-            o += (size_t)snprintf(arr + o, sizeof(arr) - o, "%s\"%s/%d\"", k ? "," : "", a,
-                                  p->len);
+            o += (size_t)snprintf(arr + o, sizeof(arr) - o, "%s\"%s/%d\"", k ? "," : "", a, p->len);
         }
         snprintf(arr + o, sizeof(arr) - o, "}");
         const char *params[2] = {s->name, arr};

@@ -19,10 +19,13 @@ extern const unsigned db_n_migrations;
 
 /* Connects with cfg->database (password from cfg->database_password_file when set).
  * NULL on failure with err filled. */
-PGconn *db_connect(const struct cfg *cfg, char *err, size_t errlen) __attribute__((warn_unused_result));
-PGconn *db_connect_str(const char *conninfo, char *err, size_t errlen) __attribute__((warn_unused_result));
+PGconn *db_connect(const struct cfg *cfg, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+PGconn *db_connect_str(const char *conninfo, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 /* Applies pending migrations in order; *applied gets how many. Safe concurrently. 0 or -1. */
-int db_migrate(PGconn *db, int *applied, char *err, size_t errlen) __attribute__((warn_unused_result));
+int db_migrate(PGconn *db, int *applied, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 /* Makes sure the daily partitions of the raw tables exist for [from_us, to_us]. Caches what it
  * made in-process, so calling it per batch is cheap. 0 or -1. */
 int db_ensure_partitions(PGconn *db, int64_t from_us, int64_t to_us, char *err, size_t errlen)

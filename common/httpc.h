@@ -6,8 +6,8 @@
 #include <stddef.h>
 
 struct httpc_response {
-    int status;   /* HTTP status, 0 when no response */
-    char *body;   /* malloc'd, NUL-terminated; may be NULL */
+    int status; /* HTTP status, 0 when no response */
+    char *body; /* malloc'd, NUL-terminated; may be NULL */
     size_t body_len;
 };
 

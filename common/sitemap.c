@@ -2,7 +2,8 @@
  * array (indexes, not pointers, so growth is a realloc). A lookup walks at most 32/128 nodes and
  * remembers the deepest value seen. IPv4 starts with a 65,536-entry first level (DIR-16): the best
  * value among prefixes of length <= 16 for each /16, and the trie node at depth 16 to continue
- * from, so an IPv4 lookup walks at most 16 nodes, and none for site aggregates of /16 or shorter. */
+ * from, so an IPv4 lookup walks at most 16 nodes, and none for site aggregates of /16 or shorter.
+ */
 #include "sitemap.h"
 
 #include <arpa/inet.h>

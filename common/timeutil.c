@@ -58,8 +58,7 @@ int tm_parse_rfc3339(const char *s, int64_t *us)
         return -1;
     const char *p = s;
     int Y, M, D, h, mi, sec;
-    if (digits(&p, 4, &Y) || *p++ != '-' || digits(&p, 2, &M) || *p++ != '-' ||
-        digits(&p, 2, &D))
+    if (digits(&p, 4, &Y) || *p++ != '-' || digits(&p, 2, &M) || *p++ != '-' || digits(&p, 2, &D))
         return -1;
     if (*p != 'T' && *p != 't' && *p != ' ')
         return -1;

@@ -125,7 +125,8 @@ int th_wait_port(int port, int timeout_ms)
 {
     for (int waited = 0; waited <= timeout_ms; waited += 20) {
         int fd = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)port),
                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
         int ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
         close(fd);

@@ -21,7 +21,7 @@ int th_free_port(void);
 int th_free_udp_port(void);
 
 struct th_pg {
-    char dir[256];      /* temporary directory (owned by postgres) */
+    char dir[256]; /* temporary directory (owned by postgres) */
     int port;
     char conninfo[256]; /* "host=127.0.0.1 port=N dbname=wanledger user=postgres" */
     bool running;

@@ -48,12 +48,13 @@ static char *keep(char *s)
 #define F2_NO_ADDR "\"tx_bytes\":1,\"rx_bytes\":2"
 static char *report(const char *top_extra, const char *ws, const char *flow2)
 {
-    return fx_fmt("{%s\"host\":\"nyc-gpu-17\",\"agent_id\":\"a-1\",\"seq\":7,\"window_start\":\"%s\","
-               "\"window_seconds\":60,\"flows\":[{\"source\":\"socket\",\"proto\":\"tcp\","
-               "\"local\":\"10.1.0.2:41522\",\"remote\":\"10.2.0.2:5201\",\"role\":\"client\","
-               "\"tx_bytes\":123,\"rx_bytes\":456,\"user\":\"alice\"},{\"source\":\"socket\","
-               "\"proto\":\"tcp\",%s}]}",
-               top_extra, ws, flow2);
+    return fx_fmt(
+        "{%s\"host\":\"nyc-gpu-17\",\"agent_id\":\"a-1\",\"seq\":7,\"window_start\":\"%s\","
+        "\"window_seconds\":60,\"flows\":[{\"source\":\"socket\",\"proto\":\"tcp\","
+        "\"local\":\"10.1.0.2:41522\",\"remote\":\"10.2.0.2:5201\",\"role\":\"client\","
+        "\"tx_bytes\":123,\"rx_bytes\":456,\"user\":\"alice\"},{\"source\":\"socket\","
+        "\"proto\":\"tcp\",%s}]}",
+        top_extra, ws, flow2);
 }
 
 static char *sample(const char *version, const char *at, const char *extra)
@@ -115,9 +116,11 @@ static void test_rejects(void **state)
         {"body over max_body_bytes", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, big, 413,
          NULL},
         /* syntax: 400 */
-        {"empty body", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, fx_fmt("%s", ""), 400, "$"},
+        {"empty body", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, fx_fmt("%s", ""), 400,
+         "$"},
         {"truncated JSON", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fx_fmt("{\"version\":1,\"host\":\"h\",\"flows\":[{\"source\":\"socket\""), 400, "$.flows[0]"},
+         fx_fmt("{\"version\":1,\"host\":\"h\",\"flows\":[{\"source\":\"socket\""), 400,
+         "$.flows[0]"},
         {"invalid UTF-8", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, bad_utf8, 400,
          "$.flows[1].program"},
         {"raw control character", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, raw_ctl, 400,
@@ -151,7 +154,8 @@ static void test_rejects(void **state)
          report(V, ws, F2_NO_ADDR ",\"local\":\"10.1.0.2:1\",\"remote\":\"10.2.0.2\""), 422,
          "$.flows[1].remote"},
         {"unknown flow source", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fx_fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
+         fx_fmt(
+             "{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
              "\"flows\":[{\"source\":\"ebpf\",\"bytes\":1}]}",
              ws),
          422, "$.flows[0].source"},
@@ -164,31 +168,36 @@ static void test_rejects(void **state)
         {"window_start too far ahead", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
          report(V, future, F2), 422, "$.window_start"},
         {"window_seconds differs", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fx_fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
+         fx_fmt(
+             "{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
              "\"window_seconds\":30,\"flows\":[]}",
              ws),
          422, "$.window_seconds"},
         {"missing flows", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fx_fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\"}",
+         fx_fmt(
+             "{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\"}",
              ws),
          422, "$.flows"},
         {"missing host", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
          fx_fmt("{\"version\":1,\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\",\"flows\":[]}",
-             ws),
+                ws),
          422, "$.host"},
         {"negative seq", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fx_fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":-1,\"window_start\":\"%s\","
+         fx_fmt(
+             "{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":-1,\"window_start\":\"%s\","
              "\"flows\":[]}",
              ws),
          422, "$.seq"},
         {"nfs op unknown", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fx_fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
+         fx_fmt(
+             "{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
              "\"flows\":[{\"source\":\"nfs\",\"server\":\"10.1.0.50:2049\",\"op\":\"mkdir\","
              "\"bytes\":1}]}",
              ws),
          422, "$.flows[0].op"},
         {"nfs client address not an address", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL,
-         fx_fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
+         fx_fmt(
+             "{\"version\":1,\"host\":\"h\",\"agent_id\":\"a\",\"seq\":1,\"window_start\":\"%s\","
              "\"flows\":[{\"source\":\"nfs\",\"server\":\"10.1.0.50:2049\",\"op\":\"read\","
              "\"bytes\":1,\"local\":\"nyc-gpu-17\"}]}",
              ws),
@@ -196,7 +205,8 @@ static void test_rejects(void **state)
         {"negative counter", "POST", "/v1/counters", FX_TOKEN_POLLER, NULL,
          sample("1", at, ",\"in_pkts\":-1"), 422, "$.samples[0].in_pkts"},
         {"32-bit counter beyond 2^32-1", "POST", "/v1/counters", FX_TOKEN_POLLER, NULL,
-         fx_fmt("{\"version\":1,\"poller\":\"p1\",\"samples\":[{\"device\":\"d\",\"interface\":\"i\","
+         fx_fmt(
+             "{\"version\":1,\"poller\":\"p1\",\"samples\":[{\"device\":\"d\",\"interface\":\"i\","
              "\"at\":\"%s\",\"counter_bits\":32,\"in_octets\":4294967296}]}",
              at),
          422, "$.samples[0].in_octets"},
@@ -208,18 +218,18 @@ static void test_rejects(void **state)
          sample("1", future, ""), 422, "$.samples[0].at"},
         {"transfer ends before it starts", "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL,
          fx_fmt("{\"service\":\"s\",\"id\":\"1\",\"src\":\"nyc\",\"dst\":\"chi\",\"bytes\":1,"
-             "\"start\":\"%s\",\"end\":\"%s\"}",
-             at, ws),
+                "\"start\":\"%s\",\"end\":\"%s\"}",
+                at, ws),
          422, "$[0].end"},
         {"transfer place unknown", "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL,
          fx_fmt("{\"service\":\"dupedog\",\"id\":\"x-1\",\"src\":\"atlantis\","
-             "\"dst\":\"chi\",\"bytes\":1,\"start\":\"%s\",\"end\":\"%s\"}",
-             ws, at),
+                "\"dst\":\"chi\",\"bytes\":1,\"start\":\"%s\",\"end\":\"%s\"}",
+                ws, at),
          422, "$[0].src"},
         {"transfer bytes non-integer", "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL,
          fx_fmt("{\"service\":\"s\",\"id\":\"1\",\"src\":\"nyc\",\"dst\":\"chi\",\"bytes\":2.5,"
-             "\"start\":\"%s\",\"end\":\"%s\"}",
-             ws, at),
+                "\"start\":\"%s\",\"end\":\"%s\"}",
+                ws, at),
          422, "$[0].bytes"},
         {"second NDJSON record truncated", "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL,
          transfer("", "{\"service\":\"dupedog\",\"id\":\"x-2\",\"by"), 400, "$[1]"},
@@ -229,8 +239,8 @@ static void test_rejects(void **state)
          422, "$[1].bytes"},
         {"transfers array with a non-object", "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL,
          fx_fmt("[%s, 42]", keep(transfer("", ""))), 422, "$[1]"},
-        {"empty transfer stream", "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL, fx_fmt("\n"), 422,
-         "$"},
+        {"empty transfer stream", "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL, fx_fmt("\n"),
+         422, "$"},
     };
     size_t n = sizeof(cases) / sizeof(cases[0]);
     assert_true(n >= 20);

@@ -82,9 +82,10 @@ static void test_report_resend(void **state)
                                    " role, user_name FROM flow_records WHERE idx = 2"),
                         "udp|fd00:1::2|fd00:2::2|77|NULL|NULL");
     /* the next report of the same agent is new */
-    char *rep2 = fx_fmt("{\"version\":1,\"host\":\"nyc-gpu-17\",\"agent_id\":\"agent-a\",\"seq\":1833,"
-                     "\"window_start\":\"%s\",\"flows\":[]}",
-                     fx_ts(W + 60 * TM_USEC_PER_SEC));
+    char *rep2 =
+        fx_fmt("{\"version\":1,\"host\":\"nyc-gpu-17\",\"agent_id\":\"agent-a\",\"seq\":1833,"
+               "\"window_start\":\"%s\",\"flows\":[]}",
+               fx_ts(W + 60 * TM_USEC_PER_SEC));
     expect_post("/v1/attributions", FX_TOKEN_AGENT, rep2,
                 "{\"received\":0,\"stored\":0,\"duplicate\":0}\n");
     assert_int_equal(fx_num(&F, "SELECT count(*) FROM flow_reports"), 2);
@@ -118,11 +119,11 @@ static void test_counter_resend(void **state)
                 "{\"received\":3,\"stored\":0,\"duplicate\":3}\n");
     /* one old sample and one new */
     char *mixed = fx_fmt("{\"version\":1,\"poller\":\"p2\",\"samples\":["
-                      "{\"device\":\"nyc-border-1\",\"interface\":\"et-0/0/1\",\"at\":\"%s\","
-                      "\"in_octets\":10,\"out_octets\":2},"
-                      "{\"device\":\"nyc-border-1\",\"interface\":\"et-0/0/1\",\"at\":\"%s\","
-                      "\"in_octets\":20,\"out_octets\":3}]}",
-                      t1, fx_ts(W + 70 * TM_USEC_PER_SEC));
+                         "{\"device\":\"nyc-border-1\",\"interface\":\"et-0/0/1\",\"at\":\"%s\","
+                         "\"in_octets\":10,\"out_octets\":2},"
+                         "{\"device\":\"nyc-border-1\",\"interface\":\"et-0/0/1\",\"at\":\"%s\","
+                         "\"in_octets\":20,\"out_octets\":3}]}",
+                         t1, fx_ts(W + 70 * TM_USEC_PER_SEC));
     expect_post("/v1/counters", FX_TOKEN_POLLER, mixed,
                 "{\"received\":2,\"stored\":1,\"duplicate\":1}\n");
     assert_int_equal(fx_num(&F, "SELECT count(*) FROM counter_samples"), 4);
@@ -147,38 +148,39 @@ static void test_transfer_framings(void **state)
     const char *s0 = fx_ts(W), *e0 = fx_ts(W + 150 * TM_USEC_PER_SEC);
     double s1 = (double)W / 1e6 + 0.5, e1 = (double)W / 1e6 + 20.25;
     char *array = fx_fmt("[{\"service\":\"dupedog\",\"id\":\"x-1\",\"requester\":\"alice\","
-                      "\"workflow\":\"train-42\",\"src\":\"10.1.0.50\",\"dst\":\"10.2.0.9\","
-                      "\"bytes\":3000000000,\"start\":\"%s\",\"end\":\"%s\"},"
-                      " {\"service\":\"dupedog\",\"id\":\"x-2\",\"src\":\"nyc\",\"dst\":\"chi\","
-                      "\"bytes\":10,\"start\":%.2f,\"end\":%.2f}]",
-                      s0, e0, s1, e1);
+                         "\"workflow\":\"train-42\",\"src\":\"10.1.0.50\",\"dst\":\"10.2.0.9\","
+                         "\"bytes\":3000000000,\"start\":\"%s\",\"end\":\"%s\"},"
+                         " {\"service\":\"dupedog\",\"id\":\"x-2\",\"src\":\"nyc\",\"dst\":\"chi\","
+                         "\"bytes\":10,\"start\":%.2f,\"end\":%.2f}]",
+                         s0, e0, s1, e1);
     expect_post("/v1/transfers", FX_TOKEN_SERVICE, array,
                 "{\"received\":2,\"stored\":2,\"duplicate\":0}\n");
     expect_post("/v1/transfers", FX_TOKEN_SERVICE, array,
                 "{\"received\":2,\"stored\":0,\"duplicate\":2}\n");
     /* NDJSON with a final newline: x-2 again, x-3 new */
     char *nd = fx_fmt("{\"service\":\"dupedog\",\"id\":\"x-2\",\"src\":\"nyc\",\"dst\":\"chi\","
-                   "\"bytes\":10,\"start\":%.2f,\"end\":%.2f}\n"
-                   "{\"service\":\"dupedog\",\"id\":\"x-3\",\"src\":\"nyc\",\"dst\":\"chi\","
-                   "\"bytes\":11,\"start\":\"%s\",\"end\":\"%s\"}\n",
-                   s1, e1, s0, s0);
+                      "\"bytes\":10,\"start\":%.2f,\"end\":%.2f}\n"
+                      "{\"service\":\"dupedog\",\"id\":\"x-3\",\"src\":\"nyc\",\"dst\":\"chi\","
+                      "\"bytes\":11,\"start\":\"%s\",\"end\":\"%s\"}\n",
+                      s1, e1, s0, s0);
     expect_post("/v1/transfers", FX_TOKEN_SERVICE, nd,
                 "{\"received\":2,\"stored\":1,\"duplicate\":1}\n");
     /* the same without the final newline, and CRLF line ends */
     char *nd2 = fx_fmt("{\"service\":\"dupedog\",\"id\":\"x-3\",\"src\":\"nyc\",\"dst\":\"chi\","
-                    "\"bytes\":11,\"start\":\"%s\",\"end\":\"%s\"}\r\n"
-                    "{\"service\":\"dupedog\",\"id\":\"x-4\",\"src\":\"nyc\",\"dst\":\"chi\","
-                    "\"bytes\":12,\"start\":\"%s\",\"end\":\"%s\"}",
-                    s0, s0, s0, s0);
+                       "\"bytes\":11,\"start\":\"%s\",\"end\":\"%s\"}\r\n"
+                       "{\"service\":\"dupedog\",\"id\":\"x-4\",\"src\":\"nyc\",\"dst\":\"chi\","
+                       "\"bytes\":12,\"start\":\"%s\",\"end\":\"%s\"}",
+                       s0, s0, s0, s0);
     expect_post("/v1/transfers", FX_TOKEN_SERVICE, nd2,
                 "{\"received\":2,\"stored\":1,\"duplicate\":1}\n");
     /* concatenated objects (Fluent Bit json_stream), with Fluent Bit's `date` standing in for a
      * missing end, and a numeric id */
-    char *cat = fx_fmt("{\"date\":%.3f,\"service\":\"rsyncd\",\"id\":\"r-9\",\"src\":\"10.1.0.7\","
-                    "\"dst\":\"10.3.0.7\",\"bytes\":99,\"start\":%.2f}{\"service\":\"rsyncd\","
-                    "\"id\":77,\"src\":\"fd00:1::7\",\"dst\":\"osl\",\"bytes\":5,\"start\":\"%s\","
-                    "\"end\":\"%s\"}",
-                    e1, s1, s0, s0);
+    char *cat =
+        fx_fmt("{\"date\":%.3f,\"service\":\"rsyncd\",\"id\":\"r-9\",\"src\":\"10.1.0.7\","
+               "\"dst\":\"10.3.0.7\",\"bytes\":99,\"start\":%.2f}{\"service\":\"rsyncd\","
+               "\"id\":77,\"src\":\"fd00:1::7\",\"dst\":\"osl\",\"bytes\":5,\"start\":\"%s\","
+               "\"end\":\"%s\"}",
+               e1, s1, s0, s0);
     expect_post("/v1/transfers", FX_TOKEN_SERVICE, cat,
                 "{\"received\":2,\"stored\":2,\"duplicate\":0}\n");
     expect_post("/v1/transfers", FX_TOKEN_SERVICE, cat,
@@ -213,9 +215,9 @@ static void test_client_gone(void **state)
 {
     (void)state;
     char *rep = fx_fmt("{\"version\":1,\"host\":\"h\",\"agent_id\":\"agent-gone\",\"seq\":1,"
-                    "\"window_start\":\"%s\",\"flows\":[{\"source\":\"nfs\","
-                    "\"server\":\"10.1.0.50\",\"op\":\"write\",\"bytes\":5}]}",
-                    fx_ts(W));
+                       "\"window_start\":\"%s\",\"flows\":[{\"source\":\"nfs\","
+                       "\"server\":\"10.1.0.50\",\"op\":\"write\",\"bytes\":5}]}",
+                       fx_ts(W));
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)F.port),

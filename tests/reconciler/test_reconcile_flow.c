@@ -53,16 +53,17 @@ static char *socket_flow(const char *local, const char *remote, const char *role
                          long long rx, const char *user, const char *program)
 {
     return fx_fmt("{\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"%s\",\"remote\":\"%s\","
-               "\"role\":\"%s\",\"tx_bytes\":%lld,\"rx_bytes\":%lld,\"user\":\"%s\","
-               "\"program\":\"%s\",\"workflow\":\"train-42\"}",
-               local, remote, role, tx, rx, user, program);
+                  "\"role\":\"%s\",\"tx_bytes\":%lld,\"rx_bytes\":%lld,\"user\":\"%s\","
+                  "\"program\":\"%s\",\"workflow\":\"train-42\"}",
+                  local, remote, role, tx, rx, user, program);
 }
 
 static void post_report(const char *host, const char *agent, int seq, int64_t ws, char *flows)
 {
     post(
         "/v1/attributions", FX_TOKEN_AGENT,
-        fx_fmt("{\"version\":1,\"host\":\"%s\",\"agent_id\":\"%s\",\"seq\":%d,\"window_start\":\"%s\","
+        fx_fmt(
+            "{\"version\":1,\"host\":\"%s\",\"agent_id\":\"%s\",\"seq\":%d,\"window_start\":\"%s\","
             "\"window_seconds\":60,\"flows\":[%s]}",
             host, agent, seq, fx_ts(ws), flows));
     free(flows);
@@ -73,11 +74,12 @@ static void post_inputs(void)
     /* counters: 4 samples, cumulative */
     char *s = fx_fmt("{\"version\":1,\"poller\":\"p1\",\"samples\":[");
     for (int i = 0; i < 4; i++) {
-        char *n = fx_fmt("%s%s{\"device\":\"nyc-border-1\",\"interface\":\"et-0/0/1\",\"at\":\"%s\","
-                      "\"uptime_cs\":%d,\"in_octets\":5000,\"out_octets\":%lld,\"in_pkts\":50,"
-                      "\"out_pkts\":%lld,\"counter_bits\":64}",
-                      s, i ? "," : "", fx_ts(A + i * 60 * SEC), 100000 + i * 6000,
-                      7000LL + i * 1000000000LL, 70LL + i * 1000000LL);
+        char *n =
+            fx_fmt("%s%s{\"device\":\"nyc-border-1\",\"interface\":\"et-0/0/1\",\"at\":\"%s\","
+                   "\"uptime_cs\":%d,\"in_octets\":5000,\"out_octets\":%lld,\"in_pkts\":50,"
+                   "\"out_pkts\":%lld,\"counter_bits\":64}",
+                   s, i ? "," : "", fx_ts(A + i * 60 * SEC), 100000 + i * 6000,
+                   7000LL + i * 1000000000LL, 70LL + i * 1000000LL);
         free(s);
         s = n;
     }
@@ -103,9 +105,9 @@ static void post_inputs(void)
         socket_flow("10.2.0.2:5201", "10.1.0.2:41522", "server", 1000, 700000000, "svc", "iperf3"));
     post("/v1/transfers", FX_TOKEN_SERVICE,
          fx_fmt("{\"service\":\"dupedog\",\"id\":\"d-1\",\"requester\":\"carol\","
-             "\"workflow\":\"replicate\",\"src\":\"10.1.0.50\",\"dst\":\"10.2.0.9\","
-             "\"bytes\":120000000,\"start\":\"%s\",\"end\":\"%s\"}\n",
-             fx_ts(B), fx_ts(C + 60 * SEC)));
+                "\"workflow\":\"replicate\",\"src\":\"10.1.0.50\",\"dst\":\"10.2.0.9\","
+                "\"bytes\":120000000,\"start\":\"%s\",\"end\":\"%s\"}\n",
+                fx_ts(B), fx_ts(C + 60 * SEC)));
 }
 
 static const char *cell(const char *src, const char *dst, int64_t ws)
@@ -235,9 +237,9 @@ static void test_top_and_api(void **state)
     path = fx_fmt("/api/v1/cells?from=%s&to=%s&src=nyc&dst=chi", fx_ts(A), fx_ts(C + 60 * SEC));
     assert_int_equal(fx_http(&F, "GET", path, FX_TOKEN_READER, NULL, NULL, 0, &resp), 200);
     char *want = fx_fmt("{\"window_start\":\"%s\",\"window_seconds\":60,\"src_site\":\"nyc\","
-                     "\"dst_site\":\"chi\",\"observed_bytes\":1000000000,"
-                     "\"observed_payload_bytes\":934000000,\"attributed_bytes\":760000000,",
-                     fx_ts(C));
+                        "\"dst_site\":\"chi\",\"observed_bytes\":1000000000,"
+                        "\"observed_payload_bytes\":934000000,\"attributed_bytes\":760000000,",
+                        fx_ts(C));
     assert_non_null(strstr(resp, want));
     assert_non_null(strstr(resp, "\"status\":\"warn\""));
     assert_null(strstr(resp, "\"status\":\"red\"")); /* B is ok after the late data */

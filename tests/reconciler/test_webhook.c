@@ -202,20 +202,20 @@ static void post_samples(int first, int last)
     for (int i = first; i <= last; i++)
         post("/v1/counters", FX_TOKEN_POLLER,
              fx_fmt("{\"version\":1,\"poller\":\"p1\",\"samples\":[{\"device\":\"nyc-border-1\","
-                 "\"interface\":\"et-0/0/1\",\"at\":\"%s\",\"uptime_cs\":%d,\"in_octets\":0,"
-                 "\"out_octets\":%lld,\"in_pkts\":0,\"out_pkts\":%lld}]}",
-                 fx_ts(W[i]), 100000 + i * 6000, (long long)(i - 1) * 1000000000LL,
-                 (long long)(i - 1) * 1000000LL));
+                    "\"interface\":\"et-0/0/1\",\"at\":\"%s\",\"uptime_cs\":%d,\"in_octets\":0,"
+                    "\"out_octets\":%lld,\"in_pkts\":0,\"out_pkts\":%lld}]}",
+                    fx_ts(W[i]), 100000 + i * 6000, (long long)(i - 1) * 1000000000LL,
+                    (long long)(i - 1) * 1000000LL));
 }
 
 static void post_report(int i, long long tx)
 {
     post("/v1/attributions", FX_TOKEN_AGENT,
          fx_fmt("{\"version\":1,\"host\":\"nyc-gpu-17\",\"agent_id\":\"agent-nyc\",\"seq\":%d,"
-             "\"window_start\":\"%s\",\"flows\":[{\"source\":\"socket\",\"proto\":\"tcp\","
-             "\"local\":\"10.1.0.2:41522\",\"remote\":\"10.2.0.2:5201\",\"role\":\"client\","
-             "\"tx_bytes\":%lld,\"rx_bytes\":0,\"user\":\"alice\",\"workflow\":\"train-42\"}]}",
-             i, fx_ts(W[i]), tx));
+                "\"window_start\":\"%s\",\"flows\":[{\"source\":\"socket\",\"proto\":\"tcp\","
+                "\"local\":\"10.1.0.2:41522\",\"remote\":\"10.2.0.2:5201\",\"role\":\"client\","
+                "\"tx_bytes\":%lld,\"rx_bytes\":0,\"user\":\"alice\",\"workflow\":\"train-42\"}]}",
+                i, fx_ts(W[i]), tx));
 }
 
 /* ---- the test ----------------------------------------------------------------------------- */
@@ -268,8 +268,8 @@ static void test_open_resend_resolve(void **state)
     assert_non_null(strstr(b0, starts));
     free(starts);
     char *gen = fx_fmt("\"generatorURL\":\"http://wl.example:7070/heatmap/cell?src=nyc&dst=chi&"
-                    "window=%.4s-%.2s-%.2sT%.2s%%3A%.2s%%3A%.2sZ\"",
-                    lw, lw + 5, lw + 8, lw + 11, lw + 14, lw + 17);
+                       "window=%.4s-%.2s-%.2sT%.2s%%3A%.2s%%3A%.2sZ\"",
+                       lw, lw + 5, lw + 8, lw + 11, lw + 14, lw + 17);
     assert_non_null(strstr(b0, gen));
     free(gen);
     /* "peak" figures: window 1-3 each left 934,000,000 - 100,000,000 = 834,000,000 unexplained */
@@ -342,9 +342,9 @@ static void test_once_delivers(void **state)
     F.pid = 0;
     int before = wait_posts(1000, 0);
     char *sql = fx_fmt("INSERT INTO gap_alerts (kind, src_site, dst_site, state, first_window,"
-                    " last_window, peak_unattributed_bytes, peak_ratio, summary) VALUES ('over',"
-                    " 'chi', 'nyc', 'open', '%s', '%s', 0, 1.31, 'chi->nyc claims 131%%')",
-                    fx_ts(W[1]), fx_ts(W[3]));
+                       " last_window, peak_unattributed_bytes, peak_ratio, summary) VALUES ('over',"
+                       " 'chi', 'nyc', 'open', '%s', '%s', 0, 1.31, 'chi->nyc claims 131%%')",
+                       fx_ts(W[1]), fx_ts(W[3]));
     PGresult *r = PQexec(F.db, sql);
     assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
     PQclear(r);

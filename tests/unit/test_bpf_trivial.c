@@ -30,8 +30,8 @@ static void test_probe_counts_our_sends(void **state)
     if (err)
         fail_msg("attaching to sock:sock_send_length failed: %d", err);
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(9),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = {
+        .sin_family = AF_INET, .sin_port = htons(9), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     char buf[1000] = {0};
     /* 7 sends of 1000 bytes and 3 of 10 bytes: 7030 bytes in 10 calls */
     for (int i = 0; i < 7; i++)

@@ -17,20 +17,21 @@
 static char g_dir[256];
 
 /* A valid base; cases below replace one piece of it. */
-#define SITES                                                                                  \
-    "\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]},"                        \
-    " {\"name\": \"chi\", \"prefixes\": [\"10.2.0.0/16\"]},"                                   \
+#define SITES                                                                                      \
+    "\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]},"                            \
+    " {\"name\": \"chi\", \"prefixes\": [\"10.2.0.0/16\"]},"                                       \
     " {\"name\": \"osl\", \"prefixes\": [\"10.3.0.0/16\"]}]"
-#define DEVICES                                                                                \
-    "\"devices\": [{\"name\": \"r-nyc\", \"site\": \"nyc\", \"snmp\": {\"address\": "          \
-    "\"udp:127.0.0.1:161\", \"community_file\": \"community\"}},"                              \
-    " {\"name\": \"r-chi\", \"site\": \"chi\", \"gnmi\": {}},"                                 \
+#define DEVICES                                                                                    \
+    "\"devices\": [{\"name\": \"r-nyc\", \"site\": \"nyc\", \"snmp\": {\"address\": "              \
+    "\"udp:127.0.0.1:161\", \"community_file\": \"community\"}},"                                  \
+    " {\"name\": \"r-chi\", \"site\": \"chi\", \"gnmi\": {}},"                                     \
     " {\"name\": \"r-osl\", \"site\": \"osl\", \"gnmi\": {}}]"
-#define LINK(dev, ifc, s, p, c) \
-    "{\"device\": \"" dev "\", \"interface\": \"" ifc "\", \"site\": \"" s "\", \"peer_site\": \"" p "\", \"circuit\": \"" c "\"}"
-#define LINKS                                                                                  \
-    "\"links\": [" LINK("r-nyc", "e1", "nyc", "chi", "nc") "," LINK("r-chi", "e1", "chi", "nyc", \
-                                                                   "nc") "," LINK("r-chi", "e2", "chi", "osl", "co") "]"
+#define LINK(dev, ifc, s, p, c)                                                                    \
+    "{\"device\": \"" dev "\", \"interface\": \"" ifc "\", \"site\": \"" s                         \
+    "\", \"peer_site\": \"" p "\", \"circuit\": \"" c "\"}"
+#define LINKS                                                                                      \
+    "\"links\": [" LINK("r-nyc", "e1", "nyc", "chi", "nc") "," LINK(                               \
+        "r-chi", "e1", "chi", "nyc", "nc") "," LINK("r-chi", "e2", "chi", "osl", "co") "]"
 
 struct bad_case {
     const char *name;
@@ -50,7 +51,8 @@ static const struct bad_case bad[] = {
      "{\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]},"
      " {\"name\": \"nyc\", \"prefixes\": [\"10.9.0.0/16\"]}]}",
      "$.sites[1].name"},
-    {"bad prefix", "{\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\", \"10.300.0.0/16\"]}]}",
+    {"bad prefix",
+     "{\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\", \"10.300.0.0/16\"]}]}",
      "$.sites[0].prefixes[1]"},
     {"host bits set", "{\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.1/16\"]}]}",
      "$.sites[0].prefixes[0]"},
@@ -77,19 +79,19 @@ static const struct bad_case bad[] = {
      "{" SITES ", " DEVICES ", \"links\": [" LINK("r-lax", "e1", "nyc", "chi", "x") "]}",
      "$.links[0].device"},
     {"link unknown peer site",
-     "{" SITES ", " DEVICES ", \"links\": [" LINK("r-nyc", "e1", "nyc", "chi", "a") ","
-     LINK("r-chi", "e1", "chi", "nyc", "a") "," LINK("r-chi", "e2", "chi", "lax", "b") "]}",
+     "{" SITES ", " DEVICES ", \"links\": [" LINK("r-nyc", "e1", "nyc", "chi", "a") "," LINK(
+         "r-chi", "e1", "chi", "nyc", "a") "," LINK("r-chi", "e2", "chi", "lax", "b") "]}",
      "$.links[2].peer_site"},
     {"link site differs from device site",
      "{" SITES ", " DEVICES ", \"links\": [" LINK("r-nyc", "e1", "chi", "osl", "a") "]}",
      "$.links[0].site"},
     {"circuit with three ends",
-     "{" SITES ", " DEVICES ", \"links\": [" LINK("r-nyc", "e1", "nyc", "chi", "a") ","
-     LINK("r-chi", "e1", "chi", "nyc", "a") "," LINK("r-nyc", "e2", "nyc", "chi", "a") "]}",
+     "{" SITES ", " DEVICES ", \"links\": [" LINK("r-nyc", "e1", "nyc", "chi", "a") "," LINK(
+         "r-chi", "e1", "chi", "nyc", "a") "," LINK("r-nyc", "e2", "nyc", "chi", "a") "]}",
      "$.links[2].circuit"},
     {"circuit ends not mirrored",
-     "{" SITES ", " DEVICES ", \"links\": [" LINK("r-nyc", "e1", "nyc", "chi", "a") ","
-     LINK("r-chi", "e1", "chi", "osl", "a") "]}",
+     "{" SITES ", " DEVICES ", \"links\": [" LINK("r-nyc", "e1", "nyc", "chi", "a") "," LINK(
+         "r-chi", "e1", "chi", "osl", "a") "]}",
      "$.links[1].circuit"},
     {"route does not connect",
      "{" SITES ", " DEVICES ", " LINKS ", \"routes\": [{\"src\": \"nyc\", \"dst\": \"osl\", "
@@ -247,12 +249,10 @@ static void test_check_config_exit_codes(void **state)
     /* two errors in one file: both printed, exit 2 */
     th_sh("printf '{\"sites\": [], \"window_seconds\": \"x\"}' > %s/bad.json", g_dir);
     assert_int_equal(th_sh("%s check-config %s/bad.json > %s/out.txt", bin, g_dir, g_dir), 2);
-    assert_int_equal(th_sh("grep -q 'bad.json: \\$.window_seconds: expected an integer' %s/out.txt",
-                           g_dir),
-                     0);
-    assert_int_equal(th_sh("grep -q 'bad.json: \\$.sites: expected at least one site' %s/out.txt",
-                           g_dir),
-                     0);
+    assert_int_equal(
+        th_sh("grep -q 'bad.json: \\$.window_seconds: expected an integer' %s/out.txt", g_dir), 0);
+    assert_int_equal(
+        th_sh("grep -q 'bad.json: \\$.sites: expected at least one site' %s/out.txt", g_dir), 0);
 }
 
 int main(void)

@@ -78,10 +78,11 @@ static void test_contract_columns(void **state)
     assert_non_null(db);
     for (size_t i = 0; i < sizeof(contract) / sizeof(contract[0]); i++) {
         const char *p[2] = {contract[i].table, contract[i].column};
-        PGresult *r = PQexecParams(db,
-                                   "SELECT data_type FROM information_schema.columns WHERE "
-                                   "table_schema = 'public' AND table_name = $1 AND column_name = $2",
-                                   2, NULL, p, NULL, NULL, 0);
+        PGresult *r =
+            PQexecParams(db,
+                         "SELECT data_type FROM information_schema.columns WHERE "
+                         "table_schema = 'public' AND table_name = $1 AND column_name = $2",
+                         2, NULL, p, NULL, NULL, 0);
         if (PQntuples(r) != 1)
             fail_msg("%s.%s is missing", contract[i].table, contract[i].column);
         assert_string_equal(PQgetvalue(r, 0, 0), contract[i].type);
@@ -99,7 +100,8 @@ static void test_contract_columns(void **state)
                 strcmp(contract[k].column, PQgetvalue(r, i, 1)) == 0)
                 in_contract = 1;
         if (!in_contract)
-            fail_msg("%s.%s is NOT NULL without a default", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1));
+            fail_msg("%s.%s is NOT NULL without a default", PQgetvalue(r, i, 0),
+                     PQgetvalue(r, i, 1));
     }
     PQclear(r);
     PQclear(q(db, "BEGIN"));
@@ -148,8 +150,9 @@ static void test_migrate_twice_and_concurrently(void **state)
     char conn2[512];
     snprintf(conn2, sizeof(conn2), "%s", g_conn);
     assert_non_null(strstr(g_conn, "dbname=wanledger"));
-    snprintf(conn2, sizeof(conn2), "%.*sdbname=wl_concurrent%s", (int)(strstr(g_conn, "dbname=") - g_conn),
-             g_conn, strstr(g_conn, "dbname=wanledger") + strlen("dbname=wanledger"));
+    snprintf(conn2, sizeof(conn2), "%.*sdbname=wl_concurrent%s",
+             (int)(strstr(g_conn, "dbname=") - g_conn), g_conn,
+             strstr(g_conn, "dbname=wanledger") + strlen("dbname=wanledger"));
     pid_t kids[2];
     for (int k = 0; k < 2; k++) {
         kids[k] = fork();

@@ -33,8 +33,8 @@ static void test_longest_prefix_v4(void **state)
     assert_int_equal(sm_lookup_str(sm, "10.1.2.4"), 3);
     assert_int_equal(sm_lookup_str(sm, "10.1.3.4"), 2);
     assert_int_equal(sm_lookup_str(sm, "10.2.0.1"), 1);
-    assert_int_equal(sm_lookup_str(sm, "11.0.0.1"), -1);     /* unmapped */
-    assert_int_equal(sm_lookup_str(sm, "not-an-ip"), -1);    /* unparsable */
+    assert_int_equal(sm_lookup_str(sm, "11.0.0.1"), -1);       /* unmapped */
+    assert_int_equal(sm_lookup_str(sm, "not-an-ip"), -1);      /* unparsable */
     assert_int_equal(sm_lookup_str(sm, "::ffff:10.1.2.3"), 4); /* v4-mapped v6 */
     add(sm, "0.0.0.0/0", 9);
     assert_int_equal(sm_lookup_str(sm, "11.0.0.1"), 9); /* default route catches the rest */
