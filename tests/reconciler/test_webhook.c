@@ -65,6 +65,8 @@ static int read_request(int fd, char **path, char **body)
     while (!end) {
         ssize_t r = recv(fd, buf + n, cap - n, 0);
         if (r <= 0) {
+            if (r == 0)
+                errno = 0; /* end of stream: not a timeout, so the caller closes */
             free(buf);
             return -1;
         }
@@ -88,6 +90,8 @@ static int read_request(int fd, char **path, char **body)
     while (n < head + clen) {
         ssize_t r = recv(fd, buf + n, head + clen - n, 0);
         if (r <= 0) {
+            if (r == 0)
+                errno = 0; /* end of stream: not a timeout, so the caller closes */
             free(buf);
             return -1;
         }
