@@ -45,15 +45,28 @@ static const char SQL_COPY_FLOWS[] =
 
 static const char SQL_MARK_ONE[] = "WITH w AS (SELECT $2::timestamptz AS ws)" MARK_WINDOWS;
 
-/* A sample at t changes the intervals (prev, t] and (t, next]: mark the windows within $2 window
- * lengths either side (the longest poll interval, in windows). */
+/* A sample at t changes the intervals (prev, t] and (t, next] of its interface: mark exactly the
+ * windows those intervals touch. prev and next are the neighbours already stored (the statement's
+ * snapshot does not see the rows it inserts, so two samples of one interface in one batch each
+ * reach back to the stored one: a superset, never less), looked up within $2 seconds — the same
+ * bound the reconciliation uses to find a window's outer samples. Without a neighbour only t's own
+ * window changes. Marking a fixed span of windows around t instead made every poll re-reconcile
+ * windows whose intervals it never touched. */
 static const char SQL_COUNTERS[] =
     "WITH ins AS (INSERT INTO counter_samples (device, interface, at, poller, uptime_cs,"
     " in_octets, out_octets, in_pkts, out_pkts, speed_bps, counter_bits, discontinuity_cs)"
-    " SELECT * FROM wl_counter_in ON CONFLICT DO NOTHING RETURNING at),"
-    " w AS (SELECT DISTINCT to_timestamp((floor(extract(epoch FROM at) / $1::int) + k) * $1::int) "
-    "AS ws"
-    " FROM ins, generate_series(-$2::int, $2::int) AS k),"
+    " SELECT * FROM wl_counter_in ON CONFLICT DO NOTHING RETURNING device, interface, at),"
+    " span AS (SELECT"
+    "  coalesce((SELECT max(c.at) FROM counter_samples c WHERE c.device = ins.device"
+    "   AND c.interface = ins.interface AND c.at < ins.at"
+    "   AND c.at >= ins.at - make_interval(secs => $2::int)), ins.at) AS lo,"
+    "  coalesce((SELECT min(c.at) FROM counter_samples c WHERE c.device = ins.device"
+    "   AND c.interface = ins.interface AND c.at > ins.at"
+    "   AND c.at <= ins.at + make_interval(secs => $2::int)), ins.at) AS hi"
+    "  FROM ins),"
+    " w AS (SELECT DISTINCT to_timestamp(k * $1::int) AS ws FROM span,"
+    "  generate_series(floor(extract(epoch FROM lo) / $1::int)::bigint,"
+    "                  floor(extract(epoch FROM hi) / $1::int)::bigint) AS k),"
     " mark AS (" MARK_WINDOWS ")"
     " SELECT count(*) FROM ins";
 
@@ -196,14 +209,11 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
     return 0;
 }
 
-/* The longest poll interval in windows, at least one. */
-static int poll_span_windows(const struct cfg *cfg)
+/* How far a sample's neighbours are looked for: max(1 h, 10 windows), as recon_db does. */
+static int neighbour_span_seconds(const struct cfg *cfg)
 {
-    int longest = cfg->window_seconds;
-    for (size_t i = 0; i < cfg->n_devices; i++)
-        if (cfg->devices[i].has_snmp && cfg->devices[i].snmp.interval_seconds > longest)
-            longest = cfg->devices[i].snmp.interval_seconds;
-    return (longest + cfg->window_seconds - 1) / cfg->window_seconds;
+    int ten = 10 * cfg->window_seconds;
+    return ten > 3600 ? ten : 3600;
 }
 
 static int write_staged(struct store *st, const struct ingest_batch *b, struct store_result *res,
@@ -221,7 +231,7 @@ static int write_staged(struct store *st, const struct ingest_batch *b, struct s
         return -1;
     char wsec[16], span[16];
     snprintf(wsec, sizeof(wsec), "%d", st->cfg->window_seconds);
-    snprintf(span, sizeof(span), "%d", poll_span_windows(st->cfg));
+    snprintf(span, sizeof(span), "%d", neighbour_span_seconds(st->cfg));
     const char *params[2] = {wsec, span};
     long stored = 0;
     if (run(st->db, counters ? "counter_samples" : "transfers",

@@ -279,11 +279,22 @@ static void test_rejects(void **state)
         fx_http(&F, "POST", "/v1/transfers", FX_TOKEN_SERVICE, NULL, good_t, strlen(good_t), NULL),
         200);
     /* 1 report with 2 flows, 1 sample, 1 transfer. Windows marked dirty: the report's (w); the
-     * sample's at w+7 s changes the poll intervals on both sides of it, one poll span (one
-     * window here) each way: w-60 s, w, w+60 s; the 10 s transfer of 2025-11-29T18:53 one more.
-     * {w-60, w, w+60, 18:53} = 4 rows. */
-    assert_string_equal(fx_row(&F, COUNTS), "1,2,1,1,4");
+     * sample at w+7 s has no stored neighbour, so no interval ends or starts at it: only its own
+     * window w; the 10 s transfer of 2025-11-29T18:53 one more. {w, 18:53} = 2 rows. */
+    assert_string_equal(fx_row(&F, COUNTS), "1,2,1,1,2");
     assert_true(fx_num(&F, "SELECT count(*) FROM window_state WHERE dirty") >= 1);
+    /* a second sample of the interface at w+127 s closes the interval (w+7, w+127]: it touches
+     * windows w, w+60 and w+120 -> two new rows (w+60, w+120), nothing beyond */
+    char *next_c = sample("1", fx_ts(w + 127 * TM_USEC_PER_SEC), "");
+    assert_int_equal(
+        fx_http(&F, "POST", "/v1/counters", FX_TOKEN_POLLER, NULL, next_c, strlen(next_c), NULL),
+        200);
+    assert_string_equal(fx_row(&F, COUNTS), "1,2,2,1,4");
+    char *marked = fx_fmt("SELECT count(*) FROM window_state WHERE window_start IN ('%s', '%s')",
+                          fx_ts(w + 60 * TM_USEC_PER_SEC), fx_ts(w + 120 * TM_USEC_PER_SEC));
+    assert_int_equal(fx_num(&F, marked), 2);
+    free(marked);
+    free(next_c);
     free(good_r);
     free(good_c);
     free(good_t);
