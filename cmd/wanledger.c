@@ -1,6 +1,5 @@
 /* `wanledger`: the server-side program. Parses global options, loads and validates the
  * configuration, and dispatches to the subcommands of each component. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -173,9 +173,12 @@ const char *th_tmpdir(const char *tag)
     chmod(tmpl, 0755);
     if (g_ntmp == 0)
         atexit(rm_tmpdirs);
-    if (g_ntmp < 64)
-        g_tmpdirs[g_ntmp++] = strdup(tmpl);
-    return g_ntmp <= 64 ? g_tmpdirs[g_ntmp - 1] : NULL;
+    if (g_ntmp == 64) { /* no room to remember it: remove it now rather than hand out another */
+        rmdir(tmpl);
+        return NULL;
+    }
+    g_tmpdirs[g_ntmp] = strdup(tmpl);
+    return g_tmpdirs[g_ntmp++];
 }
 
 /* Runs a PostgreSQL tool as the postgres user when we are root (initdb refuses root). */
