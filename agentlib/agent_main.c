@@ -20,6 +20,7 @@
 #include "agent_nfs_hook.h"
 #include "agent_opts.h"
 #include "agentmetrics.h"
+#include "drainstate.h"
 #include "flowset.h"
 #include "listenroles.h"
 #include "localaddr.h"
@@ -59,6 +60,11 @@ struct agent {
     char seq_path[PATH_MAX];
     uint64_t seq;         /* last seq used */
     int64_t window_start; /* start of the window being counted now (us) */
+    char pin_dir[PATH_MAX];
+    bool durable;         /* drain state kept in the spool directory (drainstate.h) */
+    struct drainstate ds; /* as of the last committed drain */
+    int64_t lost_from_us; /* counts lost before this run (reported once, then 0) */
+    int64_t lost_to_us;
     int exit_code;
 };
 
@@ -102,24 +108,6 @@ static void ensure_tracefs(void)
         log_warn(NULL, "tracefs is not mounted and mounting it failed: %s", strerror(errno));
 }
 
-/* Writes a small file atomically (tmp + fsync + rename). */
-static int write_file_atomic(const char *path, const char *text)
-{
-    char tmp[PATH_MAX + 8];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -1;
-    size_t len = strlen(text);
-    int ok = write(fd, text, len) == (ssize_t)len && fsync(fd) == 0;
-    close(fd);
-    if (!ok || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
-
 /* agent_id and the last seq live in the spool directory so that a restart continues the
  * sequence (the reconciler deduplicates on agent_id+seq: reusing a seq would lose a report). */
 static int load_identity(struct agent *a)
@@ -152,7 +140,7 @@ static int load_identity(struct agent *a)
             }
             for (size_t i = 0; i < sizeof(r); i++)
                 snprintf(a->agent_id + 2 * i, 3, "%02x", r[i]);
-            if (write_file_atomic(path, a->agent_id) != 0)
+            if (drainstate_write_file(path, a->agent_id, strlen(a->agent_id)) != 0)
                 log_warn(NULL, "cannot keep agent_id in %s: %s", path, strerror(errno));
         }
     }
@@ -171,8 +159,111 @@ static void save_seq(struct agent *a)
 {
     char buf[32];
     snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)a->seq);
-    if (write_file_atomic(a->seq_path, buf) != 0)
+    if (drainstate_write_file(a->seq_path, buf, strlen(buf)) != 0)
         log_warn(NULL, "cannot record seq in %s: %s", a->seq_path, strerror(errno));
+}
+
+/* The pin directory: --pin-dir, or /sys/fs/bpf/wanledger/AGENT_ID (characters other than
+ * [A-Za-z0-9._-] as '_'); empty for "none". */
+static void choose_pin_dir(struct agent *a)
+{
+    if (a->o.pin_dir && strcmp(a->o.pin_dir, "none") == 0) {
+        a->pin_dir[0] = '\0';
+        return;
+    }
+    if (a->o.pin_dir) {
+        snprintf(a->pin_dir, sizeof(a->pin_dir), "%s", a->o.pin_dir);
+        return;
+    }
+    int n = snprintf(a->pin_dir, sizeof(a->pin_dir), "/sys/fs/bpf/wanledger/");
+    for (const char *p = a->agent_id; *p && n < (int)sizeof(a->pin_dir) - 1; p++, n++) {
+        char c = *p;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '-' || c == '_';
+        a->pin_dir[n] = ok && !(c == '.' && (p == a->agent_id)) ? c : '_';
+    }
+    a->pin_dir[n] = '\0';
+}
+
+/* Before the probe opens: the drain state of the previous run says which pinned probe is ours. */
+static void load_drain_state(struct agent *a, struct sockprobe_opts *po)
+{
+    char err[512];
+    struct stat sb;
+    a->durable =
+        stat(a->o.spool_dir, &sb) == 0 && S_ISDIR(sb.st_mode) && access(a->o.spool_dir, W_OK) == 0;
+    memset(&a->ds, 0, sizeof(a->ds));
+    if (!a->durable)
+        return;
+    int r = drainstate_load(a->o.spool_dir, &a->ds, err, sizeof(err));
+    if (r < 0)
+        log_warn(NULL, "ignoring the drain state: %s", err);
+    if (r <= 0)
+        memset(&a->ds, 0, sizeof(a->ds));
+    if (a->pin_dir[0]) {
+        po->pin_dir = a->pin_dir;
+        po->adopt_token = a->ds.token;
+        po->adopt_obj_hash = a->ds.obj_hash;
+    }
+}
+
+/* After the probe and the sender exist: finishes what the previous run left half done (a report
+ * kept in drain_pending is submitted again, its generation zeroed; a flip without a report is
+ * undone), or, when the probe is new, records what the previous run's counts lost. */
+static void resume_drain(struct agent *a)
+{
+    char err[512], ctx[64];
+    struct drainstate pst;
+    char *body = NULL;
+    size_t len = 0;
+    bool adopted = sockprobe_adopted(a->probe);
+    bool had_state = a->ds.seq > 0 || a->ds.token != 0;
+    if (!a->durable)
+        return;
+    int r = drainstate_pending_load(a->o.spool_dir, &pst, &body, &len, err, sizeof(err));
+    if (r < 0)
+        log_warn(NULL, "ignoring the pending report: %s", err);
+    if (r > 0 && pst.seq > a->ds.seq) {
+        snprintf(ctx, sizeof(ctx), "%s seq %llu", a->o.host, (unsigned long long)pst.seq);
+        log_info(ctx, "submitting the report the previous run kept before it stopped");
+        if (sender_submit(a->sender, body, len, err, sizeof(err)) != 0)
+            log_error(ctx, "report lost: %s", err);
+        if (adopted && sockprobe_gen(a->probe) == pst.gen &&
+            sockprobe_zero_gen(a->probe, pst.zero_gen, err, sizeof(err)) != 0)
+            log_error("socket", "finishing the previous drain: %s", err);
+        a->ds = pst;
+        had_state = true;
+    }
+    free(body);
+    if (a->ds.seq > a->seq)
+        a->seq = a->ds.seq;
+    if (adopted) {
+        if (sockprobe_gen(a->probe) != a->ds.gen) {
+            log_info("socket", "the previous run flipped without reporting: flipping back");
+            sockprobe_set_gen(a->probe, a->ds.gen);
+        }
+        sockprobe_set_drops_seen(a->probe, a->ds.drops_seen);
+    } else if (had_state && a->ds.window_end_us > 0) {
+        a->lost_from_us = a->ds.window_end_us;
+        a->lost_to_us = tm_now_us();
+        char f[TM_RFC3339_LEN], t[TM_RFC3339_LEN];
+        log_warn("socket",
+                 "counts from %s to %s are lost (the previous run's probe is gone); "
+                 "the next report says so",
+                 tm_format_rfc3339(a->lost_from_us, f), tm_format_rfc3339(a->lost_to_us, t));
+    }
+    drainstate_pending_clear(a->o.spool_dir);
+    a->ds.gen = sockprobe_gen(a->probe);
+    a->ds.zero_gen = 0;
+    a->ds.token = sockprobe_token(a->probe);
+    a->ds.obj_hash = sockprobe_obj_hash();
+    if (!adopted)
+        a->ds.drops_seen = 0;
+    if (a->ds.window_end_us == 0)
+        a->ds.window_end_us = tm_now_us();
+    a->ds.seq = a->seq;
+    if (drainstate_save(a->o.spool_dir, &a->ds) != 0)
+        log_warn(NULL, "cannot save %s/drain_state: %s", a->o.spool_dir, strerror(errno));
 }
 
 static void update_send_metrics(struct agent *a)
@@ -186,6 +277,41 @@ static void update_send_metrics(struct agent *a)
     a->m.spool_dropped = st.spool_dropped;
 }
 
+/* Hands one report to the sender so that neither a crash nor SIGKILL at any point loses or
+ * doubles its counts: the report is first kept in drain_pending with the generation it was read
+ * from, then submitted, then that generation is zeroed and the clean state saved (drainstate.h);
+ * a restart finds either the clean state or the pending report and finishes the step. */
+static void submit_report(struct agent *a, const char *ctx, const char *body, bool collected,
+                          uint32_t drained_gen, int64_t window_start)
+{
+    char err[512];
+    size_t len = strlen(body);
+    struct drainstate next = a->ds;
+    next.seq = a->seq;
+    next.gen = sockprobe_gen(a->probe);
+    next.zero_gen = drained_gen;
+    next.window_end_us = window_start + (int64_t)a->o.window_seconds * TM_USEC_PER_SEC;
+    bool pending = a->durable && drainstate_pending_save(a->o.spool_dir, &next, body, len) == 0;
+    if (a->durable && !pending)
+        log_warn(ctx, "cannot keep the report in %s/drain_pending (%s): a crash now would lose it",
+                 a->o.spool_dir, strerror(errno));
+    if (!a->o.to_stdout)
+        save_seq(a);
+    if (sender_submit(a->sender, body, len, err, sizeof(err)) != 0)
+        log_error(ctx, "report lost: %s", err);
+    else if (err[0])
+        log_warn(ctx, "report spooled: %s", err);
+    if (collected && sockprobe_commit(a->probe, err, sizeof(err)) != 0)
+        log_error("socket", "drain: %s", err);
+    next.drops_seen = sockprobe_drops_seen(a->probe);
+    a->ds = next;
+    a->lost_from_us = a->lost_to_us = 0;
+    if (a->durable && drainstate_save(a->o.spool_dir, &a->ds) != 0)
+        log_warn(ctx, "cannot save %s/drain_state: %s", a->o.spool_dir, strerror(errno));
+    if (pending)
+        drainstate_pending_clear(a->o.spool_dir);
+}
+
 /* Drains everything counted since the previous drain and reports it as window_start. */
 static void report_window(struct agent *a, int64_t window_start)
 {
@@ -195,7 +321,10 @@ static void report_window(struct agent *a, int64_t window_start)
     flowset_clear(&a->fs);
 
     int64_t t0 = tm_mono_ns();
-    if (sockprobe_drain(a->probe, &a->fs, &dropped, err, sizeof(err)) != 0) {
+    uint32_t drained_gen = 0;
+    bool collected =
+        sockprobe_collect(a->probe, &a->fs, &dropped, &drained_gen, err, sizeof(err)) == 0;
+    if (!collected) {
         log_error("socket", "drain: %s", err);
         a->m.drain_errors++;
     }
@@ -241,18 +370,20 @@ static void report_window(struct agent *a, int64_t window_start)
         .k = a->o.k,
         .threshold = tau,
         .flows_seen = seen,
+        .lost_from_us = a->lost_from_us,
+        .lost_to_us = a->lost_to_us,
+        .lost_reason = "restarted_without_pinned_probe",
+        .spool_dropped_reports = a->m.spool_dropped,
     };
     snprintf(ctx, sizeof(ctx), "%s seq %llu", a->o.host, (unsigned long long)a->seq);
     char *body = report_json(&h, &a->fs, err, sizeof(err));
     if (!body) {
         log_error(ctx, "%s", err);
+        if (collected)
+            sockprobe_abort(a->probe); /* the counts wait for the next window */
+        a->seq--;
     } else {
-        if (!a->o.to_stdout)
-            save_seq(a);
-        if (sender_submit(a->sender, body, strlen(body), err, sizeof(err)) != 0)
-            log_error(ctx, "report lost: %s", err);
-        else if (err[0])
-            log_warn(ctx, "report spooled: %s", err);
+        submit_report(a, ctx, body, collected, drained_gen, window_start);
         free(body);
     }
     if (dropped)
@@ -419,7 +550,10 @@ static void agent_free(struct agent *a)
         evhttp_free(a->http);
     if (a->base)
         event_base_free(a->base);
-    sockprobe_close(a->probe);
+    if (a->o.release_pins)
+        sockprobe_release(a->probe);
+    else
+        sockprobe_close(a->probe);
     nfslocal_free(a->nfs_local);
     procmeta_free(a->meta);
     sender_free(a->sender);
@@ -460,6 +594,8 @@ int main(int argc, char **argv)
         a.exit_code = 2;
         goto cleanup;
     }
+    choose_pin_dir(&a);
+    load_drain_state(&a, &po);
     a.probe = sockprobe_open(&po, err, sizeof(err));
     if (!a.probe) {
         log_error("socket", "cannot load the socket probe: %s", err);
@@ -511,6 +647,7 @@ int main(int argc, char **argv)
         log_error(NULL, "%s", err);
         goto cleanup;
     }
+    resume_drain(&a);
 
     a.base = event_base_new();
     if (!a.base) {

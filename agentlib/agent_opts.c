@@ -28,6 +28,8 @@ enum {
     OPT_HOST,
     OPT_EXCLUDE_PORTS,
     OPT_MAP_ENTRIES,
+    OPT_PIN_DIR,
+    OPT_RELEASE_PINS,
     OPT_CONFIG,
     OPT_HELP,
 };
@@ -50,6 +52,8 @@ static const struct option long_opts[] = {
     {"host", required_argument, NULL, OPT_HOST},
     {"exclude-ports", required_argument, NULL, OPT_EXCLUDE_PORTS},
     {"map-entries", required_argument, NULL, OPT_MAP_ENTRIES},
+    {"pin-dir", required_argument, NULL, OPT_PIN_DIR},
+    {"release-pins", no_argument, NULL, OPT_RELEASE_PINS},
     {"config", required_argument, NULL, OPT_CONFIG},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, OPT_HELP},
@@ -77,10 +81,13 @@ void agent_opts_usage(FILE *f)
                "  --host NAME           default: the host name\n"
                "  --exclude-ports P,Q   ports never counted (at most 16)\n"
                "  --map-entries N       flows per map generation (65536)\n"
+               "  --pin-dir DIR|none    bpffs directory keeping the probe across restarts\n"
+               "                        (/sys/fs/bpf/wanledger/AGENT_ID)\n"
+               "  --release-pins        on exit, remove the pins: the probe stops counting\n"
                "  --config FILE         JSON file with the same keys (reconciler, token_file,\n"
                "                        window_seconds, k, netns, cgroup, workflow_env, metrics,\n"
                "                        attach, spool, spool_max_bytes, agent_id, host,\n"
-               "                        exclude_ports, map_entries); flags win\n"
+               "                        exclude_ports, map_entries, pin_dir); flags win\n"
                "  -v, --verbose         debug logging\n");
 }
 
@@ -218,6 +225,13 @@ static int apply(struct agent_opts *o, int id, const char *v, const char *where,
         return set_str(&o->host, v);
     case OPT_EXCLUDE_PORTS:
         return set_ports(o, v, err, errlen, where);
+    case OPT_PIN_DIR:
+        if (v[0] != '/' && strcmp(v, "none") != 0) {
+            snprintf(err, errlen, "%s: expected an absolute bpffs path or none, got \"%s\"", where,
+                     v);
+            return -1;
+        }
+        return set_str(&o->pin_dir, v);
     case OPT_MAP_ENTRIES:
         if (parse_u64(v, 1, 1u << 24, &n)) {
             snprintf(err, errlen, "%s: expected 1-16777216 entries, got \"%s\"", where, v);
@@ -249,6 +263,7 @@ static const struct {
     {"host", OPT_HOST},
     {"exclude_ports", OPT_EXCLUDE_PORTS},
     {"map_entries", OPT_MAP_ENTRIES},
+    {"pin_dir", OPT_PIN_DIR},
 };
 
 /* A JSON value as the flag text: strings as is, numbers in decimal, arrays comma-joined. */
@@ -408,6 +423,10 @@ int agent_opts_parse(struct agent_opts *o, int argc, char **argv, char *err, siz
             o->once = true;
             continue;
         }
+        if (c == OPT_RELEASE_PINS) {
+            o->release_pins = true;
+            continue;
+        }
         char where[64];
         snprintf(where, sizeof(where), "--%s", long_opts[idx].name);
         if (apply(o, c, optarg, where, err, errlen)) {
@@ -452,5 +471,6 @@ void agent_opts_free(struct agent_opts *o)
     free(o->spool_dir);
     free(o->agent_id);
     free(o->host);
+    free(o->pin_dir);
     memset(o, 0, sizeof(*o));
 }

@@ -33,6 +33,8 @@ struct agent_opts {
     uint16_t excl_ports[SOCKPROBE_MAX_EXCL_PORTS];
     size_t n_excl_ports;
     uint32_t map_entries; /* per generation; default 65536 */
+    char *pin_dir;        /* bpffs directory, "none", or NULL = /sys/fs/bpf/wanledger/AGENT_ID */
+    bool release_pins;    /* remove the pins on exit */
     int verbose;
 };
 

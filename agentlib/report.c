@@ -172,6 +172,18 @@ char *report_json(const struct report_header *h, const struct flowset *fs, char 
     cJSON_AddNumberToObject(sampling, "k", (double)h->k);
     cJSON_AddNumberToObject(sampling, "threshold", h->threshold);
     cJSON_AddNumberToObject(sampling, "flows_seen", (double)h->flows_seen);
+    if (h->lost_to_us > 0) {
+        cJSON *lost = cJSON_AddObjectToObject(root, "lost");
+        if (!lost)
+            goto oom;
+        cJSON_AddStringToObject(lost, "from", tm_format_rfc3339(h->lost_from_us, ts));
+        cJSON_AddStringToObject(lost, "to", tm_format_rfc3339(h->lost_to_us, ts));
+        cJSON_AddStringToObject(lost, "reason", h->lost_reason ? h->lost_reason : "unknown");
+    }
+    cJSON *spool = cJSON_AddObjectToObject(root, "spool");
+    if (!spool)
+        goto oom;
+    cJSON_AddNumberToObject(spool, "dropped_reports", (double)h->spool_dropped_reports);
     flows = cJSON_AddArrayToObject(root, "flows");
     if (!flows)
         goto oom;

@@ -17,6 +17,12 @@ struct report_header {
     size_t k;
     double threshold; /* tau; 0 when every flow is exact */
     size_t flows_seen;
+    /* counts the agent lost (restarted without its pinned probe): [lost_from_us, lost_to_us),
+     * reported when lost_to_us > 0 as "lost" (README.md "Restarts") */
+    int64_t lost_from_us, lost_to_us;
+    const char *lost_reason;
+    /* reports the bounded spool dropped so far (cumulative), as "spool": {"dropped_reports"} */
+    uint64_t spool_dropped_reports;
 };
 
 /* Formats "10.1.0.2:41522" or "[fd00::2]:5201" (IPv4-mapped IPv6 as IPv4). */

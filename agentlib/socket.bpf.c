@@ -33,6 +33,9 @@ volatile __u32 gen = 0;
  * a while in two phases (sockprobe.c). `claims` marks slots in use. n_slots is a power of two. */
 const volatile __u32 n_slots = WL_FLOW_MAP_DEFAULT;
 volatile __u32 next_hint = 0; /* where the next claim starts looking */
+/* Random per probe instance, written by the agent before attaching: a restarted agent adopts
+ * pinned maps only when this matches the token it kept in its state file (sockprobe.c). */
+volatile __u64 owner_token = 0;
 
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);

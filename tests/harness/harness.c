@@ -137,12 +137,24 @@ int th_wait_port(int port, int timeout_ms)
     return -1;
 }
 
+/* Agents keep their probe pinned in bpffs across restarts (agentlib/README.md "Restarts"): a test
+ * that ran one removes the pins at exit, so the programs do not stay attached after it. */
+static void rm_agent_pins(void)
+{
+    if (geteuid() == 0 && system("rm -rf /sys/fs/bpf/wanledger") != 0)
+        fprintf(stderr, "harness: could not remove /sys/fs/bpf/wanledger\n");
+}
+
 const char *th_bin(const char *name)
 {
     static char buf[8][1024];
-    static int k;
+    static int k, pins_hooked;
     const char *dir = getenv("WL_BUILD_DIR");
     char *out = buf[k++ % 8];
+    if (strcmp(name, "wanledger-agent") == 0 && !pins_hooked) {
+        pins_hooked = 1;
+        atexit(rm_agent_pins);
+    }
     if (strcmp(name, "wanledger-agent") == 0)
         snprintf(out, 1024, "%s/agentlib/%s", dir ? dir : ".", name);
     else
