@@ -260,6 +260,10 @@ static int write_once(struct store *st, const struct ingest_batch *b, struct sto
         PGresult *r = PQexec(st->db, "ROLLBACK");
         PQclear(r);
         res->stored = 0;
+        /* the staging tables may have been created in the transaction just rolled back: a
+         * later batch must create them again (CREATE ... IF NOT EXISTS costs nothing when they
+         * do exist). Believing them staged made every later batch of this worker fail. */
+        st->staged = false;
     }
     return rc;
 }
