@@ -360,36 +360,58 @@ cleanup:
     return rc;
 }
 
-/* Re-evaluates the alerts of every candidate from its stored history. */
-int rdb_evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
-                        const struct recon_result *res, struct recon_db_stats *st, char *err,
-                        size_t errlen)
-{
-    int rc = -1;
-    int64_t W = (int64_t)cfg->window_seconds * TM_USEC_PER_SEC;
-    /* far enough back to see a run of alert_windows hits or resolve_windows clears through
-     * some incomplete windows */
-    int64_t margin = (int64_t)(cfg->alert_windows + cfg->resolve_windows + 2) * 4 * W;
-    struct cand *cands = NULL;
-    size_t n_cands = 0, cap_cands = 0;
-    struct stored *rows = NULL;
-    PGresult *rr = NULL, *hr = NULL, *sr = NULL;
-    struct alert_window *hist = NULL;
-    struct alert_episode *eps = NULL;
-    struct alert_action *acts = NULL;
-    struct alert_row *crow = NULL;
-    struct stored *crow_full = NULL;
-    struct span *cell_spans = NULL, *sat_spans = NULL;
+/* The state of one rdb_evaluate_alerts call, shared by its phases. */
+struct eval {
+    const struct cfg *cfg;
+    int64_t ws;
+    int64_t since; /* history is replayed from here on */
+    struct cand *cands;
+    size_t n_cands, cap_cands;
+    struct stored *rows; /* the gap_alerts rows this window can touch */
+    size_t nr;
+    PGresult *rr, *hr, *sr; /* rows, cell history, link history */
+    size_t max_hist;
+    struct alert_window *hist;
+    struct alert_episode *eps;
+    struct alert_action *acts;
+    struct alert_row *crow;
+    struct stored *crow_full;
+    struct span *cell_spans, *sat_spans;
+    size_t n_cell_spans, n_sat_spans;
     struct batch batches[B_N];
-    memset(batches, 0, sizeof batches);
-    size_t n_cell_spans = 0, n_sat_spans = 0;
-    struct rdb_sbuf srcs = {0}, dsts = {0}, kinds = {0};
+    struct rdb_sbuf srcs, dsts, kinds;
+};
 
-    /* History is replayed from `since` on; an alert open since before then carries on from its
-     * row. The rows it can touch: open ones, and any that end at or after `since`. */
-    int64_t since = ws - margin;
+#define EVAL_OOM (-2) /* a phase's "out of memory" (err not filled yet) */
+
+static void eval_free(struct eval *e)
+{
+    PQclear(e->rr);
+    PQclear(e->hr);
+    PQclear(e->sr);
+    free(e->rows);
+    free(e->cands);
+    free(e->hist);
+    free(e->eps);
+    free(e->acts);
+    free(e->crow);
+    free(e->crow_full);
+    free(e->cell_spans);
+    free(e->sat_spans);
+    for (int k = 0; k < B_N; k++)
+        batch_free(&e->batches[k]);
+    free(e->srcs.p);
+    free(e->dsts.p);
+    free(e->kinds.p);
+}
+
+/* Phase 1: the stored rows; an open one makes its (kind, pair) a candidate. An alert open since
+ * before `since` carries on from its row. The rows it can touch: open ones, and any that end at
+ * or after `since`. */
+static int eval_read_rows(PGconn *db, struct eval *e, char *err, size_t errlen)
+{
     char lo[TM_RFC3339_LEN];
-    rdb_fmt_ts(lo, since);
+    rdb_fmt_ts(lo, e->since);
     const char *p1[] = {lo};
     static const char rows_sql[] =
         "SELECT id, kind, src_site, dst_site, state = 'open',"
@@ -398,71 +420,78 @@ int rdb_evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
         " coalesce(peak_unattributed_bytes, 0), coalesce(peak_ratio, 0)"
         " FROM gap_alerts WHERE state = 'open' OR last_window >= $1::timestamptz"
         " ORDER BY first_window, id";
-    rr = rdb_q(db, "reading gap_alerts", err, errlen, rows_sql, 1, p1);
-    if (!rr)
-        goto cleanup;
+    e->rr = rdb_q(db, "reading gap_alerts", err, errlen, rows_sql, 1, p1);
+    if (!e->rr)
+        return -1;
+    PGresult *rr = e->rr;
     int n_rows = PQntuples(rr);
-    rows = calloc((size_t)n_rows + 1, sizeof *rows);
-    if (!rows)
-        goto oom;
-    size_t nr = 0;
+    e->rows = calloc((size_t)n_rows + 1, sizeof *e->rows);
+    if (!e->rows)
+        return EVAL_OOM;
     for (int i = 0; i < n_rows; i++) {
         int kind = alerts_kind_parse(PQgetvalue(rr, i, 1));
-        int src = cfg_site_index(cfg, PQgetvalue(rr, i, 2));
-        int dst = cfg_site_index(cfg, PQgetvalue(rr, i, 3));
+        int src = cfg_site_index(e->cfg, PQgetvalue(rr, i, 2));
+        int dst = cfg_site_index(e->cfg, PQgetvalue(rr, i, 3));
         if (kind < 0 || src < 0 || dst < 0)
             continue; /* a site no longer configured: its alerts stay as they are */
-        struct stored *s = &rows[nr++];
+        struct stored *s = &e->rows[e->nr++];
         s->kind = (enum alert_kind)kind;
         s->src = src;
         s->dst = dst;
         s->id = s->row.id = rdb_val_i64(rr, i, 0, 0);
         s->row.open = PQgetvalue(rr, i, 4)[0] == 't';
-        s->row.first_window_us = rdb_val_i64(rr, i, 5, ws);
-        s->row.last_window_us = rdb_val_i64(rr, i, 6, ws);
+        s->row.first_window_us = rdb_val_i64(rr, i, 5, e->ws);
+        s->row.last_window_us = rdb_val_i64(rr, i, 6, e->ws);
         s->peak_unattributed_bytes = rdb_val_u64(rr, i, 7, NULL);
         s->peak_ratio = strtod(PQgetvalue(rr, i, 8), NULL);
-        if (s->row.open && add_cand(&cands, &n_cands, &cap_cands, s->kind, src, dst))
-            goto oom;
+        if (s->row.open && add_cand(&e->cands, &e->n_cands, &e->cap_cands, s->kind, src, dst))
+            return EVAL_OOM;
     }
-    /* this window's hits */
+    return 0;
+}
+
+/* Phase 2: this window's hits make their (kind, pair) candidates too. */
+static int eval_add_hits(struct eval *e, const struct recon_result *res)
+{
     for (size_t i = 0; i < res->n_cells; i++) {
         const struct recon_cell *c = &res->cells[i];
         for (int k = ALERT_GAP; k <= ALERT_OVER; k++)
             if (alerts_mark_cell((enum alert_kind)k, c->status) == ALERT_HIT &&
-                add_cand(&cands, &n_cands, &cap_cands, (enum alert_kind)k, c->src_site,
+                add_cand(&e->cands, &e->n_cands, &e->cap_cands, (enum alert_kind)k, c->src_site,
                          c->dst_site))
-                goto oom;
+                return EVAL_OOM;
     }
     for (size_t i = 0; i < res->n_links; i++) {
         const struct recon_link_obs *o = &res->links[i];
-        if (alerts_mark_saturation(cfg, o, 1) == ALERT_HIT &&
-            add_cand(&cands, &n_cands, &cap_cands, ALERT_SATURATION, o->src_site, o->dst_site))
-            goto oom;
+        if (alerts_mark_saturation(e->cfg, o, 1) == ALERT_HIT &&
+            add_cand(&e->cands, &e->n_cands, &e->cap_cands, ALERT_SATURATION, o->src_site,
+                     o->dst_site))
+            return EVAL_OOM;
     }
-    n_cands = unique_cands(cands, n_cands);
-    if (n_cands == 0) {
-        rc = 0;
-        goto cleanup;
-    }
+    e->n_cands = unique_cands(e->cands, e->n_cands);
+    return 0;
+}
 
-    /* the candidates' histories, oldest first */
-    rdb_sb_add(&srcs, "{", 1);
-    rdb_sb_add(&dsts, "{", 1);
-    rdb_sb_add(&kinds, "{", 1);
-    for (size_t i = 0; i < n_cands; i++) {
-        rdb_sb_array_elem(&srcs, rdb_site_name(cfg, cands[i].src), i == 0);
-        rdb_sb_array_elem(&dsts, rdb_site_name(cfg, cands[i].dst), i == 0);
-        rdb_sb_array_elem(&kinds, alerts_kind_name(cands[i].kind), i == 0);
+/* Phase 3: the candidates' cell and link histories, oldest first, and the replay buffers. */
+static int eval_read_histories(PGconn *db, struct eval *e, char *err, size_t errlen)
+{
+    const struct cfg *cfg = e->cfg;
+    rdb_sb_add(&e->srcs, "{", 1);
+    rdb_sb_add(&e->dsts, "{", 1);
+    rdb_sb_add(&e->kinds, "{", 1);
+    for (size_t i = 0; i < e->n_cands; i++) {
+        rdb_sb_array_elem(&e->srcs, rdb_site_name(cfg, e->cands[i].src), i == 0);
+        rdb_sb_array_elem(&e->dsts, rdb_site_name(cfg, e->cands[i].dst), i == 0);
+        rdb_sb_array_elem(&e->kinds, alerts_kind_name(e->cands[i].kind), i == 0);
     }
-    rdb_sb_add(&srcs, "}", 1);
-    rdb_sb_add(&dsts, "}", 1);
-    rdb_sb_add(&kinds, "}", 1);
-    if (srcs.oom || dsts.oom || kinds.oom)
-        goto oom;
+    rdb_sb_add(&e->srcs, "}", 1);
+    rdb_sb_add(&e->dsts, "}", 1);
+    rdb_sb_add(&e->kinds, "}", 1);
+    if (e->srcs.oom || e->dsts.oom || e->kinds.oom)
+        return EVAL_OOM;
     char sinces[TM_RFC3339_LEN];
-    rdb_fmt_ts(sinces, since);
-    const char *p2[] = {srcs.p, dsts.p, kinds.p, sinces};
+    rdb_fmt_ts(sinces, e->since);
+    const char *p2[] = {e->srcs.p, e->dsts.p, e->kinds.p, sinces};
     static const char cells_sql[] =
         "WITH c(src_site, dst_site, kind) AS ("
         "  SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))"
@@ -473,13 +502,13 @@ int rdb_evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
         " FROM heatmap_cells h JOIN c USING (src_site, dst_site)"
         " WHERE c.kind IN ('gap', 'over') AND h.window_start >= $4::timestamptz"
         " ORDER BY h.src_site, h.dst_site, h.window_start";
-    hr = rdb_q(db, "reading cell history", err, errlen, cells_sql, 4, p2);
-    if (!hr)
-        goto cleanup;
+    e->hr = rdb_q(db, "reading cell history", err, errlen, cells_sql, 4, p2);
+    if (!e->hr)
+        return -1;
     char sat[40], minvalid[40];
     snprintf(sat, sizeof sat, "%.17g", cfg->saturation);
     snprintf(minvalid, sizeof minvalid, "%.17g", RECON_MIN_VALID_FRACTION);
-    const char *p3[] = {srcs.p, dsts.p, kinds.p, sinces, sat, minvalid};
+    const char *p3[] = {e->srcs.p, e->dsts.p, e->kinds.p, sinces, sat, minvalid};
     static const char links_sql[] =
         "WITH c(src_site, dst_site, kind) AS ("
         "  SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) AS u(src_site, dst_site, kind)"
@@ -495,97 +524,122 @@ int rdb_evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
         " WHERE l.window_start >= $4::timestamptz"
         " GROUP BY l.src_site, l.dst_site, l.window_start"
         " ORDER BY l.src_site, l.dst_site, l.window_start";
-    sr = rdb_q(db, "reading link history", err, errlen, links_sql, 6, p3);
-    if (!sr)
-        goto cleanup;
-    size_t max_hist = (size_t)PQntuples(hr) + (size_t)PQntuples(sr) + 1;
-    hist = calloc(max_hist, sizeof *hist);
-    eps = calloc(max_hist, sizeof *eps);
-    crow = calloc(nr + 1, sizeof *crow);
-    crow_full = calloc(nr + 1, sizeof *crow_full);
-    acts = calloc(max_hist + nr + 1, sizeof *acts);
-    cell_spans = pair_spans(cfg, hr, &n_cell_spans);
-    sat_spans = pair_spans(cfg, sr, &n_sat_spans);
-    if (!hist || !eps || !crow || !crow_full || !acts || !cell_spans || !sat_spans)
-        goto oom;
-    for (size_t ci = 0; ci < n_cands; ci++) {
-        const struct cand *c = &cands[ci];
-        const PGresult *h = c->kind == ALERT_SATURATION ? sr : hr;
-        struct span key = {.pair = pair_of(c->src, c->dst)};
-        const struct span *sp =
-            c->kind == ALERT_SATURATION
-                ? (n_sat_spans ? bsearch(&key, sat_spans, n_sat_spans, sizeof key, cmp_span) : NULL)
-                : (n_cell_spans ? bsearch(&key, cell_spans, n_cell_spans, sizeof key, cmp_span)
-                                : NULL);
-        size_t n = 0;
-        for (int i = sp ? sp->start : 0; sp && i < sp->start + sp->count; i++) {
-            struct alert_window *w = &hist[n++];
-            memset(w, 0, sizeof *w);
-            w->window_start_us = rdb_val_i64(h, i, 2, 0);
-            if (c->kind == ALERT_SATURATION) {
-                const char *m = PQgetvalue(h, i, 3);
-                w->mark = m[0] == 'h' ? ALERT_HIT : m[0] == 'c' ? ALERT_CLEAR : ALERT_NEUTRAL;
-                w->ratio = strtod(PQgetvalue(h, i, 4), NULL);
-                w->observed_payload_bytes = rdb_val_u64(h, i, 5, NULL);
-            } else {
-                int status = recon_status_parse(PQgetvalue(h, i, 3));
-                w->mark = status < 0 ? ALERT_NEUTRAL
-                                     : alerts_mark_cell(c->kind, (enum recon_status)status);
-                w->unattributed_bytes = rdb_val_u64(h, i, 4, NULL);
-                w->observed_payload_bytes = rdb_val_u64(h, i, 5, NULL);
-                bool has_cov;
-                double cov = PQgetisnull(h, i, 6) ? 0 : strtod(PQgetvalue(h, i, 6), NULL);
-                has_cov = !PQgetisnull(h, i, 6);
-                w->ratio = c->kind == ALERT_GAP ? (has_cov ? 1 - cov : 0) : cov;
-            }
+    e->sr = rdb_q(db, "reading link history", err, errlen, links_sql, 6, p3);
+    if (!e->sr)
+        return -1;
+    e->max_hist = (size_t)PQntuples(e->hr) + (size_t)PQntuples(e->sr) + 1;
+    e->hist = calloc(e->max_hist, sizeof *e->hist);
+    e->eps = calloc(e->max_hist, sizeof *e->eps);
+    e->crow = calloc(e->nr + 1, sizeof *e->crow);
+    e->crow_full = calloc(e->nr + 1, sizeof *e->crow_full);
+    e->acts = calloc(e->max_hist + e->nr + 1, sizeof *e->acts);
+    e->cell_spans = pair_spans(cfg, e->hr, &e->n_cell_spans);
+    e->sat_spans = pair_spans(cfg, e->sr, &e->n_sat_spans);
+    if (!e->hist || !e->eps || !e->crow || !e->crow_full || !e->acts || !e->cell_spans ||
+        !e->sat_spans)
+        return EVAL_OOM;
+    return 0;
+}
+
+/* Candidate c's history as alert windows in e->hist; returns their number. */
+static size_t eval_history(struct eval *e, const struct cand *c)
+{
+    const PGresult *h = c->kind == ALERT_SATURATION ? e->sr : e->hr;
+    struct span key = {.pair = pair_of(c->src, c->dst)};
+    const struct span *sp =
+        c->kind == ALERT_SATURATION
+            ? (e->n_sat_spans ? bsearch(&key, e->sat_spans, e->n_sat_spans, sizeof key, cmp_span)
+                              : NULL)
+            : (e->n_cell_spans ? bsearch(&key, e->cell_spans, e->n_cell_spans, sizeof key, cmp_span)
+                               : NULL);
+    size_t n = 0;
+    for (int i = sp ? sp->start : 0; sp && i < sp->start + sp->count; i++) {
+        struct alert_window *w = &e->hist[n++];
+        memset(w, 0, sizeof *w);
+        w->window_start_us = rdb_val_i64(h, i, 2, 0);
+        if (c->kind == ALERT_SATURATION) {
+            const char *m = PQgetvalue(h, i, 3);
+            w->mark = m[0] == 'h' ? ALERT_HIT : m[0] == 'c' ? ALERT_CLEAR : ALERT_NEUTRAL;
+            w->ratio = strtod(PQgetvalue(h, i, 4), NULL);
+            w->observed_payload_bytes = rdb_val_u64(h, i, 5, NULL);
+        } else {
+            int status = recon_status_parse(PQgetvalue(h, i, 3));
+            w->mark =
+                status < 0 ? ALERT_NEUTRAL : alerts_mark_cell(c->kind, (enum recon_status)status);
+            w->unattributed_bytes = rdb_val_u64(h, i, 4, NULL);
+            w->observed_payload_bytes = rdb_val_u64(h, i, 5, NULL);
+            bool has_cov;
+            double cov = PQgetisnull(h, i, 6) ? 0 : strtod(PQgetvalue(h, i, 6), NULL);
+            has_cov = !PQgetisnull(h, i, 6);
+            w->ratio = c->kind == ALERT_GAP ? (has_cov ? 1 - cov : 0) : cov;
         }
-        size_t n_crow = 0;
-        struct alert_episode before, *open_before = NULL;
-        for (size_t i = 0; i < nr; i++) {
-            if (rows[i].kind != c->kind || rows[i].src != c->src || rows[i].dst != c->dst)
-                continue;
-            crow_full[n_crow] = rows[i];
-            crow[n_crow++] = rows[i].row;
-            if (rows[i].row.open && rows[i].row.first_window_us < since) {
-                /* n_hits = 0 marks "no figures of its own": the row keeps its summary */
-                memset(&before, 0, sizeof before);
-                before.first_window_us = before.opened_window_us = rows[i].row.first_window_us;
-                before.last_window_us = rows[i].row.last_window_us;
-                before.peak_unattributed_bytes = rows[i].peak_unattributed_bytes;
-                before.peak_ratio = rows[i].peak_ratio;
-                open_before = &before;
-            }
-        }
-        size_t n_eps = alerts_replay(cfg->alert_windows, cfg->resolve_windows, hist, n, open_before,
-                                     eps, max_hist);
-        size_t n_acts = alerts_match(eps, n_eps, crow, n_crow, acts);
-        for (size_t i = 0; i < n_acts; i++)
-            if (queue_action(db, cfg, c, &acts[i], eps, crow_full, batches, err, errlen))
-                goto cleanup;
     }
-    if (flush_batches(db, batches, st, err, errlen))
-        goto cleanup;
-    rc = 0;
-    goto cleanup;
-oom:
-    snprintf(err, errlen, "evaluating alerts: out of memory");
-cleanup:
-    PQclear(rr);
-    PQclear(hr);
-    PQclear(sr);
-    free(rows);
-    free(cands);
-    free(hist);
-    free(eps);
-    free(acts);
-    free(crow);
-    free(crow_full);
-    free(cell_spans);
-    free(sat_spans);
-    for (int k = 0; k < B_N; k++)
-        batch_free(&batches[k]);
-    free(srcs.p);
-    free(dsts.p);
-    free(kinds.p);
+    return n;
+}
+
+/* Phase 4, per candidate: replay its history into episodes, match them with its stored rows and
+ * queue the resulting actions. */
+static int eval_candidate(PGconn *db, struct eval *e, const struct cand *c, char *err,
+                          size_t errlen)
+{
+    size_t n = eval_history(e, c);
+    size_t n_crow = 0;
+    struct alert_episode before, *open_before = NULL;
+    for (size_t i = 0; i < e->nr; i++) {
+        const struct stored *r = &e->rows[i];
+        if (r->kind != c->kind || r->src != c->src || r->dst != c->dst)
+            continue;
+        e->crow_full[n_crow] = *r;
+        e->crow[n_crow++] = r->row;
+        if (r->row.open && r->row.first_window_us < e->since) {
+            /* n_hits = 0 marks "no figures of its own": the row keeps its summary */
+            memset(&before, 0, sizeof before);
+            before.first_window_us = before.opened_window_us = r->row.first_window_us;
+            before.last_window_us = r->row.last_window_us;
+            before.peak_unattributed_bytes = r->peak_unattributed_bytes;
+            before.peak_ratio = r->peak_ratio;
+            open_before = &before;
+        }
+    }
+    size_t n_eps = alerts_replay(e->cfg->alert_windows, e->cfg->resolve_windows, e->hist, n,
+                                 open_before, e->eps, e->max_hist);
+    size_t n_acts = alerts_match(e->eps, n_eps, e->crow, n_crow, e->acts);
+    for (size_t i = 0; i < n_acts; i++)
+        if (queue_action(db, e->cfg, c, &e->acts[i], e->eps, e->crow_full, e->batches, err, errlen))
+            return -1;
+    return 0;
+}
+
+/* Re-evaluates the alerts of every candidate from its stored history, in phases: the stored rows
+ * and this window's hits name the candidates, their histories are read, each is replayed and
+ * matched with its rows, and the changes are written in order. */
+int rdb_evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
+                        const struct recon_result *res, struct recon_db_stats *st, char *err,
+                        size_t errlen)
+{
+    int64_t W = (int64_t)cfg->window_seconds * TM_USEC_PER_SEC;
+    /* far enough back to see a run of alert_windows hits or resolve_windows clears through
+     * some incomplete windows */
+    int64_t margin = (int64_t)(cfg->alert_windows + cfg->resolve_windows + 2) * 4 * W;
+    struct eval e;
+    memset(&e, 0, sizeof e);
+    e.cfg = cfg;
+    e.ws = ws;
+    e.since = ws - margin;
+    int rc = eval_read_rows(db, &e, err, errlen);
+    if (rc == 0)
+        rc = eval_add_hits(&e, res);
+    if (rc == 0 && e.n_cands > 0) {
+        rc = eval_read_histories(db, &e, err, errlen);
+        for (size_t ci = 0; rc == 0 && ci < e.n_cands; ci++)
+            rc = eval_candidate(db, &e, &e.cands[ci], err, errlen);
+        if (rc == 0 && flush_batches(db, e.batches, st, err, errlen))
+            rc = -1;
+    }
+    if (rc == EVAL_OOM) {
+        snprintf(err, errlen, "evaluating alerts: out of memory");
+        rc = -1;
+    }
+    eval_free(&e);
     return rc;
 }
