@@ -2,6 +2,7 @@
  * collected (not just the first) with the JSON path of the offending value. The top-level sections
  * are parsed in the order of the table in parse_root; a new section is a cfg_<name>.c file with
  * one cfg_parse_<name>(c, root) function, a line in that table and its members in cfg_free. */
+#include "cell_status.h"
 #include "cfg_internal.h"
 
 #include <errno.h>
@@ -106,10 +107,10 @@ static void parse_thresholds(struct cfg_pctx *c, const cJSON *root)
 {
     struct cfg *cfg = c->cfg;
     const cJSON *th = cfg_get_obj(c, root, "thresholds", "$", 0);
-    cfg->green = 0.95;
-    cfg->red = 0.80;
-    cfg->min_gap_bytes = 100000000;
-    cfg->over = 1.05;
+    cfg->green = CELL_DEFAULT_GREEN;
+    cfg->red = CELL_DEFAULT_RED;
+    cfg->min_gap_bytes = CELL_DEFAULT_MIN_GAP_BYTES;
+    cfg->over = CELL_DEFAULT_OVER;
     cfg->alert_windows = 3;
     cfg->resolve_windows = 3;
     cfg->saturation = 0.90;
@@ -120,10 +121,11 @@ static void parse_thresholds(struct cfg_pctx *c, const cJSON *root)
         "saturation", NULL};
     const char *p = "$.thresholds";
     cfg_check_keys(c, th, p, k);
-    cfg->green = cfg_get_num(c, th, "green", p, 0, 1, 0.95, 0);
-    cfg->red = cfg_get_num(c, th, "red", p, 0, 1, 0.80, 0);
-    cfg->min_gap_bytes = (uint64_t)cfg_get_num(c, th, "min_gap_bytes", p, 0, 1e18, 1e8, 1);
-    cfg->over = cfg_get_num(c, th, "over", p, 1, 100, 1.05, 0);
+    cfg->green = cfg_get_num(c, th, "green", p, 0, 1, CELL_DEFAULT_GREEN, 0);
+    cfg->red = cfg_get_num(c, th, "red", p, 0, 1, CELL_DEFAULT_RED, 0);
+    cfg->min_gap_bytes =
+        (uint64_t)cfg_get_num(c, th, "min_gap_bytes", p, 0, 1e18, CELL_DEFAULT_MIN_GAP_BYTES, 1);
+    cfg->over = cfg_get_num(c, th, "over", p, 1, 100, CELL_DEFAULT_OVER, 0);
     cfg->alert_windows = (int)cfg_get_num(c, th, "alert_windows", p, 1, 1000, 3, 1);
     cfg->resolve_windows = (int)cfg_get_num(c, th, "resolve_windows", p, 1, 1000, 3, 1);
     cfg->saturation = cfg_get_num(c, th, "saturation", p, 0.01, 10, 0.90, 0);

@@ -507,7 +507,7 @@ static int eval_read_histories(PGconn *db, struct eval *e, char *err, size_t err
         return -1;
     char sat[40], minvalid[40];
     snprintf(sat, sizeof sat, "%.17g", cfg->saturation);
-    snprintf(minvalid, sizeof minvalid, "%.17g", RECON_MIN_VALID_FRACTION);
+    snprintf(minvalid, sizeof minvalid, "%.17g", CELL_MIN_VALID_FRACTION);
     const char *p3[] = {e->srcs.p, e->dsts.p, e->kinds.p, sinces, sat, minvalid};
     static const char links_sql[] =
         "WITH c(src_site, dst_site, kind) AS ("
@@ -565,7 +565,7 @@ static size_t eval_history(struct eval *e, const struct cand *c)
         } else {
             int status = recon_status_parse(PQgetvalue(h, i, 3));
             w->mark =
-                status < 0 ? ALERT_NEUTRAL : alerts_mark_cell(c->kind, (enum recon_status)status);
+                status < 0 ? ALERT_NEUTRAL : alerts_mark_cell(c->kind, (enum cell_status)status);
             w->unattributed_bytes = rdb_val_u64(h, i, 4, NULL);
             w->observed_payload_bytes = rdb_val_u64(h, i, 5, NULL);
             bool has_cov;
