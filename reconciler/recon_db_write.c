@@ -46,6 +46,90 @@ static int exec_all(PGconn *db, const char *const *params, char *err, size_t err
     return 0;
 }
 
+/* The window's cells as COPY text rows of heatmap_cells. */
+static void fill_cells(struct rdb_sbuf *b, const struct cfg *cfg, const char *tsbuf,
+                       const struct recon_result *res)
+{
+    for (size_t i = 0; i < res->n_cells; i++) {
+        const struct recon_cell *c = &res->cells[i];
+        rdb_sb_printf(b, "%s\t%d\t", tsbuf, cfg->window_seconds);
+        rdb_sb_copy_text(b, rdb_site_name(cfg, c->src_site));
+        rdb_sb_add(b, "\t", 1);
+        rdb_sb_copy_text(b, rdb_site_name(cfg, c->dst_site));
+        if (c->has_link)
+            rdb_sb_printf(b, "\t%" PRIu64 "\t%" PRIu64, c->observed_bytes,
+                          c->observed_payload_bytes);
+        else
+            rdb_sb_add(b, "\t\\N\t\\N", 6);
+        rdb_sb_printf(b, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, c->attributed_bytes,
+                      c->socket_bytes, c->nfs_bytes, c->service_bytes);
+        if (c->has_link)
+            rdb_sb_printf(b, "\t%" PRIu64, c->unattributed_bytes);
+        else
+            rdb_sb_add(b, "\t\\N", 3);
+        if (c->has_coverage)
+            rdb_sb_printf(b, "\t%.17g", c->coverage);
+        else
+            rdb_sb_add(b, "\t\\N", 3);
+        rdb_sb_printf(b, "\t%s\t%.17g\t%" PRIu64 "\n", recon_status_name(c->status),
+                      c->valid_fraction, c->capacity_bps);
+    }
+}
+
+/* The window's rollup as binary COPY data of attribution_rollup. */
+static void fill_rollup(struct rdb_sbuf *b, const struct cfg *cfg, int64_t ws,
+                        const struct recon_result *res)
+{
+    /* binary COPY: the server parses no timestamps or numbers for the biggest table */
+    rdb_sb_add(b, "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0", 19);
+    int64_t ws_pg = ws - RDB_PG_EPOCH_OFFSET_US;
+    for (size_t i = 0; i < res->n_rollup; i++) {
+        const struct recon_rollup *r = &res->rollup[i];
+        const char *fields[] = {rdb_site_name(cfg, r->src_site),
+                                rdb_site_name(cfg, r->dst_site),
+                                r->source,
+                                r->workflow,
+                                r->user,
+                                r->program,
+                                r->host};
+        rdb_sb_be(b, 9, 2);
+        rdb_sb_be(b, 8, 4);
+        rdb_sb_be(b, (uint64_t)ws_pg, 8);
+        for (size_t k = 0; k < 7; k++) {
+            size_t len = strlen(fields[k]);
+            rdb_sb_be(b, len, 4);
+            rdb_sb_add(b, fields[k], len);
+        }
+        rdb_sb_be(b, 8, 4);
+        rdb_sb_be(b, r->bytes, 8);
+    }
+    rdb_sb_be(b, 0xffff, 2);
+}
+
+/* The window's circuit directions as COPY text rows of link_windows. */
+static void fill_links(struct rdb_sbuf *b, const struct cfg *cfg, const char *tsbuf,
+                       const struct recon_result *res)
+{
+    for (size_t i = 0; i < res->n_links; i++) {
+        const struct recon_link_obs *o = &res->links[i];
+        const struct cfg_link *l = &cfg->links[o->link];
+        rdb_sb_printf(b, "%s\t", tsbuf);
+        const char *fields[] = {o->circuit, rdb_site_name(cfg, o->src_site),
+                                rdb_site_name(cfg, o->dst_site), l->device, l->interface};
+        for (size_t k = 0; k < 5; k++) {
+            rdb_sb_copy_text(b, fields[k]);
+            rdb_sb_add(b, "\t", 1);
+        }
+        rdb_sb_printf(b, "%s\t%" PRIu64 "\t%" PRIu64 "\t%.17g\t%" PRIu64,
+                      o->out_counter ? "out" : "in", o->observed_bytes, o->observed_payload_bytes,
+                      o->valid_fraction, o->capacity_bps);
+        if (o->has_utilization)
+            rdb_sb_printf(b, "\t%.17g\n", o->utilization);
+        else
+            rdb_sb_add(b, "\t\\N\n", 4);
+    }
+}
+
 int rdb_write_results(PGconn *db, const struct cfg *cfg, int64_t ws, const struct recon_result *res,
                       char *err, size_t errlen)
 {
@@ -75,30 +159,7 @@ int rdb_write_results(PGconn *db, const struct cfg *cfg, int64_t ws, const struc
     PQclear(er);
     struct rdb_sbuf b = {0};
     int rc = -1;
-    for (size_t i = 0; i < res->n_cells; i++) {
-        const struct recon_cell *c = &res->cells[i];
-        rdb_sb_printf(&b, "%s\t%d\t", tsbuf, cfg->window_seconds);
-        rdb_sb_copy_text(&b, rdb_site_name(cfg, c->src_site));
-        rdb_sb_add(&b, "\t", 1);
-        rdb_sb_copy_text(&b, rdb_site_name(cfg, c->dst_site));
-        if (c->has_link)
-            rdb_sb_printf(&b, "\t%" PRIu64 "\t%" PRIu64, c->observed_bytes,
-                          c->observed_payload_bytes);
-        else
-            rdb_sb_add(&b, "\t\\N\t\\N", 6);
-        rdb_sb_printf(&b, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, c->attributed_bytes,
-                      c->socket_bytes, c->nfs_bytes, c->service_bytes);
-        if (c->has_link)
-            rdb_sb_printf(&b, "\t%" PRIu64, c->unattributed_bytes);
-        else
-            rdb_sb_add(&b, "\t\\N", 3);
-        if (c->has_coverage)
-            rdb_sb_printf(&b, "\t%.17g", c->coverage);
-        else
-            rdb_sb_add(&b, "\t\\N", 3);
-        rdb_sb_printf(&b, "\t%s\t%.17g\t%" PRIu64 "\n", recon_status_name(c->status),
-                      c->valid_fraction, c->capacity_bps);
-    }
+    fill_cells(&b, cfg, tsbuf, res);
     if (b.oom)
         goto oom;
     if (rdb_copy_in(
@@ -110,30 +171,7 @@ int rdb_write_results(PGconn *db, const struct cfg *cfg, int64_t ws, const struc
             &b, err, errlen))
         goto cleanup;
     b.n = 0;
-    /* binary COPY: the server parses no timestamps or numbers for the biggest table */
-    rdb_sb_add(&b, "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0", 19);
-    int64_t ws_pg = ws - RDB_PG_EPOCH_OFFSET_US;
-    for (size_t i = 0; i < res->n_rollup; i++) {
-        const struct recon_rollup *r = &res->rollup[i];
-        const char *fields[] = {rdb_site_name(cfg, r->src_site),
-                                rdb_site_name(cfg, r->dst_site),
-                                r->source,
-                                r->workflow,
-                                r->user,
-                                r->program,
-                                r->host};
-        rdb_sb_be(&b, 9, 2);
-        rdb_sb_be(&b, 8, 4);
-        rdb_sb_be(&b, (uint64_t)ws_pg, 8);
-        for (size_t k = 0; k < 7; k++) {
-            size_t len = strlen(fields[k]);
-            rdb_sb_be(&b, len, 4);
-            rdb_sb_add(&b, fields[k], len);
-        }
-        rdb_sb_be(&b, 8, 4);
-        rdb_sb_be(&b, r->bytes, 8);
-    }
-    rdb_sb_be(&b, 0xffff, 2);
+    fill_rollup(&b, cfg, ws, res);
     if (b.oom)
         goto oom;
     if (merge && exec_all(db, params, err, errlen, merge_prepare))
@@ -149,24 +187,7 @@ int rdb_write_results(PGconn *db, const struct cfg *cfg, int64_t ws, const struc
     if (merge && exec_all(db, params, err, errlen, merge_apply))
         goto cleanup;
     b.n = 0;
-    for (size_t i = 0; i < res->n_links; i++) {
-        const struct recon_link_obs *o = &res->links[i];
-        const struct cfg_link *l = &cfg->links[o->link];
-        rdb_sb_printf(&b, "%s\t", tsbuf);
-        const char *fields[] = {o->circuit, rdb_site_name(cfg, o->src_site),
-                                rdb_site_name(cfg, o->dst_site), l->device, l->interface};
-        for (size_t k = 0; k < 5; k++) {
-            rdb_sb_copy_text(&b, fields[k]);
-            rdb_sb_add(&b, "\t", 1);
-        }
-        rdb_sb_printf(&b, "%s\t%" PRIu64 "\t%" PRIu64 "\t%.17g\t%" PRIu64,
-                      o->out_counter ? "out" : "in", o->observed_bytes, o->observed_payload_bytes,
-                      o->valid_fraction, o->capacity_bps);
-        if (o->has_utilization)
-            rdb_sb_printf(&b, "\t%.17g\n", o->utilization);
-        else
-            rdb_sb_add(&b, "\t\\N\n", 4);
-    }
+    fill_links(&b, cfg, tsbuf, res);
     if (b.oom)
         goto oom;
     if (rdb_copy_in(
