@@ -1,6 +1,6 @@
 /* Gap, over and saturation alerts, pure: which windows of a pair count for or against an alert,
  * the episodes (open … resolved) a history of windows makes, how episodes match the stored alert
- * rows, and the human summaries. No I/O; recon_db.c does the reading and writing. */
+ * rows, and the human summaries. No I/O; recon_db_alerts.c does the reading and writing. */
 #ifndef WL_ALERTS_H
 #define WL_ALERTS_H
 
