@@ -93,7 +93,4 @@ int sockprobe_commit(struct sockprobe *sp, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 void sockprobe_abort(struct sockprobe *sp);
 
-/* Kernel ids of the attached programs (for bpf_stats in the benchmark); returns how many. */
-size_t sockprobe_prog_ids(const struct sockprobe *sp, uint32_t *ids, size_t max);
-
 #endif
