@@ -9,6 +9,7 @@
 #include "hm_chart.h"
 #include "hm_esc.h"
 #include "hm_fmt.h"
+#include "hm_gaps.h"
 #include "hm_grid.h"
 #include "hm_grid_svg.h"
 #include "hm_heatmap_html.h"
@@ -472,6 +473,10 @@ static int cell_html(struct evbuffer *out, PGconn *db, const struct cfg *cfg, co
     }
     summary(out, &v);
     int rc = 200;
+    if (hm_gaps_html(out, db, v.src, v.dst, v.from_us, v.to_us, err, errlen) < 0) {
+        rc = 500;
+        goto done;
+    }
     if (chart(out, db, &v, cfg, err, errlen) < 0) {
         rc = 500;
         goto done;

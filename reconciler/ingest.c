@@ -566,6 +566,42 @@ static char *fmt_u64(uint64_t v)
     return strdup(t);
 }
 
+/* "lost": {"from", "to", "reason"} and "spool": {"dropped_reports"} (agentlib/README.md
+ * "Restarts"), both optional. */
+static int parse_loss(struct vctx *c, const struct jv *root, struct loc top)
+{
+    struct ingest_batch *b = c->b;
+    const struct jv *lost = jv_get(root, "lost"), *spool = jv_get(root, "spool");
+    if (lost && lost->type != JV_NULL) {
+        struct loc ll = {.arr = "lost", .idx = -1};
+        const struct jv *reason;
+        if (want_object(c, lost, at_key(top, "lost")) < 0 ||
+            want_time(c, jv_get(lost, "from"), at_key(ll, "from"), &b->lost_from_us) < 0 ||
+            want_time(c, jv_get(lost, "to"), at_key(ll, "to"), &b->lost_to_us) < 0 ||
+            want_name(c, jv_get(lost, "reason"), at_key(ll, "reason"), false, &reason) < 0)
+            return -1;
+        if (b->lost_to_us < b->lost_from_us)
+            return bad(c, at_key(ll, "to"), "before \"from\"");
+        if (not_future(c, at_key(ll, "to"), b->lost_to_us) < 0)
+            return -1;
+        b->lost_reason = dup_text(reason->s);
+        if (!b->lost_reason) {
+            c->e->status = 500;
+            snprintf(c->e->msg, sizeof(c->e->msg), "out of memory");
+            return -1;
+        }
+    }
+    if (spool && spool->type != JV_NULL) {
+        struct loc sl = {.arr = "spool", .idx = -1};
+        bool has = false;
+        if (want_object(c, spool, at_key(top, "spool")) < 0 ||
+            opt_uint(c, jv_get(spool, "dropped_reports"), at_key(sl, "dropped_reports"), INT64_MAX,
+                     &b->spool_dropped_reports, &has) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int parse_attributions(struct vctx *c, const struct jv *root)
 {
     const struct cfg *cfg = c->cfg;
@@ -619,6 +655,8 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
     } else {
         has_k = has_seen = false;
     }
+    if (parse_loss(c, root, top) < 0)
+        return -1;
     const struct jv *flows = jv_get(root, "flows");
     if (!flows)
         return bad(c, at_key(top, "flows"), "missing: expected an array of flows");
@@ -843,6 +881,7 @@ void ingest_batch_free(struct ingest_batch *b)
         return;
     for (int i = 0; i < INGEST_REPORT_PARAMS; i++)
         free(b->report[i]);
+    free(b->lost_reason);
     free(b->copy);
     memset(b, 0, sizeof(*b));
 }

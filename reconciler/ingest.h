@@ -28,6 +28,11 @@ struct ingest_batch {
      * sampling_threshold, flows_seen, n_flows */
     char *report[INGEST_REPORT_PARAMS];
     int64_t window_start_us; /* attributions */
+    /* attributions: what the agent says it lost ("lost", lost_to_us 0 when absent) and its
+     * cumulative spool drops ("spool"), for the seq-gap records (gaps.h) */
+    int64_t lost_from_us, lost_to_us;
+    char *lost_reason;
+    uint64_t spool_dropped_reports;
     /* rows in PostgreSQL COPY text format: flow_records, or the counter/transfer staging table */
     char *copy;
     size_t copy_len, copy_cap;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gaps.h"
+
 /* Latency histogram buckets, seconds. */
 static const double BUCKETS[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 #define N_BUCKETS (sizeof(BUCKETS) / sizeof(BUCKETS[0]))
@@ -135,6 +137,7 @@ static void render_db_gauges(PGconn *db, struct evbuffer *out)
                             "\n# TYPE wanledger_windows_dirty gauge\nwanledger_windows_dirty %s\n",
                             PQgetvalue(r, 0, 0));
     PQclear(r);
+    gaps_render_metrics(db, out);
 }
 
 void metrics_render(struct metrics *m, PGconn *db, struct evbuffer *out)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "gaps.h"
 #include "recon_db.h"
 
 #define COPY_CHUNK (1 << 20)
@@ -206,6 +207,10 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
     const char *mark[2] = {wsec, b->report[3]};
     if (run(st->db, "window_state", SQL_MARK_ONE, 2, mark, NULL, NULL, err, errlen) < 0)
         return -1;
+    long gaps = 0;
+    if (gaps_record(st->db, b, st->cfg->window_seconds, &gaps, err, errlen) < 0)
+        return -1;
+    res->gaps = (size_t)gaps;
     res->stored = b->n_rows;
     return 0;
 }
@@ -254,6 +259,7 @@ static int write_once(struct store *st, const struct ingest_batch *b, struct sto
         PGresult *r = PQexec(st->db, "ROLLBACK");
         PQclear(r);
         res->stored = 0;
+        res->gaps = 0;
         /* the staging tables may have been created in the transaction just rolled back: a
          * later batch must create them again (CREATE ... IF NOT EXISTS costs nothing when they
          * do exist). Believing them staged made every later batch of this worker fail. */
@@ -267,6 +273,7 @@ int store_write(struct store *st, const struct ingest_batch *b, struct store_res
 {
     res->received = b->n_rows;
     res->stored = 0;
+    res->gaps = 0;
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!store_db(st)) {
             snprintf(err, errlen, "database unreachable");

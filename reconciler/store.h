@@ -17,6 +17,7 @@ struct store;
 struct store_result {
     size_t received; /* rows in the batch */
     size_t stored;   /* rows new to the database (the rest were resends) */
+    size_t gaps;     /* agent seq-gap rows recorded (gaps.h) */
 };
 
 /* A store that connects on first use (and reconnects after a failure). NULL when out of memory. */

@@ -1,0 +1,81 @@
+/* Recording seq gaps per agent (see gaps.h). */
+#include "gaps.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "timeutil.h"
+
+static const char SQL_GAPS[] = "SELECT wl_record_report_gaps($1, $2::bigint, $3::timestamptz,"
+                               " $4::int, $5::bigint, $6::timestamptz, $7::timestamptz, $8)";
+
+int gaps_record(PGconn *db, const struct ingest_batch *b, int window_seconds, long *inserted,
+                char *err, size_t errlen)
+{
+    char wsec[16], spool[24], from[TM_RFC3339_LEN], to[TM_RFC3339_LEN];
+    snprintf(wsec, sizeof(wsec), "%d", window_seconds);
+    snprintf(spool, sizeof(spool), "%" PRIu64, b->spool_dropped_reports);
+    bool lost = b->lost_to_us > 0 && b->lost_reason;
+    const char *params[8] = {
+        b->report[0], /* agent_id */
+        b->report[1], /* seq */
+        b->report[3], /* window_start */
+        wsec,
+        spool,
+        lost ? tm_format_rfc3339(b->lost_from_us, from) : NULL,
+        lost ? tm_format_rfc3339(b->lost_to_us, to) : NULL,
+        lost ? b->lost_reason : NULL,
+    };
+    PGresult *r = PQexecParams(db, SQL_GAPS, 8, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        snprintf(err, errlen, "agent_gaps: %s", PQresultErrorMessage(r));
+        size_t n = strlen(err);
+        while (n && (err[n - 1] == '\n' || err[n - 1] == ' '))
+            err[--n] = 0;
+        PQclear(r);
+        return -1;
+    }
+    *inserted = PQntuples(r) > 0 ? atol(PQgetvalue(r, 0, 0)) : 0;
+    PQclear(r);
+    return 0;
+}
+
+void gaps_render_metrics(PGconn *db, struct evbuffer *out)
+{
+    PGresult *r = PQexec(db, "SELECT reason, count(*), coalesce(sum(seq_to - seq_from + 1), 0),"
+                             " sum(spool_dropped_reports),"
+                             " sum(extract(epoch FROM lost_to - lost_from))::bigint"
+                             " FROM agent_gaps GROUP BY reason ORDER BY reason");
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        PQclear(r);
+        return;
+    }
+    long long missing = 0, dropped = 0;
+    evbuffer_add_printf(out, "# HELP wanledger_agent_gaps Agent seq gaps recorded (agent_gaps), "
+                             "by reason.\n# TYPE wanledger_agent_gaps gauge\n");
+    for (int i = 0; i < PQntuples(r); i++) {
+        evbuffer_add_printf(out, "wanledger_agent_gaps{reason=\"%s\"} %s\n", PQgetvalue(r, i, 0),
+                            PQgetvalue(r, i, 1));
+        missing += atoll(PQgetvalue(r, i, 2));
+        dropped += atoll(PQgetvalue(r, i, 3));
+    }
+    evbuffer_add_printf(out,
+                        "# HELP wanledger_agent_gap_seconds Time without agent data in the "
+                        "recorded gaps, by reason.\n# TYPE wanledger_agent_gap_seconds gauge\n");
+    for (int i = 0; i < PQntuples(r); i++)
+        evbuffer_add_printf(out, "wanledger_agent_gap_seconds{reason=\"%s\"} %s\n",
+                            PQgetvalue(r, i, 0), PQgetvalue(r, i, 4));
+    evbuffer_add_printf(
+        out,
+        "# HELP wanledger_agent_gap_reports_missing Agent reports (seqs) that never "
+        "arrived.\n# TYPE wanledger_agent_gap_reports_missing gauge\n"
+        "wanledger_agent_gap_reports_missing %lld\n"
+        "# HELP wanledger_agent_gap_spool_dropped_reports Of those, reports the "
+        "agents' bounded spools dropped (their own count).\n"
+        "# TYPE wanledger_agent_gap_spool_dropped_reports gauge\n"
+        "wanledger_agent_gap_spool_dropped_reports %lld\n",
+        missing, dropped);
+    PQclear(r);
+}

@@ -1,0 +1,88 @@
+-- Seq gaps per agent (reconciler/gaps.c): reports that never arrived (their seqs are missing
+-- between two stored reports, e.g. dropped by the agent's bounded spool) and spans an agent says
+-- it lost ("lost" in its report, e.g. restarted without its pinned probe). The cell page shows a
+-- line under a cell when an agent of one of the cell's sites had a gap in that window.
+
+-- The agent's cumulative count of reports its spool dropped, as of each report.
+ALTER TABLE flow_reports ADD COLUMN spool_dropped_reports bigint NOT NULL DEFAULT 0;
+
+CREATE TABLE agent_gaps (
+    id bigserial PRIMARY KEY,
+    agent_id text NOT NULL,
+    host text NOT NULL,
+    reason text NOT NULL,            -- 'seq_missing', or the agent's reason
+    seq_from bigint,                 -- missing seqs, inclusive (NULL when the agent reported it)
+    seq_to bigint,
+    lost_from timestamptz NOT NULL,  -- the span without data: windows in [lost_from, lost_to)
+    lost_to timestamptz NOT NULL,
+    reported_seq bigint NOT NULL,    -- the report that revealed the gap
+    spool_dropped_reports bigint NOT NULL DEFAULT 0, -- reports the spool dropped over the gap
+    sites text[] NOT NULL DEFAULT '{}', -- the agent's sites (from its flows' local addresses)
+    recorded_at timestamptz NOT NULL DEFAULT now(),
+    CHECK (lost_to >= lost_from),
+    CHECK ((seq_from IS NULL) = (seq_to IS NULL) AND (seq_from IS NULL OR seq_to >= seq_from))
+);
+CREATE INDEX agent_gaps_agent ON agent_gaps (agent_id, seq_from);
+CREATE INDEX agent_gaps_span ON agent_gaps (lost_to, lost_from);
+
+-- The sites of an agent: those whose prefixes hold a local address of the flows of the given
+-- reports.
+CREATE FUNCTION wl_agent_sites(p_agent text, p_seqs bigint[]) RETURNS text[]
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(array_agg(DISTINCT s.name ORDER BY s.name), '{}')
+    FROM flow_records r JOIN sites s
+      ON EXISTS (SELECT 1 FROM unnest(s.prefixes) p WHERE r.local_addr <<= p::inet)
+    WHERE r.agent_id = p_agent AND r.seq = ANY (p_seqs) AND r.local_addr IS NOT NULL
+$$;
+
+-- Called once per newly stored report (agent, seq): records the spool counter, then recomputes
+-- the seq gaps around it — the gap between the previous stored seq and the next one is replaced
+-- by the parts not covered by this report (an out-of-order arrival fills a gap) — and records
+-- the span the agent says it lost. Returns the number of gap rows inserted.
+CREATE FUNCTION wl_record_report_gaps(p_agent text, p_seq bigint, p_ws timestamptz,
+                                      p_window int, p_spool bigint, p_lost_from timestamptz,
+                                      p_lost_to timestamptz, p_lost_reason text)
+RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+    prev record;
+    nxt record;
+    me record;
+    n int := 0;
+BEGIN
+    UPDATE flow_reports SET spool_dropped_reports = p_spool
+     WHERE agent_id = p_agent AND seq = p_seq AND window_start = p_ws;
+    SELECT host, window_start, spool_dropped_reports INTO me FROM flow_reports
+     WHERE agent_id = p_agent AND seq = p_seq AND window_start = p_ws;
+    SELECT seq, window_start, spool_dropped_reports INTO prev FROM flow_reports
+     WHERE agent_id = p_agent AND seq < p_seq ORDER BY seq DESC LIMIT 1;
+    SELECT seq, window_start, spool_dropped_reports INTO nxt FROM flow_reports
+     WHERE agent_id = p_agent AND seq > p_seq ORDER BY seq LIMIT 1;
+    DELETE FROM agent_gaps WHERE agent_id = p_agent AND reason = 'seq_missing'
+       AND seq_from <= p_seq AND seq_to >= p_seq;
+    IF prev.seq IS NOT NULL AND prev.seq < p_seq - 1 THEN
+        INSERT INTO agent_gaps (agent_id, host, reason, seq_from, seq_to, lost_from, lost_to,
+                                reported_seq, spool_dropped_reports, sites)
+        VALUES (p_agent, me.host, 'seq_missing', prev.seq + 1, p_seq - 1,
+                least(prev.window_start + make_interval(secs => p_window), p_ws), p_ws, p_seq,
+                greatest(me.spool_dropped_reports - prev.spool_dropped_reports, 0),
+                wl_agent_sites(p_agent, ARRAY[prev.seq, p_seq]));
+        n := n + 1;
+    END IF;
+    IF nxt.seq IS NOT NULL AND nxt.seq > p_seq + 1 THEN
+        INSERT INTO agent_gaps (agent_id, host, reason, seq_from, seq_to, lost_from, lost_to,
+                                reported_seq, spool_dropped_reports, sites)
+        VALUES (p_agent, me.host, 'seq_missing', p_seq + 1, nxt.seq - 1,
+                least(p_ws + make_interval(secs => p_window), nxt.window_start), nxt.window_start,
+                nxt.seq, greatest(nxt.spool_dropped_reports - me.spool_dropped_reports, 0),
+                wl_agent_sites(p_agent, ARRAY[p_seq, nxt.seq]));
+        n := n + 1;
+    END IF;
+    IF p_lost_to IS NOT NULL THEN
+        INSERT INTO agent_gaps (agent_id, host, reason, lost_from, lost_to, reported_seq,
+                                sites)
+        VALUES (p_agent, me.host, p_lost_reason, p_lost_from, greatest(p_lost_to, p_lost_from),
+                p_seq, wl_agent_sites(p_agent, ARRAY[p_seq]));
+        n := n + 1;
+    END IF;
+    RETURN n;
+END $$;
