@@ -199,6 +199,12 @@ int db_sync_config(PGconn *db, const struct cfg *cfg, char *err, size_t errlen)
 {
     if (db_exec(db, "BEGIN", err, errlen) != 0)
         return -1;
+    /* Reconcilers starting at once sync the same rows: without this lock the second one's
+     * DELETE (its snapshot older than the first's COMMIT) missed the rows the first inserted and
+     * its INSERT hit the primary key. The lock makes the DELETE start after the other commit. */
+    if (db_exec(db, "SELECT pg_advisory_xact_lock(hashtext('wanledger.sync_config'))", err,
+                errlen) != 0)
+        goto fail;
     if (db_exec(db, "DELETE FROM sites; DELETE FROM links", err, errlen) != 0)
         goto fail;
     for (size_t i = 0; i < cfg->n_sites; i++) {

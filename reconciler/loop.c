@@ -19,6 +19,7 @@
 struct loop {
     const struct cfg *cfg;
     struct metrics *metrics;
+    const struct leader *leader;
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -76,6 +77,13 @@ static void *run(void *arg)
     pthread_mutex_lock(&l->mu);
     while (!l->stop) {
         pthread_mutex_unlock(&l->mu);
+        if (!leader_is(l->leader)) {
+            /* a follower: another reconciler runs the loop; check again within a poll */
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = LEADER_POLL_MS * 1000000L / 2};
+            nanosleep(&ts, NULL);
+            pthread_mutex_lock(&l->mu);
+            continue;
+        }
         if (!db || PQstatus(db) != CONNECTION_OK) {
             if (db)
                 PQfinish(db);
@@ -105,7 +113,8 @@ static void *run(void *arg)
     return NULL;
 }
 
-struct loop *loop_start(const struct cfg *cfg, struct metrics *m, char *err, size_t errlen)
+struct loop *loop_start(const struct cfg *cfg, struct metrics *m, const struct leader *ld,
+                        char *err, size_t errlen)
 {
     struct loop *l = calloc(1, sizeof(*l));
     if (!l) {
@@ -114,6 +123,7 @@ struct loop *loop_start(const struct cfg *cfg, struct metrics *m, char *err, siz
     }
     l->cfg = cfg;
     l->metrics = m;
+    l->leader = ld;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
     int rc = pthread_create(&l->thread, NULL, run, l);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "leader.h"
 #include "metrics.h"
 
 struct loop;
@@ -24,9 +25,10 @@ int loop_pass(PGconn *db, const struct cfg *cfg, struct metrics *m, int64_t now_
               struct loop_pass_stats *st, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
-/* Starts the thread (it connects with cfg->database itself). NULL with err filled. */
-struct loop *loop_start(const struct cfg *cfg, struct metrics *m, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+/* Starts the thread (it connects with cfg->database itself); it reconciles only while ld leads
+ * (NULL: always). NULL with err filled. */
+struct loop *loop_start(const struct cfg *cfg, struct metrics *m, const struct leader *ld,
+                        char *err, size_t errlen) __attribute__((warn_unused_result));
 /* Asks the thread to finish its current window, joins it and frees everything. */
 void loop_stop(struct loop *l);
 

@@ -33,6 +33,7 @@ struct metrics {
     struct histogram reconcile_seconds;
     _Atomic int64_t last_reconciled_window_us;
     _Atomic uint64_t webhook_ok, webhook_failed, webhook_alerts;
+    _Atomic int leader;
 };
 
 struct metrics *metrics_new(void)
@@ -55,6 +56,11 @@ static void observe(struct histogram *h, int64_t span_ns)
         }
     atomic_fetch_add(&h->count, 1);
     atomic_fetch_add(&h->sum_ns, span_ns > 0 ? (uint64_t)span_ns : 0);
+}
+
+void metrics_leader(struct metrics *m, bool leading)
+{
+    atomic_store(&m->leader, leading ? 1 : 0);
 }
 
 void metrics_request(struct metrics *m, enum metrics_endpoint ep, int status, int64_t span_ns)
@@ -206,5 +212,10 @@ void metrics_render(struct metrics *m, PGconn *db, struct evbuffer *out)
                         (unsigned long long)atomic_load(&m->webhook_ok),
                         (unsigned long long)atomic_load(&m->webhook_failed),
                         (unsigned long long)atomic_load(&m->webhook_alerts));
+    evbuffer_add_printf(out,
+                        "# HELP wanledger_leader 1 when this reconciler holds the leader lock "
+                        "(runs the reconcile loop and delivers webhooks).\n"
+                        "# TYPE wanledger_leader gauge\nwanledger_leader %d\n",
+                        atomic_load(&m->leader));
     render_db_gauges(db, out);
 }

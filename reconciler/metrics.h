@@ -6,6 +6,7 @@
 
 #include <event2/buffer.h>
 #include <libpq-fe.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 enum metrics_endpoint {
@@ -31,6 +32,9 @@ void metrics_rows(struct metrics *m, enum metrics_endpoint ep, uint64_t received
 void metrics_reconcile(struct metrics *m, int ok, int64_t span_ns, int64_t window_start_us);
 /* One webhook delivery attempt (ok or failed) carrying n alerts. */
 void metrics_webhook(struct metrics *m, int ok, uint64_t n_alerts);
+
+/* Whether this process is the leader now (leader.h). */
+void metrics_leader(struct metrics *m, bool leading);
 
 /* Appends the Prometheus text exposition; db (may be NULL) gives the gauges kept in PostgreSQL. */
 void metrics_render(struct metrics *m, PGconn *db, struct evbuffer *out);

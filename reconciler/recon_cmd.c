@@ -14,6 +14,7 @@
 #include "api.h"
 #include "db.h"
 #include "log.h"
+#include "leader.h"
 #include "loop.h"
 #include "metrics.h"
 #include "server.h"
@@ -104,6 +105,7 @@ static int serve(const struct cfg *cfg, struct store *st, struct metrics *m)
     struct srv *srv = NULL;
     struct webhook *wh = NULL;
     struct loop *loop = NULL;
+    struct leader *leader = NULL;
     struct event *sigterm = NULL, *sigint = NULL;
     /* the ingest workers wake the event loop from their threads */
     if (evthread_use_pthreads() < 0) {
@@ -126,7 +128,13 @@ static int serve(const struct cfg *cfg, struct store *st, struct metrics *m)
         log_error("reconcile", "%s", err);
         goto cleanup;
     }
-    loop = loop_start(cfg, m, err, sizeof(err));
+    leader = leader_start(cfg, m, err, sizeof(err));
+    if (!leader) {
+        log_error("reconcile", "%s", err);
+        goto cleanup;
+    }
+    webhook_set_leader(wh, leader);
+    loop = loop_start(cfg, m, leader, err, sizeof(err));
     if (!loop) {
         log_error("reconcile", "%s", err);
         goto cleanup;
@@ -144,6 +152,7 @@ static int serve(const struct cfg *cfg, struct store *st, struct metrics *m)
     rc = 0;
 cleanup:
     loop_stop(loop);
+    leader_stop(leader);
     if (sigterm)
         event_free(sigterm);
     if (sigint)

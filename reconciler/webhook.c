@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "jsonw.h"
+#include "leader.h"
 #include "log.h"
 #include "timeutil.h"
 
@@ -46,6 +47,8 @@ struct webhook {
     struct event *timer;
     struct target *targets;
     size_t n_targets;
+    const struct leader *leader; /* only the leader delivers (NULL: always) */
+    uint64_t term;               /* leader_term when the sent state was started */
 };
 
 static const char SQL_ALERTS[] =
@@ -55,7 +58,8 @@ static const char SQL_ALERTS[] =
     " coalesce((extract(epoch FROM resolved_at) * 1000000)::bigint, 0),"
     " coalesce((extract(epoch FROM first_window) * 1000000)::bigint, 0),"
     " coalesce((extract(epoch FROM last_window) * 1000000)::bigint, 0),"
-    " coalesce(peak_unattributed_bytes, -1), coalesce(peak_ratio, -1)"
+    " coalesce(peak_unattributed_bytes, -1), coalesce(peak_ratio, -1),"
+    " coalesce((extract(epoch FROM last_sent_at) * 1000000)::bigint, 0)"
     " FROM gap_alerts WHERE state = 'open' OR NOT resolved_sent ORDER BY id LIMIT 1000";
 
 /* ---- payload ------------------------------------------------------------------------------ */
@@ -285,9 +289,30 @@ static bool ready(const struct target *t, int64_t now)
     return !t->in_flight && now >= t->next_attempt_us;
 }
 
+void webhook_set_leader(struct webhook *w, const struct leader *ld)
+{
+    if (w)
+        w->leader = ld;
+}
+
+/* Only the leader delivers. A new term starts from what the table says was sent (last_sent_at),
+ * not from an empty memory: the previous leader's resend schedule carries over. */
+static bool lead(struct webhook *w)
+{
+    if (!leader_is(w->leader))
+        return false;
+    uint64_t term = leader_term(w->leader);
+    if (term != w->term) {
+        w->term = term;
+        for (size_t i = 0; i < w->n_targets; i++)
+            w->targets[i].n_sent = 0;
+    }
+    return true;
+}
+
 void webhook_poll(struct webhook *w)
 {
-    if (!w || w->n_targets == 0)
+    if (!w || w->n_targets == 0 || !lead(w))
         return;
     int64_t now = tm_now_us();
     bool any = false;
@@ -350,6 +375,9 @@ void webhook_poll(struct webhook *w)
                 .peak_ratio = strtod(PQgetvalue(r, row, 12), NULL),
             };
             struct sent *s = sent_find(t, a.id, false);
+            int64_t db_sent_us = strtoll(PQgetvalue(r, row, 13), NULL, 10);
+            if (!s && !a.resolved && db_sent_us > 0 && (s = sent_find(t, a.id, true)) != NULL)
+                s->last_sent_us = db_sent_us; /* sent by an earlier leader (or run) */
             if (s)
                 s->seen = true;
             bool due =

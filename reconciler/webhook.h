@@ -29,6 +29,9 @@ struct webhook *webhook_new(struct event_base *base, const struct cfg *cfg, stru
 void webhook_free(struct webhook *w);
 /* Looks at gap_alerts now and posts whatever is due (the module's timer does this every second). */
 void webhook_poll(struct webhook *w);
+/* Makes delivery depend on leading (leader.h); NULL: always deliver. */
+struct leader;
+void webhook_set_leader(struct webhook *w, const struct leader *ld);
 /* POSTs still waiting for an answer, plus targets waiting to retry a failure. */
 size_t webhook_busy(const struct webhook *w);
 

@@ -1,0 +1,160 @@
+/* Leadership by a PostgreSQL advisory lock (see leader.h). */
+#include "leader.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libpq-fe.h>
+
+#include "db.h"
+#include "log.h"
+#include "timeutil.h"
+
+struct leader {
+    const struct cfg *cfg;
+    struct metrics *metrics;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    _Atomic bool leading;
+    _Atomic uint64_t term;
+};
+
+/* One statement returning one boolean; -1 when it failed (the session is then suspect). */
+static int query_bool(PGconn *db, const char *sql)
+{
+    PGresult *r = PQexec(db, sql);
+    int v = -1;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        v = PQgetvalue(r, 0, 0)[0] == 't';
+    PQclear(r);
+    return v;
+}
+
+static void set_leading(struct leader *l, bool v, const char *why)
+{
+    if (atomic_load(&l->leading) == v)
+        return;
+    if (v)
+        atomic_fetch_add(&l->term, 1);
+    atomic_store(&l->leading, v);
+    if (l->metrics)
+        metrics_leader(l->metrics, v);
+    if (v)
+        log_info("leader", "this reconciler leads now: it runs the reconcile loop and delivers "
+                           "webhooks");
+    else
+        log_warn("leader", "no longer the leader: %s", why);
+}
+
+/* One round: connect if needed, then try the lock (follower) or check the session (leader). */
+static PGconn *round_once(struct leader *l, PGconn *db, int64_t *last_err_us)
+{
+    char err[512];
+    if (db && PQstatus(db) != CONNECTION_OK) {
+        set_leading(l, false, "the database connection was lost");
+        PQfinish(db);
+        db = NULL;
+    }
+    if (!db) {
+        db = db_connect(l->cfg, err, sizeof(err));
+        if (!db) {
+            if (tm_now_us() - *last_err_us > 60 * TM_USEC_PER_SEC) {
+                log_warn("leader", "%s", err);
+                *last_err_us = tm_now_us();
+            }
+            return NULL;
+        }
+    }
+    int v = atomic_load(&l->leading)
+                ? query_bool(db, "SELECT true")
+                : query_bool(db, "SELECT pg_try_advisory_lock(hashtext('wanledger.leader'))");
+    if (v < 0) {
+        set_leading(l, false, "the database connection failed");
+        PQfinish(db);
+        return NULL;
+    }
+    if (v && !atomic_load(&l->leading))
+        set_leading(l, true, NULL);
+    return db;
+}
+
+static void *run(void *arg)
+{
+    struct leader *l = arg;
+    PGconn *db = NULL;
+    int64_t last_err = 0;
+    pthread_mutex_lock(&l->mu);
+    while (!l->stop) {
+        pthread_mutex_unlock(&l->mu);
+        db = round_once(l, db, &last_err);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += (long)LEADER_POLL_MS * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_mutex_lock(&l->mu);
+        while (!l->stop)
+            if (pthread_cond_timedwait(&l->cv, &l->mu, &until) == ETIMEDOUT)
+                break;
+    }
+    pthread_mutex_unlock(&l->mu);
+    set_leading(l, false, "shutting down");
+    if (db)
+        PQfinish(db); /* ends the session: the lock is released */
+    return NULL;
+}
+
+struct leader *leader_start(const struct cfg *cfg, struct metrics *m, char *err, size_t errlen)
+{
+    struct leader *l = calloc(1, sizeof(*l));
+    if (!l) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    l->cfg = cfg;
+    l->metrics = m;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    if (m)
+        metrics_leader(m, false);
+    int rc = pthread_create(&l->thread, NULL, run, l);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start the leader thread: error %d", rc);
+        pthread_mutex_destroy(&l->mu);
+        pthread_cond_destroy(&l->cv);
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+void leader_stop(struct leader *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->stop = true;
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    pthread_join(l->thread, NULL);
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+    free(l);
+}
+
+bool leader_is(const struct leader *l)
+{
+    return !l || atomic_load(&((struct leader *)l)->leading);
+}
+
+uint64_t leader_term(const struct leader *l)
+{
+    return l ? atomic_load(&((struct leader *)l)->term) : 1;
+}
