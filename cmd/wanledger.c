@@ -8,6 +8,7 @@
 #include "db.h"
 #include "hm_cmd.h"
 #include "log.h"
+#include "retention.h"
 #include "poll_cmd.h"
 #include "recon_cmd.h"
 #include "ship.h"
@@ -20,7 +21,8 @@ static void usage(FILE *f)
             "\n"
             "  check-config FILE     validate FILE; print every error (exit 2) or a summary\n"
             "  migrate               apply pending schema migrations, load sites and links\n"
-            "  prune --older-than D  drop raw-input partitions older than D (30d, 12h)\n"
+            "  prune [--older-than D] drop rows past retention (config \"retention\"); D\n"
+            "                        overrides the raw-input bound (30d, 12h)\n"
             "  reconcile [--once]    serve the ingest API and heatmap, reconcile every tick\n"
             "  poll [--once]         poll switch counters (SNMP, gnmic) and post them\n"
             "  ship FILE...          ship data-transfer service logs to /v1/transfers\n"
@@ -96,8 +98,8 @@ static int cmd_prune(const struct cfg *cfg, int argc, char **argv)
             return 2;
         }
     }
-    int64_t dur;
-    if (!older || tm_parse_duration(older, &dur) != 0) {
+    int64_t dur = 0;
+    if (older && tm_parse_duration(older, &dur) != 0) {
         fprintf(stderr, "wanledger prune: expected --older-than DURATION (e.g. 30d, 12h)\n");
         return 2;
     }
@@ -107,12 +109,18 @@ static int cmd_prune(const struct cfg *cfg, int argc, char **argv)
         log_error("prune", "%s", err);
         return 1;
     }
-    int dropped = 0, rc = 0;
-    if (db_prune(db, tm_now_us() - dur, &dropped, err, sizeof(err)) != 0) {
+    int rc = 0;
+    struct retention_stats st;
+    if (retention_prune(db, cfg, tm_now_us(), older ? tm_now_us() - dur : 0, &st, err,
+                        sizeof(err)) != 0) {
         log_error("prune", "%s", err);
         rc = 1;
     } else {
-        log_info("prune", "dropped %d raw partition(s) older than %s", dropped, older);
+        log_info("prune", "dropped %d raw partition(s) older than %s", st.partitions_dropped,
+                 older ? older : "retention.raw_days");
+        for (int i = 0; i < RETENTION_TABLES; i++)
+            log_info("prune", "%s: %lld row(s) past retention deleted", retention_table_name(i),
+                     st.deleted[i]);
     }
     PQfinish(db);
     return rc;

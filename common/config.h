@@ -132,6 +132,10 @@ struct cfg {
     size_t n_webhooks;
     char **webhooks;
     int resend_seconds; /* default 300 */
+    /* retention (cfg_retention.c, retention.h), days: raw partitions and window_state (30),
+     * heatmap_cells/attribution_rollup/link_windows (400), resolved alerts (400), agent_gaps
+     * (400) */
+    int retention_raw_days, retention_results_days, retention_alerts_days, retention_gaps_days;
 
     /* limits */
     uint64_t max_body_bytes; /* default 64 MiB */

@@ -173,6 +173,31 @@ int db_ensure_partitions(PGconn *db, int64_t from_us, int64_t to_us, char *err, 
     return rc;
 }
 
+int db_partitions_stale(PGconn *db, int64_t from_us, int64_t to_us)
+{
+    char a[TM_RFC3339_LEN], b[TM_RFC3339_LEN];
+    tm_format_rfc3339(tm_window_start(from_us, 86400), a);
+    tm_format_rfc3339(tm_window_start(to_us, 86400), b);
+    a[10] = b[10] = '\0';
+    const char *params[2] = {a, b};
+    PGresult *r = PQexecParams(
+        db,
+        "SELECT count(*) FROM generate_series($1::date, $2::date, interval '1 day') AS d,"
+        " unnest(ARRAY['counter_samples', 'flow_reports', 'flow_records', 'transfers']) AS t"
+        " WHERE to_regclass(t || '_p' || to_char(d, 'YYYYMMDD')) IS NULL",
+        2, NULL, params, NULL, NULL, 0);
+    int missing =
+        PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 ? atoi(PQgetvalue(r, 0, 0)) : 0;
+    PQclear(r);
+    if (missing > 0) {
+        pthread_mutex_lock(&g_made_lock);
+        g_made_from = INT64_MAX;
+        g_made_to = INT64_MIN;
+        pthread_mutex_unlock(&g_made_lock);
+    }
+    return missing > 0;
+}
+
 int db_prune(PGconn *db, int64_t cutoff_us, int *dropped, char *err, size_t errlen)
 {
     char ts[TM_RFC3339_LEN];

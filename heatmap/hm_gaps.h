@@ -1,5 +1,5 @@
 /* The line under a cell when an agent of one of the pair's sites had a seq gap in the cell's
- * windows (agent_gaps, sql/005_agent_gaps.sql): its attributed bytes there may be short. */
+ * windows (agent_gaps, sql/005_resilience.sql): its attributed bytes there may be short. */
 #ifndef WL_HM_GAPS_H
 #define WL_HM_GAPS_H
 

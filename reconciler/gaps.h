@@ -1,4 +1,4 @@
-/* Seq gaps per agent (sql/005_agent_gaps.sql): every newly stored agent report records its spool
+/* Seq gaps per agent (sql/005_resilience.sql): every newly stored agent report records its spool
  * drop counter and lets PostgreSQL recompute the missing seqs around it, plus the span the agent
  * says it lost; the rows feed the cell page and /metrics. */
 #ifndef WL_GAPS_H

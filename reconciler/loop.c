@@ -11,10 +11,12 @@
 #include "db.h"
 #include "log.h"
 #include "recon_db.h"
+#include "retention.h"
 #include "timeutil.h"
 
-#define PENDING_BATCH 512 /* windows listed per query; a pass repeats the query */
-#define PASS_ROUNDS   64  /* bound on repeated listings in one pass (late data keeps coming) */
+#define PENDING_BATCH  512 /* windows listed per query; a pass repeats the query */
+#define PASS_ROUNDS    64  /* bound on repeated listings in one pass (late data keeps coming) */
+#define PRUNE_EVERY_US (86400LL * TM_USEC_PER_SEC) /* retention runs once a day (leader only) */
 
 struct loop {
     const struct cfg *cfg;
@@ -67,13 +69,30 @@ int loop_pass(PGconn *db, const struct cfg *cfg, struct metrics *m, int64_t now_
     return 0;
 }
 
+/* Retention (retention.h): once a day, and once when this process starts leading. */
+static void prune(PGconn *db, const struct cfg *cfg)
+{
+    char err[512];
+    struct retention_stats rs;
+    if (retention_prune(db, cfg, tm_now_us(), 0, &rs, err, sizeof(err)) != 0) {
+        log_error("retention", "%s", err);
+        return;
+    }
+    long long rows = 0;
+    for (int i = 0; i < RETENTION_TABLES; i++)
+        rows += rs.deleted[i];
+    if (rs.partitions_dropped || rows)
+        log_info("retention", "dropped %d raw partition(s), deleted %lld result row(s)",
+                 rs.partitions_dropped, rows);
+}
+
 static void *run(void *arg)
 {
     struct loop *l = arg;
     const struct cfg *cfg = l->cfg;
     PGconn *db = NULL;
     char err[512];
-    int64_t last_err_log = 0;
+    int64_t last_err_log = 0, last_prune = 0;
     pthread_mutex_lock(&l->mu);
     while (!l->stop) {
         pthread_mutex_unlock(&l->mu);
@@ -81,6 +100,7 @@ static void *run(void *arg)
             /* a follower: another reconciler runs the loop; check again within a poll */
             struct timespec ts = {.tv_sec = 0, .tv_nsec = LEADER_POLL_MS * 1000000L / 2};
             nanosleep(&ts, NULL);
+            last_prune = 0; /* prune once on becoming the leader */
             pthread_mutex_lock(&l->mu);
             continue;
         }
@@ -97,6 +117,10 @@ static void *run(void *arg)
             }
         } else if (st.reconciled || st.failed) {
             log_info("reconcile", "%zu window(s) reconciled, %zu failed", st.reconciled, st.failed);
+        }
+        if (db && tm_now_us() - last_prune >= PRUNE_EVERY_US) {
+            last_prune = tm_now_us();
+            prune(db, cfg);
         }
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);

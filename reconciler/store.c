@@ -281,6 +281,11 @@ int store_write(struct store *st, const struct ingest_batch *b, struct store_res
         }
         if (write_once(st, b, res, err, errlen) == 0)
             return 0;
+        /* a partition this process made was dropped by another one's prune: make it again */
+        if (PQstatus(st->db) == CONNECTION_OK && attempt == 0 &&
+            (b->n_rows || b->kind == INGEST_ATTRIBUTIONS) &&
+            db_partitions_stale(st->db, b->min_us, b->max_us))
+            continue;
         if (PQstatus(st->db) == CONNECTION_OK)
             return -1; /* a real error, not a lost connection: do not retry */
     }

@@ -45,8 +45,10 @@ start)
   mkdir -p "$dir/sock"
   chown postgres:postgres "$dir/sock"
   if ! running; then
+    # acknowledged must mean durable: the reconciler answers 2xx after COMMIT, so commits wait
+    # for the WAL flush (synchronous_commit=off lost acknowledged batches on a crash)
     as_pg "$PGBIN/pg_ctl" -D "$data" -l "$dir/server.log" -w -t 60 \
-      -o "-p $port -c listen_addresses=127.0.0.1 -k $dir/sock -c synchronous_commit=off" \
+      -o "-p $port -c listen_addresses=127.0.0.1 -k $dir/sock -c synchronous_commit=on -c fsync=on" \
       start >/dev/null ||
       { echo "pg.sh: server did not start, see $dir/server.log" >&2; exit 1; }
   fi

@@ -86,3 +86,35 @@ BEGIN
     END IF;
     RETURN n;
 END $$;
+
+-- Retention of the result and bookkeeping tables (raw partitions: wl_prune). Called by
+-- `wanledger prune` and by the leading reconciler once a day (common/retention.c). Open alerts,
+-- and resolutions not yet delivered, are never deleted; window_state rows only once their window
+-- is clean and older than the raw data kept (a missing row would make the loop reconcile the
+-- window again from whatever raw data is left).
+CREATE FUNCTION wl_prune_results(results_cutoff timestamptz, alerts_cutoff timestamptz,
+                                 gaps_cutoff timestamptz, state_cutoff timestamptz)
+RETURNS TABLE (table_name text, deleted bigint) LANGUAGE plpgsql AS $$
+DECLARE
+    n bigint;
+BEGIN
+    DELETE FROM heatmap_cells WHERE window_start < results_cutoff;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    table_name := 'heatmap_cells'; deleted := n; RETURN NEXT;
+    DELETE FROM attribution_rollup WHERE window_start < results_cutoff;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    table_name := 'attribution_rollup'; deleted := n; RETURN NEXT;
+    DELETE FROM link_windows WHERE window_start < results_cutoff;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    table_name := 'link_windows'; deleted := n; RETURN NEXT;
+    DELETE FROM gap_alerts WHERE state = 'resolved' AND resolved_sent
+       AND resolved_at < alerts_cutoff;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    table_name := 'gap_alerts'; deleted := n; RETURN NEXT;
+    DELETE FROM agent_gaps WHERE lost_to < gaps_cutoff;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    table_name := 'agent_gaps'; deleted := n; RETURN NEXT;
+    DELETE FROM window_state WHERE window_start < state_cutoff AND NOT dirty;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    table_name := 'window_state'; deleted := n; RETURN NEXT;
+END $$;

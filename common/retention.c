@@ -1,0 +1,57 @@
+/* Retention for every table (see retention.h). */
+#include "retention.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "timeutil.h"
+
+static const char *const TABLES[RETENTION_TABLES] = {"heatmap_cells", "attribution_rollup",
+                                                     "link_windows",  "gap_alerts",
+                                                     "agent_gaps",    "window_state"};
+
+const char *retention_table_name(int i)
+{
+    return i >= 0 && i < RETENTION_TABLES ? TABLES[i] : "?";
+}
+
+static int64_t days_ago(int64_t now_us, int days)
+{
+    return now_us - (int64_t)days * 86400 * TM_USEC_PER_SEC;
+}
+
+int retention_prune(PGconn *db, const struct cfg *cfg, int64_t now_us, int64_t raw_cutoff_us,
+                    struct retention_stats *st, char *err, size_t errlen)
+{
+    memset(st, 0, sizeof(*st));
+    int64_t raw = raw_cutoff_us > 0 ? raw_cutoff_us : days_ago(now_us, cfg->retention_raw_days);
+    if (db_prune(db, raw, &st->partitions_dropped, err, errlen) != 0)
+        return -1;
+    char a[TM_RFC3339_LEN], b[TM_RFC3339_LEN], c[TM_RFC3339_LEN], d[TM_RFC3339_LEN];
+    const char *p[4] = {
+        tm_format_rfc3339(days_ago(now_us, cfg->retention_results_days), a),
+        tm_format_rfc3339(days_ago(now_us, cfg->retention_alerts_days), b),
+        tm_format_rfc3339(days_ago(now_us, cfg->retention_gaps_days), c),
+        tm_format_rfc3339(raw, d),
+    };
+    PGresult *r = PQexecParams(db,
+                               "SELECT table_name, deleted FROM wl_prune_results($1::timestamptz,"
+                               " $2::timestamptz, $3::timestamptz, $4::timestamptz)",
+                               4, NULL, p, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        snprintf(err, errlen, "pruning results: %s", PQresultErrorMessage(r));
+        size_t n = strlen(err);
+        while (n && err[n - 1] == '\n')
+            err[--n] = '\0';
+        PQclear(r);
+        return -1;
+    }
+    for (int i = 0; i < PQntuples(r); i++)
+        for (int k = 0; k < RETENTION_TABLES; k++)
+            if (strcmp(PQgetvalue(r, i, 0), TABLES[k]) == 0)
+                st->deleted[k] = atoll(PQgetvalue(r, i, 1));
+    PQclear(r);
+    return 0;
+}

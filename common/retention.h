@@ -1,0 +1,28 @@
+/* Retention for every table: raw partitions older than `retention.raw_days` (wl_prune), and the
+ * result and bookkeeping tables by their own bounds (wl_prune_results, sql/005_resilience.sql).
+ * Run by `wanledger prune` and by the leading reconciler once a day. */
+#ifndef WL_RETENTION_H
+#define WL_RETENTION_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define RETENTION_TABLES 6
+
+struct retention_stats {
+    int partitions_dropped;
+    long long deleted[RETENTION_TABLES]; /* rows, in the order of retention_table_name */
+};
+
+const char *retention_table_name(int i);
+
+/* Prunes everything older than its bound at now_us; raw_cutoff_us overrides the raw bound
+ * (`prune --older-than`) when > 0. 0, or -1 with err. */
+int retention_prune(PGconn *db, const struct cfg *cfg, int64_t now_us, int64_t raw_cutoff_us,
+                    struct retention_stats *st, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+#endif
