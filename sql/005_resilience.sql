@@ -16,7 +16,7 @@ CREATE TABLE agent_gaps (
     lost_from timestamptz NOT NULL,  -- the span without data: windows in [lost_from, lost_to)
     lost_to timestamptz NOT NULL,
     reported_seq bigint NOT NULL,    -- the report that revealed the gap
-    spool_dropped_reports bigint NOT NULL DEFAULT 0, -- reports the spool dropped over the gap
+    spool_dropped_reports bigint NOT NULL DEFAULT 0, -- of the missing seqs, how many the spool dropped
     sites text[] NOT NULL DEFAULT '{}', -- the agent's sites (from its flows' local addresses)
     recorded_at timestamptz NOT NULL DEFAULT now(),
     CHECK (lost_to >= lost_from),
@@ -47,7 +47,11 @@ DECLARE
     prev record;
     nxt record;
     me record;
+    g record;
     n int := 0;
+    carried bigint := 0; -- spool drops attributed to the gap this report splits
+    delta bigint;
+    take bigint;
 BEGIN
     UPDATE flow_reports SET spool_dropped_reports = p_spool
      WHERE agent_id = p_agent AND seq = p_seq AND window_start = p_ws;
@@ -57,15 +61,17 @@ BEGIN
      WHERE agent_id = p_agent AND seq < p_seq ORDER BY seq DESC LIMIT 1;
     SELECT seq, window_start, spool_dropped_reports INTO nxt FROM flow_reports
      WHERE agent_id = p_agent AND seq > p_seq ORDER BY seq LIMIT 1;
-    DELETE FROM agent_gaps WHERE agent_id = p_agent AND reason = 'seq_missing'
-       AND seq_from <= p_seq AND seq_to >= p_seq;
+    WITH d AS (DELETE FROM agent_gaps WHERE agent_id = p_agent AND reason = 'seq_missing'
+                AND seq_from <= p_seq AND seq_to >= p_seq RETURNING spool_dropped_reports)
+    SELECT coalesce(sum(spool_dropped_reports), 0) INTO carried FROM d;
     IF prev.seq IS NOT NULL AND prev.seq < p_seq - 1 THEN
         INSERT INTO agent_gaps (agent_id, host, reason, seq_from, seq_to, lost_from, lost_to,
                                 reported_seq, spool_dropped_reports, sites)
         VALUES (p_agent, me.host, 'seq_missing', prev.seq + 1, p_seq - 1,
                 least(prev.window_start + make_interval(secs => p_window), p_ws), p_ws, p_seq,
-                greatest(me.spool_dropped_reports - prev.spool_dropped_reports, 0),
+                least(carried, p_seq - 1 - prev.seq),
                 wl_agent_sites(p_agent, ARRAY[prev.seq, p_seq]));
+        carried := carried - least(carried, p_seq - 1 - prev.seq);
         n := n + 1;
     END IF;
     IF nxt.seq IS NOT NULL AND nxt.seq > p_seq + 1 THEN
@@ -73,9 +79,26 @@ BEGIN
                                 reported_seq, spool_dropped_reports, sites)
         VALUES (p_agent, me.host, 'seq_missing', p_seq + 1, nxt.seq - 1,
                 least(p_ws + make_interval(secs => p_window), nxt.window_start), nxt.window_start,
-                nxt.seq, greatest(nxt.spool_dropped_reports - me.spool_dropped_reports, 0),
+                nxt.seq, least(carried, nxt.seq - 1 - p_seq),
                 wl_agent_sites(p_agent, ARRAY[p_seq, nxt.seq]));
         n := n + 1;
+    END IF;
+    -- The spool drops oldest first: a rise of the agent's cumulative drop counter over every
+    -- earlier report's means that many of its oldest missing seqs were dropped by its spool
+    -- (the reports carrying the rise were made after the drop, so they arrive after the gap).
+    SELECT coalesce(max(spool_dropped_reports), 0) INTO delta FROM flow_reports
+     WHERE agent_id = p_agent AND seq < p_seq;
+    delta := p_spool - delta;
+    IF delta > 0 THEN
+        FOR g IN SELECT id, seq_to - seq_from + 1 - spool_dropped_reports AS room FROM agent_gaps
+                  WHERE agent_id = p_agent AND reason = 'seq_missing' AND seq_to < p_seq
+                    AND seq_to - seq_from + 1 > spool_dropped_reports ORDER BY seq_from LOOP
+            EXIT WHEN delta <= 0;
+            take := least(delta, g.room);
+            UPDATE agent_gaps SET spool_dropped_reports = spool_dropped_reports + take
+             WHERE id = g.id;
+            delta := delta - take;
+        END LOOP;
     END IF;
     IF p_lost_to IS NOT NULL THEN
         INSERT INTO agent_gaps (agent_id, host, reason, lost_from, lost_to, reported_seq,
