@@ -10,6 +10,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "hostport.h"
+
 enum {
     OPT_RECONCILER = 256,
     OPT_TOKEN_FILE,
@@ -191,11 +193,14 @@ static int apply(struct agent_opts *o, int id, const char *v, const char *where,
         return set_str(&o->cgroup, v);
     case OPT_WORKFLOW_ENV:
         return set_workflow_env(o, v, err, errlen, where);
-    case OPT_METRICS:
-        if (!strrchr(v, ':')) {
-            snprintf(err, errlen, "%s: expected ADDRESS:PORT, got \"%s\"", where, v);
+    case OPT_METRICS: {
+        struct hostport hp;
+        char why[300];
+        if (hostport_parse(v, strlen(v), 0, &hp, why, sizeof(why)) != 0) {
+            snprintf(err, errlen, "%s: expected ADDRESS:PORT, got %s", where, why);
             return -1;
         }
+    }
         return set_str(&o->metrics, v);
     case OPT_ATTACH:
         if (sockprobe_parse_mode(v, &o->attach)) {
