@@ -174,6 +174,15 @@ void jw_double(struct jw *w, double v)
     evbuffer_add(w->out, buf, strlen(buf));
 }
 
+void jw_fixed(struct jw *w, double v, int decimals)
+{
+    before_value(w);
+    if (!isfinite(v))
+        evbuffer_add(w->out, "null", 4);
+    else
+        evbuffer_add_printf(w->out, "%.*f", decimals, v);
+}
+
 void jw_bool(struct jw *w, bool v)
 {
     before_value(w);
@@ -214,6 +223,12 @@ void jw_kv_double(struct jw *w, const char *key, double v)
 {
     jw_key(w, key);
     jw_double(w, v);
+}
+
+void jw_kv_fixed(struct jw *w, const char *key, double v, int decimals)
+{
+    jw_key(w, key);
+    jw_fixed(w, v, decimals);
 }
 
 int jw_finish(const struct jw *w)

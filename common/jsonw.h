@@ -38,6 +38,8 @@ void jw_u64(struct jw *w, uint64_t v);
 void jw_i64(struct jw *w, int64_t v);
 /* Shortest text that reads back as the same double; NaN and infinities become null. */
 void jw_double(struct jw *w, double v);
+/* Fixed-point with the given decimals ("0.123400" for 6); NaN and infinities become null. */
+void jw_fixed(struct jw *w, double v, int decimals);
 void jw_bool(struct jw *w, bool v);
 void jw_null(struct jw *w);
 /* Already-formatted JSON text (a number as written, a nested document). */
@@ -47,6 +49,7 @@ void jw_kv_str(struct jw *w, const char *key, const char *s);
 void jw_kv_u64(struct jw *w, const char *key, uint64_t v);
 void jw_kv_i64(struct jw *w, const char *key, int64_t v);
 void jw_kv_double(struct jw *w, const char *key, double v);
+void jw_kv_fixed(struct jw *w, const char *key, double v, int decimals);
 /* 0 when the document is complete and well nested. */
 int jw_finish(const struct jw *w);
 

@@ -266,8 +266,12 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
             PGresult *r = PQexec(db, "SELECT 1");
             status = PQresultStatus(r) == PGRES_TUPLES_OK ? 200 : 503;
             PQclear(r);
-            evbuffer_add_printf(out, "{\"status\":\"%s\"}\n",
-                                status == 200 ? "ok" : "database unreachable");
+            struct jw w;
+            jw_init(&w, out);
+            jw_begin_object(&w);
+            jw_kv_str(&w, "status", status == 200 ? "ok" : "database unreachable");
+            jw_end(&w);
+            evbuffer_add(out, "\n", 1);
             break;
         }
         case H_CELLS:
