@@ -120,7 +120,7 @@ int hostport_parse(const char *s, size_t len, unsigned flags, struct hostport *o
 
 char *hostport_format(const char *host, unsigned port, char *out, size_t outlen)
 {
-    if (strchr(host, ':'))
+    if (strchr(host, ':') && host[0] != '[') /* libevent's URI hosts keep their brackets */
         snprintf(out, outlen, "[%s]:%u", host, port);
     else
         snprintf(out, outlen, "%s:%u", host, port);

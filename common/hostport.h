@@ -24,7 +24,8 @@ struct hostport {
 /* Parses s[0..len) (len = strlen(s) for a C string). 0, or -1 with err and *out unspecified. */
 int hostport_parse(const char *s, size_t len, unsigned flags, struct hostport *out, char *err,
                    size_t errlen);
-/* Formats host and port back: "[::1]:80" for IPv6, "host:80" otherwise. Returns out. */
+/* Formats host and port back: "[::1]:80" for IPv6 (given bare or, as libevent's URI parser
+ * keeps it, in brackets), "host:80" otherwise. Returns out. */
 char *hostport_format(const char *host, unsigned port, char *out, size_t outlen);
 
 #endif

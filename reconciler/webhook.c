@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hostport.h"
 #include "jsonw.h"
 #include "log.h"
 #include "timeutil.h"
@@ -258,7 +259,7 @@ static int post(struct target *t, struct evbuffer *body)
         return -1;
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     char hostport[300];
-    snprintf(hostport, sizeof(hostport), "%s:%d", t->host, t->port);
+    hostport_format(t->host, (unsigned)t->port, hostport, sizeof(hostport)); /* [v6]:port */
     evhttp_add_header(h, "Host", hostport);
     evhttp_add_header(h, "Content-Type", "application/json");
     evhttp_add_header(h, "User-Agent", "wanledger");

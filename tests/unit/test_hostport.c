@@ -62,6 +62,7 @@ static void test_good(void **state)
     assert_int_equal(hp.port, 8080);
     char out[64];
     assert_string_equal(hostport_format("::1", 80, out, sizeof(out)), "[::1]:80");
+    assert_string_equal(hostport_format("[::1]", 80, out, sizeof(out)), "[::1]:80");
     assert_string_equal(hostport_format("10.0.0.1", 80, out, sizeof(out)), "10.0.0.1:80");
 }
 
