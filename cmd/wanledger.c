@@ -171,8 +171,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    static const char *const known[] = {"migrate", "prune",  "reconcile", "poll",   "ship",
-                                        "heatmap", "report", "top",       "alerts", "deps", NULL};
+    static const char *const known[] = {"migrate", "prune", "reconcile", "poll", "ship", "heatmap",
+                                        "report",  "top",   "alerts",    "deps", NULL};
     int ok = 0;
     for (const char *const *k = known; *k; k++)
         ok |= strcmp(*k, sub) == 0;

@@ -68,8 +68,8 @@ const char *cfg_endpoint_name(const struct cfg *cfg, int family, const uint8_t a
 {
     for (size_t i = 0; i < cfg->n_endpoints; i++) {
         const struct cfg_endpoint *ep = &cfg->endpoints[i];
-        if (ep->address && (ep->family != family ||
-                            memcmp(ep->addr, addr, family == AF_INET ? 4 : 16) != 0))
+        if (ep->address &&
+            (ep->family != family || memcmp(ep->addr, addr, family == AF_INET ? 4 : 16) != 0))
             continue;
         if (ep->n_ports) {
             size_t k = 0;

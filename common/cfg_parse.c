@@ -211,10 +211,12 @@ static const struct {
     const char *key;
     void (*parse)(struct cfg_pctx *c, const cJSON *root);
 } sections[] = {
-    {"sites", parse_sites_sec},       {"devices", parse_devices_sec}, {"links", parse_links_sec},
-    {"routes", parse_routes_sec},     {"dedup", parse_dedup_sec},     {"overhead", parse_overhead},
-    {"thresholds", parse_thresholds}, {"alerts", parse_alerts},       {"limits", parse_limits},
-    {"poller", parse_poller},         {"endpoints", parse_endpoints_sec},
+    {"sites", parse_sites_sec},         {"devices", parse_devices_sec},
+    {"links", parse_links_sec},         {"routes", parse_routes_sec},
+    {"dedup", parse_dedup_sec},         {"overhead", parse_overhead},
+    {"thresholds", parse_thresholds},   {"alerts", parse_alerts},
+    {"limits", parse_limits},           {"poller", parse_poller},
+    {"endpoints", parse_endpoints_sec},
 };
 
 #define N_SCALARS  (sizeof(scalar_keys) / sizeof(scalar_keys[0]))

@@ -15,17 +15,20 @@ const char *hm_deps_by_name(enum hm_deps_by by)
     return by == HM_DEPS_PROGRAM ? "program" : by == HM_DEPS_USER ? "user" : "workflow";
 }
 
-static const char SQL_ROWS_FMT[] =
-    "SELECT " HM_SQL_US("window_start") ", local_site, remote_site, kind, endpoint,"
-    " sum(bytes_out)::bigint, sum(bytes_in)::bigint, sum(connections)::bigint"
-    " FROM dependency_rollup WHERE %s = $1 AND window_start >= " HM_SQL_TS(2)
-    " AND window_start < " HM_SQL_TS(3) " GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5";
+static const char SQL_ROWS_FMT[] = "SELECT " HM_SQL_US(
+    "window_start") ", local_site, remote_site, kind, endpoint,"
+                    " sum(bytes_out)::bigint, sum(bytes_in)::bigint, sum(connections)::bigint"
+                    " FROM dependency_rollup WHERE %s = $1 AND window_start >= " HM_SQL_TS(
+                        2) " AND window_start < " HM_SQL_TS(3) " GROUP BY 1, 2, 3, 4, 5 ORDER BY "
+                                                               "1, 2, 3, 4, 5";
 
 static const char SQL_CELLS[] =
     "SELECT " HM_SQL_US("c.window_start") ", c.src_site, c.dst_site, c.observed_bytes,"
-    " c.capacity_bps FROM heatmap_cells c"
-    " JOIN unnest($3::text[], $4::text[]) AS h(src, dst) ON c.src_site = h.src AND c.dst_site = h.dst"
-    " WHERE c.window_start >= " HM_SQL_TS(1) " AND c.window_start < " HM_SQL_TS(2);
+                                          " c.capacity_bps FROM heatmap_cells c"
+                                          " JOIN unnest($3::text[], $4::text[]) AS h(src, dst) ON "
+                                          "c.src_site = h.src AND c.dst_site = h.dst"
+                                          " WHERE c.window_start >= " HM_SQL_TS(
+                                              1) " AND c.window_start < " HM_SQL_TS(2);
 
 static const char *col_of(enum hm_deps_by by)
 {
@@ -175,7 +178,8 @@ void hm_deps_print(FILE *f, const struct cfg *cfg, const struct hm_deps_result *
     const struct hm_dep_plan *p = &r->plan;
     fprintf(f, "%s %s, windows %s .. %s (%" PRIu64 " windows with traffic): %s both ways\n",
             hm_deps_by_name(r->q.by), r->q.name, tm_format_rfc3339(r->q.from_us, a),
-            tm_format_rfc3339(r->q.to_us, b), r->windows, hm_fmt_bytes((int64_t)(p->total_bytes), v1));
+            tm_format_rfc3339(r->q.to_us, b), r->windows,
+            hm_fmt_bytes((int64_t)(p->total_bytes), v1));
     fprintf(f, "\nendpoints (bytes over the span; out = from the owner's site)\n");
     fprintf(f, "  %-6s %-6s %-9s %-36s %12s %12s %6s %8s\n", "local", "remote", "kind", "endpoint",
             "out", "in", "share", "conns");
@@ -183,8 +187,8 @@ void hm_deps_print(FILE *f, const struct cfg *cfg, const struct hm_deps_result *
         const struct hm_dep_endpoint *e = &p->endpoints[i];
         fprintf(f, "  %-6s %-6s %-9s %-36s %12s %12s %5.1f%% %8" PRIu64 "\n",
                 site(cfg, e->local_site), site(cfg, e->remote_site), e->kind, e->endpoint,
-                hm_fmt_bytes((int64_t)(e->bytes_out), v1), hm_fmt_bytes((int64_t)(e->bytes_in), v2), e->share * 100,
-                e->connections);
+                hm_fmt_bytes((int64_t)(e->bytes_out), v1), hm_fmt_bytes((int64_t)(e->bytes_in), v2),
+                e->share * 100, e->connections);
     }
     if (p->unrouted_bytes)
         fprintf(f, "  (%s between sites with no circuit path)\n",
@@ -198,7 +202,8 @@ void hm_deps_print(FILE *f, const struct cfg *cfg, const struct hm_deps_result *
         if (p->move_to >= 0) {
             int64_t d = (int64_t)c->bytes_moved - (int64_t)c->bytes_now;
             fprintf(f, "  moved %s  change %s%s", hm_fmt_bytes((int64_t)(c->bytes_moved), v2),
-                    d < 0 ? "-" : "+", hm_fmt_bytes((int64_t)(d < 0 ? (uint64_t)-d : (uint64_t)d), v3));
+                    d < 0 ? "-" : "+",
+                    hm_fmt_bytes((int64_t)(d < 0 ? (uint64_t)-d : (uint64_t)d), v3));
         }
         if (c->has_util) {
             fprintf(f, "  peak %.1f%%", c->peak_util_now * 100);

@@ -118,9 +118,9 @@ static void sankey(struct evbuffer *out, const struct cfg *cfg, const struct hm_
             continue;
         char by[HM_FMT_LEN];
         double x = sk_x(n[i].col);
-        evbuffer_add_printf(out, "<g class=\"sk-node\" data-kind=\"%s\" data-bytes=\"%" PRIu64
-                                 "\" data-name=\"",
-                            n[i].kind, n[i].bytes);
+        evbuffer_add_printf(
+            out, "<g class=\"sk-node\" data-kind=\"%s\" data-bytes=\"%" PRIu64 "\" data-name=\"",
+            n[i].kind, n[i].bytes);
         hm_esc_html(out, n[i].name);
         evbuffer_add_printf(out,
                             "\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" "
@@ -143,8 +143,9 @@ static void endpoints_table(struct evbuffer *out, const struct cfg *cfg,
     for (size_t i = 0; i < p->n_endpoints; i++) {
         const struct hm_dep_endpoint *e = &p->endpoints[i];
         char a[HM_FMT_LEN], b[HM_FMT_LEN], c[HM_FMT_LEN];
-        evbuffer_add_printf(out, "<tr class=\"endpoint\" data-bytes-out=\"%" PRIu64
-                                 "\" data-bytes-in=\"%" PRIu64 "\"><td>",
+        evbuffer_add_printf(out,
+                            "<tr class=\"endpoint\" data-bytes-out=\"%" PRIu64
+                            "\" data-bytes-in=\"%" PRIu64 "\"><td>",
                             e->bytes_out, e->bytes_in);
         hm_esc_html(out, site(cfg, e->local_site));
         evbuffer_add_printf(out, "</td><td>");
@@ -163,8 +164,7 @@ static void endpoints_table(struct evbuffer *out, const struct cfg *cfg,
     evbuffer_add_printf(out, "</table></div>");
 }
 
-static void circuits_table(struct evbuffer *out, const struct cfg *cfg,
-                           const struct hm_dep_plan *p)
+static void circuits_table(struct evbuffer *out, const struct cfg *cfg, const struct hm_dep_plan *p)
 {
     bool mv = p->move_to >= 0;
     evbuffer_add_printf(out, "<div class=\"panel\"><h2>Circuit directions crossed</h2>");
@@ -174,8 +174,9 @@ static void circuits_table(struct evbuffer *out, const struct cfg *cfg,
         evbuffer_add_printf(out, "</b> (its remote endpoints unchanged, routes from the "
                                  "configuration):</p>");
     }
-    evbuffer_add_printf(out, "<table class=\"circuits\"><tr><th>direction</th><th "
-                             "class=\"num\">today</th>%s<th class=\"num\">peak today</th>%s</tr>",
+    evbuffer_add_printf(out,
+                        "<table class=\"circuits\"><tr><th>direction</th><th "
+                        "class=\"num\">today</th>%s<th class=\"num\">peak today</th>%s</tr>",
                         mv ? "<th class=\"num\">moved</th><th class=\"num\">change</th>" : "",
                         mv ? "<th class=\"num\">peak moved</th>" : "");
     for (size_t i = 0; i < p->n_circuits; i++) {
@@ -195,7 +196,8 @@ static void circuits_table(struct evbuffer *out, const struct cfg *cfg,
                             hm_fmt_bytes((int64_t)c->bytes_now, a));
         if (mv)
             evbuffer_add_printf(out, "<td class=\"num\">%s</td><td class=\"num\">%s%s</td>",
-                                hm_fmt_bytes((int64_t)c->bytes_moved, b), delta < 0 ? "\xe2\x88\x92" : "+",
+                                hm_fmt_bytes((int64_t)c->bytes_moved, b),
+                                delta < 0 ? "\xe2\x88\x92" : "+",
                                 hm_fmt_bytes(delta < 0 ? -delta : delta, d));
         evbuffer_add_printf(out, "<td class=\"num\">%s</td>",
                             c->has_util ? hm_fmt_pct(c->peak_util_now, u) : "no counters");
@@ -225,8 +227,9 @@ void hm_deps_page(struct evbuffer *out, const struct cfg *cfg, const struct hm_d
     hm_esc_html(out, r->q.name);
     evbuffer_add_printf(out, "\">What %s <b>", hm_deps_by_name(r->q.by));
     hm_esc_html(out, r->q.name);
-    evbuffer_add_printf(out, "</b> talks to</h1><span class=\"span\">%s \xe2\x80\x93 %s, %" PRIu64
-                             " windows with traffic, %s</span></div>",
+    evbuffer_add_printf(out,
+                        "</b> talks to</h1><span class=\"span\">%s \xe2\x80\x93 %s, %" PRIu64
+                        " windows with traffic, %s</span></div>",
                         hm_fmt_time(r->q.from_us, t), hm_fmt_time(r->q.to_us, t2), r->windows,
                         hm_fmt_bytes((int64_t)p->total_bytes, by));
     if (p->n_endpoints == 0) {

@@ -16,7 +16,7 @@ struct plan_ctx {
         int64_t window_us;
         size_t circuit;
         uint64_t now, moved;
-    } *hw;
+    } * hw;
     size_t n_hw, cap_hw;
 };
 
@@ -181,8 +181,8 @@ static void peaks(struct plan_ctx *x, const struct hm_dep_cell *cells, size_t n_
         struct hm_dep_circuit *c = &x->p->circuits[ci];
         uint64_t now = 0, moved = 0;
         struct hop_window key = {.window_us = cl->window_us, .circuit = (size_t)ci};
-        const struct hop_window *h = x->n_hw ? bsearch(&key, x->hw, x->n_hw, sizeof *x->hw, cmp_hw)
-                                             : NULL;
+        const struct hop_window *h =
+            x->n_hw ? bsearch(&key, x->hw, x->n_hw, sizeof *x->hw, cmp_hw) : NULL;
         if (h) {
             now = h->now;
             moved = h->moved;

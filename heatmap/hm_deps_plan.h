@@ -52,7 +52,7 @@ struct hm_dep_circuit {
 struct hm_dep_plan {
     int move_to; /* site index or -1 */
     uint64_t total_bytes;
-    uint64_t unrouted_bytes; /* pairs with no path of circuits (cfg_path found none) */
+    uint64_t unrouted_bytes;           /* pairs with no path of circuits (cfg_path found none) */
     struct hm_dep_endpoint *endpoints; /* bytes descending */
     size_t n_endpoints;
     struct hm_dep_circuit *circuits; /* by (src, dst) */

@@ -123,12 +123,15 @@ int api_deps_page(PGconn *db, const struct cfg *cfg, const char *query, struct e
 
 int api_deps_cmd(const struct cfg *cfg, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"workflow", required_argument, NULL, 'w'}, {"program", required_argument, NULL, 'p'},
-        {"user", required_argument, NULL, 'u'},     {"from", required_argument, NULL, 'f'},
-        {"to", required_argument, NULL, 't'},       {"move-to", required_argument, NULL, 'm'},
-        {"json", no_argument, NULL, 'j'},           {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"workflow", required_argument, NULL, 'w'},
+                                         {"program", required_argument, NULL, 'p'},
+                                         {"user", required_argument, NULL, 'u'},
+                                         {"from", required_argument, NULL, 'f'},
+                                         {"to", required_argument, NULL, 't'},
+                                         {"move-to", required_argument, NULL, 'm'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     const char *wf = NULL, *pr = NULL, *us = NULL, *from = NULL, *to = NULL, *mv = NULL;
     bool json = false;
     int c;

@@ -271,7 +271,7 @@ static const struct pair_path *path_get(struct run *r, int src, int dst)
         n = 2;
     }
     if (rix_grow((void **)&r->path_sites, &r->cap_path_sites, r->n_path_sites + n,
-             sizeof *r->path_sites) ||
+                 sizeof *r->path_sites) ||
         rix_grow((void **)&r->paths, &r->cap_paths, r->n_paths + 1, sizeof *r->paths))
         return NULL;
     memcpy(r->path_sites + r->n_path_sites, r->path_buf, n * sizeof *r->path_buf);
@@ -310,10 +310,11 @@ static int attribute(struct run *r, int src, int dst, const char *source, const 
                                .user = str_or_empty(user),
                                .program = str_or_empty(program),
                                .host = str_or_empty(host)};
-    uint64_t base =
-        rix_hash_str(rix_hash_str(rix_hash_str(rix_hash_str(rix_mix(0, (uintptr_t)source), key.workflow), key.user),
-                          key.program),
-                 key.host);
+    uint64_t base = rix_hash_str(
+        rix_hash_str(
+            rix_hash_str(rix_hash_str(rix_mix(0, (uintptr_t)source), key.workflow), key.user),
+            key.program),
+        key.host);
     size_t off = p->off, len = p->len;
     for (size_t i = 0; i + 1 < len; i++) {
         int a = r->path_sites[off + i], b = r->path_sites[off + i + 1];
@@ -524,8 +525,9 @@ static int add_socket_flow(struct run *r, const struct recon_flow *f, struct rec
     key.ep[1 - me] = m;
     key.site[me] = ls;
     key.site[1 - me] = rs;
-    uint64_t h = rix_hash_bytes(rix_hash_bytes(rix_mix(0, (uint64_t)f->proto), &key.ep[0], sizeof key.ep[0]),
-                            &key.ep[1], sizeof key.ep[1]);
+    uint64_t h =
+        rix_hash_bytes(rix_hash_bytes(rix_mix(0, (uint64_t)f->proto), &key.ep[0], sizeof key.ep[0]),
+                       &key.ep[1], sizeof key.ep[1]);
     struct rix_slot *s = rix_find(&r->conn_ix, h, eq_conn, r, &key);
     struct conn *c;
     if (s->idx1) {
@@ -645,8 +647,8 @@ static int add_nfs_flow(struct run *r, const struct recon_flow *f, struct recon_
               sizeof a);
     snprintf(ep, sizeof ep, "%s:%s", a, f->nfs_export && *f->nfs_export ? f->nfs_export : "/");
     bool read = f->nfs_op == RECON_NFS_READ;
-    return recon_deps_add(&r->deps, client, server, f->workflow, f->user, f->program,
-                          RECON_DEP_NFS, ep, read ? 0 : f->nfs_bytes, read ? f->nfs_bytes : 0, 1);
+    return recon_deps_add(&r->deps, client, server, f->workflow, f->user, f->program, RECON_DEP_NFS,
+                          ep, read ? 0 : f->nfs_bytes, read ? f->nfs_bytes : 0, 1);
 }
 
 static int site_of_end(const struct cfg *cfg, const char *s)

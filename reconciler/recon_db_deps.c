@@ -12,9 +12,9 @@ int rdb_write_deps(PGconn *db, const struct cfg *cfg, int64_t ws, const struct r
     rdb_fmt_ts(from, ws);
     tm_format_rfc3339(ws, tsbuf);
     const char *params[] = {from};
-    PGresult *r = rdb_q(db, "clearing the window's dependency map", err, errlen,
-                        "DELETE FROM dependency_rollup WHERE window_start = $1::timestamptz", 1,
-                        params);
+    PGresult *r =
+        rdb_q(db, "clearing the window's dependency map", err, errlen,
+              "DELETE FROM dependency_rollup WHERE window_start = $1::timestamptz", 1, params);
     if (!r)
         return -1;
     PQclear(r);
@@ -23,9 +23,13 @@ int rdb_write_deps(PGconn *db, const struct cfg *cfg, int64_t ws, const struct r
     struct rdb_sbuf b = {0};
     for (size_t i = 0; i < res->n_deps; i++) {
         const struct recon_dep *d = &res->deps[i];
-        const char *fields[] = {rdb_site_name(cfg, d->local_site), d->workflow, d->user,
-                                d->program, rdb_site_name(cfg, d->remote_site),
-                                recon_dep_kind_name(d->kind), d->endpoint};
+        const char *fields[] = {rdb_site_name(cfg, d->local_site),
+                                d->workflow,
+                                d->user,
+                                d->program,
+                                rdb_site_name(cfg, d->remote_site),
+                                recon_dep_kind_name(d->kind),
+                                d->endpoint};
         rdb_sb_printf(&b, "%s", tsbuf);
         for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
             rdb_sb_add(&b, "\t", 1);

@@ -50,9 +50,9 @@ int recon_deps_add(struct recon_deps_acc *a, int local_site, int remote_site, co
                             .endpoint = (char *)(endpoint ? endpoint : "")};
     uint64_t h = rix_mix(rix_mix(0, (uint64_t)(uint32_t)local_site << 32 | (uint32_t)remote_site),
                          (uint64_t)kind);
-    h = rix_hash_str(rix_hash_str(rix_hash_str(rix_hash_str(h, key.endpoint), key.workflow),
-                                  key.user),
-                     key.program);
+    h = rix_hash_str(
+        rix_hash_str(rix_hash_str(rix_hash_str(h, key.endpoint), key.workflow), key.user),
+        key.program);
     struct rix_slot *s = rix_find(&a->ix, h, eq_dep, a, &key);
     if (s->idx1) {
         struct recon_dep *d = &a->rows[s->idx1 - 1];

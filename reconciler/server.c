@@ -38,7 +38,17 @@ enum access {
     ACCESS_PAGE, /* reader token, or none from loopback with open_on_loopback */
 };
 
-enum handler { H_INGEST, H_HEALTHZ, H_METRICS, H_CELLS, H_TOP, H_HEATMAP, H_CELL, H_DEPS, H_DEPS_PAGE };
+enum handler {
+    H_INGEST,
+    H_HEALTHZ,
+    H_METRICS,
+    H_CELLS,
+    H_TOP,
+    H_HEATMAP,
+    H_CELL,
+    H_DEPS,
+    H_DEPS_PAGE
+};
 
 struct route {
     const char *path;
