@@ -245,7 +245,8 @@ static void resume_drain(struct agent *a)
         }
         sockprobe_set_drops_seen(a->probe, a->ds.drops_seen);
     } else if (had_state && a->ds.window_end_us > 0) {
-        a->lost_from_us = a->ds.window_end_us;
+        /* a loss an earlier run recorded but never reported is extended, not forgotten */
+        a->lost_from_us = a->ds.lost_to_us > 0 ? a->ds.lost_from_us : a->ds.window_end_us;
         a->lost_to_us = tm_now_us();
         char f[TM_RFC3339_LEN], t[TM_RFC3339_LEN];
         log_warn("socket",
@@ -253,6 +254,12 @@ static void resume_drain(struct agent *a)
                  "the next report says so",
                  tm_format_rfc3339(a->lost_from_us, f), tm_format_rfc3339(a->lost_to_us, t));
     }
+    if (adopted && a->ds.lost_to_us > 0) { /* still to report */
+        a->lost_from_us = a->ds.lost_from_us;
+        a->lost_to_us = a->ds.lost_to_us;
+    }
+    a->ds.lost_from_us = a->lost_from_us;
+    a->ds.lost_to_us = a->lost_to_us;
     drainstate_pending_clear(a->o.spool_dir);
     a->ds.gen = sockprobe_gen(a->probe);
     a->ds.zero_gen = 0;
@@ -292,6 +299,7 @@ static void submit_report(struct agent *a, const char *ctx, const char *body, bo
     next.gen = sockprobe_gen(a->probe);
     next.zero_gen = drained_gen;
     next.window_end_us = window_start + (int64_t)a->o.window_seconds * TM_USEC_PER_SEC;
+    next.lost_from_us = next.lost_to_us = 0; /* this report carries the loss */
     bool pending = a->durable && drainstate_pending_save(a->o.spool_dir, &next, body, len) == 0;
     if (a->durable && !pending)
         log_warn(ctx, "cannot keep the report in %s/drain_pending (%s): a crash now would lose it",

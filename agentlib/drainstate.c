@@ -62,9 +62,9 @@ static int format_header(char *out, size_t len, const struct drainstate *st)
     return snprintf(out, len,
                     "wanledger-drain-state v1 seq=%" PRIu64 " gen=%" PRIu32 " zero_gen=%" PRIu32
                     " drops_seen=%" PRIu64 " window_end_us=%" PRId64 " token=%016" PRIx64
-                    " obj=%016" PRIx64 "\n",
+                    " obj=%016" PRIx64 " lost=%" PRId64 "..%" PRId64 "\n",
                     st->seq, st->gen, st->zero_gen, st->drops_seen, st->window_end_us, st->token,
-                    st->obj_hash);
+                    st->obj_hash, st->lost_from_us, st->lost_to_us);
 }
 
 static int parse_header(const char *line, struct drainstate *st)
@@ -74,9 +74,9 @@ static int parse_header(const char *line, struct drainstate *st)
     if (sscanf(line,
                "wanledger-drain-state v1 seq=%" SCNu64 " gen=%" SCNu32 " zero_gen=%" SCNu32
                " drops_seen=%" SCNu64 " window_end_us=%" SCNd64 " token=%" SCNx64 " obj=%" SCNx64
-               "%n",
+               " lost=%" SCNd64 "..%" SCNd64 "%n",
                &st->seq, &st->gen, &st->zero_gen, &st->drops_seen, &st->window_end_us, &st->token,
-               &st->obj_hash, &n) != 7 ||
+               &st->obj_hash, &st->lost_from_us, &st->lost_to_us, &n) != 9 ||
         (line[n] != '\n' && line[n] != '\0') || st->gen > 1 || st->zero_gen > 1)
         return -1;
     return 0;

@@ -22,6 +22,8 @@ struct drainstate {
     int64_t window_end_us; /* end of the last reported window (the next counts start there) */
     uint64_t token;        /* the probe's owner token (0: no pinned probe) */
     uint64_t obj_hash;     /* sockprobe_obj_hash() of the binary that pinned it */
+    int64_t lost_from_us;  /* a loss not yet reported ("lost"), kept across a second crash */
+    int64_t lost_to_us;    /* 0: none */
 };
 
 /* Writes data atomically (tmp, fsync, rename, fsync of the directory). 0 or -1 with errno. */

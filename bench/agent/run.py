@@ -90,7 +90,7 @@ def iperf(length, secs=SECS):
 
 def start_agent(tmp, extra=""):
     return subprocess.Popen(
-        f"exec {AGENT} --stdout --window 60 --spool {tmp}/spool {extra}", shell=True,
+        f"exec {AGENT} --stdout --window 60 --spool {tmp}/spool --pin-dir none {extra}", shell=True,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
