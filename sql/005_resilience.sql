@@ -83,12 +83,14 @@ BEGIN
                 wl_agent_sites(p_agent, ARRAY[p_seq, nxt.seq]));
         n := n + 1;
     END IF;
-    -- The spool drops oldest first: a rise of the agent's cumulative drop counter over every
-    -- earlier report's means that many of its oldest missing seqs were dropped by its spool
+    -- The spool drops oldest first: a rise of the agent's cumulative drop counter over the
+    -- previous report's means that many of its oldest missing seqs were dropped by its spool
     -- (the reports carrying the rise were made after the drop, so they arrive after the gap).
-    SELECT coalesce(max(spool_dropped_reports), 0) INTO delta FROM flow_reports
-     WHERE agent_id = p_agent AND seq < p_seq;
-    delta := p_spool - delta;
+    -- The counter restarts at 0 with the agent: a value below the previous one is all new.
+    delta := CASE WHEN prev.seq IS NULL THEN 0
+                  WHEN p_spool >= prev.spool_dropped_reports
+                  THEN p_spool - prev.spool_dropped_reports
+                  ELSE p_spool END;
     IF delta > 0 THEN
         FOR g IN SELECT id, seq_to - seq_from + 1 - spool_dropped_reports AS room FROM agent_gaps
                   WHERE agent_id = p_agent AND reason = 'seq_missing' AND seq_to < p_seq
