@@ -24,11 +24,12 @@
 #include "harness.h"
 #include "timeutil.h"
 
-#define NS_A    "wla-rs-a"
-#define NS_B    "wla-rs-b"
-#define IP_A    "10.203.0.1"
-#define IP_B    "10.203.0.2"
-#define PIN_DIR "/sys/fs/bpf/wanledger/test-restart"
+#define NS_A "wla-rs-a"
+#define NS_B "wla-rs-b"
+#define IP_A "10.203.0.1"
+#define IP_B "10.203.0.2"
+/* outside /sys/fs/bpf/wanledger, which other tests remove at exit (tests/harness th_bin) */
+#define PIN_DIR "/sys/fs/bpf/wltest-restart"
 #define MAXSEQ  512
 
 struct sum {
@@ -333,8 +334,15 @@ static void test_lost_probe_is_reported(void **state)
     runs_free(&rs);
 }
 
+static void rm_pins(void)
+{
+    if (system("rm -rf " PIN_DIR) != 0)
+        fprintf(stderr, "could not remove %s\n", PIN_DIR);
+}
+
 int main(void)
 {
+    atexit(rm_pins); /* also when an assertion ends a run early */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sigkill_loses_nothing),
         cmocka_unit_test(test_lost_probe_is_reported),
