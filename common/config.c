@@ -476,12 +476,39 @@ static void parse_snmp(struct pctx *c, const cJSON *o, const char *p, struct cfg
     }
 }
 
+static int valid_hostport(const char *s);
+
+/* A device's "flows" section: {"listen": "HOST:PORT", "protocol": "ipfix"|"netflow9"|"sflow"}. */
+static void parse_flows(struct pctx *c, const cJSON *o, const char *p, struct cfg_flows *fl)
+{
+    static const char *const keys[] = {"listen", "protocol", NULL};
+    char pp[256];
+    check_keys(c, o, p, keys);
+    fl->listen = get_str(c, o, "listen", p, 1, NULL);
+    if (fl->listen && !valid_hostport(fl->listen))
+        err_add(c, jp_key(pp, sizeof(pp), p, "listen"), "expected HOST:PORT, got \"%s\"",
+                fl->listen);
+    char *proto = get_str(c, o, "protocol", p, 1, NULL);
+    if (proto) {
+        if (strcmp(proto, "ipfix") == 0)
+            fl->protocol = CFG_FLOW_IPFIX;
+        else if (strcmp(proto, "netflow9") == 0)
+            fl->protocol = CFG_FLOW_NETFLOW9;
+        else if (strcmp(proto, "sflow") == 0)
+            fl->protocol = CFG_FLOW_SFLOW;
+        else
+            err_add(c, jp_key(pp, sizeof(pp), p, "protocol"),
+                    "expected \"ipfix\", \"netflow9\" or \"sflow\", got \"%s\"", proto);
+    }
+    free(proto);
+}
+
 static void parse_devices(struct pctx *c, const cJSON *arr)
 {
     struct cfg *cfg = c->cfg;
     int n = cJSON_GetArraySize(arr);
     cfg->devices = calloc(n ? n : 1, sizeof(*cfg->devices));
-    static const char *const keys[] = {"name", "site", "snmp", "gnmi", NULL};
+    static const char *const keys[] = {"name", "site", "snmp", "gnmi", "flows", NULL};
     char p[256], pp[256];
     int i = 0;
     for (const cJSON *d = arr->child; d; d = d->next, i++) {
@@ -524,10 +551,18 @@ static void parse_devices(struct pctx *c, const cJSON *arr)
             dev->has_gnmi = true;
             dev->gnmi_source = get_str(c, gn, "source", pp, 0, dev->name);
         }
-        if (!dev->has_snmp && !dev->has_gnmi &&
+        const cJSON *fl = get_obj(c, d, "flows", p, 0);
+        if (fl) {
+            dev->has_flows = true;
+            parse_flows(c, fl, jp_key(pp, sizeof(pp), p, "flows"), &dev->flows);
+        }
+        if (!dev->has_snmp && !dev->has_gnmi && !dev->has_flows &&
             cJSON_GetObjectItemCaseSensitive(d, "snmp") == NULL &&
-            cJSON_GetObjectItemCaseSensitive(d, "gnmi") == NULL)
-            err_add(c, p, "expected an \"snmp\" or a \"gnmi\" object: how is this device polled?");
+            cJSON_GetObjectItemCaseSensitive(d, "gnmi") == NULL &&
+            cJSON_GetObjectItemCaseSensitive(d, "flows") == NULL)
+            err_add(c, p,
+                    "expected an \"snmp\", \"gnmi\" or \"flows\" object: how is this "
+                    "device polled?");
         cfg->n_devices++;
     }
 }
@@ -1024,6 +1059,7 @@ void cfg_free(struct cfg *cfg)
         free(d->name);
         free(d->site);
         free(d->gnmi_source);
+        free(d->flows.listen);
         free(s->address);
         free(s->community);
         free(s->community_file);
@@ -1200,6 +1236,12 @@ void cfg_print_summary(const struct cfg *cfg, void *fp)
                     d->snmp.address, d->snmp.interval_seconds);
         if (d->has_gnmi)
             fprintf(f, " gnmi source \"%s\"", d->gnmi_source);
+        if (d->has_flows)
+            fprintf(f, " flows %s on %s",
+                    d->flows.protocol == CFG_FLOW_SFLOW      ? "sflow"
+                    : d->flows.protocol == CFG_FLOW_NETFLOW9 ? "netflow9"
+                                                             : "ipfix",
+                    d->flows.listen);
         fprintf(f, "\n");
     }
     fprintf(f, "links (%zu):\n", cfg->n_links);
@@ -1305,6 +1347,12 @@ char *cfg_to_json(const struct cfg *cfg)
             cJSON_AddNumberToObject(so, "interval_seconds", s->interval_seconds);
             cJSON_AddNumberToObject(so, "timeout_ms", s->timeout_ms);
             cJSON_AddNumberToObject(so, "retries", s->retries);
+        }
+        if (d->has_flows) {
+            static const char *const fp[] = {"ipfix", "netflow9", "sflow"};
+            cJSON *fo = cJSON_AddObjectToObject(o, "flows");
+            add_str(fo, "listen", d->flows.listen);
+            add_str(fo, "protocol", fp[d->flows.protocol]);
         }
         if (d->has_gnmi) {
             cJSON *g = cJSON_AddObjectToObject(o, "gnmi");

@@ -13,11 +13,13 @@
 #include <sys/socket.h>
 
 #include "api.h"
+#include "flowin.h"
 #include "hm_pages.h"
 #include "ingest.h"
 #include "jsonw.h"
 #include "log.h"
 #include "timeutil.h"
+#include "unrec.h"
 #include "workers.h"
 
 struct srv {
@@ -36,7 +38,17 @@ enum access {
     ACCESS_PAGE, /* reader token, or none from loopback with open_on_loopback */
 };
 
-enum handler { H_INGEST, H_HEALTHZ, H_METRICS, H_CELLS, H_TOP, H_HEATMAP, H_CELL };
+enum handler {
+    H_INGEST,
+    H_HEALTHZ,
+    H_METRICS,
+    H_CELLS,
+    H_TOP,
+    H_HEATMAP,
+    H_CELL,
+    H_FLOWS,
+    H_UNREC
+};
 
 struct route {
     const char *path;
@@ -55,6 +67,10 @@ static const struct route ROUTES[] = {
      METRICS_EP_COUNTERS},
     {"/v1/transfers", EVHTTP_REQ_POST, ACCESS_ROLE, SRV_ROLE_SERVICE, H_INGEST, INGEST_TRANSFERS,
      METRICS_EP_TRANSFERS},
+    {"/v1/flowsamples", EVHTTP_REQ_POST, ACCESS_ROLE, SRV_ROLE_POLLER, H_FLOWS, 0,
+     METRICS_EP_OTHER},
+    {"/api/v1/unrecorded", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_UNREC, 0,
+     METRICS_EP_API},
     {"/healthz", EVHTTP_REQ_GET, ACCESS_OPEN, 0, H_HEALTHZ, 0, METRICS_EP_OTHER},
     {"/metrics", EVHTTP_REQ_GET, ACCESS_OPEN, 0, H_METRICS, 0, METRICS_EP_OTHER},
     {"/api/v1/cells", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_CELLS, 0, METRICS_EP_API},
@@ -281,6 +297,16 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
         case H_CELL:
             status = hm_page_cell(db, s->cfg, query, out, &ct);
             break;
+        case H_UNREC:
+            status = unrec_api(db, s->cfg, query, out);
+            break;
+        case H_FLOWS: { /* sampled flows: small batches, stored on the loop (reconciler/flowin.c) */
+            struct evbuffer *in = evhttp_request_get_input_buffer(req);
+            size_t len = evbuffer_get_length(in);
+            status = flowin_post(db, s->cfg, len ? (const char *)evbuffer_pullup(in, -1) : "", len,
+                                 tm_now_us(), out);
+            break;
+        }
         default:
             status = 500;
         }
