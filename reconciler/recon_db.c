@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "alerts.h"
+#include "hm_unrec.h"
 #include "recon.h"
 #include "timeutil.h"
 
@@ -844,6 +845,10 @@ static int queue_action(PGconn *db, const struct cfg *cfg, const struct cand *c,
     } else {
         alerts_summary_cells(summary, sizeof summary, c->kind, site_name(cfg, c->src),
                              site_name(cfg, c->dst), e, cfg->window_seconds);
+        if (c->kind == ALERT_GAP) /* name the top host pair behind the gap (sampled flows) */
+            hm_unrec_note(db, cfg, site_name(cfg, c->src), site_name(cfg, c->dst),
+                          e->last_window_us, e->last_window_us + cfg->window_seconds * 1000000LL,
+                          summary, sizeof summary);
     }
     char first[TM_RFC3339_LEN], last[TM_RFC3339_LEN], peak[NUM_LEN], ratio[40];
     fmt_ts(first, e->first_window_us);

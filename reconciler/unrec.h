@@ -1,54 +1,17 @@
-/* Host pairs behind unexplained bytes: the routers' sampled flows of a site pair
- * (flow_samples, one exporter per pair and window: the one with the most samples, so a flow
- * crossing two exporting routers counts once) matched per window against what agents reported
- * for the same (source, destination, protocol, destination port):
- *   recorded_by "none"  neither end's agent reported it (hosts without an agent);
- *               "src"/"dst"/"both" an agent did; such a pair is listed only when the agents'
- *               bytes (payload, as IP bytes: / ratio_without_packets) fall below the flow
- *               estimate's lower bound (a mis-attributed or dropped flow: "under_reported").
- * Each row carries the estimate with its 95% interval (unrec_interval) and whether the port is a
- * service/NFS port. GET /api/v1/unrecorded?src=&dst=&from=&to=[&device=] returns them as JSON. */
+/* GET /api/v1/unrecorded?src=&dst=&from=&to=[&device=] (reader role): the host pairs behind a
+ * site pair's unexplained bytes, from the routers' sampled flows matched against the agents
+ * (heatmap/hm_unrec.h), as JSON rows {src_addr, dst_addr, proto, dst_port, estimated_bytes,
+ * low_bytes, high_bytes, samples, recorded_by, recorded_bytes, status, service_port, windows},
+ * largest estimate first, at most 100. */
 #ifndef WL_UNREC_H
 #define WL_UNREC_H
 
-#include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <libpq-fe.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
 
 #include "config.h"
 
-struct unrec_row {
-    char src_addr[INET6_ADDRSTRLEN], dst_addr[INET6_ADDRSTRLEN];
-    int proto, dst_port;
-    double estimated_bytes, low_bytes, high_bytes;
-    uint64_t samples;
-    char recorded_by[8];   /* "none", "src", "dst", "both" */
-    double recorded_bytes; /* the agents' bytes as IP bytes */
-    bool service_port;
-    int windows; /* windows the pair appeared in */
-};
-
-/* The 95% interval of an estimate x with variance v (pollers/README.md "Flow samples"):
- * n = x^2/v effective samples, Wilson-Hilferty bounds of a Poisson count n scaled by x/n;
- * v == 0 (unsampled) gives [x, x]. */
-void unrec_interval(double x, double v, double *lo, double *hi);
-
-/* Unexplained pairs of src_site -> dst_site over windows starting in [from_us, to_us), largest
- * estimate first, at most limit; device (NULL = every exporter) keeps one exporter's view.
- * *rows malloc'd (free()). 0 or -1 with err. */
-int unrec_query(PGconn *db, const struct cfg *cfg, const char *src_site, const char *dst_site,
-                const char *device, int64_t from_us, int64_t to_us, size_t limit,
-                struct unrec_row **rows, size_t *n, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-/* GET /api/v1/unrecorded: JSON to out, HTTP status returned (200, 400, 500). */
+/* JSON to out; returns the HTTP status (200, 400 naming the parameter, 500). */
 int unrec_api(PGconn *db, const struct cfg *cfg, const char *query, struct evbuffer *out);
-
-/* "10.1.0.5 -> 10.2.0.7 tcp/2049 ~1.2 GB [1.1-1.3 GB], no agent" for an alert summary; empty
- * when the pair has no sampled flows. */
-void unrec_describe(const struct unrec_row *r, char *out, size_t len);
 
 #endif
