@@ -47,6 +47,8 @@ struct cfg_flows {
     char *listen; /* "0.0.0.0:4739" */
     enum cfg_flow_protocol protocol;
 };
+/* "ipfix", "netflow9", "sflow" */
+const char *cfg_flow_protocol_name(enum cfg_flow_protocol p);
 
 struct cfg_device {
     char *name;

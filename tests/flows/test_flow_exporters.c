@@ -263,7 +263,9 @@ int main(void)
         fprintf(stderr, "traffic generator failed\n");
         return 1;
     }
-    sleep(4 + 5 + 3); /* flows expire (1-2 s), the window closes (5 s), the batch is posted */
+    /* the ticker ran 6 s past the last window: its flows expired (1-2 s) and its window closed
+     * (5 s after its end); wait for the batch to be posted */
+    sleep(4);
     /* stop the exporters and the capture (nfcapd writes its file on exit), keep the stores */
     th_sh("ip netns pids %s | while read p; do case $(cat /proc/$p/comm) in "
           "tcpdump|nfcapd|pmacctd*|softflowd) kill $p;; esac; done; sleep 2",
@@ -392,7 +394,7 @@ int main(void)
           "for _ in range(3)]\"",
           g_r, p1);
     sleep(1);
-    check(th_sh("ip netns pids %s | while read p; do tr '\\0' ' ' </proc/$p/cmdline | "
+    check(th_sh("for p in $(ip netns pids %s); do tr '\\0' ' ' </proc/$p/cmdline | "
                 "grep -q ' poll ' && exit 0; done; exit 1",
                 g_r) == 0,
           "the poller survives malformed datagrams");

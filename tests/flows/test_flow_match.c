@@ -235,8 +235,8 @@ static void test_shown(void **state)
     assert_non_null(strstr(summary, "no agent at either end"));
 
     out = evbuffer_new();
-    assert_int_equal(hm_report_render(out, g_db, g_cfg, 1795996800000000LL /* 2026-W49 */, HM_REPORT_MD,
-                                      err, sizeof err),
+    assert_int_equal(hm_report_render(out, g_db, g_cfg, 1795996800000000LL /* 2026-W49 */,
+                                      HM_REPORT_MD, err, sizeof err),
                      0);
     evbuffer_add(out, "", 1);
     const char *rep = strstr((const char *)evbuffer_pullup(out, -1), "Hosts behind unexplained");
