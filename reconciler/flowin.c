@@ -351,3 +351,52 @@ done:
     jv_doc_free(doc);
     return status;
 }
+
+/* A Prometheus label value: backslash, double quote and newline escaped. */
+static void label_value(struct evbuffer *out, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            evbuffer_add_printf(out, "\\%c", *s);
+        else if (*s == '\n')
+            evbuffer_add(out, "\\n", 2);
+        else
+            evbuffer_add(out, s, 1);
+    }
+}
+
+void flowin_metrics(PGconn *db, struct evbuffer *out)
+{
+    if (!db || PQstatus(db) != CONNECTION_OK)
+        return;
+    static const char *const cols[][2] = {
+        {"datagrams", "Flow export datagrams received"},
+        {"malformed", "Flow export datagrams dropped as malformed"},
+        {"records", "Flow records and samples decoded"},
+        {"unknown_template_sets", "IPFIX/NetFlow v9 data sets dropped: no template yet"},
+        {"undecodable_samples", "sFlow samples without an IP packet"},
+        {"agg_dropped", "Flow records dropped: the collector's table was full"},
+    };
+    PGresult *r = PQexec(db, "SELECT poller, device, protocol, datagrams, malformed, records,"
+                             " unknown_template_sets, undecodable_samples, agg_dropped"
+                             " FROM flow_collector_stats ORDER BY 1, 2");
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) {
+        for (int c = 0; c < 6; c++) {
+            evbuffer_add_printf(out,
+                                "# HELP wanledger_flow_%s_total %s (as last reported by each "
+                                "poller, since it started).\n# TYPE wanledger_flow_%s_total "
+                                "counter\n",
+                                cols[c][0], cols[c][1], cols[c][0]);
+            for (int i = 0; i < PQntuples(r); i++) {
+                evbuffer_add_printf(out, "wanledger_flow_%s_total{poller=\"", cols[c][0]);
+                label_value(out, PQgetvalue(r, i, 0));
+                evbuffer_add_printf(out, "\",device=\"");
+                label_value(out, PQgetvalue(r, i, 1));
+                evbuffer_add_printf(out, "\",protocol=\"");
+                label_value(out, PQgetvalue(r, i, 2));
+                evbuffer_add_printf(out, "\"} %s\n", PQgetvalue(r, i, 3 + c));
+            }
+        }
+    }
+    PQclear(r);
+}

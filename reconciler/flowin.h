@@ -18,4 +18,9 @@
 int flowin_post(PGconn *db, const struct cfg *cfg, const char *body, size_t len, int64_t now_us,
                 struct evbuffer *out);
 
+/* The flow collectors' counters (flow_collector_stats) in the Prometheus text format:
+ * wanledger_flow_{datagrams,malformed,records,unknown_template_sets,undecodable_samples,
+ * agg_dropped}_total{poller,device,protocol}. Nothing when db is NULL or no collector reported. */
+void flowin_metrics(PGconn *db, struct evbuffer *out);
+
 #endif

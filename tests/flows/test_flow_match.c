@@ -142,6 +142,13 @@ static void test_ingest(void **state)
     n = value("SELECT malformed FROM flow_collector_stats WHERE device = 'r1'");
     assert_string_equal(n, "1");
     free(n);
+    struct evbuffer *m = evbuffer_new();
+    flowin_metrics(g_db, m);
+    evbuffer_add(m, "", 1);
+    assert_non_null(strstr((const char *)evbuffer_pullup(m, -1),
+                           "wanledger_flow_malformed_total{poller=\"p\",device=\"r1\","
+                           "protocol=\"ipfix\"} 1\n"));
+    evbuffer_free(m);
 
     /* agents: 10.0.1.6's agent sent 950,000 payload bytes to 10.0.2.8:5000 (= 1 MB of IP bytes
      * at ratio 0.95: explained); 10.0.2.9's agent received 500,000 from 10.0.1.9 on 443 (less
