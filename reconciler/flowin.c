@@ -25,7 +25,7 @@ struct cell {
 struct vc {
     const struct cfg *cfg;
     int64_t now_us;
-    char msg[200], path[256];
+    char msg[200], path[320];
 };
 
 static int bad(struct vc *c, const char *path, const char *msg)

@@ -232,10 +232,11 @@ int main(void)
         "%7$s --config %8$s reconcile",
         "%7$s --config %8$s poll --no-snmp --name flowtest",
         "nfcapd -b 127.0.0.1 -p %6$d -w %2$s/nf -t 3600 -R 127.0.0.1/%5$d",
-        "softflowd -i rb -v 10 -s 4 -n 127.0.0.1:%3$d -d -t maxlife=2 -t udp=1 -t expint=1 "
+        "softflowd -i rb -v 10 -s 4 -n 127.0.0.1:%3$d -d -B 16777216 -t maxlife=2 -t udp=1 -t "
+        "expint=1 "
         "-p %2$s/sf1.pid -c %2$s/sf1.ctl",
         "pmacctd -f %2$s/pmacctd.conf",
-        "softflowd -i rc -v 10 -n 127.0.0.1:%6$d -d -t maxlife=2 -t udp=1 -t expint=1 "
+        "softflowd -i rc -v 10 -n 127.0.0.1:%6$d -d -B 16777216 -t maxlife=2 -t udp=1 -t expint=1 "
         "-p %2$s/sf3.pid -c %2$s/sf3.ctl",
     };
     for (size_t i = 0; i < sizeof(starts) / sizeof(starts[0]); i++) {
