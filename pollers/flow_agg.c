@@ -8,8 +8,9 @@
 
 struct flow_agg {
     int window_seconds;
-    size_t cap, n, max;
+    size_t cap, n, max;      /* cap grows (doubling) while n > cap / 2, up to 2 * max */
     struct flow_cell *cells; /* samples == 0 marks an empty slot */
+    int64_t oldest_us;       /* earliest window start held (INT64_MAX when empty) */
     uint64_t dropped;
 };
 
@@ -21,10 +22,7 @@ struct flow_agg *flow_agg_new(int window_seconds, size_t max_cells)
     a->window_seconds = window_seconds > 0 ? window_seconds : 60;
     a->max = max_cells ? max_cells : 1000000;
     a->cap = 1024;
-    while (a->cap < a->max * 2 && a->cap < 1024 * 1024)
-        a->cap *= 2;
-    if (a->max > a->cap / 2)
-        a->max = a->cap / 2;
+    a->oldest_us = INT64_MAX;
     a->cells = calloc(a->cap, sizeof(*a->cells));
     if (!a->cells) {
         free(a);
@@ -78,6 +76,26 @@ static bool same_key(const struct flow_cell *a, const struct flow_cell *b)
            memcmp(a->src, b->src, 16) == 0 && memcmp(a->dst, b->dst, 16) == 0;
 }
 
+/* Re-inserts every cell into a table of new_cap slots. 0 or -1 (out of memory: unchanged). */
+static int rehash(struct flow_agg *a, size_t new_cap)
+{
+    struct flow_cell *nc = calloc(new_cap, sizeof(*nc));
+    if (!nc)
+        return -1;
+    for (size_t i = 0; i < a->cap; i++) {
+        if (!a->cells[i].samples)
+            continue;
+        size_t s = (size_t)hash_of(&a->cells[i]) & (new_cap - 1);
+        while (nc[s].samples)
+            s = (s + 1) & (new_cap - 1);
+        nc[s] = a->cells[i];
+    }
+    free(a->cells);
+    a->cells = nc;
+    a->cap = new_cap;
+    return 0;
+}
+
 int flow_agg_add(struct flow_agg *a, uint32_t device, const struct flow_rec *r, int64_t at_us)
 {
     struct flow_cell k;
@@ -90,18 +108,22 @@ int flow_agg_add(struct flow_agg *a, uint32_t device, const struct flow_rec *r, 
     memcpy(k.dst, r->dst, 16);
     k.proto = r->proto;
     k.dport = (r->proto == 6 || r->proto == 17 || r->proto == 132) ? r->dport : 0;
+    if (a->n + 1 > a->cap / 2 && a->n < a->max)
+        (void)rehash(a, a->cap * 2); /* out of memory: the table fills up and counts drops */
     size_t i = (size_t)hash_of(&k) & (a->cap - 1);
     while (a->cells[i].samples && !same_key(&a->cells[i], &k))
         i = (i + 1) & (a->cap - 1);
     struct flow_cell *c = &a->cells[i];
     if (!c->samples) {
-        if (a->n >= a->max) {
+        if (a->n >= a->max || a->n + 1 > a->cap - a->cap / 4) {
             a->dropped++;
             return -1;
         }
         *c = k;
         c->rate_min = r->rate;
         a->n++;
+        if (k.window_start_us < a->oldest_us)
+            a->oldest_us = k.window_start_us;
     }
     double w = r->rate ? r->rate : 1;
     c->samples += r->packets ? r->packets : 1;
@@ -127,6 +149,8 @@ int flow_agg_take(struct flow_agg *a, int64_t before_us, struct flow_cell **out,
 {
     *out = NULL;
     *n = 0;
+    if (before_us <= a->oldest_us)
+        return 0; /* nothing that old: no scan (called every second) */
     size_t k = 0;
     for (size_t i = 0; i < a->cap; i++)
         if (a->cells[i].samples && a->cells[i].window_start_us < before_us)
@@ -156,12 +180,15 @@ int flow_agg_take(struct flow_agg *a, int64_t before_us, struct flow_cell **out,
     }
     memset(a->cells, 0, a->cap * sizeof(*a->cells));
     a->n = 0;
+    a->oldest_us = INT64_MAX;
     for (size_t i = 0; i < m; i++) {
         size_t s = (size_t)hash_of(&keep[i]) & (a->cap - 1);
         while (a->cells[s].samples)
             s = (s + 1) & (a->cap - 1);
         a->cells[s] = keep[i];
         a->n++;
+        if (keep[i].window_start_us < a->oldest_us)
+            a->oldest_us = keep[i].window_start_us;
     }
     free(keep);
     qsort(o, k, sizeof(*o), by_window);
