@@ -22,6 +22,7 @@
 
 #define DGRAM_MAX    65536
 #define READS_PER_CB 256 /* datagrams read per readable event before yielding to the loop */
+#define BATCH        32  /* datagrams per recvmmsg */
 #define MAX_CELLS    (1u << 19)
 #define SOCK_RCVBUF  (8 << 20)
 
@@ -45,7 +46,8 @@ struct flow_collect {
     struct flow_agg *agg;
     struct flow_send *send;
     struct event *tick;
-    uint8_t *buf;
+    uint8_t *bufs; /* BATCH receive buffers of DGRAM_MAX */
+    uint8_t *buf;  /* the one being decoded */
     int64_t boot_us;
     uint64_t seq;
     int64_t now_us; /* arrival time of the datagram being decoded */
@@ -124,18 +126,35 @@ static void decode_one(struct fdev *d, const struct sockaddr_storage *from, size
     }
 }
 
+/* Reads up to READS_PER_CB datagrams, BATCH per system call (recvmmsg: one call per datagram
+ * cost more than decoding it). */
 static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
     struct fdev *d = arg;
-    for (int i = 0; i < READS_PER_CB; i++) {
-        struct sockaddr_storage from;
-        socklen_t fl = sizeof(from);
-        ssize_t n =
-            recvfrom(fd, d->fc->buf, DGRAM_MAX, MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
-        if (n < 0)
+    struct flow_collect *fc = d->fc;
+    for (int done = 0; done < READS_PER_CB;) {
+        struct mmsghdr m[BATCH];
+        struct iovec iov[BATCH];
+        struct sockaddr_storage from[BATCH];
+        for (int i = 0; i < BATCH; i++) {
+            iov[i] =
+                (struct iovec){.iov_base = fc->bufs + (size_t)i * DGRAM_MAX, .iov_len = DGRAM_MAX};
+            m[i].msg_hdr = (struct msghdr){.msg_name = &from[i],
+                                           .msg_namelen = sizeof(from[i]),
+                                           .msg_iov = &iov[i],
+                                           .msg_iovlen = 1};
+        }
+        int n = recvmmsg(fd, m, BATCH, MSG_DONTWAIT, NULL);
+        if (n <= 0)
             break;
-        decode_one(d, &from, (size_t)n);
+        for (int i = 0; i < n; i++) {
+            fc->buf = fc->bufs + (size_t)i * DGRAM_MAX;
+            decode_one(d, &from[i], m[i].msg_len);
+        }
+        done += n;
+        if (n < BATCH)
+            break;
     }
 }
 
@@ -237,10 +256,11 @@ struct flow_collect *flow_collect_new(struct event_base *base, const struct cfg 
         fc->o.close_delay_s = 5;
     fc->poller = strdup(o->poller ? o->poller : "poller");
     fc->boot_us = tm_now_us();
-    fc->buf = malloc(DGRAM_MAX);
+    fc->bufs = malloc((size_t)BATCH * DGRAM_MAX);
+    fc->buf = fc->bufs;
     fc->agg = flow_agg_new(cfg->window_seconds, MAX_CELLS);
     fc->devs = calloc(cfg->n_devices ? cfg->n_devices : 1, sizeof(*fc->devs));
-    if (!fc->poller || !fc->buf || !fc->agg || !fc->devs) {
+    if (!fc->poller || !fc->bufs || !fc->agg || !fc->devs) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -315,7 +335,7 @@ size_t flow_collect_free(struct flow_collect *fc, int drain_ms)
     size_t left = flow_send_close(fc->send, drain_ms);
     flow_agg_free(fc->agg);
     free(fc->devs);
-    free(fc->buf);
+    free(fc->bufs);
     free(fc->poller);
     free(fc);
     return left;
