@@ -2,6 +2,7 @@
 #include "hm_unrec.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,8 +188,18 @@ void hm_unrec_note(PGconn *db, const struct cfg *cfg, const char *src, const cha
     struct hm_unrec_row *rows;
     size_t n;
     char err[256];
-    if (!cfg ||
-        hm_unrec_query(db, cfg, src, dst, NULL, from_us, to_us, 1, &rows, &n, err, sizeof(err)) < 0)
+    if (!cfg)
+        return;
+    /* inside the caller's transaction a failed query must not abort it: a savepoint */
+    bool in_tx = PQtransactionStatus(db) == PQTRANS_INTRANS;
+    if (in_tx)
+        PQclear(PQexec(db, "SAVEPOINT wl_unrec_note"));
+    int rc =
+        hm_unrec_query(db, cfg, src, dst, NULL, from_us, to_us, 1, &rows, &n, err, sizeof(err));
+    if (in_tx)
+        PQclear(PQexec(db, rc < 0 ? "ROLLBACK TO SAVEPOINT wl_unrec_note"
+                                  : "RELEASE SAVEPOINT wl_unrec_note"));
+    if (rc < 0)
         return; /* the summary stays as it was: flows are a hint, not the alert */
     if (n > 0) {
         char d[256];
