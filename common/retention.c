@@ -8,9 +8,10 @@
 #include "db.h"
 #include "timeutil.h"
 
-static const char *const TABLES[RETENTION_TABLES] = {"heatmap_cells", "attribution_rollup",
-                                                     "link_windows",  "gap_alerts",
-                                                     "agent_gaps",    "window_state"};
+static const char *const TABLES[RETENTION_TABLES] = {
+    "heatmap_cells",       "attribution_rollup",  "link_windows",      "gap_alerts",
+    "agent_gaps",          "window_state",        "dependency_rollup", "flow_samples",
+    "flow_sample_batches", "flow_collector_stats"};
 
 const char *retention_table_name(int i)
 {

@@ -1,5 +1,9 @@
 /* Retention for every table: raw partitions older than `retention.raw_days` (wl_prune), and the
- * result and bookkeeping tables by their own bounds (wl_prune_results, sql/005_resilience.sql).
+ * result and bookkeeping tables by their own bounds (wl_prune_results, sql/005_resilience.sql):
+ * results (heatmap_cells, attribution_rollup, link_windows, dependency_rollup) after results_days,
+ * delivered resolved alerts after alerts_days, agent_gaps after gaps_days, clean window_state rows
+ * and the sampled router flows (flow_samples and its batch keys and collector counters) with the
+ * raw data.
  * Run by `wanledger prune` and by the leading reconciler once a day. */
 #ifndef WL_RETENTION_H
 #define WL_RETENTION_H
@@ -10,7 +14,7 @@
 
 #include "config.h"
 
-#define RETENTION_TABLES 6
+#define RETENTION_TABLES 10
 
 struct retention_stats {
     int partitions_dropped;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flowin.h"
 #include "gaps.h"
 
 /* Latency histogram buckets, seconds. */
@@ -218,4 +219,5 @@ void metrics_render(struct metrics *m, PGconn *db, struct evbuffer *out)
                         "# TYPE wanledger_leader gauge\nwanledger_leader %d\n",
                         atomic_load(&m->leader));
     render_db_gauges(db, out);
+    flowin_metrics(db, out); /* the flow collectors' drops, reported with their batches */
 }

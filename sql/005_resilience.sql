@@ -142,4 +142,22 @@ BEGIN
     DELETE FROM window_state WHERE window_start < state_cutoff AND NOT dirty;
     GET DIAGNOSTICS n = ROW_COUNT;
     table_name := 'window_state'; deleted := n; RETURN NEXT;
+    -- tables of later migrations (008 flow samples, 010 dependency map), when they exist
+    IF to_regclass('dependency_rollup') IS NOT NULL THEN
+        EXECUTE 'DELETE FROM dependency_rollup WHERE window_start < $1' USING results_cutoff;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        table_name := 'dependency_rollup'; deleted := n; RETURN NEXT;
+    END IF;
+    IF to_regclass('flow_samples') IS NOT NULL THEN
+        -- raw inputs (sampled router flows), kept like the raw partitions
+        EXECUTE 'DELETE FROM flow_samples WHERE window_start < $1' USING state_cutoff;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        table_name := 'flow_samples'; deleted := n; RETURN NEXT;
+        EXECUTE 'DELETE FROM flow_sample_batches WHERE received_at < $1' USING state_cutoff;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        table_name := 'flow_sample_batches'; deleted := n; RETURN NEXT;
+        EXECUTE 'DELETE FROM flow_collector_stats WHERE updated_at < $1' USING state_cutoff;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        table_name := 'flow_collector_stats'; deleted := n; RETURN NEXT;
+    END IF;
 END $$;
