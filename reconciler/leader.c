@@ -24,6 +24,7 @@ struct leader {
     bool stop;
     _Atomic bool leading;
     _Atomic uint64_t term;
+    PGconn *first_db; /* the session of the first round, made by leader_start */
 };
 
 /* One statement returning one boolean; -1 when it failed (the session is then suspect). */
@@ -88,12 +89,16 @@ static PGconn *round_once(struct leader *l, PGconn *db, int64_t *last_err_us)
 static void *run(void *arg)
 {
     struct leader *l = arg;
-    PGconn *db = NULL;
+    PGconn *db = l->first_db;
     int64_t last_err = 0;
+    bool first = true; /* leader_start ran the first round */
+    l->first_db = NULL;
     pthread_mutex_lock(&l->mu);
     while (!l->stop) {
         pthread_mutex_unlock(&l->mu);
-        db = round_once(l, db, &last_err);
+        if (!first)
+            db = round_once(l, db, &last_err);
+        first = false;
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_nsec += (long)LEADER_POLL_MS * 1000000L;
@@ -124,9 +129,15 @@ struct leader *leader_start(const struct cfg *cfg, struct metrics *m, char *err,
     pthread_cond_init(&l->cv, NULL);
     if (m)
         metrics_leader(m, false);
+    /* the first round here, so that a lone reconciler leads before its loop starts (its first
+     * pass then runs at start-up, as it did before there were leaders) */
+    int64_t last_err = 0;
+    l->first_db = round_once(l, NULL, &last_err);
     int rc = pthread_create(&l->thread, NULL, run, l);
     if (rc != 0) {
         snprintf(err, errlen, "cannot start the leader thread: error %d", rc);
+        if (l->first_db)
+            PQfinish(l->first_db);
         pthread_mutex_destroy(&l->mu);
         pthread_cond_destroy(&l->cv);
         free(l);
