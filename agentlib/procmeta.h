@@ -36,9 +36,6 @@ int procmeta_live(struct procmeta *pm, uint32_t pid, const struct flow_meta **m,
  * flowsets. */
 void procmeta_prune(struct procmeta *pm, unsigned windows);
 
-/* Cached processes (for /metrics). */
-size_t procmeta_count(const struct procmeta *pm);
-
 /* Derives container id, pod uid, systemd unit and Slurm job from a cgroup path such as
  * "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1b2c_..slice/cri-containerd-
  * <64 hex>.scope" or "/system.slice/slurmstepd.scope/job_42/step_0". Fills only those fields. */
