@@ -314,6 +314,7 @@ void cfg_free(struct cfg *cfg)
     free_list(cfg->tokens.poller, cfg->tokens.n_poller);
     free_list(cfg->tokens.service, cfg->tokens.n_service);
     free_list(cfg->tokens.reader, cfg->tokens.n_reader);
+    free_list(cfg->tokens.operator, cfg->tokens.n_operator);
     free(cfg->reconciler_url);
     free(cfg->public_url);
     for (size_t i = 0; i < cfg->n_sites; i++) {

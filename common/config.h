@@ -81,6 +81,8 @@ struct cfg_service {
 struct cfg_tokens {
     size_t n_agent, n_poller, n_service, n_reader;
     char **agent, **poller, **service, **reader;
+    size_t n_operator; /* throttle rules: create, approve, revoke */
+    char **operator;
 };
 
 struct cfg {
