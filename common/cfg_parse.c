@@ -204,10 +204,12 @@ static const struct {
     const char *key;
     void (*parse)(struct cfg_pctx *c, const cJSON *root);
 } sections[] = {
-    {"sites", parse_sites_sec},       {"devices", parse_devices_sec}, {"links", parse_links_sec},
-    {"routes", parse_routes_sec},     {"dedup", parse_dedup_sec},     {"overhead", parse_overhead},
-    {"thresholds", parse_thresholds}, {"alerts", parse_alerts},       {"limits", parse_limits},
-    {"poller", parse_poller},
+    {"sites", parse_sites_sec},       {"devices", parse_devices_sec},
+    {"links", parse_links_sec},       {"routes", parse_routes_sec},
+    {"dedup", parse_dedup_sec},       {"overhead", parse_overhead},
+    {"thresholds", parse_thresholds}, {"alerts", parse_alerts},
+    {"limits", parse_limits},         {"poller", parse_poller},
+    {"throttle", cfg_parse_throttle},
 };
 
 #define N_SCALARS  (sizeof(scalar_keys) / sizeof(scalar_keys[0]))
@@ -315,6 +317,7 @@ void cfg_free(struct cfg *cfg)
     free_list(cfg->tokens.service, cfg->tokens.n_service);
     free_list(cfg->tokens.reader, cfg->tokens.n_reader);
     free_list(cfg->tokens.operator, cfg->tokens.n_operator);
+    free_list(cfg->throttle.auto_enforce, cfg->throttle.n_auto_enforce);
     free(cfg->reconciler_url);
     free(cfg->public_url);
     for (size_t i = 0; i < cfg->n_sites; i++) {
