@@ -358,7 +358,7 @@ static int list_all(PGconn *db, const char *query, struct evbuffer *out)
     bool all = query_get(query, "all", v, sizeof(v)) && strcmp(v, "0") != 0;
     char sql[2048];
     snprintf(sql, sizeof(sql),
-             "SELECT r.id, selector_kind, selector_value, rate_bps, rate_scope, mode, status, "
+             "SELECT r.id, selector_kind, selector_value, rate_bps, rate_scope, r.mode, status, "
              "reason, created_by, coalesce(approved_by, ''), " TS("created_at") ", " TS(
                  "expires_at") ", coalesce(" TS("revoked_at") ", ''), "
                                                               "CASE WHEN revoked_at IS NOT NULL "
