@@ -9,6 +9,7 @@
 #include "hm_cmd.h"
 #include "log.h"
 #include "poll_cmd.h"
+#include "api_deps.h"
 #include "recon_cmd.h"
 #include "throttle_cmd.h"
 #include "ship.h"
@@ -28,6 +29,7 @@ static void usage(FILE *f)
             "  heatmap               write the heatmap (svg, html, ansi)\n"
             "  report --week W       the weekly coverage review (md, html)\n"
             "  top --src A --dst B   who used a site pair\n"
+            "  deps --workflow W     what a workflow talks to (--move-to SITE: the circuits)\n"
             "  alerts [--open]       list gap, over and saturation alerts\n"
             "  throttle add|list|proposals|approve|revoke|kill-switch   throttle rules\n"
             "\n"
@@ -171,9 +173,9 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    static const char *const known[] = {"migrate", "prune",    "reconcile", "poll",
-                                        "ship",    "heatmap",  "report",    "top",
-                                        "alerts",  "throttle", NULL};
+    static const char *const known[] = {"migrate", "prune",   "reconcile", "poll",
+                                        "ship",    "heatmap", "report",    "top",
+                                        "alerts",  "deps",    "throttle",  NULL};
     int ok = 0;
     for (const char *const *k = known; *k; k++)
         ok |= strcmp(*k, sub) == 0;
@@ -204,6 +206,8 @@ int main(int argc, char **argv)
         rc = recon_cmd_top(cfg, sargc, sargv);
     else if (strcmp(sub, "throttle") == 0)
         rc = thr_cmd(cfg, sargc, sargv);
+    else if (strcmp(sub, "deps") == 0)
+        rc = api_deps_cmd(cfg, sargc, sargv);
     else
         rc = recon_cmd_alerts(cfg, sargc, sargv);
     cfg_free(cfg);

@@ -127,7 +127,8 @@ static int propose_one(PGconn *db, const struct cfg *cfg, PGresult *ar, int i, c
             "WITH n AS (INSERT INTO throttle_rules (selector_kind, selector_value, rate_bps, "
             "rate_scope, mode, status, reason, created_by, alert_src, alert_dst, expires_at, "
             "approved_by, approved_at) VALUES ('workflow', $1, $2::bigint, 'total', $3, $4, $5, "
-            "'reconciler', $6, $7, now() + make_interval(secs => $8::bigint), $9::text, CASE WHEN $9::text "
+            "'reconciler', $6, $7, now() + make_interval(secs => $8::bigint), $9::text, CASE WHEN "
+            "$9::text "
             "IS NULL THEN NULL ELSE now() END) RETURNING id, reason) "
             "INSERT INTO throttle_audit (rule_id, event, actor, detail) SELECT id, "
             "'proposal', 'reconciler', reason FROM n RETURNING rule_id",
