@@ -305,6 +305,35 @@ done:
     return st;
 }
 
+/* A 'total' rule's share for host: its share of the selector's bytes in the latest window
+ * attribution_rollup has for it; without bytes there, an even split over the hosts that applied
+ * the rule (at least this one). */
+static double host_share(PGconn *db, const char *kind, const char *value, const char *host,
+                         double rate, double hosts)
+{
+    const char *col = strcmp(kind, "workflow") == 0  ? "workflow"
+                      : strcmp(kind, "user") == 0    ? "user_name"
+                      : strcmp(kind, "program") == 0 ? "program"
+                                                     : NULL;
+    double share = 0;
+    if (col) {
+        char sql[640];
+        snprintf(sql, sizeof(sql),
+                 "WITH s AS (SELECT host, sum(bytes)::float8 AS b FROM attribution_rollup WHERE "
+                 "%s = $1 AND window_start = (SELECT max(window_start) FROM attribution_rollup "
+                 "WHERE %s = $1) GROUP BY host) SELECT coalesce((SELECT b FROM s WHERE host = "
+                 "$2), 0) / nullif((SELECT sum(b) FROM s), 0)",
+                 col, col);
+        const char *p[] = {value, host};
+        PGresult *r = q(db, sql, 2, p);
+        if (ok(r) && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0))
+            share = atof(PQgetvalue(r, 0, 0));
+        PQclear(r);
+    }
+    double v = floor(share > 0 ? rate * share : rate / (hosts > 1 ? hosts : 1));
+    return v > 0 ? v : 1;
+}
+
 /* The rules an agent applies on host. */
 static int list_for_host(PGconn *db, const char *host, struct evbuffer *out)
 {
@@ -329,12 +358,10 @@ static int list_for_host(PGconn *db, const char *host, struct evbuffer *out)
         cJSON_AddStringToObject(s, PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));
         double rate = atof(PQgetvalue(r, i, 3));
         cJSON_AddNumberToObject(e, "rate_bps", rate);
-        /* 'total': split evenly over the hosts that applied it (at least this one) */
-        if (strcmp(PQgetvalue(r, i, 6), "total") == 0) {
-            double hosts = atof(PQgetvalue(r, i, 7));
-            double share = floor(rate / (hosts > 1 ? hosts : 1));
-            cJSON_AddNumberToObject(e, "host_rate_bps", share > 0 ? share : 1);
-        }
+        if (strcmp(PQgetvalue(r, i, 6), "total") == 0)
+            cJSON_AddNumberToObject(e, "host_rate_bps",
+                                    host_share(db, PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), host,
+                                               rate, atof(PQgetvalue(r, i, 7))));
         cJSON_AddStringToObject(e, "mode", PQgetvalue(r, i, 4));
         cJSON_AddNumberToObject(e, "expires_in_s", atof(PQgetvalue(r, i, 5)));
     }

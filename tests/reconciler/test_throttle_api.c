@@ -258,6 +258,16 @@ static void test_proposal_from_alert(void **state)
                                    "ON r.id = a.rule_id WHERE r.alert_src = 'nyc' AND a.event = "
                                    "'proposal'"),
                      1);
+    /* a 'total' rule: h1 sent 30 of a's 45 GB in that window, h2 15 */
+    char *resp = NULL;
+    assert_int_equal(
+        fx_http(&g_fx, "GET", "/v1/throttles?host=h1", FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "\"host_rate_bps\":3033333333"));
+    free(resp);
+    assert_int_equal(
+        fx_http(&g_fx, "GET", "/v1/throttles?host=h2", FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "\"host_rate_bps\":1516666666"));
+    free(resp);
     char *out = NULL;
     assert_int_equal(fx_run(&g_fx, "throttle proposals", &out), 0);
     assert_non_null(strstr(out, "workflow=a 4550000000bit/s"));
