@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <cjson/cJSON.h>
@@ -271,6 +272,19 @@ static void test_proposal_from_alert(void **state)
     char *out = NULL;
     assert_int_equal(fx_run(&g_fx, "throttle proposals", &out), 0);
     assert_non_null(strstr(out, "workflow=a 4550000000bit/s"));
+    free(out);
+    /* the weekly report of this week lists it */
+    char args[64], wk[16];
+    time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    strftime(wk, sizeof(wk), "%G-W%V", &tmv);
+    snprintf(args, sizeof(args), "report --week %s", wk);
+    assert_int_equal(fx_run(&g_fx, args, &out), 0);
+    char *sec = strstr(out, "## Throttle rules");
+    assert_non_null(sec);
+    assert_non_null(strstr(sec, "workflow a"));
+    assert_non_null(strstr(sec, "(proposal)"));
     free(out);
 }
 
