@@ -161,6 +161,42 @@ static int text_array(const cJSON *a, char *out, size_t outlen, bool *present)
     return n < outlen ? 0 : -1;
 }
 
+/* Refusals that protect the network from the tool: allow-listed selector (422), kill switch
+ * and live-rule cap (409), change rate (429). 0 when the rule may be created. */
+static int safety_checks(PGconn *db, const char *kind, const char *value, struct evbuffer *out)
+{
+    const char *kp[] = {kind, value};
+    PGresult *r = q(db,
+                    "SELECT reason FROM throttle_allow WHERE selector_kind = $1 AND "
+                    "selector_value = $2",
+                    2, kp);
+    if (!ok(r))
+        return db_error(out, r);
+    if (PQntuples(r) > 0) {
+        char msg[300];
+        snprintf(msg, sizeof(msg), "%s %s is allow-listed (%s): it is never throttled", kind, value,
+                 PQgetvalue(r, 0, 0));
+        PQclear(r);
+        return error(out, 422, msg, "$.selector");
+    }
+    PQclear(r);
+    if (kill_switch_on(db)) {
+        return error(out, 409, "the throttle kill switch is on: no rule can be created", "$");
+    }
+    r = PQexec(db, "SELECT count(*) FROM throttle_rules WHERE revoked_at IS NULL AND "
+                   "expires_at > now()");
+    if (ok(r) && atol(PQgetvalue(r, 0, 0)) >= THR_MAX_LIVE) {
+        PQclear(r);
+        return error(out, 409, "too many live rules (at most 32): revoke one first", "$");
+    }
+    PQclear(r);
+    if (changes_last_minute(db) >= THR_MAX_CHANGES_PER_MIN) {
+        return error(out, 429, "too many rule changes in the last minute (at most 30): retry later",
+                     "$");
+    }
+    return 0;
+}
+
 static int create(PGconn *db, const char *body, struct evbuffer *out)
 {
     cJSON *j = cJSON_Parse(body);
@@ -226,41 +262,9 @@ static int create(PGconn *db, const char *body, struct evbuffer *out)
     }
     const char *site = str_member(scope, "site");
     bool propose = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "propose"));
-    const char *kp[] = {SEL_KINDS[kind], kv->valuestring};
-    PGresult *r = q(db,
-                    "SELECT reason FROM throttle_allow WHERE selector_kind = $1 AND "
-                    "selector_value = $2",
-                    2, kp);
-    if (!ok(r)) {
-        st = db_error(out, r);
+    st = safety_checks(db, SEL_KINDS[kind], kv->valuestring, out);
+    if (st != 0)
         goto done;
-    }
-    if (PQntuples(r) > 0) {
-        char msg[300];
-        snprintf(msg, sizeof(msg), "%s %s is allow-listed (%s): it is never throttled",
-                 SEL_KINDS[kind], kv->valuestring, PQgetvalue(r, 0, 0));
-        PQclear(r);
-        st = error(out, 422, msg, "$.selector");
-        goto done;
-    }
-    PQclear(r);
-    if (kill_switch_on(db)) {
-        st = error(out, 409, "the throttle kill switch is on: no rule can be created", "$");
-        goto done;
-    }
-    r = PQexec(db, "SELECT count(*) FROM throttle_rules WHERE revoked_at IS NULL AND "
-                   "expires_at > now()");
-    if (ok(r) && atol(PQgetvalue(r, 0, 0)) >= THR_MAX_LIVE) {
-        PQclear(r);
-        st = error(out, 409, "too many live rules (at most 32): revoke one first", "$");
-        goto done;
-    }
-    PQclear(r);
-    if (changes_last_minute(db) >= THR_MAX_CHANGES_PER_MIN) {
-        st = error(out, 429, "too many rule changes in the last minute (at most 30): retry later",
-                   "$");
-        goto done;
-    }
     snprintf(rate, sizeof(rate), "%.0f", rv->valuedouble);
     snprintf(ttl, sizeof(ttl), "%.0f", tv->valuedouble);
     const char *p[] = {SEL_KINDS[kind],
@@ -275,7 +279,8 @@ static int create(PGconn *db, const char *body, struct evbuffer *out)
                        reason,
                        by && by[0] ? by : "operator",
                        ttl};
-    r = q(db,
+    PGresult *r =
+        q(db,
           "INSERT INTO throttle_rules (selector_kind, selector_value, scope_hosts, scope_site, "
           "dst_sites, rate_bps, rate_scope, mode, status, reason, created_by, expires_at) VALUES "
           "($1, $2, $3::text[], $4, $5::text[], $6::bigint, $7, $8, $9, $10, $11, "
