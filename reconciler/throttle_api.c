@@ -261,6 +261,16 @@ static int create(PGconn *db, const char *body, struct evbuffer *out)
         goto done;
     }
     const char *site = str_member(scope, "site");
+    /* canary: one host first; POST /v1/throttles/ID/widen lifts the host scope later */
+    const char *canary = str_member(j, "canary_host");
+    if (canary) {
+        if (has_hosts || !canary[0] || strpbrk(canary, "\"\\{},")) {
+            st = error(out, 400, "expected one host name (and no scope.hosts)", "$.canary_host");
+            goto done;
+        }
+        snprintf(hosts, sizeof(hosts), "{\"%s\"}", canary);
+        has_hosts = true;
+    }
     bool propose = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "propose"));
     st = safety_checks(db, SEL_KINDS[kind], kv->valuestring, out);
     if (st != 0)
@@ -439,6 +449,30 @@ static int list_all(PGconn *db, const char *query, struct evbuffer *out)
     }
     PQclear(r);
     cJSON_AddBoolToObject(o, "kill_switch", kill_switch_on(db));
+    return send_json(out, 200, o);
+}
+
+/* POST /v1/throttles/ID/widen: a canary rule applies to every host in its scope. */
+static int widen(PGconn *db, const char *id, const char *by, struct evbuffer *out)
+{
+    if (changes_last_minute(db) >= THR_MAX_CHANGES_PER_MIN)
+        return error(out, 429, "too many rule changes in the last minute: retry later", "$");
+    const char *p[] = {id};
+    PGresult *r = q(db,
+                    "UPDATE throttle_rules SET scope_hosts = NULL WHERE id = $1::bigint AND "
+                    "revoked_at IS NULL AND expires_at > now() AND scope_hosts IS NOT NULL "
+                    "RETURNING id",
+                    1, p);
+    if (!ok(r))
+        return db_error(out, r);
+    int n = PQntuples(r);
+    PQclear(r);
+    if (n != 1)
+        return error(out, 404, "no live rule with a host scope", "id");
+    audit(db, id, "approval", NULL, by, "widened from its canary host to every host");
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "id", atof(id));
+    cJSON_AddStringToObject(o, "state", "widened");
     return send_json(out, 200, o);
 }
 
@@ -636,6 +670,12 @@ int thr_api_handle(PGconn *db, const char *role, const char *method, const char 
     snprintf(id, sizeof(id), "%.*s", (int)n, p);
     bool approve = strcmp(p + n, "/approve") == 0;
     bool revoke_post = strcmp(p + n, "/revoke") == 0; /* for clients without DELETE */
+    if (strcmp(p + n, "/widen") == 0) {
+        if (strcmp(method, "POST") != 0)
+            return error(out, 405, "method not allowed here", path);
+        return op ? widen(db, id, by, out)
+                  : error(out, 403, "changing a rule needs an operator token", "Authorization");
+    }
     if (!approve && !revoke_post && p[n] != '\0')
         return error(out, 404, "no such endpoint", path);
     if (strcmp(method, approve || revoke_post ? "POST" : "DELETE") != 0)

@@ -7,6 +7,7 @@
  *   DELETE /v1/throttles/ID           operator: revokes
  *   POST   /v1/throttles/ID/revoke    operator: the same as DELETE
  *   POST   /v1/throttles/ID/approve   operator: a proposal (dry_run) becomes enforced
+ *   POST   /v1/throttles/ID/widen     operator: a canary rule ("canary_host") goes to every host
  *   POST   /v1/throttles/kill_switch  operator: {"on":true|false}
  *   POST   /v1/throttles/report       agent: per rule passed/delayed/dropped on a host
  * Safety: at most THR_MAX_LIVE live rules, at most THR_MAX_CHANGES_PER_MIN creations,

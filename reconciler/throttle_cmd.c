@@ -19,11 +19,13 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: wanledger throttle add (--workflow W|--user U|--program P|--container C)\n"
                "                              --rate 40Mbit --ttl 10m --reason TEXT [--dry-run]\n"
-               "                              [--site S] [--host H]... [--total] [--by NAME]\n"
+               "                              [--site S] [--host H]... [--canary H] [--total]\n"
+               "                              [--by NAME]\n"
                "       wanledger throttle list [--all] [--json]\n"
                "       wanledger throttle proposals [--json]\n"
                "       wanledger throttle approve ID [--by NAME]\n"
                "       wanledger throttle revoke ID [--by NAME]\n"
+               "       wanledger throttle widen ID [--by NAME]   (a canary rule to every host)\n"
                "       wanledger throttle kill-switch on|off [--by NAME]\n");
 }
 
@@ -123,7 +125,7 @@ static const char *by_default(void)
 static int cmd_add(const struct ctx *c, int argc, char **argv)
 {
     const char *kind = NULL, *value = NULL, *rate = NULL, *ttl = NULL, *reason = NULL;
-    const char *site = NULL, *by = by_default();
+    const char *site = NULL, *canary = NULL, *by = by_default();
     const char *hosts[64];
     int n_hosts = 0;
     bool dry = false, total = false;
@@ -151,6 +153,8 @@ static int cmd_add(const struct ctx *c, int argc, char **argv)
             hosts[n_hosts++] = argv[++i];
         } else if (!strcmp(a, "--by") && v) {
             by = argv[++i];
+        } else if (!strcmp(a, "--canary") && v) {
+            canary = argv[++i];
         } else if (!strcmp(a, "--dry-run")) {
             dry = true;
         } else if (!strcmp(a, "--total")) {
@@ -195,6 +199,8 @@ static int cmd_add(const struct ctx *c, int argc, char **argv)
     cJSON_AddStringToObject(o, "created_by", by);
     if (total)
         cJSON_AddStringToObject(o, "rate_scope", "total");
+    if (canary)
+        cJSON_AddStringToObject(o, "canary_host", canary);
     if (site || n_hosts) {
         cJSON *sc = cJSON_AddObjectToObject(o, "scope");
         if (site)
@@ -299,8 +305,7 @@ static int cmd_change(const struct ctx *c, int argc, char **argv)
             *p == '-' || *p == '_' || *p == '.')
             esc[n++] = *p;
     esc[n] = 0;
-    snprintf(path, sizeof(path), "/v1/throttles/%s/%s?by=%s", id,
-             strcmp(argv[0], "approve") == 0 ? "approve" : "revoke", esc);
+    snprintf(path, sizeof(path), "/v1/throttles/%s/%s?by=%s", id, argv[0], esc);
     cJSON *r = call(c, "POST", path, "{}", 200);
     if (!r)
         return 1;
@@ -356,7 +361,7 @@ int thr_cmd(const struct cfg *cfg, int argc, char **argv)
         return cmd_list(&c, argc - 1, argv + 1, false);
     if (!strcmp(sub, "proposals"))
         return cmd_list(&c, argc - 1, argv + 1, true);
-    if (!strcmp(sub, "approve") || !strcmp(sub, "revoke"))
+    if (!strcmp(sub, "approve") || !strcmp(sub, "revoke") || !strcmp(sub, "widen"))
         return cmd_change(&c, argc - 1, argv + 1);
     if (!strcmp(sub, "kill-switch"))
         return cmd_kill(&c, argc - 1, argv + 1);

@@ -179,6 +179,41 @@ static void test_api(void **state)
     assert_int_equal(post(TOKEN_OP, "/v1/throttles/kill_switch", "{\"on\":false}", NULL), 200);
 }
 
+/* A canary rule applies to its one host until widened. */
+static void test_canary(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    assert_int_equal(fx_run(&g_fx,
+                            "throttle add --workflow can-1 --rate 1Mbit --ttl 5m --canary h7 "
+                            "--reason canary",
+                            &out),
+                     0);
+    long long id = atoll(out);
+    free(out);
+    assert_true(id > 0);
+    char *resp = NULL;
+    assert_int_equal(
+        fx_http(&g_fx, "GET", "/v1/throttles?host=h7", FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "can-1"));
+    free(resp);
+    assert_int_equal(
+        fx_http(&g_fx, "GET", "/v1/throttles?host=h8", FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 200);
+    assert_null(strstr(resp, "can-1"));
+    free(resp);
+    char cmd[64];
+    snprintf(cmd, sizeof(cmd), "throttle widen %lld", id);
+    assert_int_equal(fx_run(&g_fx, cmd, &out), 0);
+    free(out);
+    assert_int_equal(
+        fx_http(&g_fx, "GET", "/v1/throttles?host=h8", FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "can-1"));
+    free(resp);
+    snprintf(cmd, sizeof(cmd), "throttle revoke %lld", id);
+    assert_int_equal(fx_run(&g_fx, cmd, &out), 0);
+    free(out);
+}
+
 static void test_cli(void **state)
 {
     (void)state;
@@ -318,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_maxmin_and_parsing),
         cmocka_unit_test(test_api),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_canary),
         cmocka_unit_test(test_proposal_from_alert),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
