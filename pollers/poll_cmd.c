@@ -27,6 +27,8 @@ static void usage(FILE *f)
                "  --device NAME     poll only this SNMP device (repeatable)\n"
                "  --gnmi-tcp H:P    listen for gnmic's tcp output (default: gnmi_tcp_listen)\n"
                "  --gnmi-udp H:P    listen for gnmic's udp output (default: gnmi_udp_listen)\n"
+               "  --gnmi-delimiter S  gnmic tcp output's `delimiter` (default: gnmi_delimiter)\n"
+               "  --gnmi-quiet-ms N  emit a gNMI sample after N ms without events (default 500)\n"
                "  --no-snmp         do not poll SNMP devices (gNMI listener only)\n"
                "  --flush-ms N      batch samples for N ms before spooling (default 1000)\n"
                "  --max-varbinds N  varbinds per SNMP GET to start with (default 100)\n");
@@ -47,12 +49,20 @@ static void on_once_done(void *arg)
 int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"once", no_argument, NULL, 'o'},           {"stdout", no_argument, NULL, 's'},
-        {"spool", required_argument, NULL, 'S'},    {"name", required_argument, NULL, 'n'},
-        {"device", required_argument, NULL, 'd'},   {"gnmi-tcp", required_argument, NULL, 't'},
-        {"gnmi-udp", required_argument, NULL, 'u'}, {"no-snmp", no_argument, NULL, 'N'},
-        {"flush-ms", required_argument, NULL, 'f'}, {"max-varbinds", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"once", no_argument, NULL, 'o'},
+        {"stdout", no_argument, NULL, 's'},
+        {"spool", required_argument, NULL, 'S'},
+        {"name", required_argument, NULL, 'n'},
+        {"device", required_argument, NULL, 'd'},
+        {"gnmi-tcp", required_argument, NULL, 't'},
+        {"gnmi-udp", required_argument, NULL, 'u'},
+        {"no-snmp", no_argument, NULL, 'N'},
+        {"flush-ms", required_argument, NULL, 'f'},
+        {"max-varbinds", required_argument, NULL, 'm'},
+        {"gnmi-delimiter", required_argument, NULL, 'D'},
+        {"gnmi-quiet-ms", required_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     bool once = false, to_stdout = false, no_snmp = false;
     const char *spool_dir = cfg->spool_dir, *tcp = cfg->gnmi_tcp_listen,
@@ -62,7 +72,8 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
     const char *name = host;
     char *only[MAX_ONLY];
     size_t n_only = 0;
-    int flush_ms = 1000, max_vb = 100;
+    int flush_ms = 1000, max_vb = 100, quiet_ms = GNMI_QUIET_MS_DEFAULT;
+    const char *delimiter = NULL;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -100,16 +111,23 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
         case 'N':
             no_snmp = true;
             break;
+        case 'D':
+            delimiter = optarg;
+            break;
         case 'f':
-        case 'm': {
+        case 'm':
+        case 'q': {
             char *end;
             long v = strtol(optarg, &end, 10);
             if (*end || v <= 0 || v > 1000000) {
                 fprintf(stderr, "wanledger poll: --%s %s: expected a positive integer\n",
-                        c == 'f' ? "flush-ms" : "max-varbinds", optarg);
+                        c == 'f'   ? "flush-ms"
+                        : c == 'm' ? "max-varbinds"
+                                   : "gnmi-quiet-ms",
+                        optarg);
                 return 2;
             }
-            *(c == 'f' ? &flush_ms : &max_vb) = (int)v;
+            *(c == 'f' ? &flush_ms : c == 'm' ? &max_vb : &quiet_ms) = (int)v;
             break;
         }
         case 'h':
@@ -184,7 +202,9 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
         }
     }
     if (tcp || udp) {
-        gl = gnmi_listen_new(base, cfg, sink, tcp, udp, err, sizeof(err));
+        struct gnmi_listen_opts go = {
+            .tcp_addr = tcp, .udp_addr = udp, .delimiter = delimiter, .quiet_ms = quiet_ms};
+        gl = gnmi_listen_new(base, cfg, sink, &go, err, sizeof(err));
         if (!gl) {
             log_error(NULL, "%s", err);
             goto done;
