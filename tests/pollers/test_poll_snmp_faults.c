@@ -324,7 +324,7 @@ static struct cfg *recon_cfg(void)
 
 /* Status, valid fraction and observed bytes of nyc->chi over [ws, ws + W) from the samples. */
 static void reconcile(const struct cfg *cfg, const struct pt_samples *s, int link, int64_t ws,
-                      enum recon_status *status, double *valid, uint64_t *observed)
+                      enum cell_status *status, double *valid, uint64_t *observed)
 {
     struct recon_sample *rs = calloc(s->n + 1, sizeof(*rs));
     for (size_t i = 0; i < s->n; i++) {
@@ -345,7 +345,7 @@ static void reconcile(const struct cfg *cfg, const struct pt_samples *s, int lin
     char err[256];
     if (recon_run(cfg, &in, &out, err, sizeof(err)) != 0)
         fail_msg("recon_run: %s", err);
-    *status = RECON_NO_COUNTER;
+    *status = CELL_NO_COUNTER;
     for (size_t i = 0; i < out.n_cells; i++) {
         const struct recon_cell *c = &out.cells[i];
         /* nyc -> chi: wan0 is nyc's end, its in-counter (what arrived from chi) is chi -> nyc;
@@ -399,7 +399,7 @@ static void test_interface_deleted_and_recreated(void **state)
             fail_msg("a valid stretch of zero bytes: samples %zu..%zu at %lld, in %llu\n%s", i - 2,
                      i, (long long)s.v[i].at_us, (unsigned long long)s.v[i].in_octets, err);
     }
-    enum recon_status st[3];
+    enum cell_status st[3];
     double valid[3] = {0};
     uint64_t observed[3] = {0};
     for (int k = 0; k < 3; k++)
@@ -412,12 +412,12 @@ static void test_interface_deleted_and_recreated(void **state)
             recon_status_name(st[0]), valid[0], (unsigned long long)observed[0],
             recon_status_name(st[1]), valid[1], (unsigned long long)observed[1],
             recon_status_name(st[2]), valid[2], (unsigned long long)observed[2]);
-    assert_int_equal(st[0], RECON_INCOMPLETE); /* the outage's window: unknown, not idle */
+    assert_int_equal(st[0], CELL_INCOMPLETE); /* the outage's window: unknown, not idle */
     if (!strstr(err, "moved from ifIndex") && !strstr(err, "is no longer wan0"))
         fail_msg("the new wan0 was not found:\n%s", err);
     /* the new interface's traffic is counted: 500 datagrams/s of 1,000 + 42 bytes */
     for (int k = 1; k < 3; k++) {
-        assert_int_not_equal(st[k], RECON_INCOMPLETE); /* (idle here: no agent attributes it) */
+        assert_int_not_equal(st[k], CELL_INCOMPLETE); /* (idle here: no agent attributes it) */
         assert_true(valid[k] >= 0.9);
         assert_true(observed[k] > (uint64_t)(0.8 * 500 * 1042 * WINDOW_S));
     }
