@@ -24,6 +24,7 @@
 #include "log.h"
 #include "snmp_clock.h"
 #include "snmp_session.h"
+#include "snmp_wrap.h"
 #include "timeutil.h"
 
 /* Per-interface columns, in the order they are requested. */
@@ -86,6 +87,7 @@ struct snmp_if {
     bool not_up;         /* last poll: ifOperStatus was not up(1) */
     unsigned down_polls; /* consecutive polls not up, for periodic re-resolution */
     int64_t last_invalid_disc;
+    bool warned_wrap; /* 32-bit counters that can wrap twice in an interval: logged once */
     /* this poll */
     uint64_t v[N_COLS];
     uint32_t have; /* bit per column */
@@ -588,6 +590,20 @@ static int64_t sample_disc(struct snmp_if *f, bool valid, int64_t uptime_cs)
     return (int64_t)(((uint64_t)f->ifindex << 32) | disc);
 }
 
+/* 32-bit counters that can wrap twice in an interval: said once per interface (snmp_wrap.h). */
+static void check_wraps(struct snmp_dev *d, struct snmp_if *f)
+{
+    if (d->hc || f->warned_wrap)
+        return;
+    char msg[400];
+    int ivl = d->cd->snmp.interval_seconds > 0 ? d->cd->snmp.interval_seconds : 30;
+    if (!snmp_wrap_check((f->have & (1u << C_SPEED)) ? f->v[C_SPEED] : 0, ivl, msg, sizeof(msg)))
+        return;
+    f->warned_wrap = true;
+    d->st.wrap_ambiguous++;
+    log_warn(dname(d), "%s: %s", f->name, msg);
+}
+
 static void emit(struct snmp_dev *d, struct snmp_if *f, int64_t at_us, int64_t uptime_cs)
 {
     const uint32_t need = (1u << C_IN_OCT) | (1u << C_OUT_OCT);
@@ -627,6 +643,7 @@ static void emit(struct snmp_dev *d, struct snmp_if *f, int64_t at_us, int64_t u
         s.in_pkts = f->v[C_IN_UC] + f->v[C_IN_MC] + f->v[C_IN_BC];
         s.out_pkts = f->v[C_OUT_UC] + f->v[C_OUT_MC] + f->v[C_OUT_BC];
     }
+    check_wraps(d, f);
     d->st.samples++;
     if (!up)
         d->st.invalid_samples++;

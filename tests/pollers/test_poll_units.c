@@ -15,6 +15,8 @@
 #include "gnmi_event.h"
 #include "harness.h"
 #include "poll_sample.h"
+#include "snmp_clock.h"
+#include "snmp_wrap.h"
 
 static void test_batch_json_exact_and_escaped(void **state)
 {
@@ -204,12 +206,52 @@ static void test_gnmi_split_events_one_sample_per_timestamp(void **state)
     cfg_free(cfg);
 }
 
+/* The device clock: bounds on the boot time B from send - (U+1) cs <= B <= recv - U cs,
+ * intersected response after response (widened by 200 ppm of the uptime between them). */
+static void test_snmp_clock_late_answer(void **state)
+{
+    (void)state;
+    struct snmp_clock c = {0};
+    /* first response: B in [1,000,000 - 1,010,000, 1,002,000 - 1,000,000] = [-10,000, 2,000];
+     * at = -4,000 + 1,000,000 + 5,000 (half a cs) = 1,001,000, the midpoint */
+    assert_int_equal(snmp_clock_at(&c, 1000000, 1002000, 100), 1001000);
+    /* B in [-10,000, 400] (slack 100 cs x 10,000 / 5,000 = 200 us on the old [-10,000, 2,000]);
+     * at = -4,800 + 2,000,000 + 5,000 = 2,000,200 */
+    assert_int_equal(snmp_clock_at(&c, 2000000, 2000400, 200), 2000200);
+    /* the answer comes 1.5 s late: B stays in [-10,000, 600]: at = -4,700 + 3,000,000 + 5,000
+     * = 3,000,300 (the midpoint would say 3,750,000, the arrival 4,500,000) */
+    assert_int_equal(snmp_clock_at(&c, 3000000, 4500000, 300), 3000300);
+    assert_int_equal(c.resets, 0);
+    /* uptime went down (restart): bounds start again, the midpoint 5,000,250 */
+    assert_int_equal(snmp_clock_at(&c, 5000000, 5000500, 50), 5000250);
+    assert_int_equal(c.resets, 1);
+}
+
+/* 2^32 bytes x 8 = 34,359,738,368 bits: 34.36 s at 1 Gbit/s, 343.6 s at 100 Mbit/s. */
+static void test_snmp_wrap_check(void **state)
+{
+    (void)state;
+    char m[400];
+    assert_int_equal(snmp_wrap_check(1000000000ULL, 30, m, sizeof(m)), 0); /* 30.3 < 34.36 */
+    assert_int_equal(snmp_wrap_check(1000000000ULL, 34, m, sizeof(m)), 0); /* 34.34 < 34.36 */
+    assert_int_equal(snmp_wrap_check(1000000000ULL, 35, m, sizeof(m)), 1);
+    /* the longest interval that does: 34.36 / 1.01 = 34.02 -> 34 s */
+    assert_non_null(strstr(m, "poll every 34 s or less"));
+    assert_int_equal(snmp_wrap_check(100000000ULL, 300, m, sizeof(m)), 0); /* 303 < 343.6 */
+    assert_int_equal(snmp_wrap_check(0, 10, m, sizeof(m)), 1);
+    assert_non_null(strstr(m, "no ifSpeed"));
+    assert_int_equal(snmp_wrap_check(4294967295ULL, 1, m, sizeof(m)), 1);
+    assert_non_null(strstr(m, "saturated"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batch_json_exact_and_escaped),
         cmocka_unit_test(test_gnmi_cases),
         cmocka_unit_test(test_gnmi_split_events_one_sample_per_timestamp),
+        cmocka_unit_test(test_snmp_clock_late_answer),
+        cmocka_unit_test(test_snmp_wrap_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
