@@ -26,6 +26,8 @@
 
 struct gnmi_listen {
     struct event_base *base;
+    const struct cfg *cfg;
+    uint64_t *device_samples; /* per cfg device: samples emitted */
     struct poll_sink *sink;
     struct gnmi_map *map;
     struct evconnlistener *tcp;
@@ -76,8 +78,12 @@ static int64_t mono_us(void)
 static void deliver(struct gnmi_listen *g)
 {
     g->stats.samples += g->batch.n;
-    for (size_t i = 0; i < g->batch.n; i++)
+    for (size_t i = 0; i < g->batch.n; i++) {
+        int d = cfg_device_index(g->cfg, g->batch.items[i].device);
+        if (d >= 0)
+            g->device_samples[d]++;
         poll_sink_add(g->sink, &g->batch.items[i]);
+    }
     poll_batch_clear(&g->batch);
 }
 
@@ -342,6 +348,7 @@ struct gnmi_listen *gnmi_listen_new(struct event_base *base, const struct cfg *c
         return NULL;
     }
     g->base = base;
+    g->cfg = cfg;
     g->sink = sink;
     g->udp_fd = -1;
     g->quiet_us = (int64_t)(o->quiet_ms > 0 ? o->quiet_ms : GNMI_QUIET_MS_DEFAULT) * 1000;
@@ -358,7 +365,8 @@ struct gnmi_listen *gnmi_listen_new(struct event_base *base, const struct cfg *c
     }
     g->map = gnmi_map_new(cfg);
     g->quiet_ev = evtimer_new(base, on_quiet, g);
-    if (!g->map || !g->quiet_ev) {
+    g->device_samples = calloc(cfg->n_devices ? cfg->n_devices : 1, sizeof(uint64_t));
+    if (!g->map || !g->quiet_ev || !g->device_samples) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -427,7 +435,13 @@ void gnmi_listen_free(struct gnmi_listen *g)
     free(g->udp_buf);
     gnmi_map_free(g->map);
     poll_batch_free(&g->batch);
+    free(g->device_samples);
     free(g);
+}
+
+uint64_t gnmi_listen_device_samples(const struct gnmi_listen *g, size_t device_idx)
+{
+    return device_idx < g->cfg->n_devices ? g->device_samples[device_idx] : 0;
 }
 
 const struct gnmi_listen_stats *gnmi_listen_stats(const struct gnmi_listen *g)

@@ -44,5 +44,7 @@ struct gnmi_listen *gnmi_listen_new(struct event_base *base, const struct cfg *c
 /* Emits what is pending into the sink, then frees. */
 void gnmi_listen_free(struct gnmi_listen *g);
 const struct gnmi_listen_stats *gnmi_listen_stats(const struct gnmi_listen *g);
+/* Samples emitted for cfg->devices[device_idx]. */
+uint64_t gnmi_listen_device_samples(const struct gnmi_listen *g, size_t device_idx);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "gnmi_listen.h"
 #include "log.h"
+#include "poll_metrics.h"
 #include "poll_sink.h"
 #include "snmp_poller.h"
 
@@ -30,6 +31,8 @@ static void usage(FILE *f)
                "  --gnmi-delimiter S  gnmic tcp output's `delimiter` (default: gnmi_delimiter)\n"
                "  --gnmi-quiet-ms N  emit a gNMI sample after N ms without events (default 500)\n"
                "  --no-snmp         do not poll SNMP devices (gNMI listener only)\n"
+               "  --metrics H:P     serve /metrics here (default: metrics_listen, "
+               "else " POLL_METRICS_DEFAULT ")\n"
                "  --flush-ms N      batch samples for N ms before spooling (default 1000)\n"
                "  --max-varbinds N  varbinds per SNMP GET to start with (default 100)\n");
 }
@@ -61,6 +64,7 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
         {"max-varbinds", required_argument, NULL, 'm'},
         {"gnmi-delimiter", required_argument, NULL, 'D'},
         {"gnmi-quiet-ms", required_argument, NULL, 'q'},
+        {"metrics", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -73,7 +77,7 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
     char *only[MAX_ONLY];
     size_t n_only = 0;
     int flush_ms = 1000, max_vb = 100, quiet_ms = GNMI_QUIET_MS_DEFAULT;
-    const char *delimiter = NULL;
+    const char *delimiter = cfg->gnmi_delimiter, *metrics_addr = cfg->metrics_listen;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -113,6 +117,9 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
             break;
         case 'D':
             delimiter = optarg;
+            break;
+        case 'M':
+            metrics_addr = optarg;
             break;
         case 'f':
         case 'm':
@@ -173,6 +180,7 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
     struct snmp_poller *sp = NULL;
     struct gnmi_listen *gl = NULL;
     struct event *sig_int = NULL, *sig_term = NULL;
+    struct poll_metrics *metrics = NULL;
     if (!base) {
         log_error(NULL, "cannot create the event loop");
         return 1;
@@ -218,6 +226,22 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
         rc = 2;
         goto done;
     }
+    if (!once) {
+        /* the default port taken (a second poller on this host) is a warning; a configured
+         * address that cannot be bound is an error */
+        metrics = poll_metrics_new(base, metrics_addr ? metrics_addr : POLL_METRICS_DEFAULT, cfg,
+                                   sp, gl, to_stdout ? NULL : spool_dir, err, sizeof(err));
+        if (!metrics && metrics_addr) {
+            log_error(NULL, "%s", err);
+            rc = 2;
+            goto done;
+        }
+        if (!metrics)
+            log_warn(NULL, "%s; running without /metrics", err);
+        else
+            log_info(NULL, "metrics on http://%s/metrics",
+                     metrics_addr ? metrics_addr : POLL_METRICS_DEFAULT);
+    }
     sig_int = evsignal_new(base, SIGINT, on_signal, base);
     sig_term = evsignal_new(base, SIGTERM, on_signal, base);
     if (!sig_int || !sig_term)
@@ -235,6 +259,7 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
         rc = 1;
     }
 done:
+    poll_metrics_free(metrics);
     if (sig_int)
         event_free(sig_int);
     if (sig_term)

@@ -11,6 +11,7 @@
  *   snmpd read the counters (the relay sees that instant), not when the answer arrived. */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -149,7 +150,7 @@ static int setup(void **state)
     pt_write(path, "public\n");
     snprintf(g_cfg, sizeof(g_cfg), "%s/config.json", g_dir);
     snprintf(text, sizeof(text),
-             "{\"window_seconds\": %3$d,\n"
+             "{\"window_seconds\": %3$d, \"reconciler_url\": \"http://127.0.0.1:9\",\n"
              " \"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]},\n"
              "            {\"name\": \"chi\", \"prefixes\": [\"10.2.0.0/16\"]}],\n"
              " \"devices\": [\n"
@@ -162,14 +163,23 @@ static int setup(void **state)
              "  {\"name\": \"r-relay\", \"site\": \"nyc\", \"snmp\": {\"address\": "
              "\"udp:127.0.0.1:%4$d\", \"version\": \"2c\", \"community_file\": "
              "\"%1$s/community\", \"interval_seconds\": 1, \"timeout_ms\": 4000, \"retries\": "
-             "0}}],\n"
+             "0}},\n"
+             "  {\"name\": \"dead\", \"site\": \"nyc\", \"snmp\": {\"address\": "
+             "\"udp:127.0.0.1:16199\", \"version\": \"2c\", \"community_file\": "
+             "\"%1$s/community\", \"interval_seconds\": 1, \"timeout_ms\": 300, \"retries\": "
+             "0}},\n"
+             "  {\"name\": \"gn\", \"site\": \"nyc\", \"gnmi\": {}}],\n"
              " \"links\": [\n"
              "  {\"device\": \"r-udp\", \"interface\": \"wan0\", \"site\": \"nyc\", \"peer_site\": "
              "\"chi\", \"circuit\": \"c1\", \"capacity_bps\": 100000000},\n"
              "  {\"device\": \"r-unix\", \"interface\": \"wan0\", \"site\": \"nyc\", "
              "\"peer_site\": \"chi\", \"circuit\": \"c2\"},\n"
              "  {\"device\": \"r-relay\", \"interface\": \"wan0\", \"site\": \"nyc\", "
-             "\"peer_site\": \"chi\", \"circuit\": \"c3\"}]}\n",
+             "\"peer_site\": \"chi\", \"circuit\": \"c3\"},\n"
+             "  {\"device\": \"dead\", \"interface\": \"wan0\", \"site\": \"nyc\", "
+             "\"peer_site\": \"chi\", \"circuit\": \"c4\"},\n"
+             "  {\"device\": \"gn\", \"interface\": \"et1\", \"site\": \"nyc\", "
+             "\"peer_site\": \"chi\", \"circuit\": \"c5\"}]}\n",
              g_dir, SNMP_PORT, WINDOW_S, RELAY_PORT);
     pt_write(g_cfg, text);
     if (start_snmpd() != 0) {
@@ -587,12 +597,124 @@ static void test_late_answers_do_not_move_bytes(void **state)
     pt_samples_free(&relayed);
 }
 
+/* ---- /metrics of the running poller ---- */
+
+/* The value of the series whose line starts with prefix (name{labels}), or -1. */
+static double metric(const char *text, const char *prefix)
+{
+    const char *p = text;
+    size_t n = strlen(prefix);
+    while ((p = strstr(p, prefix)) != NULL) {
+        if ((p == text || p[-1] == '\n') && p[n] == ' ')
+            return atof(p + n + 1);
+        p += n;
+    }
+    return -1;
+}
+
+static int count_spool(const char *dir, size_t *samples)
+{
+    int files = 0;
+    *samples = 0;
+    char cmd[800];
+    snprintf(cmd, sizeof(cmd), "ls %s 2>/dev/null | grep -cE '^[0-9]{20}(\\.json)?$'", dir);
+    FILE *p = popen(cmd, "r");
+    if (p && fscanf(p, "%d", &files) != 1)
+        files = 0;
+    if (p)
+        pclose(p);
+    snprintf(cmd, sizeof(cmd), "cat %s/[0-9]* 2>/dev/null | grep -o '\"device\":' | wc -l", dir);
+    p = popen(cmd, "r");
+    if (p && fscanf(p, "%zu", samples) != 1)
+        *samples = 0;
+    if (p)
+        pclose(p);
+    return files;
+}
+
+static void test_metrics_of_the_running_poller(void **state)
+{
+    (void)state;
+    th_require(th_sh("command -v promtool >/dev/null") == 0,
+               "promtool (Debian prometheus) is needed to check /metrics");
+    char spool[700], cmd[4096], out[700], err[700], mfile[700];
+    snprintf(spool, sizeof(spool), "%s/spool", g_dir);
+    snprintf(out, sizeof(out), "%s/metrics.out", g_dir);
+    snprintf(err, sizeof(err), "%s/metrics.err", g_dir);
+    snprintf(mfile, sizeof(mfile), "%s/metrics.txt", g_dir);
+    int mport = 19466, gport = 19467;
+    /* the reconciler (http://127.0.0.1:9) is down: batches wait in the spool */
+    snprintf(cmd, sizeof(cmd),
+             "exec ip netns exec %s %s --config %s poll --device r-udp --device dead --spool %s "
+             "--flush-ms 200 --metrics 127.0.0.1:%d --gnmi-tcp 127.0.0.1:%d >%s 2>%s",
+             g_rns, th_bin("wanledger"), g_cfg, spool, mport, gport, out, err);
+    char *sh[] = {"sh", "-c", cmd, NULL};
+    pid_t pid = th_spawn(sh, NULL);
+    assert_true(pid > 0);
+    sleep(4);
+    /* a gnmic message in the plain json format: refused, counted */
+    char msg[700];
+    snprintf(msg, sizeof(msg), "%s/plain.json", g_dir);
+    pt_write(msg, "{\"source\":\"gn\",\"timestamp\":1,\"updates\":[]}");
+    assert_int_equal(th_sh("ip netns exec %s python3 -c \"import socket; s = "
+                           "socket.create_connection(('127.0.0.1', %d)); s.sendall(open('%s', "
+                           "'rb').read()); s.close()\"",
+                           g_rns, gport, msg),
+                     0);
+    usleep(300000);
+    int64_t t_scrape = tm_now_us();
+    assert_int_equal(
+        th_sh("ip netns exec %s curl -sf 127.0.0.1:%d/metrics >%s", g_rns, mport, mfile), 0);
+    size_t spooled_samples;
+    int files = count_spool(spool, &spooled_samples);
+    int st = th_stop(pid, 5000);
+    char *etext = pt_slurp(err);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("poller exited with status %d:\n%s", st, etext);
+    size_t final_samples;
+    count_spool(spool, &final_samples);
+    char *m = pt_slurp(mfile);
+    int rc = th_sh("promtool check metrics <%s >&2", mfile);
+    if (rc != 0)
+        fail_msg("promtool check metrics failed:\n%s", m);
+    double last =
+        metric(m, "wanledger_poller_snmp_last_success_timestamp_seconds{device=\"r-udp\"}");
+    double timeouts = metric(m, "wanledger_poller_snmp_poll_failures_total{device=\"dead\","
+                                "reason=\"timeout\"}");
+    double ok = metric(m, "wanledger_poller_snmp_poll_duration_seconds_count{device=\"r-udp\"}");
+    double fast = metric(m, "wanledger_poller_snmp_poll_duration_seconds_bucket{device=\"r-udp\","
+                            "le=\"+Inf\"}");
+    double samples = metric(m, "wanledger_poller_samples_total{device=\"r-udp\",source=\"snmp\"}");
+    double batches = metric(m, "wanledger_poller_spool_batches");
+    double json = metric(m, "wanledger_poller_gnmi_refused_total{reason=\"format_json\"}");
+    fprintf(stderr,
+            "# /metrics: last success %.3f s before the scrape, %0.f polls ok, %.0f timeouts of "
+            "dead, %.0f samples (%zu in the spool then, %zu after the stop), %.0f batches (%d "
+            "files), %.0f json refused\n",
+            (double)t_scrape / 1e6 - last, ok, timeouts, samples, spooled_samples, final_samples,
+            batches, files, json);
+    /* polled every second: the last success is at most ~1.1 s old */
+    assert_true(last > 0 && (double)t_scrape / 1e6 - last < 1.5);
+    assert_true(ok >= 3 && fast == ok); /* the +Inf bucket holds every poll */
+    assert_true(timeouts >= 1);
+    /* samples emitted = samples that reached the spool: all of those counted at the scrape are
+     * there after the stop (which flushes the batch in memory), at most one poll more */
+    assert_true(samples >= 3);
+    assert_true((double)final_samples >= samples && (double)final_samples <= samples + 1);
+    /* the spool depth is the number of batch files (one 200 ms flush may fall in between) */
+    assert_true(batches >= 1 && fabs(batches - files) <= 1);
+    assert_true(json == 1);
+    free(m);
+    free(etext);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_snmpd_restart_over_unix_and_udp),
         cmocka_unit_test(test_interface_deleted_and_recreated),
         cmocka_unit_test(test_late_answers_do_not_move_bytes),
+        cmocka_unit_test(test_metrics_of_the_running_poller),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
