@@ -289,11 +289,12 @@ static void test_snmpd_restart_over_unix_and_udp(void **state)
 {
     (void)state;
     pid_t pid = start_poller("restart", "--device r-unix --device r-udp");
-    sleep(3);
+    /* long enough that snmpd's uptime before the kill exceeds the new one's at the end */
+    sleep(8);
     kill_snmpd(15);
     sleep(2); /* polls fail: the unix: connection is closed, UDP times out */
     assert_int_equal(start_snmpd(), 0);
-    sleep(6); /* backoff is at most 4 s at a 1 s interval after 3 failures */
+    sleep(5); /* backoff is at most 4 s at a 1 s interval after 3 failures */
     struct pt_samples all = {0};
     char *err;
     stop_poller(pid, "restart", &all, &err);
