@@ -314,7 +314,8 @@ static void test_takeover_with_open_alert(void **state)
            n, before, min_gap, max_gap, RESEND_S);
     /* exactly one per resend period: never two within one, none missed beyond the takeover */
     assert_true(min_gap >= RESEND_S - 0.25);
-    assert_true(max_gap <= RESEND_S + (double)took_ns / 1e9 + 1.5);
+    /* none missed: at most the takeover plus a poll and some scheduling slack on a loaded host */
+    assert_true(max_gap <= RESEND_S + (double)took_ns / 1e9 + 3.0);
     A.pid = 0;
     fx_stop(&A);
 }
