@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "api.h"
+#include "body.h"
 #include "hm_pages.h"
 #include "ingest.h"
 #include "jsonw.h"
@@ -207,10 +208,10 @@ static void handle_ingest(struct srv *s, struct evhttp_request *req, const struc
                           int64_t t0)
 {
     struct evkeyvalq *ih = evhttp_request_get_input_headers(req);
-    const char *enc = evhttp_find_header(ih, "Content-Encoding");
-    if (enc && strcasecmp(enc, "identity") != 0) {
-        reply_error(s, req, rt->ep, t0, 415, "Content-Encoding is not supported: send plain JSON",
-                    "$");
+    enum body_coding coding;
+    struct body_error be;
+    if (body_coding_of(evhttp_find_header(ih, "Content-Encoding"), &coding, &be) < 0) {
+        reply_error(s, req, rt->ep, t0, be.status, be.msg, "Content-Encoding");
         return;
     }
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
@@ -230,6 +231,7 @@ static void handle_ingest(struct srv *s, struct evhttp_request *req, const struc
     evbuffer_remove(in, job->body, len);
     job->body[len] = 0;
     job->len = len;
+    job->coding = coding; /* decoded, within max_body_bytes, by the worker (body.h) */
     job->req = req;
     job->kind = rt->kind;
     job->ep = rt->ep;

@@ -60,6 +60,23 @@ static void process(struct wk_pool *p, struct store *st, struct wk_job *j)
         j->status = 500;
         return;
     }
+    if (j->coding != BODY_IDENTITY) {
+        struct body_error be;
+        char *plain;
+        size_t plain_len;
+        if (body_decode(j->coding, j->body, j->len, p->cfg->max_body_bytes, &plain, &plain_len,
+                        &be) < 0) {
+            log_info(j->peer, "%s rejected (%d): %s", j->path, be.status, be.msg);
+            j->status = be.status;
+            jw_error(out, be.msg, "$");
+            j->reply = take_string(out);
+            evbuffer_free(out);
+            return;
+        }
+        free(j->body);
+        j->body = plain;
+        j->len = plain_len;
+    }
     int rc = ingest_parse(p->cfg, j->kind, j->body, j->len, tm_now_us(), &b, &e);
     free(j->body); /* the rows are in the batch now */
     j->body = NULL;

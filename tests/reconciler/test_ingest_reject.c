@@ -111,8 +111,10 @@ static void test_rejects(void **state)
          "/v1/nothing"},
         {"GET on an ingest endpoint", "GET", "/v1/counters", FX_TOKEN_POLLER, NULL, NULL, 405,
          "/v1/counters"},
-        {"gzip body", "POST", "/v1/attributions", FX_TOKEN_AGENT, "Content-Encoding: gzip\r\n",
-         report(V, ws, F2), 415, "$"},
+        {"plain body labelled gzip", "POST", "/v1/attributions", FX_TOKEN_AGENT,
+         "Content-Encoding: gzip\r\n", report(V, ws, F2), 400, "$"},
+        {"unknown Content-Encoding", "POST", "/v1/attributions", FX_TOKEN_AGENT,
+         "Content-Encoding: br\r\n", report(V, ws, F2), 415, "Content-Encoding"},
         {"body over max_body_bytes", "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, big, 413,
          NULL},
         /* syntax: 400 */
