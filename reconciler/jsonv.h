@@ -22,6 +22,7 @@ struct jv {
     const char *key;  /* member of an object: its decoded key; else NULL */
     struct jv *child; /* first element or member */
     struct jv *next;  /* next sibling */
+    size_t off, len;  /* the value's bytes in the input: buf[off, off + len) */
 };
 
 /* The parsed document owns every node and string; free it with jv_doc_free. */

@@ -14,6 +14,7 @@
 
 #include "api.h"
 #include "body.h"
+#include "fluent.h"
 #include "hm_pages.h"
 #include "ingest.h"
 #include "jsonw.h"
@@ -158,6 +159,8 @@ static const char *reason_of(int status)
         return "Unsupported Media Type";
     case 422:
         return "Unprocessable Entity";
+    case 429:
+        return "Too Many Requests";
     case 500:
         return "Internal Server Error";
     case 503:
@@ -197,6 +200,8 @@ static void on_ingested(struct wk_job *job, void *arg)
     struct evbuffer *out = evbuffer_new();
     if (out && job->reply)
         evbuffer_add(out, job->reply, strlen(job->reply));
+    if (job->status == 503) /* the database did not commit: every client retries a 503 */
+        evhttp_add_header(evhttp_request_get_output_headers(job->req), "Retry-After", "5");
     reply(s, job->req, job->ep, job->t0_ns, job->status ? job->status : 500, "application/json",
           out);
     if (out)
@@ -212,6 +217,12 @@ static void handle_ingest(struct srv *s, struct evhttp_request *req, const struc
     struct body_error be;
     if (body_coding_of(evhttp_find_header(ih, "Content-Encoding"), &coding, &be) < 0) {
         reply_error(s, req, rt->ep, t0, be.status, be.msg, "Content-Encoding");
+        return;
+    }
+    bool msgpack = false;
+    if (fl_content_type(rt->kind == INGEST_TRANSFERS, evhttp_find_header(ih, "Content-Type"),
+                        &msgpack, be.msg, sizeof(be.msg)) < 0) {
+        reply_error(s, req, rt->ep, t0, 415, be.msg, "Content-Type");
         return;
     }
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
@@ -232,6 +243,7 @@ static void handle_ingest(struct srv *s, struct evhttp_request *req, const struc
     job->body[len] = 0;
     job->len = len;
     job->coding = coding; /* decoded, within max_body_bytes, by the worker (body.h) */
+    job->msgpack = msgpack;
     job->req = req;
     job->kind = rt->kind;
     job->ep = rt->ep;

@@ -29,6 +29,7 @@ struct wk_job {
     char *body; /* owned by the job; as received, still encoded with coding */
     size_t len;
     enum body_coding coding; /* Content-Encoding, decoded by the worker (body.h) */
+    bool msgpack;            /* transfers in Fluent Bit's msgpack format (fluent.h) */
     /* the outcome, filled by a worker */
     int status;
     char *reply; /* JSON body, malloc'd */

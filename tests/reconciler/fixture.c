@@ -159,9 +159,14 @@ int fx_http(struct fx *f, const char *method, const char *path, const char *toke
     char head[2048];
     int hn = snprintf(head, sizeof(head),
                       "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n"
-                      "Content-Type: application/json\r\n%s%s%s%s",
-                      method, path, f->port, token ? "Authorization: Bearer " : "",
-                      token ? token : "", token ? "\r\n" : "", extra_headers ? extra_headers : "");
+                      "%s%s%s%s%s",
+                      method, path, f->port,
+                      /* JSON unless the test sends its own Content-Type */
+                      extra_headers && strcasestr(extra_headers, "Content-Type:")
+                          ? ""
+                          : "Content-Type: application/json\r\n",
+                      token ? "Authorization: Bearer " : "", token ? token : "",
+                      token ? "\r\n" : "", extra_headers ? extra_headers : "");
     if (body || strcmp(method, "POST") == 0)
         hn += snprintf(head + hn, sizeof(head) - (size_t)hn, "Content-Length: %zu\r\n", len);
     hn += snprintf(head + hn, sizeof(head) - (size_t)hn, "\r\n");
