@@ -10,6 +10,7 @@
 #include "log.h"
 #include "poll_cmd.h"
 #include "recon_cmd.h"
+#include "rejects.h"
 #include "ship.h"
 #include "timeutil.h"
 
@@ -28,6 +29,7 @@ static void usage(FILE *f)
             "  report --week W       the weekly coverage review (md, html)\n"
             "  top --src A --dst B   who used a site pair\n"
             "  alerts [--open]       list gap, over and saturation alerts\n"
+            "  rejects               list transfer records refused from accepted batches\n"
             "\n"
             "The configuration defaults to $WANLEDGER_CONFIG, else /etc/wanledger/config.json.\n");
 }
@@ -169,8 +171,9 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    static const char *const known[] = {"migrate", "prune",  "reconcile", "poll",   "ship",
-                                        "heatmap", "report", "top",       "alerts", NULL};
+    static const char *const known[] = {"migrate", "prune",   "reconcile", "poll",
+                                        "ship",    "heatmap", "report",    "top",
+                                        "alerts",  "rejects", NULL};
     int ok = 0;
     for (const char *const *k = known; *k; k++)
         ok |= strcmp(*k, sub) == 0;
@@ -199,6 +202,8 @@ int main(int argc, char **argv)
         rc = hm_cmd_report(cfg, sargc, sargv);
     else if (strcmp(sub, "top") == 0)
         rc = recon_cmd_top(cfg, sargc, sargv);
+    else if (strcmp(sub, "rejects") == 0)
+        rc = rj_cmd(cfg, sargc, sargv);
     else
         rc = recon_cmd_alerts(cfg, sargc, sargv);
     cfg_free(cfg);

@@ -19,6 +19,7 @@
 #include "ingest.h"
 #include "jsonw.h"
 #include "log.h"
+#include "rejects.h"
 #include "timeutil.h"
 #include "workers.h"
 
@@ -38,7 +39,7 @@ enum access {
     ACCESS_PAGE, /* reader token, or none from loopback with open_on_loopback */
 };
 
-enum handler { H_INGEST, H_HEALTHZ, H_METRICS, H_CELLS, H_TOP, H_HEATMAP, H_CELL };
+enum handler { H_INGEST, H_HEALTHZ, H_METRICS, H_CELLS, H_TOP, H_HEATMAP, H_CELL, H_REJECTS };
 
 struct route {
     const char *path;
@@ -63,6 +64,7 @@ static const struct route ROUTES[] = {
     {"/api/v1/top", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_TOP, 0, METRICS_EP_API},
     {"/heatmap", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_HEATMAP, 0, METRICS_EP_PAGES},
     {"/heatmap/cell", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_CELL, 0, METRICS_EP_PAGES},
+    {"/rejects", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_REJECTS, 0, METRICS_EP_PAGES},
 };
 
 static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader"};
@@ -294,6 +296,9 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
             break;
         case H_CELL:
             status = hm_page_cell(db, s->cfg, query, out, &ct);
+            break;
+        case H_REJECTS:
+            status = rj_page(db, query, out, &ct);
             break;
         default:
             status = 500;

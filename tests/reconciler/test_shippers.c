@@ -406,6 +406,20 @@ static void test_refusals(void **state)
         strstr(resp, "wanledger_ingest_rows_rejected_total{endpoint=\"transfers\"} 3\n"));
     assert_non_null(strstr(resp, "wanledger_rejected_records 2\n"));
     free(resp);
+    /* `wanledger rejects` and /rejects list both, with reason, path and record */
+    char *out = NULL;
+    assert_int_equal(fx_run(&F, "rejects --full", &out), 0);
+    fprintf(stderr, "%s", out);
+    assert_non_null(strstr(out, "$[1].bytes expected a non-negative integer, got a negative"));
+    assert_non_null(strstr(out, "\"id\":\"fmx-2\""));
+    assert_non_null(strstr(out, "$[0].log the JSON line in \"log\" does not parse"));
+    assert_non_null(strstr(out, "2 of 2 rejected records"));
+    free(out);
+    assert_int_equal(fx_http(&F, "GET", "/rejects", FX_TOKEN_READER, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "<td><code>$[1].bytes</code></td>"));
+    assert_non_null(strstr(resp, "&quot;id&quot;:&quot;fmx-2&quot;"));
+    free(resp);
+    assert_int_equal(fx_http(&F, "GET", "/rejects", FX_TOKEN_AGENT, NULL, NULL, 0, NULL), 403);
 }
 
 int main(void)
