@@ -31,7 +31,7 @@ struct metrics {
     _Atomic uint64_t reconcile_ok, reconcile_failed;
     struct histogram reconcile_seconds;
     _Atomic int64_t last_reconciled_window_us;
-    _Atomic uint64_t webhook_ok, webhook_failed, webhook_alerts;
+    _Atomic uint64_t webhook_ok, webhook_failed, webhook_alerts, webhook_refused;
 };
 
 struct metrics *metrics_new(void)
@@ -70,6 +70,11 @@ void metrics_rows(struct metrics *m, enum metrics_endpoint ep, uint64_t received
 {
     atomic_fetch_add(&m->rows_received[ep], received);
     atomic_fetch_add(&m->rows_stored[ep], stored);
+}
+
+void metrics_webhook_refused(struct metrics *m, uint64_t n)
+{
+    atomic_fetch_add(&m->webhook_refused, n);
 }
 
 void metrics_rejected(struct metrics *m, enum metrics_endpoint ep, uint64_t n)
@@ -223,5 +228,11 @@ void metrics_render(struct metrics *m, PGconn *db, struct evbuffer *out)
                         (unsigned long long)atomic_load(&m->webhook_ok),
                         (unsigned long long)atomic_load(&m->webhook_failed),
                         (unsigned long long)atomic_load(&m->webhook_alerts));
+    evbuffer_add_printf(out,
+                        "# HELP wanledger_webhook_alerts_refused_total Alerts a webhook receiver "
+                        "refused on their own (400/422), logged and not re-sent for an hour.\n"
+                        "# TYPE wanledger_webhook_alerts_refused_total counter\n"
+                        "wanledger_webhook_alerts_refused_total %llu\n",
+                        (unsigned long long)atomic_load(&m->webhook_refused));
     render_db_gauges(db, out);
 }
