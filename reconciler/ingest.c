@@ -916,19 +916,6 @@ static int keep_reject(struct vctx *c, long i, const char *raw, size_t len)
 
 /* ---- entry ------------------------------------------------------------------------------- */
 
-const char *ingest_kind_name(enum ingest_kind kind)
-{
-    switch (kind) {
-    case INGEST_ATTRIBUTIONS:
-        return "attributions";
-    case INGEST_COUNTERS:
-        return "counters";
-    case INGEST_TRANSFERS:
-        return "transfers";
-    }
-    return "?";
-}
-
 void ingest_batch_free(struct ingest_batch *b)
 {
     if (!b)

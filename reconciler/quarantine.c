@@ -58,7 +58,7 @@ int qr_write(PGconn *db, const struct ingest_batch *b, const char *peer, char *e
     for (int k = 0; k < 4; k++)
         if (!(arr[k] = take(col[k])))
             goto cleanup;
-    const char *params[6] = {ingest_kind_name(b->kind), peer, arr[0], arr[1], arr[2], arr[3]};
+    const char *params[6] = {"transfers", peer, arr[0], arr[1], arr[2], arr[3]};
     PGresult *res = PQexecParams(
         db,
         "INSERT INTO rejected_records (endpoint, peer, record_index, error, path, raw, raw_digest)"
