@@ -405,6 +405,13 @@ static void test_refusals(void **state)
     assert_non_null(
         strstr(resp, "wanledger_ingest_rows_rejected_total{endpoint=\"transfers\"} 3\n"));
     assert_non_null(strstr(resp, "wanledger_rejected_records 2\n"));
+    /* and the whole exposition passes Prometheus' linter */
+    th_require(system("command -v promtool >/dev/null") == 0,
+               "promtool is needed (package prometheus, scripts/install-deps.sh)");
+    FILE *pr = popen("promtool check metrics", "w");
+    assert_non_null(pr);
+    fputs(resp, pr);
+    assert_int_equal(pclose(pr), 0);
     free(resp);
     /* `wanledger rejects` and /rejects list both, with reason, path and record */
     char *out = NULL;
