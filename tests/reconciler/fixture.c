@@ -141,6 +141,13 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
+static __thread char g_last_headers[4096];
+
+const char *fx_last_headers(void)
+{
+    return g_last_headers;
+}
+
 int fx_http(struct fx *f, const char *method, const char *path, const char *token,
             const char *extra_headers, const char *body, size_t len, char **resp)
 {
@@ -192,10 +199,11 @@ int fx_http(struct fx *f, const char *method, const char *path, const char *toke
     int status = -1;
     if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
         status = -1;
-    if (resp) {
-        char *b = strstr(buf, "\r\n\r\n");
-        *resp = strdup(b ? b + 4 : "");
-    }
+    char *hend = strstr(buf, "\r\n\r\n");
+    snprintf(g_last_headers, sizeof(g_last_headers), "%.*s", hend ? (int)(hend - buf) : (int)n,
+             buf);
+    if (resp)
+        *resp = strdup(hend ? hend + 4 : "");
     free(buf);
     return status;
 }
