@@ -56,6 +56,20 @@ int fl_unwrap(const struct jv *rec, struct jv_doc **doc, const struct jv **inner
     return 0;
 }
 
+const char *fl_unsupported(const struct jv *rec)
+{
+    if (!rec || rec->type != JV_OBJECT || jv_get(rec, "service"))
+        return NULL;
+    const struct jv *v = jv_get(rec, "version");
+    if (jv_get(rec, "short_message") && v && v->type == JV_STRING)
+        return "a GELF message (Fluent Bit format gelf) is not a transfer record: use format "
+               "json_lines";
+    if (jv_get(rec, "resourceLogs"))
+        return "OTLP JSON logs are not transfer records: use Fluent Bit format json_lines or "
+               "Vector codec json";
+    return NULL;
+}
+
 /* ---- numbers as text -------------------------------------------------------------------- */
 
 static bool digits_u64(const char *s, size_t n, uint64_t *out)

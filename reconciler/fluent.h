@@ -20,6 +20,10 @@
 int fl_unwrap(const struct jv *rec, struct jv_doc **doc, const struct jv **inner, const char **key,
               char *msg, size_t msglen) __attribute__((warn_unused_result));
 
+/* Why rec is a shipper format that cannot hold a transfer record (Fluent Bit's `format gelf`,
+ * OTLP JSON), naming the setting to use instead; NULL when it is not one of those. */
+const char *fl_unsupported(const struct jv *rec);
+
 /* The record time a shipper added, from rec's first member of `date` (Fluent Bit's default
  * json_date_key), `timestamp` (Vector) or `@timestamp`: *key names it (NULL when none).
  * Numbers are epoch seconds below 1e11, milliseconds below 1e14, microseconds below 1e17, else

@@ -872,6 +872,9 @@ static int one_transfer(struct vctx *c, const struct jv *t, long i)
     const struct jv *rec;
     const char *key;
     char msg[160];
+    const char *why = fl_unsupported(t);
+    if (why)
+        return bad(c, (struct loc){.idx = i}, "%s", why);
     if (fl_unwrap(t, &doc, &rec, &key, msg, sizeof(msg)) < 0)
         return bad(c, (struct loc){.idx = i, .key = key ? key : "log"}, "%s", msg);
     int rc = transfer_record(c, rec, t, i);

@@ -77,6 +77,32 @@ static void test_record_time(void **state)
     }
 }
 
+static void test_unsupported(void **state)
+{
+    (void)state;
+    /* Fluent Bit format gelf (flb_msgpack_to_gelf: version 1.1, short_message, host) */
+    const char *gelf = "{\"version\":\"1.1\",\"short_message\":\"transfer\",\"host\":\"dtn-1\","
+                       "\"timestamp\":1764442390.5}";
+    const char *otlp = "{\"resourceLogs\":[]}";
+    const char *ok = "{\"service\":\"dupedog\",\"version\":\"1.1\",\"short_message\":\"x\"}";
+    const char *in[3] = {gelf, otlp, ok};
+    for (int k = 0; k < 3; k++) {
+        struct jv *first;
+        size_t n;
+        struct jv_error e;
+        struct jv_doc *d = jv_parse(in[k], strlen(in[k]), false, &first, &n, &e);
+        assert_non_null(d);
+        const char *why = fl_unsupported(first);
+        if (k == 0)
+            assert_non_null(strstr(why, "Fluent Bit format gelf"));
+        else if (k == 1)
+            assert_non_null(strstr(why, "OTLP JSON"));
+        else
+            assert_null(why);
+        jv_doc_free(d);
+    }
+}
+
 static void test_uint_text(void **state)
 {
     (void)state;
@@ -241,7 +267,8 @@ static void test_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_record_time), cmocka_unit_test(test_uint_text),
-        cmocka_unit_test(test_msgpack_events), cmocka_unit_test(test_names)};
+        cmocka_unit_test(test_record_time), cmocka_unit_test(test_unsupported),
+        cmocka_unit_test(test_uint_text), cmocka_unit_test(test_msgpack_events),
+        cmocka_unit_test(test_names)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
