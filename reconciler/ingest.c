@@ -12,6 +12,7 @@
 
 #include "fluent.h"
 #include "jsonv.h"
+#include "quarantine.h"
 #include "timeutil.h"
 
 #define NAME_MAX_BYTES 1024 /* longest accepted name (host, program, interface, id, …) */
@@ -890,33 +891,6 @@ static int one_transfer(struct vctx *c, const struct jv *t, long i)
     return rc;
 }
 
-/* Keeps the record of a failed one_transfer in b->rejects with c->e's reason; the batch's rows
- * are as before it (the caller restored them). */
-static int keep_reject(struct vctx *c, long i, const char *raw, size_t len)
-{
-    struct ingest_batch *b = c->b;
-    struct ingest_reject *r = realloc(b->rejects, (b->n_rejects + 1) * sizeof(*r));
-    if (r)
-        b->rejects = r;
-    char *copy = r ? malloc(len + 1) : NULL;
-    if (!copy) {
-        c->e->status = 500;
-        snprintf(c->e->msg, sizeof(c->e->msg), "out of memory");
-        snprintf(c->e->path, sizeof(c->e->path), "$");
-        return -1;
-    }
-    memcpy(copy, raw, len);
-    copy[len] = 0;
-    r = &b->rejects[b->n_rejects++];
-    r->index = i;
-    snprintf(r->msg, sizeof(r->msg), "%s", c->e->msg);
-    snprintf(r->path, sizeof(r->path), "%s", c->e->path);
-    r->raw = copy;
-    r->raw_len = len;
-    memset(c->e, 0, sizeof(*c->e));
-    return 0;
-}
-
 /* ---- entry ------------------------------------------------------------------------------- */
 
 void ingest_batch_free(struct ingest_batch *b)
@@ -980,7 +954,7 @@ int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body,
             if (rc < 0 && e->status == 422) { /* this record only: the others are kept */
                 b->copy_len = copy_len, b->n_rows = n_rows;
                 b->min_us = min_us, b->max_us = max_us;
-                rc = keep_reject(&c, i, body + t->off, t->len);
+                rc = qr_keep(b, i, e, body + t->off, t->len);
             }
         }
         break;

@@ -31,6 +31,30 @@ static char *take(struct evbuffer *b)
     return s;
 }
 
+int qr_keep(struct ingest_batch *b, long i, struct ingest_error *e, const char *raw, size_t len)
+{
+    struct ingest_reject *r = realloc(b->rejects, (b->n_rejects + 1) * sizeof(*r));
+    if (r)
+        b->rejects = r;
+    char *copy = r ? malloc(len + 1) : NULL;
+    if (!copy) {
+        e->status = 500;
+        snprintf(e->msg, sizeof(e->msg), "out of memory");
+        snprintf(e->path, sizeof(e->path), "$");
+        return -1;
+    }
+    memcpy(copy, raw, len);
+    copy[len] = 0;
+    r = &b->rejects[b->n_rejects++];
+    r->index = i;
+    snprintf(r->msg, sizeof(r->msg), "%s", e->msg);
+    snprintf(r->path, sizeof(r->path), "%s", e->path);
+    r->raw = copy;
+    r->raw_len = len;
+    memset(e, 0, sizeof(*e));
+    return 0;
+}
+
 int qr_write(PGconn *db, const struct ingest_batch *b, const char *peer, char *err, size_t errlen)
 {
     err[0] = 0;

@@ -15,6 +15,11 @@
 /* Most rejected records listed in one answer; all of them are kept. */
 #define QR_MAX_LISTED 100
 
+/* Adds record i (raw[0..len), copied) to b->rejects with e's reason, and clears e. Returns 0, or
+ * -1 out of memory (e then says so, 500). */
+int qr_keep(struct ingest_batch *b, long i, struct ingest_error *e, const char *raw, size_t len)
+    __attribute__((warn_unused_result));
+
 /* Inserts b's rejected records (none: nothing to do), in one statement; a record resent with
  * the same error is kept once. Returns 0, or -1 with err filled (the caller answers 503, so the
  * client resends the whole batch). */
