@@ -246,6 +246,7 @@ static void handle_ingest(struct srv *s, struct evhttp_request *req, const struc
     job->len = len;
     job->coding = coding; /* decoded, within max_body_bytes, by the worker (body.h) */
     job->msgpack = msgpack;
+    job->max_body = s->cfg->max_body_bytes; /* the received size's bound bounds the decoded one */
     job->req = req;
     job->kind = rt->kind;
     job->ep = rt->ep;

@@ -99,8 +99,7 @@ static void process(struct wk_pool *p, struct store *st, struct wk_job *j)
         struct body_error be;
         char *plain;
         size_t plain_len;
-        if (body_decode(j->coding, j->body, j->len, p->cfg->max_body_bytes, &plain, &plain_len,
-                        &be) < 0) {
+        if (body_decode(j->coding, j->body, j->len, j->max_body, &plain, &plain_len, &be) < 0) {
             log_info(j->peer, "%s rejected (%d): %s", j->path, be.status, be.msg);
             j->status = be.status;
             jw_error(out, be.msg, "$");

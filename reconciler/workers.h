@@ -30,6 +30,7 @@ struct wk_job {
     size_t len;
     enum body_coding coding; /* Content-Encoding, decoded by the worker (body.h) */
     bool msgpack;            /* transfers in Fluent Bit's msgpack format (fluent.h) */
+    size_t max_body;         /* the endpoint's body limit, which bounds the decoded size too */
     /* the outcome, filled by a worker */
     int status;
     char *reply; /* JSON body, malloc'd */
