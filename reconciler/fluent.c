@@ -91,10 +91,8 @@ bool fl_uint(const struct jv *v, uint64_t *out)
 {
     if (!v)
         return false;
-    if (v->type == JV_NUMBER && v->is_int && !v->overflow && !(v->neg && v->u)) {
-        *out = v->u;
-        return true;
-    }
+    if (v->type == JV_NUMBER)
+        return jv_u64(v, out);
     return v->type == JV_STRING && digits_u64(v->s, v->n, out);
 }
 
