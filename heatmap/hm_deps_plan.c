@@ -2,6 +2,8 @@
  * hops they cross over a span), so plain arrays with linear look-ups and one sort suffice. */
 #include "hm_deps_plan.h"
 
+#include "hindex.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,28 +22,13 @@ struct plan_ctx {
     size_t n_hw, cap_hw;
 };
 
-static int grow(void **items, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap * 2 : 16;
-    while (c < need)
-        c *= 2;
-    void *p = realloc(*items, c * size);
-    if (!p)
-        return -1;
-    *items = p;
-    *cap = c;
-    return 0;
-}
-
 static long circuit_index(struct plan_ctx *x, int a, int b)
 {
     struct hm_dep_plan *p = x->p;
     for (size_t i = 0; i < p->n_circuits; i++)
         if (p->circuits[i].src_site == a && p->circuits[i].dst_site == b)
             return (long)i;
-    if (grow((void **)&p->circuits, &x->cap_c, p->n_circuits + 1, sizeof *p->circuits))
+    if (hix_grow((void **)&p->circuits, &x->cap_c, p->n_circuits + 1, sizeof *p->circuits))
         return -1;
     struct hm_dep_circuit *c = &p->circuits[p->n_circuits];
     memset(c, 0, sizeof *c);
@@ -53,7 +40,7 @@ static long circuit_index(struct plan_ctx *x, int a, int b)
 /* Appends one (window, hop) amount; hw_coalesce sorts and sums them afterwards. */
 static struct hop_window *hop_window(struct plan_ctx *x, int64_t w, size_t circuit)
 {
-    if (grow((void **)&x->hw, &x->cap_hw, x->n_hw + 1, sizeof *x->hw))
+    if (hix_grow((void **)&x->hw, &x->cap_hw, x->n_hw + 1, sizeof *x->hw))
         return NULL;
     x->hw[x->n_hw] = (struct hop_window){.window_us = w, .circuit = circuit};
     return &x->hw[x->n_hw++];
@@ -122,7 +109,7 @@ static int add_endpoint(struct plan_ctx *x, const struct hm_dep_row *r, int wind
             e = c;
     }
     if (!e) {
-        if (grow((void **)&p->endpoints, &x->cap_e, p->n_endpoints + 1, sizeof *p->endpoints))
+        if (hix_grow((void **)&p->endpoints, &x->cap_e, p->n_endpoints + 1, sizeof *p->endpoints))
             return -1;
         e = &p->endpoints[p->n_endpoints++];
         memset(e, 0, sizeof *e);

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "recon_index.h"
+#include "hindex.h"
 #include "sitemap.h"
 
 const char *recon_status_name(enum cell_status s)
@@ -202,22 +202,22 @@ struct run {
     const struct cfg *cfg;
     struct cell_acc *cells;
     size_t n_cells, cap_cells;
-    struct rix cell_ix;
+    struct hix cell_ix;
     struct pair_path *paths;
     size_t n_paths, cap_paths;
-    struct rix path_ix;
+    struct hix path_ix;
     int *path_sites;
     size_t n_path_sites, cap_path_sites;
     struct recon_rollup *rollup;
     size_t n_rollup, cap_rollup;
-    struct rix rollup_ix;
+    struct hix rollup_ix;
     struct conn *conns;
     size_t n_conns, cap_conns;
-    struct rix conn_ix;
+    struct hix conn_ix;
     struct host_site *hosts;
     size_t n_hosts, cap_hosts;
     struct recon_deps_acc deps;
-    struct rix host_ix;
+    struct hix host_ix;
     int *path_buf;
 };
 
@@ -233,11 +233,11 @@ static int eq_cell(const void *ctx, size_t idx, const void *key)
 
 static struct cell_acc *cell_get(struct run *r, int src, int dst)
 {
-    uint64_t key = pair_key(src, dst), h = rix_mix(0, key);
-    struct rix_slot *s = rix_find(&r->cell_ix, h, eq_cell, r, &key);
+    uint64_t key = pair_key(src, dst), h = hix_mix(0, key);
+    struct hix_slot *s = hix_find(&r->cell_ix, h, eq_cell, r, &key);
     if (s->idx1)
         return &r->cells[s->idx1 - 1];
-    if (rix_grow((void **)&r->cells, &r->cap_cells, r->n_cells + 1, sizeof *r->cells))
+    if (hix_grow((void **)&r->cells, &r->cap_cells, r->n_cells + 1, sizeof *r->cells))
         return NULL;
     struct cell_acc *c = &r->cells[r->n_cells];
     memset(c, 0, sizeof *c);
@@ -245,7 +245,7 @@ static struct cell_acc *cell_get(struct run *r, int src, int dst)
     c->cell.src_site = src;
     c->cell.dst_site = dst;
     c->cell.valid_fraction = 1.0;
-    if (rix_put(&r->cell_ix, s, h, r->n_cells))
+    if (hix_put(&r->cell_ix, s, h, r->n_cells))
         return NULL;
     r->n_cells++;
     return c;
@@ -260,8 +260,8 @@ static int eq_path(const void *ctx, size_t idx, const void *key)
  * when a link joins them, else just (src, dst) (a no_counter cell). */
 static const struct pair_path *path_get(struct run *r, int src, int dst)
 {
-    uint64_t key = pair_key(src, dst), h = rix_mix(0, key);
-    struct rix_slot *s = rix_find(&r->path_ix, h, eq_path, r, &key);
+    uint64_t key = pair_key(src, dst), h = hix_mix(0, key);
+    struct hix_slot *s = hix_find(&r->path_ix, h, eq_path, r, &key);
     if (s->idx1)
         return &r->paths[s->idx1 - 1];
     size_t n = cfg_path(r->cfg, src, dst, r->path_buf, r->cfg->n_sites + 1);
@@ -270,9 +270,9 @@ static const struct pair_path *path_get(struct run *r, int src, int dst)
         r->path_buf[1] = dst;
         n = 2;
     }
-    if (rix_grow((void **)&r->path_sites, &r->cap_path_sites, r->n_path_sites + n,
+    if (hix_grow((void **)&r->path_sites, &r->cap_path_sites, r->n_path_sites + n,
                  sizeof *r->path_sites) ||
-        rix_grow((void **)&r->paths, &r->cap_paths, r->n_paths + 1, sizeof *r->paths))
+        hix_grow((void **)&r->paths, &r->cap_paths, r->n_paths + 1, sizeof *r->paths))
         return NULL;
     memcpy(r->path_sites + r->n_path_sites, r->path_buf, n * sizeof *r->path_buf);
     struct pair_path *p = &r->paths[r->n_paths];
@@ -280,7 +280,7 @@ static const struct pair_path *path_get(struct run *r, int src, int dst)
     p->off = r->n_path_sites;
     p->len = n;
     r->n_path_sites += n;
-    if (rix_put(&r->path_ix, s, h, r->n_paths))
+    if (hix_put(&r->path_ix, s, h, r->n_paths))
         return NULL;
     r->n_paths++;
     return p;
@@ -310,9 +310,9 @@ static int attribute(struct run *r, int src, int dst, const char *source, const 
                                .user = str_or_empty(user),
                                .program = str_or_empty(program),
                                .host = str_or_empty(host)};
-    uint64_t base = rix_hash_str(
-        rix_hash_str(
-            rix_hash_str(rix_hash_str(rix_mix(0, (uintptr_t)source), key.workflow), key.user),
+    uint64_t base = hix_hash_str(
+        hix_hash_str(
+            hix_hash_str(hix_hash_str(hix_mix(0, (uintptr_t)source), key.workflow), key.user),
             key.program),
         key.host);
     size_t off = p->off, len = p->len;
@@ -329,17 +329,17 @@ static int attribute(struct run *r, int src, int dst, const char *source, const 
             c->cell.service_bytes += bytes;
         key.src_site = a;
         key.dst_site = b;
-        uint64_t h = rix_mix(base, pair_key(a, b));
-        struct rix_slot *s = rix_find(&r->rollup_ix, h, eq_rollup, r, &key);
+        uint64_t h = hix_mix(base, pair_key(a, b));
+        struct hix_slot *s = hix_find(&r->rollup_ix, h, eq_rollup, r, &key);
         if (s->idx1) {
             r->rollup[s->idx1 - 1].bytes += bytes;
             continue;
         }
-        if (rix_grow((void **)&r->rollup, &r->cap_rollup, r->n_rollup + 1, sizeof *r->rollup))
+        if (hix_grow((void **)&r->rollup, &r->cap_rollup, r->n_rollup + 1, sizeof *r->rollup))
             return -1;
         r->rollup[r->n_rollup] = key;
         r->rollup[r->n_rollup].bytes = bytes;
-        if (rix_put(&r->rollup_ix, s, h, r->n_rollup))
+        if (hix_put(&r->rollup_ix, s, h, r->n_rollup))
             return -1;
         r->n_rollup++;
     }
@@ -395,7 +395,7 @@ static int observe_circuits(struct run *r, const struct link_counts *lc, int64_t
                                            fs >= fr || lc[receiver].n_samples == 0);
             int used = use_out ? sender : receiver;
             const struct counter_part *part = use_out ? &lc[used].out : &lc[used].in;
-            if (rix_grow((void **)&out->links, &cap, out->n_links + 1, sizeof *out->links))
+            if (hix_grow((void **)&out->links, &cap, out->n_links + 1, sizeof *out->links))
                 goto cleanup;
             struct recon_link_obs *o = &out->links[out->n_links++];
             memset(o, 0, sizeof *o);
@@ -483,14 +483,14 @@ static int note_host_site(struct run *r, const struct recon_flow *f, int site)
 {
     if (!f->host || site < 0)
         return 0;
-    uint64_t h = rix_hash_str(0, f->host);
-    struct rix_slot *s = rix_find(&r->host_ix, h, eq_host, r, f->host);
+    uint64_t h = hix_hash_str(0, f->host);
+    struct hix_slot *s = hix_find(&r->host_ix, h, eq_host, r, f->host);
     if (s->idx1)
         return 0;
-    if (rix_grow((void **)&r->hosts, &r->cap_hosts, r->n_hosts + 1, sizeof *r->hosts))
+    if (hix_grow((void **)&r->hosts, &r->cap_hosts, r->n_hosts + 1, sizeof *r->hosts))
         return -1;
     r->hosts[r->n_hosts] = (struct host_site){.host = f->host, .site = site};
-    if (rix_put(&r->host_ix, s, h, r->n_hosts))
+    if (hix_put(&r->host_ix, s, h, r->n_hosts))
         return -1;
     r->n_hosts++;
     return 0;
@@ -526,19 +526,19 @@ static int add_socket_flow(struct run *r, const struct recon_flow *f, struct rec
     key.site[me] = ls;
     key.site[1 - me] = rs;
     uint64_t h =
-        rix_hash_bytes(rix_hash_bytes(rix_mix(0, (uint64_t)f->proto), &key.ep[0], sizeof key.ep[0]),
+        hix_hash_bytes(hix_hash_bytes(hix_mix(0, (uint64_t)f->proto), &key.ep[0], sizeof key.ep[0]),
                        &key.ep[1], sizeof key.ep[1]);
-    struct rix_slot *s = rix_find(&r->conn_ix, h, eq_conn, r, &key);
+    struct hix_slot *s = hix_find(&r->conn_ix, h, eq_conn, r, &key);
     struct conn *c;
     if (s->idx1) {
         c = &r->conns[s->idx1 - 1];
     } else {
-        if (rix_grow((void **)&r->conns, &r->cap_conns, r->n_conns + 1, sizeof *r->conns))
+        if (hix_grow((void **)&r->conns, &r->cap_conns, r->n_conns + 1, sizeof *r->conns))
             return -1;
         c = &r->conns[r->n_conns];
         *c = key;
         c->hash = h;
-        if (rix_put(&r->conn_ix, s, h, r->n_conns))
+        if (hix_put(&r->conn_ix, s, h, r->n_conns))
             return -1;
         r->n_conns++;
     }
@@ -624,7 +624,7 @@ static int add_nfs_flow(struct run *r, const struct recon_flow *f, struct recon_
 {
     int client = site_of(r->cfg, &f->local);
     if (client < 0 && f->local.family == 0 && f->host) {
-        struct rix_slot *s = rix_find(&r->host_ix, rix_hash_str(0, f->host), eq_host, r, f->host);
+        struct hix_slot *s = hix_find(&r->host_ix, hix_hash_str(0, f->host), eq_host, r, f->host);
         if (s->idx1)
             client = r->hosts[s->idx1 - 1].site;
     }
@@ -760,16 +760,16 @@ static int finish_cells(struct run *r, struct recon_result *out)
 static void run_free(struct run *r)
 {
     free(r->cells);
-    rix_free(&r->cell_ix);
+    hix_free(&r->cell_ix);
     free(r->paths);
-    rix_free(&r->path_ix);
+    hix_free(&r->path_ix);
     free(r->path_sites);
     free(r->rollup);
-    rix_free(&r->rollup_ix);
+    hix_free(&r->rollup_ix);
     free(r->conns);
-    rix_free(&r->conn_ix);
+    hix_free(&r->conn_ix);
     free(r->hosts);
-    rix_free(&r->host_ix);
+    hix_free(&r->host_ix);
     recon_deps_acc_free(&r->deps);
     free(r->path_buf);
 }
@@ -790,9 +790,9 @@ int recon_run(const struct cfg *cfg, const struct recon_input *in, struct recon_
     int64_t ws = in->window_start_us, window_us = (int64_t)cfg->window_seconds * 1000000;
     lc = calloc(cfg->n_links + 1, sizeof *lc);
     r.path_buf = malloc((cfg->n_sites + 2) * sizeof *r.path_buf);
-    if (!lc || !r.path_buf || rix_init(&r.cell_ix, 256) || rix_init(&r.path_ix, 256) ||
-        rix_init(&r.rollup_ix, 1024) || rix_init(&r.conn_ix, in->n_flows) ||
-        rix_init(&r.host_ix, 64) || recon_deps_init(&r.deps, in->n_flows + in->n_transfers)) {
+    if (!lc || !r.path_buf || hix_init(&r.cell_ix, 256) || hix_init(&r.path_ix, 256) ||
+        hix_init(&r.rollup_ix, 1024) || hix_init(&r.conn_ix, in->n_flows) ||
+        hix_init(&r.host_ix, 64) || recon_deps_init(&r.deps, in->n_flows + in->n_transfers)) {
         snprintf(err, errlen, "recon: out of memory");
         goto cleanup;
     }

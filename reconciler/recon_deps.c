@@ -22,7 +22,7 @@ const char *recon_dep_kind_name(enum recon_dep_kind k)
 int recon_deps_init(struct recon_deps_acc *a, size_t expect)
 {
     memset(a, 0, sizeof *a);
-    return rix_init(&a->ix, expect);
+    return hix_init(&a->ix, expect);
 }
 
 static int eq_dep(const void *ctx, size_t idx, const void *key)
@@ -48,12 +48,12 @@ int recon_deps_add(struct recon_deps_acc *a, int local_site, int remote_site, co
                             .program = program ? program : "",
                             .kind = kind,
                             .endpoint = (char *)(endpoint ? endpoint : "")};
-    uint64_t h = rix_mix(rix_mix(0, (uint64_t)(uint32_t)local_site << 32 | (uint32_t)remote_site),
+    uint64_t h = hix_mix(hix_mix(0, (uint64_t)(uint32_t)local_site << 32 | (uint32_t)remote_site),
                          (uint64_t)kind);
-    h = rix_hash_str(
-        rix_hash_str(rix_hash_str(rix_hash_str(h, key.endpoint), key.workflow), key.user),
+    h = hix_hash_str(
+        hix_hash_str(hix_hash_str(hix_hash_str(h, key.endpoint), key.workflow), key.user),
         key.program);
-    struct rix_slot *s = rix_find(&a->ix, h, eq_dep, a, &key);
+    struct hix_slot *s = hix_find(&a->ix, h, eq_dep, a, &key);
     if (s->idx1) {
         struct recon_dep *d = &a->rows[s->idx1 - 1];
         d->bytes_out += bytes_out;
@@ -61,7 +61,7 @@ int recon_deps_add(struct recon_deps_acc *a, int local_site, int remote_site, co
         d->connections += connections;
         return 0;
     }
-    if (rix_grow((void **)&a->rows, &a->cap, a->n + 1, sizeof *a->rows))
+    if (hix_grow((void **)&a->rows, &a->cap, a->n + 1, sizeof *a->rows))
         return -1;
     key.endpoint = strdup(key.endpoint);
     if (!key.endpoint)
@@ -70,7 +70,7 @@ int recon_deps_add(struct recon_deps_acc *a, int local_site, int remote_site, co
     key.bytes_in = bytes_in;
     key.connections = connections;
     a->rows[a->n] = key;
-    if (rix_put(&a->ix, s, h, a->n)) {
+    if (hix_put(&a->ix, s, h, a->n)) {
         free(key.endpoint);
         return -1;
     }
@@ -122,5 +122,5 @@ void recon_deps_acc_free(struct recon_deps_acc *a)
     recon_deps_free(a->rows, a->n);
     a->rows = NULL;
     a->n = a->cap = 0;
-    rix_free(&a->ix);
+    hix_free(&a->ix);
 }

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "recon_index.h"
+#include "hindex.h"
 
 enum recon_dep_kind {
     RECON_DEP_PEER,     /* address:port of the listening side (or address of a remote client) */
@@ -34,7 +34,7 @@ struct recon_dep {
 struct recon_deps_acc {
     struct recon_dep *rows;
     size_t n, cap;
-    struct rix ix;
+    struct hix ix;
 };
 
 int recon_deps_init(struct recon_deps_acc *a, size_t expect) __attribute__((warn_unused_result));
