@@ -302,7 +302,8 @@ static void test_open_resend_resolve(void **state)
     /* open: endsAt = now + 4 x resend_seconds (8 s), renewed by every (re-)send */
     double e0 = ends_in(0, b0), e1 = ends_in(1, b1), e2 = ends_in(2, b2);
     fprintf(stderr, "endsAt - arrival: %.2f %.2f %.2f s\n", e0, e1, e2);
-    assert_true(e0 > 7.0 && e0 <= 8.1 && e1 > 7.0 && e1 <= 8.1 && e2 > 7.0 && e2 <= 8.1);
+    /* (less the time the POST took to arrive, which load can stretch) */
+    assert_true(e0 > 4.0 && e0 <= 8.1 && e1 > 4.0 && e1 <= 8.1 && e2 > 4.0 && e2 <= 8.1);
     /* the retry carries the same alert; the re-send too */
     assert_string_equal(b0, b1);
     assert_string_equal(b1, b2);
