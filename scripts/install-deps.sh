@@ -32,3 +32,8 @@ elif [ -x /etc/init.d/snmpd ]; then
   fi
   update-rc.d snmpd disable >/dev/null 2>&1 || true
 fi
+# Debian's prometheus and prometheus-alertmanager packages start system services on :9090 and
+# :9093; the tests start their own on free ports (test_alertmanager) or only run promtool/amtool.
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+  systemctl disable --now prometheus.service prometheus-alertmanager.service >/dev/null 2>&1 || true
+fi
