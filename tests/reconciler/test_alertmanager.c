@@ -1,8 +1,8 @@
 /* Alerts through a real Alertmanager (Debian's prometheus-alertmanager, its default
- * resolve_timeout of 5 m): the real `wanledger reconcile` (tick 1 s, resend_seconds 2) opens a
- * gap alert from three red windows; Alertmanager's /api/v2/alerts is read every 0.4 s for 10 s
+ * resolve_timeout of 5 m): the real `wanledger reconcile` (tick 1 s, resend_seconds 3) opens a
+ * gap alert from three red windows; Alertmanager's /api/v2/alerts is read every 0.4 s for 15 s
  * (five resend intervals) and must show the alert active every time, with an endsAt we set
- * (now + 4 x 2 s, renewed by each re-send: never Alertmanager's own now + 5 m); three green
+ * (now + 4 x 3 s, renewed by each re-send: never Alertmanager's own now + 5 m); three green
  * windows resolve it and it leaves Alertmanager's active alerts. Then a batch Alertmanager
  * refuses (one resolution whose endsAt is before its startsAt, next to a valid one): the valid
  * resolution still reaches it, the invalid one is logged and not re-sent (Alertmanager's
@@ -125,9 +125,9 @@ static void test_open_stays_active(void **state)
     assert_int_equal(am_gap(&ends), 1);
     fprintf(stderr, "alert active in Alertmanager %.1f s after the red windows were posted\n",
             (tm_mono_ns() - t0) / 1e9);
-    /* 25 looks over 10 s = 5 resend intervals: active every time, endsAt ours (<= 8 s ahead) */
+    /* 38 looks over 15 s = 5 resend intervals: active every time, endsAt ours (<= 12 s ahead) */
     double min_ends = 1e9, max_ends = 0;
-    for (int k = 0; k < 25; k++) {
+    for (int k = 0; k < 38; k++) {
         int st = am_gap(&ends);
         if (st != 1)
             fail_msg("look %d (%.1f s): the alert is %s", k, k * 0.4,
@@ -139,11 +139,11 @@ static void test_open_stays_active(void **state)
         usleep(400000);
     }
     fprintf(stderr,
-            "timeline: 25 looks over 10 s, active in all; endsAt ahead of now by %.2f .. %.2f s"
-            " (4 x resend_seconds = 8 s, renewed every 2 s)\n",
+            "timeline: 38 looks over 15 s, active in all; endsAt ahead of now by %.2f .. %.2f s"
+            " (4 x resend_seconds = 12 s, renewed every 3 s)\n",
             min_ends, max_ends);
-    assert_true(max_ends <= 8.5); /* ours, not Alertmanager's now + resolve_timeout (300 s) */
-    assert_true(min_ends >= 3.0); /* renewed: never close to lapsing */
+    assert_true(max_ends <= 12.5); /* ours, not Alertmanager's now + resolve_timeout (300 s) */
+    assert_true(min_ends >= 3.0);  /* renewed: never close to lapsing */
     /* green windows: the alert resolves and leaves the active alerts */
     post_samples(5, 7);
     for (int i = 4; i <= 6; i++)
@@ -208,7 +208,7 @@ int main(void)
     char extra[512];
     snprintf(extra, sizeof(extra),
              " \"tick_seconds\": 1, \"alerts\": {\"webhooks\":"
-             " [\"http://127.0.0.1:%d/api/v2/alerts\"], \"resend_seconds\": 2},",
+             " [\"http://127.0.0.1:%d/api/v2/alerts\"], \"resend_seconds\": 3},",
              AM.port);
     fx_setup(&F, "recon-alertmanager", extra);
     char *amcfg = fx_fmt("%s/alertmanager.yml", F.dir);
