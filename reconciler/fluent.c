@@ -355,8 +355,87 @@ static int mp_event(struct mp_out *o, const msgpack_object *root, long event, bo
     return 1;
 }
 
+/* Big-endian unsigned of n bytes at p. */
+static uint64_t be(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int k = 0; k < n; k++)
+        v = v << 8 | p[k];
+    return v;
+}
+
+/* Walks the msgpack tokens without building anything and checks that the elements every open
+ * container still expects fit in the bytes left (each takes at least one): msgpack-c allocates
+ * a container's elements from its declared count before reading them, so a 6-byte body declaring
+ * 2^31 elements would otherwise ask for 48 GiB. With the check, what it allocates stays within
+ * 24 bytes per body byte. Returns the offset of the first token that breaks it, or len. */
+static size_t mp_counts_fit(const unsigned char *p, size_t len)
+{
+    static const unsigned char fixed[] = {4, 8, 1, 2, 4, 8, 1, 2, 4, 8}; /* 0xca..0xd3 */
+    uint64_t pending = 0; /* elements the open containers still expect */
+    size_t i = 0;
+    while (i < len) {
+        size_t at = i;
+        unsigned char t = p[i++];
+        if (pending)
+            pending--; /* this token fills one of them */
+        uint64_t n = 0, skip = 0;
+        int lenb = 0; /* bytes of a length field */
+        if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3) {
+            /* a value in the type byte */
+        } else if (t <= 0x8f) {
+            n = 2u * (t & 0x0fu);
+        } else if (t <= 0x9f) {
+            n = t & 0x0fu;
+        } else if (t <= 0xbf) {
+            skip = t & 0x1fu;
+        } else if (t == 0xc4 || t == 0xd9) {
+            lenb = 1;
+        } else if (t == 0xc5 || t == 0xda) {
+            lenb = 2;
+        } else if (t == 0xc6 || t == 0xdb) {
+            lenb = 4;
+        } else if (t >= 0xc7 && t <= 0xc9) { /* ext 8/16/32: length, type byte, data */
+            lenb = t == 0xc7 ? 1 : t == 0xc8 ? 2 : 4;
+            skip = 1;
+        } else if (t >= 0xca && t <= 0xd3) {
+            skip = fixed[t - 0xca];
+        } else if (t >= 0xd4 && t <= 0xd8) { /* fixext 1..16: type byte, data */
+            skip = 1u + (1u << (t - 0xd4));
+        } else if (t >= 0xdc && t <= 0xdf) {
+            int nb = t == 0xdc || t == 0xde ? 2 : 4;
+            if ((size_t)nb > len - i)
+                return len; /* truncated: msgpack-c says so */
+            n = be(p + i, nb) * (t >= 0xde ? 2u : 1u);
+            i += (size_t)nb;
+        } else {
+            return at; /* 0xc1: never used */
+        }
+        if (lenb) {
+            if ((size_t)lenb > len - i)
+                return len;
+            skip += be(p + i, lenb);
+            i += (size_t)lenb;
+        }
+        if (skip > len - i)
+            return len; /* truncated string or bin: msgpack-c says so */
+        i += (size_t)skip;
+        pending += n;
+        if (pending > len - i)
+            return at;
+    }
+    return len;
+}
+
 long fl_msgpack_to_json(const char *buf, size_t len, struct evbuffer *out, char *msg, size_t msglen)
 {
+    size_t bad = mp_counts_fit((const unsigned char *)buf, len);
+    if (bad < len) {
+        snprintf(msg, msglen,
+                 "msgpack: the container at byte %zu declares more elements than the body holds",
+                 bad);
+        return -1;
+    }
     struct mp_out o = {.out = out, .msg = msg, .msglen = msglen};
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);

@@ -214,6 +214,25 @@ static void test_msgpack_events(void **state)
     assert_int_equal(n, -1);
     assert_non_null(strstr(msg, "msgpack event 0: expected [[time, metadata], record]"));
     free(js);
+    /* a container declaring 2^31 elements in 6 bytes (msgpack-c would size 48 GiB from it), a
+     * map of 2^32-1 entries inside an event, 16 nested fixarrays of 15: refused before decoding */
+    static const unsigned char bombs[][8] = {{0xdd, 0x7f, 0xff, 0xff, 0xff, 1},
+                                             {0x92, 0x01, 0xdf, 0xff, 0xff, 0xff, 0xff, 0x01}};
+    for (int k = 0; k < 2; k++) {
+        msgpack_sbuffer_clear(&sb);
+        msgpack_sbuffer_write(&sb, (const char *)bombs[k], k == 0 ? 6 : 8);
+        js = convert(&sb, &n, msg);
+        assert_int_equal(n, -1);
+        assert_non_null(strstr(msg, "declares more elements than the body holds"));
+        free(js);
+    }
+    msgpack_sbuffer_clear(&sb);
+    for (int k = 0; k < 16; k++)
+        msgpack_pack_array(&pk, 15);
+    js = convert(&sb, &n, msg);
+    assert_int_equal(n, -1);
+    assert_non_null(strstr(msg, "declares more elements than the body holds"));
+    free(js);
     msgpack_sbuffer_destroy(&sb);
 }
 
