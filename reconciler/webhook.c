@@ -418,8 +418,12 @@ void webhook_poll(struct webhook *w)
         if (n_due) {
             evbuffer_add(body, "]", 1);
             free(t->fl_body);
-            t->fl_body =
-                strndup((const char *)evbuffer_pullup(body, -1), evbuffer_get_length(body));
+            size_t blen = evbuffer_get_length(body);
+            t->fl_body = malloc(blen + 1); /* a copy: body itself is sent */
+            if (t->fl_body) {
+                evbuffer_copyout(body, t->fl_body, blen);
+                t->fl_body[blen] = 0;
+            }
             free(t->fl_id);
             free(t->fl_resolved);
             t->fl_id = ids;
