@@ -23,6 +23,7 @@
 #include "jsonw.h"
 #include "log.h"
 #include "rejects.h"
+#include "throttle_api.h"
 #include "timeutil.h"
 #include "unrec.h"
 #include "workers.h"
@@ -91,7 +92,8 @@ static const struct route ROUTES[] = {
     {"/rejects", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_REJECTS, 0, METRICS_EP_PAGES},
 };
 
-static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader"};
+static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader",
+                                                   "operator"};
 
 /* ---- authentication ----------------------------------------------------------------------- */
 
@@ -110,8 +112,8 @@ static bool ct_equal(const char *given, size_t glen, const char *token)
 int srv_role_of_token(const struct cfg *cfg, const char *token, size_t len)
 {
     const struct cfg_tokens *t = &cfg->tokens;
-    char **lists[SRV_ROLE_N] = {t->agent, t->poller, t->service, t->reader};
-    size_t ns[SRV_ROLE_N] = {t->n_agent, t->n_poller, t->n_service, t->n_reader};
+    char **lists[SRV_ROLE_N] = {t->agent, t->poller, t->service, t->reader, t->operator};
+    size_t ns[SRV_ROLE_N] = {t->n_agent, t->n_poller, t->n_service, t->n_reader, t->n_operator};
     int role = -1;
     /* every token is compared, so the time does not tell which one matched */
     for (int r = 0; r < SRV_ROLE_N; r++)
@@ -169,6 +171,12 @@ static const char *reason_of(int status)
     switch (status) {
     case 200:
         return "OK";
+    case 201:
+        return "Created";
+    case 409:
+        return "Conflict";
+    case 429:
+        return "Too Many Requests";
     case 400:
         return "Bad Request";
     case 401:
@@ -185,8 +193,6 @@ static const char *reason_of(int status)
         return "Unsupported Media Type";
     case 422:
         return "Unprocessable Entity";
-    case 429:
-        return "Too Many Requests";
     case 500:
         return "Internal Server Error";
     case 503:
@@ -353,6 +359,41 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
     evbuffer_free(out);
 }
 
+/* /v1/throttles...: any known token; the module decides per role (throttle_api.h). */
+static void handle_throttle(struct srv *s, struct evhttp_request *req, const char *path, int64_t t0)
+{
+    int role = request_role(s->cfg, req);
+    if (role < 0) {
+        reply_error(s, req, METRICS_EP_API, t0, 401, "missing or unknown bearer token",
+                    "Authorization");
+        return;
+    }
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    const char *method = m == EVHTTP_REQ_GET      ? "GET"
+                         : m == EVHTTP_REQ_POST   ? "POST"
+                         : m == EVHTTP_REQ_DELETE ? "DELETE"
+                                                  : "OTHER";
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    char *body = malloc(len + 1);
+    struct evbuffer *out = evbuffer_new();
+    if (!body || !out) {
+        free(body);
+        if (out)
+            evbuffer_free(out);
+        reply_error(s, req, METRICS_EP_API, t0, 503, "out of memory", "$");
+        return;
+    }
+    evbuffer_remove(in, body, len);
+    body[len] = 0;
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    int status =
+        thr_api_handle(store_db(s->store), ROLE_NAMES[role], method, path, query, body, len, out);
+    reply(s, req, METRICS_EP_API, t0, status, "application/json", out);
+    evbuffer_free(out);
+    free(body);
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct srv *s = arg;
@@ -361,6 +402,10 @@ static void on_request(struct evhttp_request *req, void *arg)
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (!path || !*path)
         path = "/";
+    if (thr_api_owns(path)) {
+        handle_throttle(s, req, path, t0);
+        return;
+    }
     const struct route *rt = NULL;
     bool path_known = false;
     enum evhttp_cmd_type method = evhttp_request_get_command(req);
