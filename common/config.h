@@ -171,7 +171,7 @@ struct cfg {
     /* alerts */
     size_t n_webhooks;
     char **webhooks;
-    int resend_seconds; /* default 300 */
+    int resend_seconds; /* default 60; open alerts carry endsAt = now + 4 x this */
     /* retention (cfg_retention.c, retention.h), days: raw partitions and window_state (30),
      * heatmap_cells/attribution_rollup/link_windows (400), resolved alerts (400), agent_gaps
      * (400) */
