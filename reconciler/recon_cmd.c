@@ -118,6 +118,13 @@ static int serve(const struct cfg *cfg, struct store *st, struct metrics *m)
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);
+    /* before anything listens: a SIGTERM from then on is a clean stop, not the default action */
+    sigterm = evsignal_new(base, SIGTERM, on_signal, base);
+    sigint = evsignal_new(base, SIGINT, on_signal, base);
+    if (!sigterm || !sigint || event_add(sigterm, NULL) < 0 || event_add(sigint, NULL) < 0) {
+        log_error("reconcile", "cannot install signal handlers");
+        goto cleanup;
+    }
     srv = srv_new(base, cfg, st, m, err, sizeof(err));
     if (!srv) {
         log_error("reconcile", "%s", err);
@@ -137,12 +144,6 @@ static int serve(const struct cfg *cfg, struct store *st, struct metrics *m)
     loop = loop_start(cfg, m, leader, err, sizeof(err));
     if (!loop) {
         log_error("reconcile", "%s", err);
-        goto cleanup;
-    }
-    sigterm = evsignal_new(base, SIGTERM, on_signal, base);
-    sigint = evsignal_new(base, SIGINT, on_signal, base);
-    if (!sigterm || !sigint || event_add(sigterm, NULL) < 0 || event_add(sigint, NULL) < 0) {
-        log_error("reconcile", "cannot install signal handlers");
         goto cleanup;
     }
     log_info(
