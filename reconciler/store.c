@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "timeutil.h"
 
 #define COPY_CHUNK (1 << 20)
 
@@ -248,8 +249,16 @@ static int write_once(struct store *st, const struct ingest_batch *b, struct sto
     if (b->n_rows == 0 && b->kind != INGEST_ATTRIBUTIONS)
         return 0;
     /* partitions first, in their own transaction: a rollback of ours must not undo them */
-    if (db_ensure_partitions(st->db, b->min_us, b->max_us, err, errlen) < 0)
-        return -1;
+    /* only the days that hold rows (ingest bounds their number), one call per run of days */
+    for (size_t i = 0; i < b->n_days;) {
+        size_t j = i;
+        while (j + 1 < b->n_days && b->days[j + 1] == b->days[j] + 1)
+            j++;
+        if (db_ensure_partitions(st->db, b->days[i] * 86400 * TM_USEC_PER_SEC,
+                                 b->days[j] * 86400 * TM_USEC_PER_SEC, err, errlen) < 0)
+            return -1;
+        i = j + 1;
+    }
     if (run(st->db, "BEGIN", "BEGIN", 0, NULL, NULL, NULL, err, errlen) < 0)
         return -1;
     int rc = b->kind == INGEST_ATTRIBUTIONS ? write_attributions(st, b, res, err, errlen)
