@@ -13,9 +13,11 @@
 #include <sys/socket.h>
 
 #include "api.h"
+#include "gate.h"
 #include "hm_pages.h"
 #include "ingest.h"
 #include "jsonw.h"
+#include "limits.h"
 #include "log.h"
 #include "timeutil.h"
 #include "workers.h"
@@ -27,6 +29,7 @@ struct srv {
     struct store *store;
     struct metrics *metrics;
     struct wk_pool *workers;
+    struct gate *gate;
     int port;
 };
 
@@ -65,6 +68,8 @@ static const struct route ROUTES[] = {
 
 static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader"};
 
+static int role_of_header(const struct cfg *cfg, const char *h);
+
 /* ---- authentication ----------------------------------------------------------------------- */
 
 /* Compares without an early exit; the time depends only on the configured token's length. */
@@ -96,7 +101,13 @@ int srv_role_of_token(const struct cfg *cfg, const char *token, size_t len)
 /* The role of the request's bearer token, or -1. */
 static int request_role(const struct cfg *cfg, struct evhttp_request *req)
 {
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    return role_of_header(
+        cfg, evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"));
+}
+
+/* The role of an Authorization header's bearer token, or -1. */
+static int role_of_header(const struct cfg *cfg, const char *h)
+{
     if (!h || strncasecmp(h, "Bearer ", 7) != 0)
         return -1;
     const char *tok = h + 7;
@@ -132,6 +143,94 @@ static const char *peer_of(struct evhttp_request *req)
     if (con)
         evhttp_connection_get_peer(con, &addr, &port);
     return addr ? addr : "?";
+}
+
+/* The route of path and method; *path_known tells 405 from 404. */
+static const struct route *find_route(const char *path, enum evhttp_cmd_type method,
+                                      bool *path_known)
+{
+    const struct route *rt = NULL;
+    *path_known = false;
+    for (size_t i = 0; i < sizeof(ROUTES) / sizeof(ROUTES[0]); i++) {
+        if (strcmp(ROUTES[i].path, path) != 0)
+            continue;
+        *path_known = true;
+        if (ROUTES[i].method == method ||
+            (method == EVHTTP_REQ_HEAD && ROUTES[i].method == EVHTTP_REQ_GET))
+            rt = &ROUTES[i];
+    }
+    return rt;
+}
+
+static enum evhttp_cmd_type method_of(const char *m)
+{
+    static const struct {
+        const char *name;
+        enum evhttp_cmd_type t;
+    } M[] = {{"GET", EVHTTP_REQ_GET},        {"POST", EVHTTP_REQ_POST},
+             {"HEAD", EVHTTP_REQ_HEAD},      {"PUT", EVHTTP_REQ_PUT},
+             {"DELETE", EVHTTP_REQ_DELETE},  {"PATCH", EVHTTP_REQ_PATCH},
+             {"OPTIONS", EVHTTP_REQ_OPTIONS}};
+    for (size_t i = 0; i < sizeof(M) / sizeof(M[0]); i++)
+        if (strcmp(m, M[i].name) == 0)
+            return M[i].t;
+    return 0;
+}
+
+#define VERDICT(v, st, p, ...)                                                                     \
+    do {                                                                                           \
+        (v)->status = (st);                                                                        \
+        snprintf((v)->msg, sizeof((v)->msg), __VA_ARGS__);                                         \
+        snprintf((v)->path, sizeof((v)->path), "%s", (p));                                         \
+    } while (0)
+
+/* The gate's question, from the request head alone (before any body byte is read): route,
+ * token, role, encoding and the role's body limit. on_request checks route and role again. */
+static void gate_decide(void *arg, const struct gate_head *h, struct gate_verdict *v)
+{
+    struct srv *s = arg;
+    bool known;
+    const struct route *rt = find_route(h->path, method_of(h->method), &known);
+    v->log = true;
+    if (!rt) {
+        if (known)
+            VERDICT(v, 405, h->path, "method not allowed here");
+        else
+            VERDICT(v, 404, h->path, "no such endpoint");
+        return;
+    }
+    int role = -1;
+    if (rt->access != ACCESS_OPEN &&
+        !(rt->access == ACCESS_PAGE && s->cfg->open_on_loopback && h->peer_loopback)) {
+        role = role_of_header(s->cfg, h->authorization);
+        if (role < 0) {
+            VERDICT(v, 401, "Authorization", "missing or unknown bearer token");
+            return;
+        }
+        if (role != (int)rt->role) {
+            VERDICT(v, 403, "Authorization",
+                    "a token of role %s may not use this endpoint (it needs role %s)",
+                    ROLE_NAMES[role], ROLE_NAMES[rt->role]);
+            return;
+        }
+    }
+    if (rt->handler == H_INGEST && h->content_encoding &&
+        strcasecmp(h->content_encoding, "identity") != 0) {
+        VERDICT(v, 415, "$", "Content-Encoding is not supported: send plain JSON");
+        return;
+    }
+    uint64_t limit = rt->handler == H_INGEST ? lim_body_bytes(s->cfg, (int)rt->role) : 64 << 10;
+    if (h->has_length && h->content_length > limit) {
+        VERDICT(v, 413, "$",
+                "the body of %llu bytes is larger than the %s limit of %llu bytes "
+                "(limits.max_body_%s)",
+                (unsigned long long)h->content_length,
+                rt->handler == H_INGEST ? ROLE_NAMES[rt->role] : "request",
+                (unsigned long long)limit,
+                rt->handler == H_INGEST ? ROLE_NAMES[rt->role] : "bytes");
+        return;
+    }
+    v->log = false;
 }
 
 /* ---- replies ------------------------------------------------------------------------------ */
@@ -171,7 +270,9 @@ static void reply(struct srv *s, struct evhttp_request *req, enum metrics_endpoi
     struct evkeyvalq *oh = evhttp_request_get_output_headers(req);
     evhttp_add_header(oh, "Content-Type", content_type);
     evhttp_add_header(oh, "Cache-Control", "no-store");
+    struct gate_conn *gc = gate_conn_of(s->gate, req);
     evhttp_send_reply(req, status, reason_of(status), body);
+    gate_answered(gc);
     metrics_request(s->metrics, ep, status, tm_mono_ns() - t0);
 }
 
@@ -254,6 +355,7 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
     PGconn *db = store_db(s->store);
     if (rt->handler == H_METRICS) {
         metrics_render(s->metrics, db, out);
+        gate_metrics(s->gate, out);
         ct = "text/plain; version=0.0.4; charset=utf-8";
         status = 200;
     } else if (!db) {
@@ -297,17 +399,8 @@ static void on_request(struct evhttp_request *req, void *arg)
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (!path || !*path)
         path = "/";
-    const struct route *rt = NULL;
-    bool path_known = false;
-    enum evhttp_cmd_type method = evhttp_request_get_command(req);
-    for (size_t i = 0; i < sizeof(ROUTES) / sizeof(ROUTES[0]); i++) {
-        if (strcmp(ROUTES[i].path, path) != 0)
-            continue;
-        path_known = true;
-        if (ROUTES[i].method == method ||
-            (method == EVHTTP_REQ_HEAD && ROUTES[i].method == EVHTTP_REQ_GET))
-            rt = &ROUTES[i];
-    }
+    bool path_known;
+    const struct route *rt = find_route(path, evhttp_request_get_command(req), &path_known);
     if (!rt) {
         if (path_known)
             reply_error(s, req, METRICS_EP_OTHER, t0, 405, "method not allowed here", path);
@@ -393,14 +486,33 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
         free(s);
         return NULL;
     }
-    evhttp_set_max_body_size(s->http, (ev_ssize_t)cfg->max_body_bytes);
-    evhttp_set_max_headers_size(s->http, 64 * 1024);
-    evhttp_set_timeout(s->http, 120);
+    /* the gate refuses over-limit bodies from their Content-Length (JSON 413) before evhttp's
+     * own bound, which stays as a backstop */
+    uint64_t max_body = 64 << 10;
+    for (int r = 0; r < SRV_ROLE_N; r++)
+        if (lim_body_bytes(cfg, r) > max_body)
+            max_body = lim_body_bytes(cfg, r);
+    evhttp_set_max_body_size(s->http, (ev_ssize_t)max_body);
+    evhttp_set_max_headers_size(s->http, LIM_HEADER_BYTES + 4);
+    evhttp_set_timeout(s->http, 120); /* idle keep-alive; the gate bounds each request */
+    struct gate_opts go = {.max_connections = lim_connections(cfg),
+                           .header_timeout_s = lim_header_timeout(cfg),
+                           .body_timeout_s = lim_body_timeout(cfg),
+                           .max_header_bytes = LIM_HEADER_BYTES,
+                           .ssl = NULL};
+    s->gate = gate_new(base, s->http, &go, gate_decide, s);
+    if (!s->gate) {
+        snprintf(err, errlen, "cannot set up the connection gate");
+        evhttp_free(s->http);
+        free(s);
+        return NULL;
+    }
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH);
     s->workers = wk_start(base, cfg, metrics, on_ingested, s, err, errlen);
     if (!s->workers) {
         evhttp_free(s->http);
+        gate_free(s->gate);
         free(s);
         return NULL;
     }
@@ -411,9 +523,11 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
         snprintf(err, errlen, "cannot listen on %s", cfg->listen);
         wk_stop(s->workers);
         evhttp_free(s->http);
+        gate_free(s->gate);
         free(s);
         return NULL;
     }
+    gate_listen(s->gate, bs);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     s->port = port;
@@ -429,6 +543,7 @@ void srv_free(struct srv *s)
         return;
     wk_stop(s->workers); /* unanswered requests are dropped; evhttp_free closes them */
     evhttp_free(s->http);
+    gate_free(s->gate);
     free(s);
 }
 
