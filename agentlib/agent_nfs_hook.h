@@ -3,9 +3,10 @@
  *
  *     extern const struct agent_nfs_hook nfs_probe_hook;
  *
- * agentlib/CMakeLists.txt defines WL_HAVE_NFS_PROBE for wanledger-agent when nfs_probe.h exists,
- * and agent_main.c then opens the hook next to the socket probe and drains it every window into
- * the same flowset, right after the socket drain. */
+ * agentlib/CMakeLists.txt defines WL_HAVE_NFS_PROBE for wanledger-agent when nfs_probe.c and the
+ * nfs_skel BPF object are in the build (option WL_NFS_PROBE, default ON), and agent_main.c then
+ * opens the hook next to the socket probe and drains it every window into the same flowset, right
+ * after the socket drain. */
 #ifndef WL_AGENT_NFS_HOOK_H
 #define WL_AGENT_NFS_HOOK_H
 

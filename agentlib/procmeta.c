@@ -124,11 +124,6 @@ void procmeta_free(struct procmeta *pm)
     free(pm);
 }
 
-size_t procmeta_count(const struct procmeta *pm)
-{
-    return pm->count;
-}
-
 static size_t bucket_of(uint32_t pid, uint64_t start_ns)
 {
     uint64_t h = (pid * 0x9E3779B97F4A7C15ULL) ^ (start_ns * 0xC2B2AE3D27D4EB4FULL);

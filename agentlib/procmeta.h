@@ -31,9 +31,6 @@ void procmeta_join_more(struct procmeta *pm, struct flowset *fs);
  * flowsets. */
 void procmeta_prune(struct procmeta *pm, unsigned windows);
 
-/* Cached processes (for /metrics). */
-size_t procmeta_count(const struct procmeta *pm);
-
 /* Derives container id, pod uid, systemd unit and Slurm job from a cgroup path such as
  * "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1b2c_..slice/cri-containerd-
  * <64 hex>.scope" or "/system.slice/slurmstepd.scope/job_42/step_0". Fills only those fields. */

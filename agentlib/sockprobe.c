@@ -410,21 +410,3 @@ int sockprobe_drain(struct sockprobe *sp, struct flowset *out, uint64_t *dropped
     sp->drops_seen = full + race;
     return 0;
 }
-
-size_t sockprobe_prog_ids(const struct sockprobe *sp, uint32_t *ids, size_t max)
-{
-    struct bpf_program *p;
-    size_t n = 0;
-    bpf_object__for_each_program(p, sp->skel->obj)
-    {
-        int fd = bpf_program__fd(p);
-        struct bpf_prog_info info;
-        __u32 len = sizeof(info);
-        if (fd < 0 || n >= max)
-            continue;
-        memset(&info, 0, sizeof(info));
-        if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
-            ids[n++] = info.id;
-    }
-    return n;
-}

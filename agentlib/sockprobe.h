@@ -49,7 +49,4 @@ int sockprobe_parse_mode(const char *s, enum sockprobe_attach *out)
 int sockprobe_drain(struct sockprobe *sp, struct flowset *out, uint64_t *dropped, char *err,
                     size_t errlen) __attribute__((warn_unused_result));
 
-/* Kernel ids of the attached programs (for bpf_stats in the benchmark); returns how many. */
-size_t sockprobe_prog_ids(const struct sockprobe *sp, uint32_t *ids, size_t max);
-
 #endif

@@ -29,7 +29,7 @@ struct cell_view {
     bool has_prev, has_next;
     int64_t prev_us, next_us;
     struct hm_totals t;
-    enum hm_status status;
+    enum cell_status status;
     double coverage;
     double valid_fraction;
     int64_t capacity_bps;
@@ -155,7 +155,7 @@ static int chart(struct evbuffer *out, PGconn *db, const struct cell_view *v, co
     }
     for (size_t i = 0; i < n; i++) {
         x[i] = from + (int64_t)i * step;
-        st[i] = HM_NONE;
+        st[i] = CELL_NONE;
         for (int k = 0; k < 5; k++)
             ys[k * n + i] = NAN;
     }

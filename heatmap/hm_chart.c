@@ -214,8 +214,8 @@ void hm_chart_svg(struct evbuffer *out, const struct hm_chart *c)
     if (c->status) {
         double sy = PAD_T + ph + 24;
         for (size_t i = 0; i < n; i++) {
-            enum hm_status st = (enum hm_status)c->status[i];
-            if (st == HM_NONE)
+            enum cell_status st = (enum cell_status)c->status[i];
+            if (st == CELL_NONE)
                 continue;
             double xa = XP(c->x_us[i]), xb = XP(c->x_us[i] + c->x_step_us);
             evbuffer_add_printf(out,

@@ -28,7 +28,7 @@ struct hm_chart {
     const struct hm_chart_series *series;
     enum hm_chart_y y_kind;
     int64_t mark_from_us, mark_to_us; /* highlighted span; equal = none */
-    const signed char *status;        /* per point hm_status (HM_NONE = none) or NULL */
+    const signed char *status;        /* per point hm_status (CELL_NONE = none) or NULL */
     size_t n_hlines;
     const double *hlines; /* reference values (thresholds), dashed */
     const char *aria;     /* what the chart shows, for screen readers */

@@ -23,7 +23,7 @@ void hm_totals_from_row(const PGresult *r, int row, int col, struct hm_totals *t
     t->unattributed = hm_sql_i64(r, row, col + 6);
     t->seconds = hm_sql_i64(r, row, col + 7);
     t->n_windows = (int)hm_sql_i64(r, row, col + 8);
-    for (int s = 0; s < HM_N_STATUS; s++)
+    for (int s = 0; s < CELL_N_STATUS; s++)
         t->n_status[s] = (int)hm_sql_i64(r, row, col + 9 + s);
 }
 
@@ -38,7 +38,7 @@ static void totals_add(struct hm_totals *a, const struct hm_totals *b)
     a->unattributed += b->unattributed;
     a->seconds += b->seconds;
     a->n_windows += b->n_windows;
-    for (int s = 0; s < HM_N_STATUS; s++)
+    for (int s = 0; s < CELL_N_STATUS; s++)
         a->n_status[s] += b->n_status[s];
 }
 
@@ -204,10 +204,10 @@ static int alloc_pairs(struct hm_grid *g)
     if (!g->pairs)
         return -1;
     for (size_t i = 0; i < n * n; i++) {
-        g->pairs[i].status = HM_NONE;
+        g->pairs[i].status = CELL_NONE;
         g->pairs[i].coverage = NAN;
         for (int h = 0; h < HM_STRIP_HOURS; h++) {
-            g->pairs[i].strip[h] = HM_NONE;
+            g->pairs[i].strip[h] = CELL_NONE;
             g->pairs[i].strip_coverage[h] = NAN;
         }
     }
@@ -309,8 +309,8 @@ static int load_strip(PGconn *db, struct hm_grid *g, const struct cfg *cfg, char
         t.payload = hm_sql_i64(r, i, 4);
         t.attributed = hm_sql_i64(r, i, 5);
         t.n_windows = (int)hm_sql_i64(r, i, 6);
-        t.n_status[HM_INCOMPLETE] = (int)hm_sql_i64(r, i, 7);
-        t.n_status[HM_NO_COUNTER] = (int)hm_sql_i64(r, i, 8);
+        t.n_status[CELL_INCOMPLETE] = (int)hm_sql_i64(r, i, 7);
+        t.n_status[CELL_NO_COUNTER] = (int)hm_sql_i64(r, i, 8);
         struct hm_pair *pp = hm_grid_pair(g, (size_t)s, (size_t)d);
         pp->strip[k] =
             (signed char)hm_status_of_totals(&t, hm_status_parse(hm_sql_str(r, i, 2)), cfg);

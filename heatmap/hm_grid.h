@@ -17,10 +17,10 @@
 
 struct hm_pair {
     struct hm_totals t;
-    enum hm_status status; /* HM_NONE: no row in the span */
-    double coverage;       /* NAN when unknown */
+    enum cell_status status; /* CELL_NONE: no row in the span */
+    double coverage;         /* NAN when unknown */
     int n_open_alerts;
-    signed char strip[HM_STRIP_HOURS]; /* status per hour, oldest first; HM_NONE = no rows */
+    signed char strip[HM_STRIP_HOURS]; /* status per hour, oldest first; CELL_NONE = no rows */
     float strip_coverage[HM_STRIP_HOURS];
 };
 

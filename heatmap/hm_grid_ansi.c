@@ -35,10 +35,10 @@ static void padded(struct evbuffer *out, const char *name, size_t width, bool ri
             evbuffer_add(out, " ", 1);
 }
 
-static void cell_open(struct evbuffer *out, enum hm_status s, bool colour)
+static void cell_open(struct evbuffer *out, enum cell_status s, bool colour)
 {
     if (colour)
-        evbuffer_add_printf(out, "\033[%sm", s == HM_NONE ? "2" : hm_status_info(s)->ansi);
+        evbuffer_add_printf(out, "\033[%sm", s == CELL_NONE ? "2" : hm_status_info(s)->ansi);
 }
 
 static void cell_close(struct evbuffer *out, bool colour)
@@ -47,7 +47,7 @@ static void cell_close(struct evbuffer *out, bool colour)
         evbuffer_add_printf(out, "\033[0m");
 }
 
-static void text_cell(struct evbuffer *out, const char *text, enum hm_status s, bool colour)
+static void text_cell(struct evbuffer *out, const char *text, enum cell_status s, bool colour)
 {
     char buf[64];
     snprintf(buf, sizeof buf, " %-*.*s", CELL_CHARS - 2, CELL_CHARS - 2, text);
@@ -79,15 +79,15 @@ void hm_grid_ansi(struct evbuffer *out, const struct hm_grid *g, const struct cf
             for (size_t j = 0; j < n; j++) {
                 const struct hm_pair *p = hm_grid_pair(g, i, j);
                 char text[96], a[HM_FMT_LEN], b[HM_FMT_LEN];
-                if (i == j || p->status == HM_NONE) {
-                    text_cell(out, line == 0 ? (i == j ? "." : "no data") : "", HM_NONE, colour);
+                if (i == j || p->status == CELL_NONE) {
+                    text_cell(out, line == 0 ? (i == j ? "." : "no data") : "", CELL_NONE, colour);
                     continue;
                 }
                 const struct hm_status_info *si = hm_status_info(p->status);
                 if (line == 0)
                     snprintf(text, sizeof text, "%c %-10s %8s%s", si->letter, si->label,
                              hm_fmt_pct(p->coverage, a), p->n_open_alerts ? "!" : " ");
-                else if (p->status == HM_NO_COUNTER)
+                else if (p->status == CELL_NO_COUNTER)
                     snprintf(text, sizeof text, "  attributed %s",
                              hm_fmt_bytes(p->t.attributed, a));
                 else
@@ -107,7 +107,7 @@ void hm_grid_ansi(struct evbuffer *out, const struct hm_grid *g, const struct cf
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++) {
             const struct hm_pair *p = hm_grid_pair(g, i, j);
-            if (i == j || p->status == HM_NONE)
+            if (i == j || p->status == CELL_NONE)
                 continue;
             evbuffer_add_printf(out, "  ");
             padded(out, g->sites[i], NAME_CHARS, true);
@@ -115,9 +115,9 @@ void hm_grid_ansi(struct evbuffer *out, const struct hm_grid *g, const struct cf
             padded(out, g->sites[j], NAME_CHARS, false);
             evbuffer_add_printf(out, " ");
             for (int h = 0; h < HM_STRIP_HOURS; h++) {
-                enum hm_status s = (enum hm_status)p->strip[h];
-                char c = s == HM_NONE ? '.' : hm_status_info(s)->letter;
-                if (colour && s != HM_NONE)
+                enum cell_status s = (enum cell_status)p->strip[h];
+                char c = s == CELL_NONE ? '.' : hm_status_info(s)->letter;
+                if (colour && s != CELL_NONE)
                     evbuffer_add_printf(out, "\033[%sm%c\033[0m", hm_status_info(s)->ansi, c);
                 else
                     evbuffer_add(out, &c, 1);
@@ -126,16 +126,16 @@ void hm_grid_ansi(struct evbuffer *out, const struct hm_grid *g, const struct cf
         }
     /* legend */
     evbuffer_add_printf(out, "\nLegend:\n");
-    for (int s = 0; s < HM_N_STATUS; s++) {
+    for (int s = 0; s < CELL_N_STATUS; s++) {
         char m[256];
-        const struct hm_status_info *si = hm_status_info((enum hm_status)s);
+        const struct hm_status_info *si = hm_status_info((enum cell_status)s);
         evbuffer_add_printf(out, "  ");
         if (colour)
             evbuffer_add_printf(out, "\033[%sm %c \033[0m", si->ansi, si->letter);
         else
             evbuffer_add_printf(out, " %c ", si->letter);
         evbuffer_add_printf(out, " %-11s %s\n", si->label,
-                            hm_status_meaning((enum hm_status)s, cfg, m, sizeof m));
+                            hm_status_meaning((enum cell_status)s, cfg, m, sizeof m));
     }
     /* alerts */
     evbuffer_add_printf(out, "\nOpen alerts: %zu\n", g->n_alerts);

@@ -39,7 +39,7 @@ void hm_svg_defs(struct evbuffer *out)
         "</defs>");
 }
 
-static void fill_rect(struct evbuffer *out, enum hm_status s, double x, double y, double w,
+static void fill_rect(struct evbuffer *out, enum cell_status s, double x, double y, double w,
                       double h, double rx)
 {
     const struct hm_status_info *si = hm_status_info(s);
@@ -54,7 +54,7 @@ static void fill_rect(struct evbuffer *out, enum hm_status s, double x, double y
                             x, y, w, h, rx, si->pattern);
 }
 
-void hm_svg_swatch(struct evbuffer *out, enum hm_status s, int w, int h)
+void hm_svg_swatch(struct evbuffer *out, enum cell_status s, int w, int h)
 {
     const struct hm_status_info *si = hm_status_info(s);
     evbuffer_add_printf(out,
@@ -131,9 +131,9 @@ static void strip(struct evbuffer *out, const struct hm_grid *g, const struct hm
                         CELL_H - STRIP_H, CELL_W - 8, STRIP_H - 3);
     for (int h = 0; h < HM_STRIP_HOURS; h++) {
         char t[HM_FMT_LEN], c[HM_FMT_LEN];
-        enum hm_status s = (enum hm_status)p->strip[h];
+        enum cell_status s = (enum cell_status)p->strip[h];
         double x = x0 + h * w;
-        if (s == HM_NONE) {
+        if (s == CELL_NONE) {
             evbuffer_add_printf(out,
                                 "<rect class=\"hour\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                                 "height=\"1.5\" fill=\"#c5cad1\"/>",
@@ -142,7 +142,7 @@ static void strip(struct evbuffer *out, const struct hm_grid *g, const struct hm
         }
         double cov = p->strip_coverage[h];
         double frac = isnan(cov) ? 0.5 : fmin(fmax(cov, 0.0), 1.2) / 1.2;
-        if (s == HM_INCOMPLETE || s == HM_NO_COUNTER || s == HM_IDLE)
+        if (s == CELL_INCOMPLETE || s == CELL_NO_COUNTER || s == CELL_IDLE)
             frac = 0.5;
         double bh = 3 + 11 * frac;
         evbuffer_add_printf(out,
@@ -159,7 +159,7 @@ static void cell(struct evbuffer *out, const struct hm_grid *g, const struct hm_
 {
     const char *src = g->sites[si], *dst = g->sites[di];
     const struct hm_pair *p = hm_grid_pair(g, si, di);
-    if (si == di || p->status == HM_NONE) {
+    if (si == di || p->status == CELL_NONE) {
         evbuffer_add_printf(
             out,
             "<g class=\"empty\" transform=\"translate(%.0f,%.0f)\"><rect x=\"0.5\" "
@@ -228,7 +228,7 @@ static void cell(struct evbuffer *out, const struct hm_grid *g, const struct hm_
     /* line 1: what the switch saw; line 2: what nobody claims (or the excess claimed) */
     const char *l1 = "observed", *l2 = "unattributed";
     const char *v1 = obs, *v2 = una;
-    if (p->status == HM_NO_COUNTER) {
+    if (p->status == CELL_NO_COUNTER) {
         l1 = "observed", v1 = "no counter";
         l2 = "attributed", v2 = att;
     } else if (p->t.attributed > p->t.payload && p->t.payload > 0) {
@@ -274,20 +274,20 @@ static double legend(struct evbuffer *out, const struct hm_svg_opts *o, double y
                         "(letter and pattern carry the status without colour)</text>",
                         y);
     double ly = 26;
-    for (int s = 0; s < HM_N_STATUS; s++) {
-        const struct hm_status_info *si = hm_status_info((enum hm_status)s);
+    for (int s = 0; s < CELL_N_STATUS; s++) {
+        const struct hm_status_info *si = hm_status_info((enum cell_status)s);
         evbuffer_add_printf(out,
                             "<g class=\"legend-item\" data-status=\"%s\" "
                             "transform=\"translate(0,%.0f)\">",
                             si->name, ly);
-        fill_rect(out, (enum hm_status)s, 0.5, 0.5, 34, 19, 3);
+        fill_rect(out, (enum cell_status)s, 0.5, 0.5, 34, 19, 3);
         evbuffer_add_printf(out,
                             "<text x=\"17.5\" y=\"15\" text-anchor=\"middle\" font-weight=\"bold\" "
                             "font-size=\"13\" fill=\"%s\">%c</text><text x=\"44\" y=\"15\" "
                             "font-size=\"12.5\" font-weight=\"bold\" fill=\"#1b1f24\">%s</text>"
                             "<text x=\"140\" y=\"15\" font-size=\"12.5\" fill=\"#3c4450\">",
                             si->ink, si->letter, si->label);
-        hm_esc_html(out, hm_status_meaning((enum hm_status)s, o->cfg, meaning, sizeof meaning));
+        hm_esc_html(out, hm_status_meaning((enum cell_status)s, o->cfg, meaning, sizeof meaning));
         evbuffer_add_printf(out, "</text></g>");
         ly += LEGEND_ROW;
     }
@@ -312,7 +312,7 @@ void hm_grid_svg(struct evbuffer *out, const struct hm_grid *g, const struct hm_
     double grid_w = lw + n * (CELL_W + GAP);
     double width = grid_w > 760 ? grid_w : 760;
     double grid_h = HEAD_H + n * (CELL_H + GAP);
-    double height = top + grid_h + 14 + 26 + HM_N_STATUS * LEGEND_ROW + 42 + 2 * margin;
+    double height = top + grid_h + 14 + 26 + CELL_N_STATUS * LEGEND_ROW + 42 + 2 * margin;
     width += 2 * margin;
     if (o->standalone)
         evbuffer_add_printf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");

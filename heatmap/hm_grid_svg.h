@@ -21,7 +21,7 @@ void hm_grid_svg(struct evbuffer *out, const struct hm_grid *g, const struct hm_
 /* <defs> with the status patterns (ids as in hm_status_info()->pattern). */
 void hm_svg_defs(struct evbuffer *out);
 /* A small inline <svg> swatch of a status: its fill, pattern and letter. */
-void hm_svg_swatch(struct evbuffer *out, enum hm_status s, int w, int h);
+void hm_svg_swatch(struct evbuffer *out, enum cell_status s, int w, int h);
 /* What the grid shows, for titles: "window 2026-11-29 18:53 UTC (60 s)". */
 const char *hm_grid_caption(const struct hm_grid *g, char *buf, size_t len);
 

@@ -115,10 +115,10 @@ static void kpis(struct evbuffer *out, const struct hm_grid *g)
     char a[HM_FMT_LEN], b[HM_FMT_LEN], c[HM_FMT_LEN], d[HM_FMT_LEN];
     size_t red = 0, cells = 0;
     for (size_t i = 0; i < g->n_sites * g->n_sites; i++) {
-        if (g->pairs[i].status == HM_NONE)
+        if (g->pairs[i].status == CELL_NONE)
             continue;
         cells++;
-        red += g->pairs[i].status == HM_RED;
+        red += g->pairs[i].status == CELL_RED;
     }
     evbuffer_add_printf(out,
                         "<div class=\"kpis\"><div class=\"kpi\"><b>%s</b><span>coverage, all "

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cell_status.h"
 #include "hm_chart.h"
 #include "hm_esc.h"
 #include "hm_fmt.h"
@@ -554,7 +555,7 @@ static int days_section(struct rep *r, PGconn *db, const struct cfg *cfg, const 
                      names[2 * i + 1]);
             se[i] = (struct hm_chart_series){label[i], pair_colours[i], cov[i], false, false};
         }
-        double th[2] = {cfg ? cfg->green : 0.95, cfg ? cfg->red : 0.80};
+        double th[2] = {cell_th_green(cfg), cell_th_red(cfg)};
         struct hm_chart ch = {.width = 1000,
                               .height = 300,
                               .n = 7,

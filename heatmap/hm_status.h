@@ -1,23 +1,13 @@
-/* The seven cell statuses of DESIGN.md: names, colours, the letter and fill pattern that make them
- * readable without colour, and the rule that gives an aggregate of several windows a status. */
+/* How the seven cell statuses (common/cell_status.h: the one definition, with the rule) look:
+ * names, colours, the letter and fill pattern that make them readable without colour; and the
+ * rule that gives an aggregate of several windows a status. */
 #ifndef WL_HM_STATUS_H
 #define WL_HM_STATUS_H
 
 #include <stdint.h>
 
+#include "cell_status.h"
 #include "config.h"
-
-enum hm_status {
-    HM_OK = 0,
-    HM_WARN,
-    HM_RED,
-    HM_OVER,
-    HM_IDLE,
-    HM_INCOMPLETE,
-    HM_NO_COUNTER,
-    HM_N_STATUS,
-    HM_NONE = -1 /* no row for the pair in the span */
-};
 
 struct hm_status_info {
     const char *name;    /* as stored in heatmap_cells.status: "ok", "no_counter" */
@@ -29,11 +19,11 @@ struct hm_status_info {
     const char *ansi;    /* SGR parameters for a terminal cell: "30;42" */
 };
 
-const struct hm_status_info *hm_status_info(enum hm_status s);
-/* Status from its stored name; HM_NONE when unknown. */
-enum hm_status hm_status_parse(const char *name);
+const struct hm_status_info *hm_status_info(enum cell_status s);
+/* Status from its stored name; CELL_NONE when unknown (cell_status_parse). */
+enum cell_status hm_status_parse(const char *name);
 /* One sentence explaining the status, with the configured thresholds; written to buf. */
-const char *hm_status_meaning(enum hm_status s, const struct cfg *cfg, char *buf, size_t len);
+const char *hm_status_meaning(enum cell_status s, const struct cfg *cfg, char *buf, size_t len);
 
 /* Sums of heatmap_cells rows for one pair over a span. */
 struct hm_totals {
@@ -44,14 +34,15 @@ struct hm_totals {
     int64_t unattributed;
     int64_t seconds; /* sum of window_seconds */
     int n_windows;
-    int n_status[HM_N_STATUS];
+    int n_status[CELL_N_STATUS];
 };
 
 /* The status of an aggregate: the stored status when it is one window; else no_counter when every
- * window was, incomplete when more than 10% of the windows were, and otherwise the DESIGN rule on
- * the summed figures (idle threshold: min_gap_bytes per window). cfg may be NULL (defaults). */
-enum hm_status hm_status_of_totals(const struct hm_totals *t, enum hm_status single,
-                                   const struct cfg *cfg);
+ * window was, incomplete when more than 10% of the windows were, and otherwise the cell rule
+ * (cell_status_of) on the summed figures (idle threshold: min_gap_bytes per window). cfg may be
+ * NULL (defaults). */
+enum cell_status hm_status_of_totals(const struct hm_totals *t, enum cell_status single,
+                                     const struct cfg *cfg);
 /* attributed / payload, or NAN when payload <= 0. */
 double hm_totals_coverage(const struct hm_totals *t);
 

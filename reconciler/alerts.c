@@ -24,14 +24,14 @@ int alerts_kind_parse(const char *s)
     return -1;
 }
 
-enum alert_mark alerts_mark_cell(enum alert_kind kind, enum recon_status status)
+enum alert_mark alerts_mark_cell(enum alert_kind kind, enum cell_status status)
 {
-    if (status == RECON_INCOMPLETE)
+    if (status == CELL_INCOMPLETE)
         return ALERT_NEUTRAL;
     if (kind == ALERT_GAP)
-        return status == RECON_RED ? ALERT_HIT : ALERT_CLEAR;
+        return status == CELL_RED ? ALERT_HIT : ALERT_CLEAR;
     if (kind == ALERT_OVER)
-        return status == RECON_OVER ? ALERT_HIT : ALERT_CLEAR;
+        return status == CELL_OVER ? ALERT_HIT : ALERT_CLEAR;
     return ALERT_NEUTRAL;
 }
 
@@ -40,7 +40,7 @@ enum alert_mark alerts_mark_saturation(const struct cfg *cfg, const struct recon
 {
     enum alert_mark m = ALERT_NEUTRAL;
     for (size_t i = 0; i < n; i++) {
-        if (dirs[i].valid_fraction < RECON_MIN_VALID_FRACTION)
+        if (dirs[i].valid_fraction < CELL_MIN_VALID_FRACTION)
             continue;
         if (dirs[i].has_utilization && dirs[i].utilization > cfg->saturation)
             return ALERT_HIT;

@@ -1,6 +1,6 @@
 /* Gap, over and saturation alerts, pure: which windows of a pair count for or against an alert,
  * the episodes (open … resolved) a history of windows makes, how episodes match the stored alert
- * rows, and the human summaries. No I/O; recon_db.c does the reading and writing. */
+ * rows, and the human summaries. No I/O; recon_db_alerts.c does the reading and writing. */
 #ifndef WL_ALERTS_H
 #define WL_ALERTS_H
 
@@ -32,7 +32,7 @@ struct alert_window {
 };
 
 /* gap: red is a hit; over: over is a hit; incomplete counts for neither; anything else clears. */
-enum alert_mark alerts_mark_cell(enum alert_kind kind, enum recon_status status);
+enum alert_mark alerts_mark_cell(enum alert_kind kind, enum cell_status status);
 /* saturation: any complete circuit direction of the pair above cfg->saturation is a hit; when no
  * direction is complete the window counts for neither. */
 enum alert_mark alerts_mark_saturation(const struct cfg *cfg, const struct recon_link_obs *dirs,

@@ -868,19 +868,6 @@ static int one_transfer(struct vctx *c, const struct jv *t, long i)
 
 /* ---- entry ------------------------------------------------------------------------------- */
 
-const char *ingest_kind_name(enum ingest_kind kind)
-{
-    switch (kind) {
-    case INGEST_ATTRIBUTIONS:
-        return "attributions";
-    case INGEST_COUNTERS:
-        return "counters";
-    case INGEST_TRANSFERS:
-        return "transfers";
-    }
-    return "?";
-}
-
 void ingest_batch_free(struct ingest_batch *b)
 {
     if (!b)

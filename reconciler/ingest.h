@@ -47,7 +47,4 @@ int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body,
     __attribute__((warn_unused_result));
 void ingest_batch_free(struct ingest_batch *b);
 
-/* Name of the endpoint of a kind ("attributions", …), for logs and metrics. */
-const char *ingest_kind_name(enum ingest_kind kind);
-
 #endif

@@ -11,29 +11,14 @@
 
 #include "sitemap.h"
 
-static const char *const status_names[] = {
-    [RECON_OK] = "ok",
-    [RECON_WARN] = "warn",
-    [RECON_RED] = "red",
-    [RECON_OVER] = "over",
-    [RECON_IDLE] = "idle",
-    [RECON_INCOMPLETE] = "incomplete",
-    [RECON_NO_COUNTER] = "no_counter",
-};
-
-const char *recon_status_name(enum recon_status s)
+const char *recon_status_name(enum cell_status s)
 {
-    if ((unsigned)s >= sizeof status_names / sizeof status_names[0])
-        return "?";
-    return status_names[s];
+    return cell_status_name(s);
 }
 
 int recon_status_parse(const char *s)
 {
-    for (size_t i = 0; i < sizeof status_names / sizeof status_names[0]; i++)
-        if (s && strcmp(s, status_names[i]) == 0)
-            return (int)i;
-    return -1;
+    return (int)cell_status_parse(s);
 }
 
 uint64_t recon_spread(uint64_t total, int64_t start_us, int64_t end_us, int64_t from_us,
@@ -53,21 +38,11 @@ uint64_t recon_spread(uint64_t total, int64_t start_us, int64_t end_us, int64_t 
     return (uint64_t)(upto_hi - upto_lo);
 }
 
-enum recon_status recon_cell_status(const struct cfg *cfg, double valid_fraction,
-                                    uint64_t observed_payload_bytes, bool has_coverage,
-                                    double coverage)
+enum cell_status recon_cell_status(const struct cfg *cfg, double valid_fraction,
+                                   uint64_t observed_payload_bytes, bool has_coverage,
+                                   double coverage)
 {
-    if (valid_fraction < RECON_MIN_VALID_FRACTION)
-        return RECON_INCOMPLETE;
-    if (observed_payload_bytes < cfg->min_gap_bytes || !has_coverage)
-        return RECON_IDLE;
-    if (coverage > cfg->over)
-        return RECON_OVER;
-    if (coverage >= cfg->green)
-        return RECON_OK;
-    if (coverage >= cfg->red)
-        return RECON_WARN;
-    return RECON_RED;
+    return cell_status_of(cfg, valid_fraction, observed_payload_bytes, has_coverage, coverage);
 }
 
 /* ---- a small open-addressing index: hash -> position in a caller's array ---- */
@@ -525,7 +500,7 @@ static int observe_circuits(struct run *r, const struct link_counts *lc, int64_t
             }
             double fs = sender >= 0 ? (double)lc[sender].out.covered_us / (double)window_us : 0;
             double fr = receiver >= 0 ? (double)lc[receiver].in.covered_us / (double)window_us : 0;
-            bool use_out = sender >= 0 && (receiver < 0 || fs >= RECON_MIN_VALID_FRACTION ||
+            bool use_out = sender >= 0 && (receiver < 0 || fs >= CELL_MIN_VALID_FRACTION ||
                                            fs >= fr || lc[receiver].n_samples == 0);
             int used = use_out ? sender : receiver;
             const struct counter_part *part = use_out ? &lc[used].out : &lc[used].in;
@@ -815,7 +790,7 @@ static int finish_cells(struct run *r, struct recon_result *out)
                                     : 0;
         if (!c->has_link) {
             c->valid_fraction = 0;
-            c->status = RECON_NO_COUNTER;
+            c->status = CELL_NO_COUNTER;
         } else {
             c->has_coverage = c->observed_payload_bytes > 0;
             c->coverage = c->has_coverage

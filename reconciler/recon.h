@@ -8,24 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cell_status.h" /* enum cell_status, CELL_MIN_VALID_FRACTION: one definition */
 #include "config.h"
 
-/* Share of the window that valid counter intervals must cover, else the cell is incomplete. */
-#define RECON_MIN_VALID_FRACTION 0.90
-
-enum recon_status {
-    RECON_OK,
-    RECON_WARN,
-    RECON_RED,
-    RECON_OVER,
-    RECON_IDLE,
-    RECON_INCOMPLETE,
-    RECON_NO_COUNTER,
-};
-
-/* "ok", "warn", … as stored in heatmap_cells.status. */
-const char *recon_status_name(enum recon_status s);
-/* The status named s, or -1. */
+/* "ok", "warn", … as stored in heatmap_cells.status (cell_status_name). */
+const char *recon_status_name(enum cell_status s);
+/* The status named s, or -1 (cell_status_parse). */
 int recon_status_parse(const char *s);
 
 /* One raw cumulative sample of one configured link's interface (cfg->links[link]). */
@@ -109,7 +97,7 @@ struct recon_cell {
     double coverage; /* attributed / observed_payload */
     double valid_fraction;
     uint64_t capacity_bps;
-    enum recon_status status;
+    enum cell_status status;
 };
 
 /* Who put bytes on a cell, after de-duplication. source: "socket", "nfs" or "service". For a
@@ -140,10 +128,10 @@ int recon_run(const struct cfg *cfg, const struct recon_input *in, struct recon_
               char *err, size_t errlen) __attribute__((warn_unused_result));
 void recon_result_free(struct recon_result *r);
 
-/* Status of a cell with counters from its figures (DESIGN.md "Status"); pure. */
-enum recon_status recon_cell_status(const struct cfg *cfg, double valid_fraction,
-                                    uint64_t observed_payload_bytes, bool has_coverage,
-                                    double coverage);
+/* Status of a cell with counters from its figures (DESIGN.md "Status"; cell_status_of); pure. */
+enum cell_status recon_cell_status(const struct cfg *cfg, double valid_fraction,
+                                   uint64_t observed_payload_bytes, bool has_coverage,
+                                   double coverage);
 
 /* Bytes of a total spread evenly over [start_us, end_us] that fall in [from_us, to_us). Exact in
  * sum: the parts over adjacent ranges add up to total. start == end puts everything at start. */

@@ -31,6 +31,12 @@ struct recon_db_stats {
     int64_t seen_last_data_at_us;
 };
 
+/* How far from a window (or from a counter sample) an interface's neighbouring counter samples are
+ * looked for: max(1 h, 10 windows), in seconds. The loader reads a window's outer samples within
+ * it, and ingest (store.c) marks the windows a new sample's intervals touch within it: one
+ * definition, so the two always agree. */
+int recon_db_neighbour_span_seconds(const struct cfg *cfg);
+
 /* Reconciles the window [window_start_us, window_start_us + cfg->window_seconds): reads
  * counter_samples in and around it (including the last sample before and the first after it, per
  * interface, within max(1 h, 10 windows)), flow_records of the window and transfers overlapping

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "recon_db.h"
 #include "timeutil.h"
 
 #define COPY_CHUNK (1 << 20)
@@ -210,13 +211,6 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
     return 0;
 }
 
-/* How far a sample's neighbours are looked for: max(1 h, 10 windows), as recon_db does. */
-static int neighbour_span_seconds(const struct cfg *cfg)
-{
-    int ten = 10 * cfg->window_seconds;
-    return ten > 3600 ? ten : 3600;
-}
-
 static int write_staged(struct store *st, const struct ingest_batch *b, struct store_result *res,
                         char *err, size_t errlen)
 {
@@ -232,7 +226,7 @@ static int write_staged(struct store *st, const struct ingest_batch *b, struct s
         return -1;
     char wsec[16], span[16];
     snprintf(wsec, sizeof(wsec), "%d", st->cfg->window_seconds);
-    snprintf(span, sizeof(span), "%d", neighbour_span_seconds(st->cfg));
+    snprintf(span, sizeof(span), "%d", recon_db_neighbour_span_seconds(st->cfg));
     const char *params[2] = {wsec, span};
     long stored = 0;
     if (run(st->db, counters ? "counter_samples" : "transfers",

@@ -13,7 +13,6 @@
 
 #define POLL_INTERVAL_MS 1000
 #define POST_TIMEOUT_S   10
-#define MAX_ALERTS       1000 /* per poll */
 
 /* What one target has received of one alert. */
 struct sent {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's main command: wanledger explaining a real (simulated) WAN on this machine.
 #
-#   sudo scripts/demo.sh [--duration S] [--keep] [--port P] [--no-deps]
-#   sudo scripts/demo.sh --stop          (tear down what --keep left running)
+#   scripts/demo.sh [--duration S] [--keep] [--port P] [--no-deps]
+#   scripts/demo.sh --stop          (tear down what --keep left running)
+# As root, or as a user with sudo (it re-executes itself under sudo).
 #
 # Installs the Debian packages (scripts/install-deps.sh), builds into ./.wanledger/build, starts a
 # PostgreSQL cluster in ./.wanledger/pg, brings up three sites in network namespaces with snmpd,
@@ -13,6 +14,8 @@
 # local webhook receiver (./.wanledger/run/alerts.ndjson). Afterwards the normal load keeps
 # running until Ctrl-C or --duration seconds; then everything is torn down (--keep: left up).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/as-root.sh"
+wl_as_root "${BASH_SOURCE[0]}" "$@"
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -41,7 +44,7 @@ if [ -n "$DURATION" ] && ! [[ $DURATION =~ ^[0-9]+$ ]]; then
   echo "demo.sh: --duration: expected seconds, got '$DURATION'" >&2
   exit 2
 fi
-[ "$(id -u)" -eq 0 ] || { echo "demo.sh: needs root (network namespaces, eBPF, PostgreSQL as postgres)" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || { echo "demo.sh: needs root (network namespaces, eBPF, PostgreSQL as postgres): run it as root or install sudo" >&2; exit 1; }
 
 bold=$'\e[1m' dim=$'\e[2m' off=$'\e[0m'
 say() { printf '%s%s demo:%s %s\n' "$bold" "$(date -u +%H:%M:%S)" "$off" "$*"; }

@@ -18,6 +18,17 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
-# Debian's snmpd package starts a system snmpd on 127.0.0.1:161; our tests run their own.
-systemctl disable --now snmpd >/dev/null 2>&1 || service snmpd stop >/dev/null 2>&1 || true
-pkill -x snmpd >/dev/null 2>&1 || true
+# Debian's snmpd package starts a system snmpd on 127.0.0.1:161; our tests run their own. Stop
+# (and disable) only that packaged service, through its service manager: never other snmpd
+# processes on the host (a test's, or someone else's).
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+  systemctl disable --now snmpd.service >/dev/null 2>&1 || true
+elif [ -x /etc/init.d/snmpd ]; then
+  # the init script stops the daemon of its own pid file (/run/snmpd.pid) only
+  if command -v service >/dev/null 2>&1; then
+    service snmpd stop >/dev/null 2>&1 || true
+  else
+    /etc/init.d/snmpd stop >/dev/null 2>&1 || true
+  fi
+  update-rc.d snmpd disable >/dev/null 2>&1 || true
+fi

@@ -4,7 +4,10 @@
 # (PostgreSQL clusters, snmpd, network namespaces, the reconciler, a qemu VM) and stop them.
 # With CI=true a test that needs root, BPF or a server must run: any skip fails the run.
 #   scripts/test.sh [ctest args...]     e.g. scripts/test.sh -L unit
+# As root, or as a user with sudo (it re-executes itself under sudo; WL_NO_SUDO=1: stay).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/as-root.sh"
+wl_as_root "${BASH_SOURCE[0]}" "$@"
 cd "$(dirname "$0")/.."
 root=$(pwd)
 bash scripts/install-deps.sh

@@ -1,6 +1,6 @@
 /* Reads every scenario file in tests/recon_core/scenarios/ (one cmocka test each), reconciles its
- * windows with recon_run, replays the alerts the way recon_db.c does (in memory), and compares
- * with the expectations the file states. The format is in tests/recon_core/README.md. */
+ * windows with recon_run, replays the alerts the way recon_db_alerts.c does (in memory), and
+ * compares with the expectations the file states. The format is in tests/recon_core/README.md. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <math.h>
@@ -55,7 +55,7 @@ struct expect_alert {
     char summary_has[128];
 };
 
-/* An alert row kept in memory, as recon_db.c keeps it in gap_alerts. */
+/* An alert row kept in memory, as recon_db_alerts.c keeps it in gap_alerts. */
 struct mem_alert {
     enum alert_kind kind;
     int src, dst;

@@ -1,0 +1,88 @@
+/* Internal to the reconciler's database glue (recon_db*.c); other modules use recon_db.h.
+ * recon_db.c runs one window: recon_db_load.c reads its raw rows, recon_run computes,
+ * recon_db_write.c writes the results, recon_db_alerts.c the alert changes; recon_db_windows.c
+ * finds pending windows and marks them done. recon_db_util.c holds the libpq/text helpers. */
+#ifndef WL_RECON_DB_INTERNAL_H
+#define WL_RECON_DB_INTERNAL_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alerts.h"
+#include "config.h"
+#include "recon.h"
+#include "recon_db.h"
+#include "timeutil.h"
+
+/* ---- libpq helpers (recon_db_util.c) ---- */
+
+/* err = "what: the server's (or the connection's) message", without the trailing newline. */
+void rdb_set_err(char *err, size_t errlen, const char *what, const PGresult *r, PGconn *db);
+/* Runs sql with text parameters; returns the result (PGRES_TUPLES_OK / COMMAND_OK) or NULL with
+ * err filled. */
+PGresult *rdb_q(PGconn *db, const char *what, char *err, size_t errlen, const char *sql, int n,
+                const char *const *params);
+/* A text field, NULL when SQL NULL; as integers with a default (or *has = false). */
+const char *rdb_val(const PGresult *r, int row, int col);
+int64_t rdb_val_i64(const PGresult *r, int row, int col, int64_t dflt);
+uint64_t rdb_val_u64(const PGresult *r, int row, int col, bool *has);
+
+#define RDB_NUM_LEN 32 /* a decimal int64 */
+void rdb_fmt_i64(char buf[RDB_NUM_LEN], int64_t v);
+/* int64 microseconds -> timestamptz text, exactly (no float round trip) */
+void rdb_fmt_ts(char buf[TM_RFC3339_LEN], int64_t us);
+
+/* A growable text buffer for COPY data and array literals; oom set once an allocation failed. */
+struct rdb_sbuf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+};
+
+void rdb_sb_add(struct rdb_sbuf *b, const char *s, size_t n);
+__attribute__((format(printf, 2, 3))) void rdb_sb_printf(struct rdb_sbuf *b, const char *fmt, ...);
+/* Microseconds from the Unix epoch to PostgreSQL's (2000-01-01T00:00:00Z). */
+#define RDB_PG_EPOCH_OFFSET_US (INT64_C(946684800) * TM_USEC_PER_SEC)
+/* An unsigned big-endian integer of n bytes (binary COPY). */
+void rdb_sb_be(struct rdb_sbuf *b, uint64_t v, int n);
+/* A COPY text-format field (then a tab or newline is added by the caller). */
+void rdb_sb_copy_text(struct rdb_sbuf *b, const char *s);
+/* An element of a text[] array literal: "…" with \ and " escaped. */
+void rdb_sb_array_elem(struct rdb_sbuf *b, const char *s, bool first);
+/* Runs the COPY ... FROM STDIN sql with data. 0 or -1 with err. */
+int rdb_copy_in(PGconn *db, const char *sql, const struct rdb_sbuf *data, char *err, size_t errlen);
+
+/* ---- a window's raw rows (recon_db_load.c) ---- */
+
+struct rdb_inputs {
+    PGresult *samples_r, *flows_r, *transfers_r;
+    struct recon_sample *samples;
+    size_t n_samples;
+    struct recon_flow *flows;
+    size_t n_flows;
+    struct recon_transfer *transfers;
+    size_t n_transfers;
+};
+
+void rdb_inputs_free(struct rdb_inputs *in);
+/* Each fills its part of in for the window starting at ws; 0 or -1 with err. */
+int rdb_load_samples(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb_inputs *in,
+                     char *err, size_t errlen);
+int rdb_load_flows(PGconn *db, int64_t ws, struct rdb_inputs *in, char *err, size_t errlen);
+int rdb_load_transfers(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb_inputs *in,
+                       char *err, size_t errlen);
+
+/* ---- results (recon_db_write.c) and alerts (recon_db_alerts.c) ---- */
+
+const char *rdb_site_name(const struct cfg *cfg, int i);
+/* Replaces the window's heatmap_cells, attribution_rollup and link_windows rows. */
+int rdb_write_results(PGconn *db, const struct cfg *cfg, int64_t ws, const struct recon_result *res,
+                      char *err, size_t errlen);
+/* Re-evaluates the alerts of every pair this window may change from its stored history. */
+int rdb_evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
+                        const struct recon_result *res, struct recon_db_stats *st, char *err,
+                        size_t errlen);
+
+#endif

@@ -1,0 +1,179 @@
+/* The libpq and text-buffer helpers of the reconciler's database glue (recon_db_*.c). */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recon_db_internal.h"
+
+/* ---- small libpq helpers ---- */
+
+void rdb_set_err(char *err, size_t errlen, const char *what, const PGresult *r, PGconn *db)
+{
+    const char *m = r ? PQresultErrorMessage(r) : PQerrorMessage(db);
+    snprintf(err, errlen, "%s: %s", what, m && *m ? m : "unknown error");
+    size_t n = strlen(err);
+    while (n && err[n - 1] == '\n')
+        err[--n] = '\0';
+}
+
+/* Runs sql with text parameters; returns the result (PGRES_TUPLES_OK / COMMAND_OK) or NULL with
+ * err filled. */
+PGresult *rdb_q(PGconn *db, const char *what, char *err, size_t errlen, const char *sql, int n,
+                const char *const *params)
+{
+    PGresult *r = PQexecParams(db, sql, n, NULL, params, NULL, NULL, 0);
+    ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+        return r;
+    rdb_set_err(err, errlen, what, r, db);
+    PQclear(r);
+    return NULL;
+}
+
+const char *rdb_val(const PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
+}
+
+int64_t rdb_val_i64(const PGresult *r, int row, int col, int64_t dflt)
+{
+    const char *v = rdb_val(r, row, col);
+    return v ? strtoll(v, NULL, 10) : dflt;
+}
+
+uint64_t rdb_val_u64(const PGresult *r, int row, int col, bool *has)
+{
+    const char *v = rdb_val(r, row, col);
+    if (has)
+        *has = v != NULL;
+    return v ? strtoull(v, NULL, 10) : 0;
+}
+
+void rdb_fmt_i64(char buf[RDB_NUM_LEN], int64_t v)
+{
+    snprintf(buf, RDB_NUM_LEN, "%" PRId64, v);
+}
+
+void rdb_fmt_ts(char buf[TM_RFC3339_LEN], int64_t us)
+{
+    tm_format_rfc3339(us, buf);
+}
+
+void rdb_sb_add(struct rdb_sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t c = b->cap ? b->cap * 2 : 4096;
+        while (c < b->n + n + 1)
+            c *= 2;
+        char *p = realloc(b->p, c);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = c;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+__attribute__((format(printf, 2, 3))) void rdb_sb_printf(struct rdb_sbuf *b, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof tmp) {
+        rdb_sb_add(b, tmp, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        b->oom = true;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    rdb_sb_add(b, big, (size_t)n);
+    free(big);
+}
+
+/* An unsigned big-endian integer of n bytes (binary COPY). */
+void rdb_sb_be(struct rdb_sbuf *b, uint64_t v, int n)
+{
+    uint8_t out[8];
+    for (int i = 0; i < n; i++)
+        out[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+    rdb_sb_add(b, (const char *)out, (size_t)n);
+}
+
+/* A COPY text-format field (then a tab or newline is added by the caller). */
+void rdb_sb_copy_text(struct rdb_sbuf *b, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '\\':
+            rdb_sb_add(b, "\\\\", 2);
+            break;
+        case '\t':
+            rdb_sb_add(b, "\\t", 2);
+            break;
+        case '\n':
+            rdb_sb_add(b, "\\n", 2);
+            break;
+        case '\r':
+            rdb_sb_add(b, "\\r", 2);
+            break;
+        default:
+            rdb_sb_add(b, s, 1);
+        }
+    }
+}
+
+/* An element of a text[] array literal: "…" with \ and " escaped. */
+void rdb_sb_array_elem(struct rdb_sbuf *b, const char *s, bool first)
+{
+    if (!first)
+        rdb_sb_add(b, ",", 1);
+    rdb_sb_add(b, "\"", 1);
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            rdb_sb_add(b, "\\", 1);
+        rdb_sb_add(b, s, 1);
+    }
+    rdb_sb_add(b, "\"", 1);
+}
+
+int rdb_copy_in(PGconn *db, const char *sql, const struct rdb_sbuf *data, char *err, size_t errlen)
+{
+    PGresult *r = PQexec(db, sql);
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        rdb_set_err(err, errlen, sql, r, db);
+        PQclear(r);
+        return -1;
+    }
+    PQclear(r);
+    int rc = 0;
+    if (data->n && PQputCopyData(db, data->p, (int)data->n) != 1)
+        rc = -1;
+    if (PQputCopyEnd(db, rc ? "client error" : NULL) != 1)
+        rc = -1;
+    r = PQgetResult(db);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        rdb_set_err(err, errlen, sql, r, db);
+        rc = -1;
+    }
+    PQclear(r);
+    while ((r = PQgetResult(db)))
+        PQclear(r);
+    return rc;
+}
