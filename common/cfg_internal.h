@@ -69,5 +69,10 @@ void cfg_parse_devices(struct cfg_pctx *c, const cJSON *arr);
 void cfg_parse_links(struct cfg_pctx *c, const cJSON *arr);
 void cfg_parse_routes(struct cfg_pctx *c, const cJSON *arr);
 void cfg_parse_dedup(struct cfg_pctx *c, const cJSON *obj);
+/* cfg_server.c: $.server, and the hardening members of $.limits (li may be NULL: defaults). */
+void cfg_parse_server(struct cfg_pctx *c, const cJSON *root);
+void cfg_parse_limits_hardening(struct cfg_pctx *c, const cJSON *li);
+void cfg_dump_server(const struct cfg *cfg, cJSON *root, cJSON *limits);
+void cfg_free_server(struct cfg *cfg);
 
 #endif

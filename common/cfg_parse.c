@@ -158,9 +158,12 @@ static void parse_limits(struct cfg_pctx *c, const cJSON *root)
     const cJSON *li = cfg_get_obj(c, root, "limits", "$", 0);
     cfg->max_body_bytes = 64ull << 20;
     cfg->max_flow_bps = 400000000000ull;
+    cfg_parse_limits_hardening(c, li);
     if (!li)
         return;
-    static const char *const k[] = {"max_body_bytes", "max_flow_bps", NULL};
+    static const char *const k[] = {
+        "max_body_bytes", "max_flow_bps",    "max_past_days",    "max_transfer_seconds",
+        "max_body_agent", "max_body_poller", "max_body_service", NULL};
     cfg_check_keys(c, li, "$.limits", k);
     cfg->max_body_bytes =
         (uint64_t)cfg_get_num(c, li, "max_body_bytes", "$.limits", 1024, 4294967296.0, 64 << 20, 1);
@@ -207,7 +210,7 @@ static const struct {
     {"sites", parse_sites_sec},       {"devices", parse_devices_sec}, {"links", parse_links_sec},
     {"routes", parse_routes_sec},     {"dedup", parse_dedup_sec},     {"overhead", parse_overhead},
     {"thresholds", parse_thresholds}, {"alerts", parse_alerts},       {"limits", parse_limits},
-    {"poller", parse_poller},
+    {"poller", parse_poller},         {"server", cfg_parse_server},
 };
 
 #define N_SCALARS  (sizeof(scalar_keys) / sizeof(scalar_keys[0]))
@@ -310,6 +313,7 @@ void cfg_free(struct cfg *cfg)
     free(cfg->database_password_file);
     free(cfg->listen);
     free(cfg->tokens_file);
+    cfg_free_server(cfg);
     free_list(cfg->tokens.agent, cfg->tokens.n_agent);
     free_list(cfg->tokens.poller, cfg->tokens.n_poller);
     free_list(cfg->tokens.service, cfg->tokens.n_service);

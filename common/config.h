@@ -136,7 +136,7 @@ struct cfg {
     /* limits */
     uint64_t max_body_bytes; /* default 64 MiB */
     uint64_t max_flow_bps;   /* default 400e9: a flow may not claim more than this x window */
-    /* hardening (reconciler/limits.h reads these; 0 = the default named there) */
+    /* hardening (reconciler/srv_limits.h reads these; 0 = the default named there) */
     int max_past_days;                        /* oldest accepted time: now - this; default 30 */
     int max_transfer_seconds;                 /* longest transfer record; default 7 days */
     uint64_t max_body_role[4];                /* per role (agent, poller, service, reader) */
@@ -144,6 +144,7 @@ struct cfg {
     int header_timeout_seconds;               /* whole request head within; default 10 */
     int body_timeout_seconds;                 /* whole body within; default 60 */
     char *tls_cert, *tls_key, *tls_client_ca; /* HTTPS when tls_cert is set */
+    bool allow_plain_http; /* plain HTTP on a non-loopback listen address (default: refused) */
 
     /* poller */
     char *spool_dir;          /* default "/var/lib/wanledger/spool" */

@@ -640,10 +640,29 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
 /* accept() failed. Out of descriptors: answer one waiting client with a 503 from the reserved
  * descriptor (so the backlog does not keep the listener readable for ever) and pause accepting
  * with back-off. Anything else: libevent already ignores EAGAIN/EINTR; pause briefly. */
+/* The listener's callback argument is evhttp's (evhttp_bind_listener sets it): the error
+ * callback finds its gate here. Written on the event loop thread only. */
+#define MAX_LISTENERS 8
+static struct {
+    struct evconnlistener *lev;
+    struct gate *g;
+} g_listeners[MAX_LISTENERS];
+
+static struct gate *gate_of_listener(struct evconnlistener *lev)
+{
+    for (int i = 0; i < MAX_LISTENERS; i++)
+        if (g_listeners[i].lev == lev)
+            return g_listeners[i].g;
+    return NULL;
+}
+
 static void on_accept_error(struct evconnlistener *lev, void *arg)
 {
-    struct gate *g = arg;
+    (void)arg; /* evhttp's */
+    struct gate *g = gate_of_listener(lev);
     int err = EVUTIL_SOCKET_ERROR();
+    if (!g)
+        return;
     if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
         if (!g->starved) {
             g->starved = true;
@@ -720,14 +739,23 @@ int gate_listen(struct gate *g, struct evhttp_bound_socket *bs)
     g->lev = evhttp_bound_socket_get_listener(bs);
     if (!g->lev)
         return -1;
-    evconnlistener_set_error_cb(g->lev, on_accept_error);
-    return 0;
+    for (int i = 0; i < MAX_LISTENERS; i++)
+        if (!g_listeners[i].lev) {
+            g_listeners[i].lev = g->lev;
+            g_listeners[i].g = g;
+            evconnlistener_set_error_cb(g->lev, on_accept_error);
+            return 0;
+        }
+    return -1;
 }
 
 void gate_free(struct gate *g)
 {
     if (!g)
         return;
+    for (int i = 0; i < MAX_LISTENERS; i++)
+        if (g_listeners[i].g == g)
+            g_listeners[i].lev = NULL, g_listeners[i].g = NULL;
     if (g->resume_ev)
         event_free(g->resume_ev);
     if (g->reserve_fd >= 0)

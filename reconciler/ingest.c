@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "jsonv.h"
-#include "limits.h"
+#include "srv_limits.h"
 #include "timeutil.h"
 
 #define NAME_MAX_BYTES 1024 /* longest accepted name (host, program, interface, id, …) */

@@ -41,7 +41,9 @@ int recon_db_pending_windows(PGconn *db, const struct cfg *cfg, int64_t now_us, 
         "   AND NOT EXISTS (SELECT 1 FROM window_state w WHERE w.window_start = raw.ws)"
         "  UNION SELECT window_start FROM window_state"
         "   WHERE dirty AND window_start <= $1::timestamptz)"
-        " SELECT (extract(epoch FROM ws) * 1000000)::bigint FROM due ORDER BY ws LIMIT $4::bigint";
+        /* the newest max windows (a backlog must not hold back fresh windows), oldest first */
+        " SELECT (extract(epoch FROM ws) * 1000000)::bigint FROM"
+        "  (SELECT ws FROM due ORDER BY ws DESC LIMIT $4::bigint) newest ORDER BY ws";
     PGresult *r = rdb_q(db, "finding pending windows", err, errlen, sql, 4, params);
     if (!r)
         return -1;

@@ -17,9 +17,10 @@
 #include "hm_pages.h"
 #include "ingest.h"
 #include "jsonw.h"
-#include "limits.h"
+#include "srv_limits.h"
 #include "log.h"
 #include "timeutil.h"
+#include "tls_server.h"
 #include "workers.h"
 
 struct srv {
@@ -30,6 +31,7 @@ struct srv {
     struct metrics *metrics;
     struct wk_pool *workers;
     struct gate *gate;
+    SSL_CTX *ssl;
     int port;
 };
 
@@ -471,10 +473,27 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
                  cfg->listen ? cfg->listen : "");
         return NULL;
     }
+    /* tokens cross the network only inside TLS: plain HTTP is for loopback */
+    bool loopback =
+        strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 || strcmp(host, "localhost") == 0;
+    if (!cfg->tls_cert && !loopback && !cfg->allow_plain_http) {
+        snprintf(err, errlen,
+                 "listen %s is not a loopback address: configure $.server.tls (cert_file, "
+                 "key_file) or, inside a private network only, $.server.allow_plain_http",
+                 cfg->listen);
+        return NULL;
+    }
     struct srv *s = calloc(1, sizeof(*s));
     if (!s) {
         snprintf(err, errlen, "out of memory");
         return NULL;
+    }
+    if (cfg->tls_cert) {
+        s->ssl = tls_server_ctx(cfg, err, errlen);
+        if (!s->ssl) {
+            free(s);
+            return NULL;
+        }
     }
     s->cfg = cfg;
     s->base = base;
@@ -483,6 +502,7 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
     s->http = evhttp_new(base);
     if (!s->http) {
         snprintf(err, errlen, "evhttp_new failed");
+        SSL_CTX_free(s->ssl);
         free(s);
         return NULL;
     }
@@ -499,11 +519,12 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
                            .header_timeout_s = lim_header_timeout(cfg),
                            .body_timeout_s = lim_body_timeout(cfg),
                            .max_header_bytes = LIM_HEADER_BYTES,
-                           .ssl = NULL};
+                           .ssl = s->ssl};
     s->gate = gate_new(base, s->http, &go, gate_decide, s);
     if (!s->gate) {
         snprintf(err, errlen, "cannot set up the connection gate");
         evhttp_free(s->http);
+        SSL_CTX_free(s->ssl);
         free(s);
         return NULL;
     }
@@ -513,6 +534,7 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
     if (!s->workers) {
         evhttp_free(s->http);
         gate_free(s->gate);
+        SSL_CTX_free(s->ssl);
         free(s);
         return NULL;
     }
@@ -524,6 +546,7 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
         wk_stop(s->workers);
         evhttp_free(s->http);
         gate_free(s->gate);
+        SSL_CTX_free(s->ssl);
         free(s);
         return NULL;
     }
@@ -544,6 +567,7 @@ void srv_free(struct srv *s)
     wk_stop(s->workers); /* unanswered requests are dropped; evhttp_free closes them */
     evhttp_free(s->http);
     gate_free(s->gate);
+    SSL_CTX_free(s->ssl);
     free(s);
 }
 

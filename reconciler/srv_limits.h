@@ -1,7 +1,7 @@
 /* The reconciler's hardening limits with their defaults: a configuration member of 0 means
  * "the default named here" (common/config.h, "hardening"). */
-#ifndef WL_LIMITS_H
-#define WL_LIMITS_H
+#ifndef WL_SRV_LIMITS_H
+#define WL_SRV_LIMITS_H
 
 #include <stdint.h>
 
