@@ -282,12 +282,13 @@ struct cfg *cfg_parse(const char *path, const char *json, struct cfg_errors *err
 struct cfg *cfg_load(const char *path, struct cfg_errors *errs)
 {
     memset(errs, 0, sizeof(*errs));
-    char *text = cfg_read_secret(path);
+    char why[300];
+    char *text = cfg_read_file(path, 1u << 30, 0, why, sizeof(why));
     if (!text) {
         errs->items = calloc(1, sizeof(*errs->items));
         errs->items[0].jpath = strdup("$");
         char msg[512];
-        snprintf(msg, sizeof(msg), "cannot read the configuration file: %s", strerror(errno));
+        snprintf(msg, sizeof(msg), "cannot read the configuration file: %s", why);
         errs->items[0].msg = strdup(msg);
         errs->n = 1;
         return NULL;

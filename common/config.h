@@ -203,5 +203,11 @@ void cfg_print_summary(const struct cfg *cfg, void *f /* FILE* */);
 /* Reads a whole small file (a secret) and strips one trailing newline. NULL on error, with
  * errno set. */
 char *cfg_read_secret(const char *path);
+/* Secret files (tokens, community strings, passwords) are regular files of at most this size
+ * that neither group nor others may read or write. */
+#define CFG_SECRET_MAX_BYTES (1u << 20)
+/* A whole regular file of at most max bytes (with secret: also the mode check above). NULL with
+ * errno and the reason in why (when given). */
+char *cfg_read_file(const char *path, size_t max, int secret, char *why, size_t whylen);
 
 #endif

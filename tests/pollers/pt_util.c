@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,6 +110,7 @@ void pt_write(const char *path, const char *text)
         return;
     fputs(text, f);
     fclose(f);
+    chmod(path, 0600); /* secrets (community, tokens) must not be group/world readable */
 }
 
 int pt_count(const char *hay, const char *needle)

@@ -128,6 +128,10 @@ static int setup(void **state)
     snprintf(g_dir, sizeof(g_dir), "%s", d);
     th_sh("printf 'public\\n' > %s/community; printf 'auth-password-1\\n' > %s/authpw", g_dir,
           g_dir);
+    /* secret files may not be group/world readable: a checkout's examples are 0644 */
+    th_sh("chmod 600 %s/community %s/authpw && cp -r %s/examples %s/ && "
+          "chmod 600 %s/examples/tokens.json %s/examples/community %s/examples/snmp-*",
+          g_dir, g_dir, getenv("WL_SOURCE_DIR"), g_dir, g_dir, g_dir, g_dir);
     return 0;
 }
 
@@ -161,7 +165,7 @@ static void test_example_config_loads_with_its_values(void **state)
 {
     (void)state;
     char path[1024];
-    snprintf(path, sizeof(path), "%s/examples/config.json", getenv("WL_SOURCE_DIR"));
+    snprintf(path, sizeof(path), "%s/examples/config.json", g_dir);
     struct cfg_errors errs;
     struct cfg *cfg = cfg_load(path, &errs);
     if (!cfg)
@@ -214,7 +218,7 @@ static void test_example_config_round_trips(void **state)
 {
     (void)state;
     char path[1024], path2[1024];
-    snprintf(path, sizeof(path), "%s/examples/config.json", getenv("WL_SOURCE_DIR"));
+    snprintf(path, sizeof(path), "%s/examples/config.json", g_dir);
     struct cfg_errors errs;
     struct cfg *cfg = cfg_load(path, &errs);
     assert_non_null(cfg);
@@ -237,12 +241,72 @@ static void test_example_config_round_trips(void **state)
     cfg_free(cfg2);
 }
 
+/* One configuration whose tokens_file is tokens; the first error's message, or "" when it loads. */
+static const char *load_with_tokens(const char *tokens)
+{
+    static char msg[1024];
+    char path[512];
+    snprintf(path, sizeof(path), "%s/secret-cfg.json", g_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "{\"tokens_file\": \"%s\", \"sites\": [{\"name\": \"a\", \"prefixes\": "
+            "[\"10.0.0.0/8\"]}]}\n",
+            tokens);
+    fclose(f);
+    struct cfg_errors errs;
+    struct cfg *cfg = cfg_load(path, &errs);
+    msg[0] = 0;
+    if (!cfg)
+        snprintf(msg, sizeof(msg), "%s: %s", errs.items[0].jpath, errs.items[0].msg);
+    cfg_free(cfg);
+    cfg_errors_free(&errs);
+    return msg;
+}
+
+static void test_secret_files(void **state)
+{
+    (void)state;
+    char t[512];
+    snprintf(t, sizeof(t), "%s/tok.json", g_dir);
+    th_sh("printf '{\"agent\": [\"agent-token-0123456789\"]}' > %s && chmod 600 %s", t, t);
+    assert_string_equal(load_with_tokens(t), "");
+    /* group/world readable: refused with the path and the mode */
+    th_sh("chmod 644 %s", t);
+    const char *m = load_with_tokens(t);
+    fprintf(stderr, "# %s\n", m);
+    assert_non_null(strstr(m, "mode 0644"));
+    assert_non_null(strstr(m, t));
+    th_sh("chmod 640 %s", t);
+    assert_non_null(strstr(load_with_tokens(t), "mode 0640"));
+    /* a FIFO without a writer (used to hang), /dev/zero (used to eat memory), a directory */
+    char fifo[512];
+    snprintf(fifo, sizeof(fifo), "%s/fifo", g_dir);
+    th_sh("mkfifo -m 600 %s", fifo);
+    assert_non_null(strstr(load_with_tokens(fifo), "not a regular file"));
+    assert_non_null(strstr(load_with_tokens("/dev/zero"), "not a regular file"));
+    assert_non_null(strstr(load_with_tokens(g_dir), "not a regular file"));
+    /* larger than the bound */
+    th_sh("head -c 2000000 /dev/zero | tr '\\0' ' ' > %s && chmod 600 %s", t, t);
+    assert_non_null(strstr(load_with_tokens(t), "larger than 1048576 bytes"));
+    /* the same token under two roles */
+    th_sh(
+        "printf '{\"agent\": [\"shared-token-0123456789\"], \"reader\": [\"r-token-0123456789ab\", "
+        "\"shared-token-0123456789\"]}' > %s && chmod 600 %s",
+        t, t);
+    m = load_with_tokens(t);
+    fprintf(stderr, "# %s\n", m);
+    assert_non_null(strstr(m, "$.reader[1]"));
+    assert_non_null(strstr(m, "also listed under agent[0]"));
+    assert_null(strstr(m, "shared-token")); /* the token itself is not printed */
+}
+
 static void test_check_config_exit_codes(void **state)
 {
     (void)state;
     const char *bin = th_bin("wanledger");
     char good[1024];
-    snprintf(good, sizeof(good), "%s/examples/config.json", getenv("WL_SOURCE_DIR"));
+    snprintf(good, sizeof(good), "%s/examples/config.json", g_dir);
     assert_int_equal(th_sh("%s check-config %s > %s/summary.txt", bin, good, g_dir), 0);
     assert_int_equal(th_sh("grep -q 'sites (3)' %s/summary.txt", g_dir), 0);
     assert_int_equal(th_sh("grep -q 'nyc -> chi -> osl' %s/summary.txt", g_dir), 0);
@@ -262,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_example_config_loads_with_its_values),
         cmocka_unit_test(test_example_config_round_trips),
         cmocka_unit_test(test_check_config_exit_codes),
+        cmocka_unit_test(test_secret_files),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
