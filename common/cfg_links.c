@@ -119,6 +119,19 @@ void cfg_parse_routes(struct cfg_pctx *c, const cJSON *arr)
                 ok = 0;
             }
         }
+        /* a path that visits a site twice is a cycle: its bytes would be laid on a hop twice */
+        for (size_t k = 0; ok && k < rt->n_via; k++) {
+            int s = rt->via_idx[k];
+            bool again = s == rt->src_idx || s == rt->dst_idx;
+            for (size_t q = 0; q < k && !again; q++)
+                again = rt->via_idx[q] == s;
+            if (again) {
+                cfg_err(c, cfg_jp_idx(ppp, sizeof(ppp), pp, (int)k),
+                        "route %s->%s visits \"%s\" twice: a route may not loop", rt->src, rt->dst,
+                        rt->via[k]);
+                ok = 0;
+            }
+        }
         if (ok && rt->src_idx == rt->dst_idx)
             cfg_err(c, p, "a route joins two different sites");
         else if (ok) {

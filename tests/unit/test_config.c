@@ -95,8 +95,16 @@ static const struct bad_case bad[] = {
      "$.links[1].circuit"},
     {"route does not connect",
      "{" SITES ", " DEVICES ", " LINKS ", \"routes\": [{\"src\": \"nyc\", \"dst\": \"osl\", "
-     "\"via\": [\"nyc\"]}]}",
+     "\"via\": []}]}",
      "$.routes[0].via"},
+    {"route loops",
+     "{" SITES ", " DEVICES ", " LINKS ", \"routes\": [{\"src\": \"nyc\", \"dst\": \"osl\", "
+     "\"via\": [\"chi\", \"nyc\", \"chi\"]}]}",
+     "$.routes[0].via[1]"},
+    {"route visits a site twice",
+     "{" SITES ", " DEVICES ", " LINKS ", \"routes\": [{\"src\": \"nyc\", \"dst\": \"osl\", "
+     "\"via\": [\"chi\", \"chi\"]}]}",
+     "$.routes[0].via[1]"},
     {"route unknown via",
      "{" SITES ", " DEVICES ", " LINKS ", \"routes\": [{\"src\": \"nyc\", \"dst\": \"osl\", "
      "\"via\": [\"lax\"]}]}",
