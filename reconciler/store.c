@@ -72,15 +72,19 @@ static const char SQL_COUNTERS[] =
     " mark AS (" MARK_WINDOWS ")"
     " SELECT count(*) FROM ins";
 
-/* A transfer is spread over [start, end]: every window of that span changes. */
+/* A transfer is spread over [start, end]: every window of that span changes. Up to 10 windows
+ * are marked here; a longer span becomes one window_ranges row that the reconcile loop expands
+ * newest first (sql/004_window_ranges.sql), so one long record costs one row here. */
 static const char SQL_TRANSFERS[] =
     "WITH ins AS (INSERT INTO transfers (service, id, requester, workflow, src, dst, bytes,"
     " start_at, end_at) SELECT * FROM wl_transfer_in ON CONFLICT DO NOTHING"
     " RETURNING start_at, end_at),"
-    " w AS (SELECT DISTINCT generate_series("
-    " to_timestamp(floor(extract(epoch FROM start_at) / $1::int) * $1::int),"
-    " to_timestamp(floor(extract(epoch FROM end_at) / $1::int) * $1::int),"
-    " make_interval(secs => $1::int)) AS ws FROM ins),"
+    " span AS (SELECT to_timestamp(floor(extract(epoch FROM start_at) / $1::int) * $1::int) AS lo,"
+    "  to_timestamp(floor(extract(epoch FROM end_at) / $1::int) * $1::int) AS hi FROM ins),"
+    " w AS (SELECT DISTINCT generate_series(lo, hi, make_interval(secs => $1::int)) AS ws"
+    "  FROM span WHERE hi - lo < make_interval(secs => 10 * $1::int)),"
+    " rng AS (INSERT INTO window_ranges (lo, hi, window_seconds)"
+    "  SELECT lo, hi, $1::int FROM span WHERE hi - lo >= make_interval(secs => 10 * $1::int)),"
     " mark AS (" MARK_WINDOWS ")"
     " SELECT count(*) FROM ins";
 

@@ -60,6 +60,7 @@ struct hcase {
     long max_rss_growth_mb;
     int drip_ms, within_s;
     bool drip_body_only; /* drip: send the head at once */
+    char check[512];     /* "SQL => expected first row" after the case */
     double max_cpu;
 };
 
@@ -179,6 +180,8 @@ static void load_case(const char *file, struct hcase *c)
             c->max_rss_growth_mb = atol(v);
         else if (strcmp(k, "drip_ms") == 0)
             c->drip_ms = atoi(v);
+        else if (strcmp(k, "check") == 0)
+            snprintf(c->check, sizeof(c->check), "%s", v);
         else if (strcmp(k, "drip_body_only") == 0)
             c->drip_body_only = strcmp(v, "yes") == 0;
         else if (strcmp(k, "closed_within_s") == 0)
@@ -601,6 +604,12 @@ static void test_hostile_cases(void **state)
             assert_int_equal(added, 0);
         else
             assert_true(added <= c.partitions_max_added);
+        if (c.check[0]) {
+            char *sep = strstr(c.check, " => ");
+            assert_non_null(sep);
+            *sep = 0;
+            assert_string_equal(fx_row(&F, c.check), sep + 4);
+        }
         if (c.log_absent[0])
             assert_false(log_has(c.log_absent));
         free_case(&c);
