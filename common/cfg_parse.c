@@ -4,6 +4,7 @@
  * one cfg_parse_<name>(c, root) function, a line in that table and its members in cfg_free. */
 #include "cell_status.h"
 #include "cfg_internal.h"
+#include "cfg_names.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -315,6 +316,8 @@ void cfg_free(struct cfg *cfg)
     free(cfg->listen);
     free(cfg->tokens_file);
     cfg_free_server(cfg);
+    cfg_names_free(cfg->site_names);
+    cfg_names_free(cfg->device_names);
     free_list(cfg->tokens.agent, cfg->tokens.n_agent);
     free_list(cfg->tokens.poller, cfg->tokens.n_poller);
     free_list(cfg->tokens.service, cfg->tokens.n_service);

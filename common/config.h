@@ -153,7 +153,8 @@ struct cfg {
     char *gnmi_udp_listen;
 
     /* derived */
-    struct sitemap *sitemap; /* every site prefix -> site index */
+    struct sitemap *sitemap;                     /* every site prefix -> site index */
+    struct cfg_names *site_names, *device_names; /* name -> index (cfg_names.h); may be NULL */
 };
 
 /* One error: "FILE: $.links[2].peer_site: expected a site name, got \"xyz\"". */

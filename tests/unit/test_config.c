@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "timeutil.h"
 #include "harness.h"
 
 static char g_dir[256];
@@ -309,6 +310,39 @@ static void test_secret_files(void **state)
     assert_null(strstr(m, "shared-token")); /* the token itself is not printed */
 }
 
+/* 100,000 sites, devices and links: every check is hashed or sorted (the quadratic checks took
+ * 55 s for the sites alone; this run takes about 4 s in the sanitizer build). */
+static void test_large_config_is_linear(void **state)
+{
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/big.json", g_dir);
+    assert_int_equal(
+        th_sh("python3 -c 'import json\n"
+              "n=100000\n"
+              "s=[{\"name\":\"s%%d\"%%i,\"prefixes\":[\"10.%%d.%%d.0/24\"%%(i//256%%256,i%%256) "
+              "if i<65536 else \"fd00:%%x:%%x::/48\"%%(i>>16,i&0xffff)]} for i in range(n)]\n"
+              "d=[{\"name\":\"d%%d\"%%i,\"site\":\"s%%d\"%%i,\"gnmi\":{}} for i in range(n)]\n"
+              "l=[{\"device\":\"d%%d\"%%i,\"interface\":\"e1\",\"site\":\"s%%d\"%%i,"
+              "\"peer_site\":\"s%%d\"%%(i^1),\"circuit\":\"c%%d\"%%(i>>1)} for i in range(n)]\n"
+              "json.dump({\"sites\":s,\"devices\":d,\"links\":l},open(\"%s\",\"w\"))'",
+              path),
+        0);
+    int64_t t0 = tm_mono_ns();
+    struct cfg_errors errs;
+    struct cfg *cfg = cfg_load(path, &errs);
+    double secs = (double)(tm_mono_ns() - t0) / 1e9;
+    fprintf(stderr, "# 100,000 sites, devices and links checked in %.2f s\n", secs);
+    if (!cfg)
+        cfg_errors_print(NULL, path, &errs, stderr);
+    assert_non_null(cfg);
+    assert_int_equal(cfg->n_sites, 100000);
+    assert_int_equal(cfg_site_index(cfg, "s99999"), 99999);
+    assert_int_equal(cfg_device_index(cfg, "d4242"), 4242);
+    assert_true(secs < 30);
+    cfg_free(cfg);
+}
+
 static void test_check_config_exit_codes(void **state)
 {
     (void)state;
@@ -335,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_example_config_round_trips),
         cmocka_unit_test(test_check_config_exit_codes),
         cmocka_unit_test(test_secret_files),
+        cmocka_unit_test(test_large_config_is_linear),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
