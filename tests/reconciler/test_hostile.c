@@ -529,6 +529,29 @@ static void run_connections(const struct hcase *c)
             "# %d connections held 3 s: %d answered 503 (%d with Retry-After), %d held open; "
             "server CPU %.1f%% of one core\n",
             n, refused, retry_after, silent, share * 100);
+    char *m = NULL;
+    assert_int_equal(fx_http(&F, "GET", "/metrics", NULL, NULL, NULL, 0, &m), 200);
+    long out_of_fds = -1;
+    for (char *line = strtok(m, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "wanledger_http_connections_refused_total", 40) == 0 ||
+            strncmp(line, "wanledger_http_accept_pauses_total", 34) == 0)
+            fprintf(stderr, "#   %s\n", line);
+        if (strstr(line, "reason=\"out_of_fds\"} "))
+            out_of_fds = atol(strrchr(line, ' ') + 1);
+    }
+    free(m);
+    /* the server ran out of descriptors (RLIMIT_NOFILE 128) and answered from its reserve; the
+     * log has one line per change of state, not one per failed accept */
+    assert_true(out_of_fds > 0);
+    FILE *lf = fopen(F.log_path, "r");
+    char l[4096];
+    int accept_lines = 0;
+    while (lf && fgets(l, sizeof(l), lf))
+        accept_lines += strstr(l, "[gate] accept:") != NULL;
+    if (lf)
+        fclose(lf);
+    fprintf(stderr, "#   %d accept log line(s)\n", accept_lines);
+    assert_true(accept_lines >= 1 && accept_lines <= 20);
     assert_true(refused > 0);
     assert_int_equal(retry_after, refused);
     assert_true(share <= c->max_cpu);
