@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hostport.h"
+
 static int64_t now_ms(void)
 {
     struct timespec ts;
@@ -22,39 +24,26 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* "http://HOST[:PORT]/PATH" (HOST:PORT by hostport.h, port 80 by default). */
 static int parse_url(const char *url, char *host, size_t hl, char *port, size_t pl, char *path,
-                     size_t ptl)
+                     size_t ptl, char *err, size_t errlen)
 {
-    if (strncmp(url, "http://", 7) != 0)
+    if (strncmp(url, "http://", 7) != 0) {
+        snprintf(err, errlen, "does not start with http://");
         return -1;
+    }
     const char *h = url + 7;
     const char *slash = strchr(h, '/');
-    size_t hostlen = slash ? (size_t)(slash - h) : strlen(h);
-    char hp[300];
-    if (hostlen == 0 || hostlen >= sizeof(hp))
+    size_t authority = slash ? (size_t)(slash - h) : strlen(h);
+    struct hostport hp;
+    if (hostport_parse(h, authority, HOSTPORT_PORT_OPTIONAL, &hp, err, errlen) != 0)
         return -1;
-    memcpy(hp, h, hostlen);
-    hp[hostlen] = '\0';
-    if (snprintf(path, ptl, "%s", slash ? slash : "/") >= (int)ptl)
+    if (snprintf(path, ptl, "%s", slash ? slash : "/") >= (int)ptl ||
+        snprintf(host, hl, "%s", hp.host) >= (int)hl ||
+        snprintf(port, pl, "%u", hp.has_port ? hp.port : 80u) >= (int)pl) {
+        snprintf(err, errlen, "too long");
         return -1;
-    char *colon;
-    if (hp[0] == '[') { /* [::1]:7070 */
-        char *rb = strchr(hp, ']');
-        if (!rb)
-            return -1;
-        *rb = '\0';
-        if (snprintf(host, hl, "%s", hp + 1) >= (int)hl)
-            return -1;
-        colon = rb[1] == ':' ? rb + 1 : NULL;
-    } else {
-        colon = strrchr(hp, ':');
-        if (colon)
-            *colon = '\0';
-        if (snprintf(host, hl, "%s", hp) >= (int)hl)
-            return -1;
     }
-    if (snprintf(port, pl, "%s", colon ? colon + 1 : "80") >= (int)pl)
-        return -1;
     return 0;
 }
 
@@ -81,8 +70,10 @@ static int request(const char *method, const char *url, const char *token, const
 {
     memset(resp, 0, sizeof(*resp));
     char host[320], port[320], path[2048];
-    if (parse_url(url, host, sizeof(host), port, sizeof(port), path, sizeof(path)) != 0) {
-        snprintf(err, errlen, "bad URL \"%s\": expected http://HOST[:PORT]/PATH", url);
+    char why[300];
+    if (parse_url(url, host, sizeof(host), port, sizeof(port), path, sizeof(path), why,
+                  sizeof(why)) != 0) {
+        snprintf(err, errlen, "bad URL \"%s\": expected http://HOST[:PORT]/PATH: %s", url, why);
         return -1;
     }
     int64_t deadline = now_ms() + timeout_ms;

@@ -15,6 +15,7 @@
 #include "api.h"
 #include "gate.h"
 #include "hm_pages.h"
+#include "hostport.h"
 #include "ingest.h"
 #include "jsonw.h"
 #include "srv_limits.h"
@@ -369,8 +370,12 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
             PGresult *r = PQexec(db, "SELECT 1");
             status = PQresultStatus(r) == PGRES_TUPLES_OK ? 200 : 503;
             PQclear(r);
-            evbuffer_add_printf(out, "{\"status\":\"%s\"}\n",
-                                status == 200 ? "ok" : "database unreachable");
+            struct jw w;
+            jw_init(&w, out);
+            jw_begin_object(&w);
+            jw_kv_str(&w, "status", status == 200 ? "ok" : "database unreachable");
+            jw_end(&w);
+            evbuffer_add(out, "\n", 1);
             break;
         }
         case H_CELLS:
@@ -439,38 +444,14 @@ static void on_request(struct evhttp_request *req, void *arg)
 
 /* ---- life cycle --------------------------------------------------------------------------- */
 
-/* "127.0.0.1:7070", "[::1]:7070", "0.0.0.0:7070" -> host and port. */
-static int split_listen(const char *listen, char *host, size_t hostlen, int *port)
-{
-    const char *colon = strrchr(listen, ':');
-    if (!colon)
-        return -1;
-    const char *h = listen;
-    size_t hl = (size_t)(colon - listen);
-    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
-        h++;
-        hl -= 2;
-    }
-    if (hl == 0 || hl >= hostlen)
-        return -1;
-    memcpy(host, h, hl);
-    host[hl] = 0;
-    char *end;
-    long p = strtol(colon + 1, &end, 10);
-    if (*end || p < 0 || p > 65535)
-        return -1;
-    *port = (int)p;
-    return 0;
-}
-
 struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store *store,
                     struct metrics *metrics, char *err, size_t errlen)
 {
-    char host[128];
-    int port;
-    if (!cfg->listen || split_listen(cfg->listen, host, sizeof(host), &port) < 0) {
-        snprintf(err, errlen, "listen: expected HOST:PORT, got \"%s\"",
-                 cfg->listen ? cfg->listen : "");
+    struct hostport hp; /* "127.0.0.1:7070", "[::1]:7070"; port 0 lets tests take a free one */
+    char herr[300];
+    if (!cfg->listen || hostport_parse(cfg->listen, strlen(cfg->listen), HOSTPORT_ALLOW_ZERO, &hp,
+                                       herr, sizeof(herr)) < 0) {
+        snprintf(err, errlen, "listen: expected HOST:PORT, got %s", cfg->listen ? herr : "nothing");
         return NULL;
     }
     /* tokens cross the network only inside TLS: plain HTTP is for loopback */
@@ -540,7 +521,7 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
     }
     evhttp_set_gencb(s->http, on_request, s);
     struct evhttp_bound_socket *bs =
-        evhttp_bind_socket_with_handle(s->http, host, (ev_uint16_t)port);
+        evhttp_bind_socket_with_handle(s->http, hp.host, (ev_uint16_t)hp.port);
     if (!bs) {
         snprintf(err, errlen, "cannot listen on %s", cfg->listen);
         wk_stop(s->workers);
@@ -553,7 +534,7 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
     gate_listen(s->gate, bs);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
-    s->port = port;
+    s->port = hp.port;
     if (getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl) == 0)
         s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                  : ((struct sockaddr_in *)&ss)->sin_port);
