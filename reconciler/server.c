@@ -455,8 +455,8 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
         return NULL;
     }
     /* tokens cross the network only inside TLS: plain HTTP is for loopback */
-    bool loopback =
-        strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 || strcmp(host, "localhost") == 0;
+    bool loopback = strncmp(hp.host, "127.", 4) == 0 || strcmp(hp.host, "::1") == 0 ||
+                    strcmp(hp.host, "localhost") == 0;
     if (!cfg->tls_cert && !loopback && !cfg->allow_plain_http) {
         snprintf(err, errlen,
                  "listen %s is not a loopback address: configure $.server.tls (cert_file, "

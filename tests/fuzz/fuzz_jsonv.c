@@ -1,4 +1,4 @@
-/* libFuzzer target: the strict JSON reader (reconciler/jsonv.c), one value and a stream. */
+/* libFuzzer target: the strict JSON reader (common/jsonv.c), one value and a stream. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
