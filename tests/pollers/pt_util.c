@@ -110,7 +110,6 @@ void pt_write(const char *path, const char *text)
         return;
     fputs(text, f);
     fclose(f);
-    chmod(path, 0600); /* secrets (community, tokens) must not be group/world readable */
 }
 
 int pt_count(const char *hay, const char *needle)

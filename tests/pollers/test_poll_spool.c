@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -159,6 +160,7 @@ static void test_spool_survives_restarts_in_order(void **state)
     snprintf(err, sizeof(err), "%s/err", dir);
     struct receiver r = {.port = th_free_port()};
     pt_write(tokens, "{\"poller\": [\"" TOKEN "\"]}\n");
+    chmod(tokens, 0600); /* a secret: group/others may not read it */
     snprintf(text, sizeof(text),
              "{\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]},\n"
              "            {\"name\": \"chi\", \"prefixes\": [\"10.2.0.0/16\"]}],\n"
