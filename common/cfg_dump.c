@@ -43,6 +43,9 @@ void cfg_print_summary(const struct cfg *cfg, void *fp)
                     d->snmp.address, d->snmp.interval_seconds);
         if (d->has_gnmi)
             fprintf(f, " gnmi source \"%s\"", d->gnmi_source);
+        if (d->has_flows)
+            fprintf(f, " flows %s on %s", cfg_flow_protocol_name(d->flows.protocol),
+                    d->flows.listen);
         fprintf(f, "\n");
     }
     fprintf(f, "links (%zu):\n", cfg->n_links);
@@ -149,6 +152,11 @@ char *cfg_to_json(const struct cfg *cfg)
             cJSON_AddNumberToObject(so, "timeout_ms", s->timeout_ms);
             cJSON_AddNumberToObject(so, "retries", s->retries);
         }
+        if (d->has_flows) {
+            cJSON *fo = cJSON_AddObjectToObject(o, "flows");
+            add_str(fo, "listen", d->flows.listen);
+            add_str(fo, "protocol", cfg_flow_protocol_name(d->flows.protocol));
+        }
         if (d->has_gnmi) {
             cJSON *g = cJSON_AddObjectToObject(o, "gnmi");
             add_str(g, "source", d->gnmi_source);
@@ -185,6 +193,19 @@ char *cfg_to_json(const struct cfg *cfg)
         cJSON_AddItemToObject(o, "ports", port_array(s->ports, s->n_ports));
         cJSON_AddItemToObject(o, "users", str_array(s->users, s->n_users));
         cJSON_AddItemToArray(svcs, o);
+    }
+    if (cfg->n_endpoints) {
+        cJSON *eps = cJSON_AddArrayToObject(r, "endpoints");
+        for (size_t i = 0; i < cfg->n_endpoints; i++) {
+            const struct cfg_endpoint *e = &cfg->endpoints[i];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "name", e->name);
+            if (e->address)
+                cJSON_AddStringToObject(o, "address", e->address);
+            if (e->n_ports)
+                cJSON_AddItemToObject(o, "ports", port_array(e->ports, e->n_ports));
+            cJSON_AddItemToArray(eps, o);
+        }
     }
     cJSON *ov = cJSON_AddObjectToObject(r, "overhead");
     cJSON_AddNumberToObject(ov, "bytes_per_packet", cfg->bytes_per_packet);

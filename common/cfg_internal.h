@@ -74,5 +74,10 @@ void cfg_parse_server(struct cfg_pctx *c, const cJSON *root);
 void cfg_parse_limits_hardening(struct cfg_pctx *c, const cJSON *li);
 void cfg_dump_server(const struct cfg *cfg, cJSON *root, cJSON *limits);
 void cfg_free_server(struct cfg *cfg);
+void cfg_parse_endpoints(struct cfg_pctx *c, const cJSON *arr);
+void cfg_free_endpoints(struct cfg *cfg);
+/* A device's "flows" object at path p (cfg_flows.c). */
+void cfg_parse_device_flows(struct cfg_pctx *c, const cJSON *o, const char *p,
+                            struct cfg_flows *fl);
 
 #endif

@@ -40,6 +40,16 @@ struct cfg_snmp {
     int retries;          /* default 1 */
 };
 
+/* A device's flow export (IPFIX, NetFlow v9 or sFlow v5) received by `wanledger poll`. */
+enum cfg_flow_protocol { CFG_FLOW_IPFIX, CFG_FLOW_NETFLOW9, CFG_FLOW_SFLOW };
+
+struct cfg_flows {
+    char *listen; /* "0.0.0.0:4739" */
+    enum cfg_flow_protocol protocol;
+};
+/* "ipfix", "netflow9", "sflow" */
+const char *cfg_flow_protocol_name(enum cfg_flow_protocol p);
+
 struct cfg_device {
     char *name;
     char *site;
@@ -48,6 +58,8 @@ struct cfg_device {
     struct cfg_snmp snmp;
     bool has_gnmi;
     char *gnmi_source; /* gnmic's "source" tag for this device; default: name */
+    bool has_flows;
+    struct cfg_flows flows;
 };
 
 struct cfg_link {
@@ -76,6 +88,17 @@ struct cfg_service {
     uint16_t *ports;
     size_t n_users;
     char **users;
+};
+
+/* A named remote endpoint for the dependency map ($.endpoints): matched by address (when given)
+ * and port (when ports are given). */
+struct cfg_endpoint {
+    char *name;
+    char *address; /* as written, or NULL */
+    int family;    /* AF_INET / AF_INET6 when address is set */
+    uint8_t addr[16];
+    size_t n_ports;
+    uint16_t *ports;
 };
 
 struct cfg_tokens {
@@ -114,6 +137,10 @@ struct cfg {
     uint16_t *nfs_ports; /* default {2049} */
     size_t n_services;
     struct cfg_service *services;
+
+    /* names of remote endpoints (dependency map) */
+    size_t n_endpoints;
+    struct cfg_endpoint *endpoints;
 
     /* overhead */
     double bytes_per_packet;      /* default 66 */
@@ -190,6 +217,10 @@ int cfg_is_dedup_port(const struct cfg *cfg, uint16_t port);
 /* Index of the service owning this port or this user name, else -1. */
 int cfg_service_of_port(const struct cfg *cfg, uint16_t port);
 int cfg_service_of_user(const struct cfg *cfg, const char *user);
+/* Name of the configured endpoint matching a remote address (16 bytes, IPv4 in the first 4) and
+ * port, or NULL. */
+const char *cfg_endpoint_name(const struct cfg *cfg, int family, const uint8_t addr[16],
+                              uint16_t port);
 /* Path of site indexes from src to dst (src and dst included) via routes, or the direct pair
  * when a link joins them. Returns the number of sites written to out (<= max), 0 if no path. */
 size_t cfg_path(const struct cfg *cfg, int src, int dst, int *out, size_t max);

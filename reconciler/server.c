@@ -14,6 +14,8 @@
 
 #include "api.h"
 #include "gate.h"
+#include "api_deps.h"
+#include "flowin.h"
 #include "hm_pages.h"
 #include "hostport.h"
 #include "ingest.h"
@@ -22,6 +24,7 @@
 #include "log.h"
 #include "timeutil.h"
 #include "tls_server.h"
+#include "unrec.h"
 #include "workers.h"
 
 struct srv {
@@ -42,7 +45,19 @@ enum access {
     ACCESS_PAGE, /* reader token, or none from loopback with open_on_loopback */
 };
 
-enum handler { H_INGEST, H_HEALTHZ, H_METRICS, H_CELLS, H_TOP, H_HEATMAP, H_CELL };
+enum handler {
+    H_INGEST,
+    H_HEALTHZ,
+    H_METRICS,
+    H_CELLS,
+    H_TOP,
+    H_HEATMAP,
+    H_CELL,
+    H_DEPS,
+    H_DEPS_PAGE,
+    H_FLOWS,
+    H_UNREC
+};
 
 struct route {
     const char *path;
@@ -61,12 +76,19 @@ static const struct route ROUTES[] = {
      METRICS_EP_COUNTERS},
     {"/v1/transfers", EVHTTP_REQ_POST, ACCESS_ROLE, SRV_ROLE_SERVICE, H_INGEST, INGEST_TRANSFERS,
      METRICS_EP_TRANSFERS},
+    {"/v1/flowsamples", EVHTTP_REQ_POST, ACCESS_ROLE, SRV_ROLE_POLLER, H_FLOWS, 0,
+     METRICS_EP_OTHER},
+    {"/api/v1/unrecorded", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_UNREC, 0,
+     METRICS_EP_API},
     {"/healthz", EVHTTP_REQ_GET, ACCESS_OPEN, 0, H_HEALTHZ, 0, METRICS_EP_OTHER},
     {"/metrics", EVHTTP_REQ_GET, ACCESS_OPEN, 0, H_METRICS, 0, METRICS_EP_OTHER},
     {"/api/v1/cells", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_CELLS, 0, METRICS_EP_API},
     {"/api/v1/top", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_TOP, 0, METRICS_EP_API},
     {"/heatmap", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_HEATMAP, 0, METRICS_EP_PAGES},
     {"/heatmap/cell", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_CELL, 0, METRICS_EP_PAGES},
+    {"/api/v1/deps", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_DEPS, 0, METRICS_EP_API},
+    {"/heatmap/deps", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_DEPS_PAGE, 0,
+     METRICS_EP_PAGES},
 };
 
 static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader"};
@@ -390,6 +412,22 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
         case H_CELL:
             status = hm_page_cell(db, s->cfg, query, out, &ct);
             break;
+        case H_DEPS:
+            status = api_deps(db, s->cfg, query, out, &ct);
+            break;
+        case H_DEPS_PAGE:
+            status = api_deps_page(db, s->cfg, query, out, &ct);
+            break;
+        case H_UNREC:
+            status = unrec_api(db, s->cfg, query, out);
+            break;
+        case H_FLOWS: { /* sampled flows: small batches, stored on the loop (reconciler/flowin.c) */
+            struct evbuffer *in = evhttp_request_get_input_buffer(req);
+            size_t len = evbuffer_get_length(in);
+            status = flowin_post(db, s->cfg, len ? (const char *)evbuffer_pullup(in, -1) : "", len,
+                                 tm_now_us(), out);
+            break;
+        }
         default:
             status = 500;
         }
