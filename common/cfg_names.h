@@ -1,6 +1,6 @@
-/* A string -> index hash map for the configuration's names (sites, devices, link interfaces,
- * circuits): look-ups and duplicate checks in O(1), so a configuration of 100k sites is checked in
- * linear time. Keys are copied. */
+/* A string -> index map (on common/hindex.h) for the configuration's names (sites, devices, link
+ * interfaces, circuits): look-ups and duplicate checks in O(1), so a configuration of 100k sites is
+ * checked in linear time. Keys are copied. */
 #ifndef WL_CFG_NAMES_H
 #define WL_CFG_NAMES_H
 
