@@ -7,7 +7,7 @@ set -euo pipefail
 src=$(cd "$1" && pwd)
 build=$2
 secs=${WL_FUZZ_SECONDS:-20}
-targets="jsonv ingest config gnmic time"
+targets="jsonv ingest config gnmic time flows"
 if ! command -v clang >/dev/null; then
   echo "fuzz: clang is not installed (scripts/install-deps.sh installs clang and libclang-rt-14-dev)" >&2
   [ "${CI:-}" = "true" ] && exit 1
@@ -23,9 +23,11 @@ for t in $targets; do
   work=$build/corpus-run/$t
   mkdir -p "$work"
   # -max_len: bodies up to 64 KiB; crashes are written to $build/crash-*
-  if "$build/tests/fuzz/fuzz_$t" -max_total_time="$secs" -max_len=65536 -timeout=10 \
+  bin=$build/tests/fuzz/fuzz_$t seeds=$src/tests/fuzz/corpus/$t
+  if [ "$t" = flows ]; then bin=$build/tests/flows/fuzz_flows seeds=$src/tests/flows/fuzz-seed; fi
+  if "$bin" -max_total_time="$secs" -max_len=65536 -timeout=10 \
        -rss_limit_mb=2048 -artifact_prefix="$build/crash-$t-" -print_final_stats=1 \
-       "$work" "$src/tests/fuzz/corpus/$t" >"$build/fuzz-$t.log" 2>&1; then
+       "$work" "$seeds" >"$build/fuzz-$t.log" 2>&1; then
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$build/fuzz-$t.log" | grep -o '[0-9]*$' || true)
     echo "fuzz_$t: ${execs:-?} executions in ${secs} s, no crash"
   else
