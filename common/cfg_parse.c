@@ -220,7 +220,8 @@ static const struct {
     {"dedup", parse_dedup_sec},         {"overhead", parse_overhead},
     {"thresholds", parse_thresholds},   {"alerts", parse_alerts},
     {"limits", parse_limits},           {"poller", parse_poller},
-    {"endpoints", parse_endpoints_sec}, {"server", cfg_parse_server},
+    {"endpoints", parse_endpoints_sec}, {"throttle", cfg_parse_throttle},
+    {"server", cfg_parse_server},
 };
 
 #define N_SCALARS  (sizeof(scalar_keys) / sizeof(scalar_keys[0]))
@@ -331,6 +332,8 @@ void cfg_free(struct cfg *cfg)
     free_list(cfg->tokens.poller, cfg->tokens.n_poller);
     free_list(cfg->tokens.service, cfg->tokens.n_service);
     free_list(cfg->tokens.reader, cfg->tokens.n_reader);
+    free_list(cfg->tokens.operator, cfg->tokens.n_operator);
+    free_list(cfg->throttle.auto_enforce, cfg->throttle.n_auto_enforce);
     free(cfg->reconciler_url);
     free(cfg->public_url);
     for (size_t i = 0; i < cfg->n_sites; i++) {

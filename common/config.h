@@ -104,6 +104,8 @@ struct cfg_endpoint {
 struct cfg_tokens {
     size_t n_agent, n_poller, n_service, n_reader;
     char **agent, **poller, **service, **reader;
+    size_t n_operator; /* throttle rules: create, approve, revoke */
+    char **operator;
 };
 
 struct cfg {
@@ -154,6 +156,17 @@ struct cfg {
     int alert_windows;      /* default 3 */
     int resolve_windows;    /* default 3 */
     double saturation;      /* default 0.90 */
+
+    /* throttle proposals from saturation alerts ($.throttle, cfg_throttle.c) */
+    struct cfg_throttle {
+        int proposals;            /* default 1: each saturation alert proposes rules */
+        uint64_t floor_bps;       /* no proposed cap below this; default 10 Mbit/s */
+        int proposal_ttl_seconds; /* default 3600 */
+        size_t n_auto_enforce;
+        char **auto_enforce;       /* workflows whose proposals are enforced at once */
+        double wrong_target_share; /* revoke when the throttled share stays below; 0.10 */
+        int wrong_target_windows;  /* ... for this many saturated windows; 3 */
+    } throttle;
 
     /* alerts */
     size_t n_webhooks;

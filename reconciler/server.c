@@ -22,6 +22,7 @@
 #include "jsonw.h"
 #include "srv_limits.h"
 #include "log.h"
+#include "throttle_api.h"
 #include "timeutil.h"
 #include "tls_server.h"
 #include "unrec.h"
@@ -91,7 +92,8 @@ static const struct route ROUTES[] = {
      METRICS_EP_PAGES},
 };
 
-static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader"};
+static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader",
+                                                   "operator"};
 
 static int role_of_header(const struct cfg *cfg, const char *h);
 
@@ -112,8 +114,8 @@ static bool ct_equal(const char *given, size_t glen, const char *token)
 int srv_role_of_token(const struct cfg *cfg, const char *token, size_t len)
 {
     const struct cfg_tokens *t = &cfg->tokens;
-    char **lists[SRV_ROLE_N] = {t->agent, t->poller, t->service, t->reader};
-    size_t ns[SRV_ROLE_N] = {t->n_agent, t->n_poller, t->n_service, t->n_reader};
+    char **lists[SRV_ROLE_N] = {t->agent, t->poller, t->service, t->reader, t->operator};
+    size_t ns[SRV_ROLE_N] = {t->n_agent, t->n_poller, t->n_service, t->n_reader, t->n_operator};
     int role = -1;
     /* every token is compared, so the time does not tell which one matched */
     for (int r = 0; r < SRV_ROLE_N; r++)
@@ -202,6 +204,8 @@ static enum evhttp_cmd_type method_of(const char *m)
     return 0;
 }
 
+#define THROTTLE_MAX_BODY (1 << 20) /* throttle rules are small JSON objects */
+
 #define VERDICT(v, st, p, ...)                                                                     \
     do {                                                                                           \
         (v)->status = (st);                                                                        \
@@ -215,8 +219,18 @@ static void gate_decide(void *arg, const struct gate_head *h, struct gate_verdic
 {
     struct srv *s = arg;
     bool known;
-    const struct route *rt = find_route(h->path, method_of(h->method), &known);
     v->log = true;
+    if (thr_api_owns(h->path)) { /* handle_throttle checks the role per method */
+        if (role_of_header(s->cfg, h->authorization) < 0)
+            VERDICT(v, 401, "Authorization", "missing or unknown bearer token");
+        else if (h->has_length && h->content_length > THROTTLE_MAX_BODY)
+            VERDICT(v, 413, "$", "the body of %llu bytes is larger than %d bytes",
+                    (unsigned long long)h->content_length, THROTTLE_MAX_BODY);
+        else
+            v->log = false;
+        return;
+    }
+    const struct route *rt = find_route(h->path, method_of(h->method), &known);
     if (!rt) {
         if (known)
             VERDICT(v, 405, h->path, "method not allowed here");
@@ -265,6 +279,12 @@ static const char *reason_of(int status)
     switch (status) {
     case 200:
         return "OK";
+    case 201:
+        return "Created";
+    case 409:
+        return "Conflict";
+    case 429:
+        return "Too Many Requests";
     case 400:
         return "Bad Request";
     case 401:
@@ -436,6 +456,41 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
     evbuffer_free(out);
 }
 
+/* /v1/throttles...: any known token; the module decides per role (throttle_api.h). */
+static void handle_throttle(struct srv *s, struct evhttp_request *req, const char *path, int64_t t0)
+{
+    int role = request_role(s->cfg, req);
+    if (role < 0) {
+        reply_error(s, req, METRICS_EP_API, t0, 401, "missing or unknown bearer token",
+                    "Authorization");
+        return;
+    }
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    const char *method = m == EVHTTP_REQ_GET      ? "GET"
+                         : m == EVHTTP_REQ_POST   ? "POST"
+                         : m == EVHTTP_REQ_DELETE ? "DELETE"
+                                                  : "OTHER";
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    char *body = malloc(len + 1);
+    struct evbuffer *out = evbuffer_new();
+    if (!body || !out) {
+        free(body);
+        if (out)
+            evbuffer_free(out);
+        reply_error(s, req, METRICS_EP_API, t0, 503, "out of memory", "$");
+        return;
+    }
+    evbuffer_remove(in, body, len);
+    body[len] = 0;
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    int status =
+        thr_api_handle(store_db(s->store), ROLE_NAMES[role], method, path, query, body, len, out);
+    reply(s, req, METRICS_EP_API, t0, status, "application/json", out);
+    evbuffer_free(out);
+    free(body);
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct srv *s = arg;
@@ -444,6 +499,10 @@ static void on_request(struct evhttp_request *req, void *arg)
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (!path || !*path)
         path = "/";
+    if (thr_api_owns(path)) {
+        handle_throttle(s, req, path, t0);
+        return;
+    }
     bool path_known;
     const struct route *rt = find_route(path, evhttp_request_get_command(req), &path_known);
     if (!rt) {
