@@ -230,6 +230,8 @@ char *cfg_to_json(const struct cfg *cfg)
     cJSON_AddNumberToObject(po, "spool_max_bytes", (double)cfg->spool_max_bytes);
     add_str(po, "gnmi_tcp_listen", cfg->gnmi_tcp_listen);
     add_str(po, "gnmi_udp_listen", cfg->gnmi_udp_listen);
+    add_str(po, "gnmi_delimiter", cfg->gnmi_delimiter);
+    add_str(po, "metrics_listen", cfg->metrics_listen);
     char *out = cJSON_Print(r);
     cJSON_Delete(r);
     return out;

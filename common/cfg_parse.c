@@ -184,8 +184,13 @@ static void parse_poller(struct cfg_pctx *c, const cJSON *root)
     const cJSON *po = cfg_get_obj(c, root, "poller", "$", 0);
     cfg->spool_max_bytes = 256ull << 20;
     if (po) {
-        static const char *const k[] = {"spool_dir", "spool_max_bytes", "gnmi_tcp_listen",
-                                        "gnmi_udp_listen", NULL};
+        static const char *const k[] = {"spool_dir",
+                                        "spool_max_bytes",
+                                        "gnmi_tcp_listen",
+                                        "gnmi_udp_listen",
+                                        "gnmi_delimiter",
+                                        "metrics_listen",
+                                        NULL};
         cfg_check_keys(c, po, "$.poller", k);
         cfg->spool_dir = cfg_get_str(c, po, "spool_dir", "$.poller", 0, NULL);
         cfg->spool_max_bytes =
@@ -196,6 +201,10 @@ static void parse_poller(struct cfg_pctx *c, const cJSON *root)
             cfg_err(c, "$.poller.gnmi_tcp_listen", "expected HOST:PORT");
         if (cfg->gnmi_udp_listen && !cfg_valid_hostport(cfg->gnmi_udp_listen))
             cfg_err(c, "$.poller.gnmi_udp_listen", "expected HOST:PORT");
+        cfg->gnmi_delimiter = cfg_get_str(c, po, "gnmi_delimiter", "$.poller", 0, NULL);
+        cfg->metrics_listen = cfg_get_str(c, po, "metrics_listen", "$.poller", 0, NULL);
+        if (cfg->metrics_listen && !cfg_valid_hostport(cfg->metrics_listen))
+            cfg_err(c, "$.poller.metrics_listen", "expected HOST:PORT");
     }
     if (!cfg->spool_dir)
         cfg->spool_dir = strdup("/var/lib/wanledger/spool");
@@ -390,6 +399,8 @@ void cfg_free(struct cfg *cfg)
     free(cfg->spool_dir);
     free(cfg->gnmi_tcp_listen);
     free(cfg->gnmi_udp_listen);
+    free(cfg->gnmi_delimiter);
+    free(cfg->metrics_listen);
     sm_free(cfg->sitemap);
     free(cfg);
 }

@@ -191,6 +191,8 @@ struct cfg {
     uint64_t spool_max_bytes; /* default 256 MiB */
     char *gnmi_tcp_listen;    /* "127.0.0.1:57400" or NULL */
     char *gnmi_udp_listen;
+    char *gnmi_delimiter; /* gnmic tcp output's `delimiter`, or NULL */
+    char *metrics_listen; /* the poller's /metrics, "HOST:PORT"; NULL: POLL_METRICS_DEFAULT */
 
     /* derived */
     struct sitemap *sitemap;                     /* every site prefix -> site index */
