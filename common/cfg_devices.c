@@ -1,5 +1,6 @@
 /* $.devices: each switch, its site and how it is polled (SNMP v1/v2c/v3 or gNMI). */
 #include "cfg_internal.h"
+#include "cfg_names.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -123,10 +124,12 @@ void cfg_parse_devices(struct cfg_pctx *c, const cJSON *arr)
             memset(dev, 0, sizeof(*dev));
             continue;
         }
-        for (size_t j = 0; j < cfg->n_devices; j++)
-            if (strcmp(cfg->devices[j].name, dev->name) == 0)
-                cfg_err(c, cfg_jp_key(pp, sizeof(pp), p, "name"),
-                        "duplicate device name \"%s\" (also $.devices[%zu])", dev->name, j);
+        if (!cfg->device_names)
+            cfg->device_names = cfg_names_new((size_t)cJSON_GetArraySize(arr));
+        long dup = cfg_names_add(cfg->device_names, dev->name, (long)cfg->n_devices);
+        if (dup >= 0)
+            cfg_err(c, cfg_jp_key(pp, sizeof(pp), p, "name"),
+                    "duplicate device name \"%s\" (also $.devices[%ld])", dev->name, dup);
         dev->site_idx = cfg_site_index(cfg, dev->site);
         if (dev->site_idx < 0)
             cfg_err(c, cfg_jp_key(pp, sizeof(pp), p, "site"),

@@ -1,4 +1,5 @@
 /* The configuration written back out: `check-config`'s summary and the canonical JSON. */
+#include "cfg_internal.h"
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -223,6 +224,7 @@ char *cfg_to_json(const struct cfg *cfg)
     cJSON *li = cJSON_AddObjectToObject(r, "limits");
     cJSON_AddNumberToObject(li, "max_body_bytes", (double)cfg->max_body_bytes);
     cJSON_AddNumberToObject(li, "max_flow_bps", (double)cfg->max_flow_bps);
+    cfg_dump_server(cfg, r, li);
     cJSON *po = cJSON_AddObjectToObject(r, "poller");
     add_str(po, "spool_dir", cfg->spool_dir);
     cJSON_AddNumberToObject(po, "spool_max_bytes", (double)cfg->spool_max_bytes);

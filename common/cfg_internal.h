@@ -70,6 +70,11 @@ void cfg_parse_links(struct cfg_pctx *c, const cJSON *arr);
 void cfg_parse_routes(struct cfg_pctx *c, const cJSON *arr);
 void cfg_parse_dedup(struct cfg_pctx *c, const cJSON *obj);
 void cfg_parse_retention(struct cfg_pctx *c, const cJSON *root); /* $.retention (optional) */
+/* cfg_server.c: $.server, and the hardening members of $.limits (li may be NULL: defaults). */
+void cfg_parse_server(struct cfg_pctx *c, const cJSON *root);
+void cfg_parse_limits_hardening(struct cfg_pctx *c, const cJSON *li);
+void cfg_dump_server(const struct cfg *cfg, cJSON *root, cJSON *limits);
+void cfg_free_server(struct cfg *cfg);
 void cfg_parse_endpoints(struct cfg_pctx *c, const cJSON *arr);
 void cfg_free_endpoints(struct cfg *cfg);
 /* A device's "flows" object at path p (cfg_flows.c). */

@@ -1,6 +1,8 @@
 /* $.links (WAN interfaces and the circuits they form) and $.routes (multi-hop site paths). */
 #include "cfg_internal.h"
+#include "cfg_names.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +15,9 @@ void cfg_parse_links(struct cfg_pctx *c, const cJSON *arr)
                                        "circuit", "capacity_bps", NULL};
     char p[256], pp[256];
     int i = 0;
+    /* (device, interface) -> link, circuit -> first end, circuits with two ends */
+    struct cfg_names *ifaces = cfg_names_new((size_t)n), *circuits = cfg_names_new((size_t)n),
+                     *full = cfg_names_new((size_t)n);
     for (const cJSON *l = arr->child; l; l = l->next, i++) {
         cfg_jp_idx(p, sizeof(p), "$.links", i);
         if (!cJSON_IsObject(l)) {
@@ -49,36 +54,43 @@ void cfg_parse_links(struct cfg_pctx *c, const cJSON *arr)
         else if (lk->peer_site_idx >= 0 && lk->peer_site_idx == lk->site_idx)
             cfg_err(c, cfg_jp_key(pp, sizeof(pp), p, "peer_site"),
                     "a WAN link joins two different sites; both ends are \"%s\"", lk->site);
-        if (lk->device && lk->interface)
-            for (size_t j = 0; j < cfg->n_links; j++)
-                if (cfg->links[j].device && cfg->links[j].interface &&
-                    strcmp(cfg->links[j].device, lk->device) == 0 &&
-                    strcmp(cfg->links[j].interface, lk->interface) == 0)
+        if (lk->device && lk->interface) {
+            /* device and interface joined by a byte names cannot hold (NUL is refused in JSON
+             * strings by the reader; cJSON stops at it) */
+            size_t kl = strlen(lk->device) + strlen(lk->interface) + 2;
+            char *key = malloc(kl);
+            if (key) {
+                snprintf(key, kl, "%s%c%s", lk->device, 1, lk->interface);
+                long dup = cfg_names_add(ifaces, key, (long)cfg->n_links);
+                if (dup >= 0)
                     cfg_err(c, cfg_jp_key(pp, sizeof(pp), p, "interface"),
-                            "interface \"%s\" of \"%s\" is already $.links[%zu]", lk->interface,
-                            lk->device, j);
+                            "interface \"%s\" of \"%s\" is already $.links[%ld]", lk->interface,
+                            lk->device, dup);
+                free(key);
+            }
+        }
         if (lk->circuit) {
             /* a circuit has at most two ends, and they must mirror each other */
-            int ends = 0;
-            for (size_t j = 0; j < cfg->n_links; j++) {
-                struct cfg_link *o = &cfg->links[j];
-                if (!o->circuit || strcmp(o->circuit, lk->circuit) != 0)
-                    continue;
-                ends++;
-                if (ends == 1 &&
-                    (o->site_idx != lk->peer_site_idx || o->peer_site_idx != lk->site_idx))
-                    cfg_err(c, cfg_jp_key(pp, sizeof(pp), p, "circuit"),
-                            "circuit \"%s\" joins %s-%s at $.links[%zu], but this end says %s-%s",
-                            lk->circuit, o->site ? o->site : "?", o->peer_site ? o->peer_site : "?",
-                            j, lk->site ? lk->site : "?", lk->peer_site ? lk->peer_site : "?");
-            }
-            if (ends >= 2)
+            long first = cfg_names_add(circuits, lk->circuit, (long)cfg->n_links);
+            if (first >= 0 && cfg_names_get(full, lk->circuit) >= 0) {
                 cfg_err(c, cfg_jp_key(pp, sizeof(pp), p, "circuit"),
                         "circuit \"%s\" already has two ends; a circuit has at most two",
                         lk->circuit);
+            } else if (first >= 0) {
+                struct cfg_link *o = &cfg->links[first];
+                cfg_names_add(full, lk->circuit, (long)cfg->n_links);
+                if (o->site_idx != lk->peer_site_idx || o->peer_site_idx != lk->site_idx)
+                    cfg_err(c, cfg_jp_key(pp, sizeof(pp), p, "circuit"),
+                            "circuit \"%s\" joins %s-%s at $.links[%ld], but this end says %s-%s",
+                            lk->circuit, o->site ? o->site : "?", o->peer_site ? o->peer_site : "?",
+                            first, lk->site ? lk->site : "?", lk->peer_site ? lk->peer_site : "?");
+            }
         }
         cfg->n_links++;
     }
+    cfg_names_free(ifaces);
+    cfg_names_free(circuits);
+    cfg_names_free(full);
 }
 void cfg_parse_routes(struct cfg_pctx *c, const cJSON *arr)
 {
@@ -116,6 +128,19 @@ void cfg_parse_routes(struct cfg_pctx *c, const cJSON *arr)
             if (rt->via_idx[k] < 0) {
                 cfg_err(c, cfg_jp_idx(ppp, sizeof(ppp), pp, (int)k),
                         "expected a site name, got \"%s\"", rt->via[k]);
+                ok = 0;
+            }
+        }
+        /* a path that visits a site twice is a cycle: its bytes would be laid on a hop twice */
+        for (size_t k = 0; ok && k < rt->n_via; k++) {
+            int s = rt->via_idx[k];
+            bool again = s == rt->src_idx || s == rt->dst_idx;
+            for (size_t q = 0; q < k && !again; q++)
+                again = rt->via_idx[q] == s;
+            if (again) {
+                cfg_err(c, cfg_jp_idx(ppp, sizeof(ppp), pp, (int)k),
+                        "route %s->%s visits \"%s\" twice: a route may not loop", rt->src, rt->dst,
+                        rt->via[k]);
                 ok = 0;
             }
         }

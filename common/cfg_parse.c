@@ -4,6 +4,7 @@
  * one cfg_parse_<name>(c, root) function, a line in that table and its members in cfg_free. */
 #include "cell_status.h"
 #include "cfg_internal.h"
+#include "cfg_names.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -165,9 +166,12 @@ static void parse_limits(struct cfg_pctx *c, const cJSON *root)
     const cJSON *li = cfg_get_obj(c, root, "limits", "$", 0);
     cfg->max_body_bytes = 64ull << 20;
     cfg->max_flow_bps = 400000000000ull;
+    cfg_parse_limits_hardening(c, li);
     if (!li)
         return;
-    static const char *const k[] = {"max_body_bytes", "max_flow_bps", NULL};
+    static const char *const k[] = {
+        "max_body_bytes", "max_flow_bps",    "max_past_days",    "max_transfer_seconds",
+        "max_body_agent", "max_body_poller", "max_body_service", NULL};
     cfg_check_keys(c, li, "$.limits", k);
     cfg->max_body_bytes =
         (uint64_t)cfg_get_num(c, li, "max_body_bytes", "$.limits", 1024, 4294967296.0, 64 << 20, 1);
@@ -226,7 +230,7 @@ static const struct {
     {"thresholds", parse_thresholds},   {"alerts", parse_alerts},
     {"limits", parse_limits},           {"poller", parse_poller},
     {"retention", cfg_parse_retention}, {"endpoints", parse_endpoints_sec},
-    {"throttle", cfg_parse_throttle},
+    {"throttle", cfg_parse_throttle},   {"server", cfg_parse_server},
 };
 
 #define N_SCALARS  (sizeof(scalar_keys) / sizeof(scalar_keys[0]))
@@ -245,6 +249,9 @@ static void parse_root(struct cfg_pctx *c, const cJSON *root)
     parse_general(c, root);
     for (size_t i = 0; i < N_SECTIONS; i++)
         sections[i].parse(c, root);
+    /* times older than the raw data's retention are refused unless a bound is configured */
+    if (c->cfg->max_past_days <= 0)
+        c->cfg->max_past_days = c->cfg->retention_raw_days > 0 ? c->cfg->retention_raw_days : 30;
 }
 
 struct cfg *cfg_parse(const char *path, const char *json, struct cfg_errors *errs)
@@ -298,12 +305,13 @@ struct cfg *cfg_parse(const char *path, const char *json, struct cfg_errors *err
 struct cfg *cfg_load(const char *path, struct cfg_errors *errs)
 {
     memset(errs, 0, sizeof(*errs));
-    char *text = cfg_read_secret(path);
+    char why[300];
+    char *text = cfg_read_file(path, 1u << 30, 0, why, sizeof(why));
     if (!text) {
         errs->items = calloc(1, sizeof(*errs->items));
         errs->items[0].jpath = strdup("$");
         char msg[512];
-        snprintf(msg, sizeof(msg), "cannot read the configuration file: %s", strerror(errno));
+        snprintf(msg, sizeof(msg), "cannot read the configuration file: %s", why);
         errs->items[0].msg = strdup(msg);
         errs->n = 1;
         return NULL;
@@ -329,6 +337,9 @@ void cfg_free(struct cfg *cfg)
     free(cfg->database_password_file);
     free(cfg->listen);
     free(cfg->tokens_file);
+    cfg_free_server(cfg);
+    cfg_names_free(cfg->site_names);
+    cfg_names_free(cfg->device_names);
     free_list(cfg->tokens.agent, cfg->tokens.n_agent);
     free_list(cfg->tokens.poller, cfg->tokens.n_poller);
     free_list(cfg->tokens.service, cfg->tokens.n_service);

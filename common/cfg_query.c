@@ -1,5 +1,6 @@
 /* Look-ups on a parsed configuration: names to indexes, ports and users to services, paths. */
 #include "cfg_internal.h"
+#include "cfg_names.h"
 
 #include <string.h>
 
@@ -7,6 +8,8 @@ int cfg_site_index(const struct cfg *cfg, const char *name)
 {
     if (!name)
         return -1;
+    if (cfg->site_names)
+        return (int)cfg_names_get(cfg->site_names, name);
     for (size_t i = 0; i < cfg->n_sites; i++)
         if (cfg->sites[i].name && strcmp(cfg->sites[i].name, name) == 0)
             return (int)i;
@@ -15,6 +18,10 @@ int cfg_site_index(const struct cfg *cfg, const char *name)
 
 int cfg_device_index(const struct cfg *cfg, const char *name)
 {
+    if (!name)
+        return -1;
+    if (cfg->device_names)
+        return (int)cfg_names_get(cfg->device_names, name);
     for (size_t i = 0; i < cfg->n_devices; i++)
         if (cfg->devices[i].name && strcmp(cfg->devices[i].name, name) == 0)
             return (int)i;

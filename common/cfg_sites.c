@@ -1,6 +1,10 @@
 /* $.sites: names and address prefixes, no prefix claimed by two sites. */
 #include "cfg_internal.h"
+#include "cfg_names.h"
 
+#include <arpa/inet.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +20,70 @@ static int prefixes_overlap(const struct cfg_prefix *a, const struct cfg_prefix 
             return 0;
     }
     return 1;
+}
+
+struct pref_ref {
+    const struct cfg_prefix *p;
+    size_t site, k; /* $.sites[site].prefixes[k] */
+};
+
+static int cmp_pref(const void *a, const void *b)
+{
+    const struct cfg_prefix *x = ((const struct pref_ref *)a)->p,
+                            *y = ((const struct pref_ref *)b)->p;
+    if (x->family != y->family)
+        return x->family < y->family ? -1 : 1;
+    int d = memcmp(x->addr, y->addr, 16);
+    if (d)
+        return d;
+    return x->len - y->len; /* the wider prefix first */
+}
+
+static bool before(const struct pref_ref *a, const struct pref_ref *b)
+{
+    return a->site < b->site || (a->site == b->site && a->k < b->k);
+}
+
+/* No prefix may overlap another site's (nested prefixes within one site are allowed; across
+ * sites they would make a site's traffic ambiguous). Prefixes overlap only by containment, so
+ * sorted by address (wider first) each one's containing prefixes form a stack: n log n, not the
+ * n^2 of comparing every pair. The error is reported at the later prefix in file order. */
+static void check_overlaps(struct cfg_pctx *c)
+{
+    const struct cfg *cfg = c->cfg;
+    size_t n = 0, k = 0;
+    for (size_t i = 0; i < cfg->n_sites; i++)
+        n += cfg->sites[i].n_prefixes;
+    struct pref_ref *v = calloc(n ? n : 1, sizeof(*v)), *stack = calloc(n ? n : 1, sizeof(*v));
+    if (!v || !stack) {
+        free(v);
+        free(stack);
+        return;
+    }
+    for (size_t i = 0; i < cfg->n_sites; i++)
+        for (size_t q = 0; q < cfg->sites[i].n_prefixes; q++)
+            v[k++] = (struct pref_ref){&cfg->sites[i].prefixes[q], i, q};
+    qsort(v, n, sizeof(*v), cmp_pref);
+    size_t depth = 0;
+    char path[256], a[64];
+    for (size_t i = 0; i < n; i++) {
+        while (depth && !prefixes_overlap(stack[depth - 1].p, v[i].p))
+            depth--;
+        for (size_t s = depth; s-- > 0;) {
+            if (stack[s].site == v[i].site)
+                continue;
+            const struct pref_ref *late = before(&stack[s], &v[i]) ? &v[i] : &stack[s];
+            const struct pref_ref *early = late == &v[i] ? &stack[s] : &v[i];
+            snprintf(path, sizeof(path), "$.sites[%zu].prefixes[%zu]", late->site, late->k);
+            inet_ntop(late->p->family, late->p->addr, a, sizeof(a));
+            cfg_err(c, path, "prefix %s/%d overlaps $.sites[%zu].prefixes[%zu] of site \"%s\"", a,
+                    late->p->len, early->site, early->k, cfg->sites[early->site].name);
+            break;
+        }
+        stack[depth++] = v[i];
+    }
+    free(v);
+    free(stack);
 }
 
 void cfg_parse_sites(struct cfg_pctx *c, const cJSON *arr)
@@ -37,10 +105,12 @@ void cfg_parse_sites(struct cfg_pctx *c, const cJSON *arr)
         site->name = cfg_get_str(c, s, "name", p, 1, NULL);
         if (!site->name)
             continue;
-        for (size_t j = 0; j < cfg->n_sites; j++)
-            if (strcmp(cfg->sites[j].name, site->name) == 0)
-                cfg_err(c, cfg_jp_key(pp, sizeof(pp), p, "name"),
-                        "duplicate site name \"%s\" (also $.sites[%zu])", site->name, j);
+        if (!cfg->site_names)
+            cfg->site_names = cfg_names_new((size_t)n);
+        long dup = cfg_names_add(cfg->site_names, site->name, (long)cfg->n_sites);
+        if (dup >= 0)
+            cfg_err(c, cfg_jp_key(pp, sizeof(pp), p, "name"),
+                    "duplicate site name \"%s\" (also $.sites[%ld])", site->name, dup);
         const cJSON *pre = cfg_get_arr(c, s, "prefixes", p, 1);
         if (pre) {
             int np = cJSON_GetArraySize(pre);
@@ -59,15 +129,6 @@ void cfg_parse_sites(struct cfg_pctx *c, const cJSON *arr)
                             cJSON_IsString(x) ? x->valuestring : "", cJSON_IsString(x) ? "\"" : "");
                     continue;
                 }
-                /* overlaps with other sites' prefixes (nested prefixes within one site are
-                 * allowed; across sites they would make a site's traffic ambiguous) */
-                for (size_t j = 0; j < cfg->n_sites; j++)
-                    for (size_t q = 0; q < cfg->sites[j].n_prefixes; q++)
-                        if (prefixes_overlap(cp, &cfg->sites[j].prefixes[q]))
-                            cfg_err(c, ppp,
-                                    "prefix %s overlaps $.sites[%zu].prefixes[%zu] of site "
-                                    "\"%s\"",
-                                    x->valuestring, j, q, cfg->sites[j].name);
                 site->n_prefixes++;
             }
             if (site->n_prefixes == 0 && np == 0)
@@ -77,4 +138,5 @@ void cfg_parse_sites(struct cfg_pctx *c, const cJSON *arr)
     }
     if (n == 0)
         cfg_err(c, "$.sites", "expected at least one site");
+    check_overlaps(c);
 }

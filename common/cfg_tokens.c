@@ -6,15 +6,56 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct tok_ref {
+    const char *tok;
+    int role;
+    size_t idx;
+};
+
+static int cmp_tok(const void *a, const void *b)
+{
+    const struct tok_ref *x = a, *y = b;
+    int d = strcmp(x->tok, y->tok);
+    return d ? d : x->role - y->role;
+}
+
+/* One token under two roles would give its holder whichever role the server checks first: refuse
+ * it (sorted, so 100k tokens cost n log n; the token itself is never printed). */
+static void refuse_shared_tokens(struct cfg_pctx *c, const char *base)
+{
+    static const char *const roles[] = {"agent", "poller", "service", "reader"};
+    const struct cfg_tokens *t = &c->cfg->tokens;
+    char **ls[4] = {t->agent, t->poller, t->service, t->reader};
+    size_t ns[4] = {t->n_agent, t->n_poller, t->n_service, t->n_reader};
+    size_t n = ns[0] + ns[1] + ns[2] + ns[3], k = 0;
+    struct tok_ref *refs = calloc(n ? n : 1, sizeof(*refs));
+    if (!refs)
+        return;
+    for (int r = 0; r < 4; r++)
+        for (size_t i = 0; i < ns[r]; i++)
+            refs[k++] = (struct tok_ref){ls[r][i], r, i};
+    qsort(refs, n, sizeof(*refs), cmp_tok);
+    char p[600], pk[600];
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(refs[i].tok, refs[i - 1].tok) == 0 && refs[i].role != refs[i - 1].role)
+            cfg_err(c,
+                    cfg_jp_idx(p, sizeof(p), cfg_jp_key(pk, sizeof(pk), base, roles[refs[i].role]),
+                               (int)refs[i].idx),
+                    "the same token is also listed under %s[%zu]: one token, one role",
+                    roles[refs[i - 1].role], refs[i - 1].idx);
+    free(refs);
+}
+
 void cfg_parse_tokens(struct cfg_pctx *c)
 {
     struct cfg *cfg = c->cfg;
     char *full = cfg_resolve_path(c, cfg->tokens_file);
     free(cfg->tokens_file);
     cfg->tokens_file = full;
-    char *text = cfg_read_secret(full);
+    char why[300];
+    char *text = cfg_read_file(full, CFG_SECRET_MAX_BYTES, 1, why, sizeof(why));
     if (!text) {
-        cfg_err(c, "$.tokens_file", "cannot read tokens file %s: %s", full, strerror(errno));
+        cfg_err(c, "$.tokens_file", "cannot read tokens file %s: %s", full, why);
         return;
     }
     cJSON *j = cJSON_Parse(text);
@@ -46,4 +87,5 @@ void cfg_parse_tokens(struct cfg_pctx *c)
                     "tokens must be at least 16 characters");
     }
     cJSON_Delete(j);
+    refuse_shared_tokens(&tc, base);
 }

@@ -3,6 +3,9 @@
 #include "cfg_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -224,38 +227,74 @@ uint16_t *cfg_get_port_list(struct cfg_pctx *c, const cJSON *arr, const char *pa
     }
     return out;
 }
-char *cfg_read_secret(const char *path)
+/* Reads a whole file of at most max bytes. A FIFO, a device (/dev/zero) or a directory is
+ * refused before reading (opened non-blocking, so a FIFO without a writer does not hang), and with
+ * secret a file that group or others may read or write is refused with its mode. NULL with errno
+ * and, when why is given, the reason. */
+char *cfg_read_file(const char *path, size_t max, int secret, char *why, size_t whylen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
+    char dummy[8];
+    if (!why)
+        why = dummy, whylen = sizeof(dummy);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(why, whylen, "%s", strerror(e));
+        errno = e;
         return NULL;
-    char *buf = NULL;
-    size_t cap = 0, len = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 8192;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                errno = ENOMEM;
-                return NULL;
-            }
-            buf = nb;
-        }
-        size_t r = fread(buf + len, 1, 4096, f);
-        len += r;
-        if (r < 4096)
-            break;
     }
-    int ferr = ferror(f);
-    fclose(f);
-    if (ferr) {
+    struct stat st;
+    int err = 0;
+    if (fstat(fd, &st) < 0) {
+        err = errno;
+        snprintf(why, whylen, "%s", strerror(err));
+    } else if (!S_ISREG(st.st_mode)) {
+        err = EINVAL;
+        snprintf(why, whylen, "not a regular file");
+    } else if ((uint64_t)st.st_size > max) {
+        err = EFBIG;
+        snprintf(why, whylen, "larger than %zu bytes", max);
+    } else if (secret && (st.st_mode & 077)) {
+        err = EACCES;
+        snprintf(why, whylen, "mode %04o lets group or others read or write it: chmod 600 %s",
+                 (unsigned)(st.st_mode & 07777), path);
+    }
+    if (err) {
+        close(fd);
+        errno = err;
+        return NULL;
+    }
+    size_t len = 0;
+    char *buf = malloc((size_t)st.st_size + 2);
+    while (buf && len <= (size_t)st.st_size) { /* one byte more tells a file that grew */
+        ssize_t r = read(fd, buf + len, (size_t)st.st_size + 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (r < 0)
+                err = EIO;
+            break;
+        }
+        len += (size_t)r;
+    }
+    close(fd);
+    if (!buf || err || len > (size_t)st.st_size) {
         free(buf);
-        errno = EIO;
+        err = !buf ? ENOMEM : err ? err : EFBIG;
+        snprintf(why, whylen, "%s", err == EFBIG ? "changed while being read" : strerror(err));
+        errno = err;
         return NULL;
     }
     buf[len] = '\0';
+    return buf;
+}
+
+char *cfg_read_secret(const char *path)
+{
+    char *buf = cfg_read_file(path, CFG_SECRET_MAX_BYTES, 1, NULL, 0);
+    if (!buf)
+        return NULL;
+    size_t len = strlen(buf);
     while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
         buf[--len] = '\0';
     return buf;
@@ -282,9 +321,15 @@ char *cfg_load_secret(struct cfg_pctx *c, const cJSON *obj, const char *key, con
         return NULL;
     char *full = cfg_resolve_path(c, f);
     free(f);
-    char *s = cfg_read_secret(full);
+    char why[300];
+    char *s = cfg_read_file(full, CFG_SECRET_MAX_BYTES, 1, why, sizeof(why));
+    if (s) {
+        size_t len = strlen(s);
+        while (len && (s[len - 1] == '\n' || s[len - 1] == '\r'))
+            s[--len] = '\0';
+    }
     if (!s)
-        cfg_err(c, p, "cannot read secret file %s: %s", full, strerror(errno));
+        cfg_err(c, p, "cannot read secret file %s: %s", full, why);
     else if (!*s) {
         cfg_err(c, p, "secret file %s is empty", full);
         free(s);

@@ -180,6 +180,15 @@ struct cfg {
     /* limits */
     uint64_t max_body_bytes; /* default 64 MiB */
     uint64_t max_flow_bps;   /* default 400e9: a flow may not claim more than this x window */
+    /* hardening (reconciler/srv_limits.h reads these; 0 = the default named there) */
+    int max_past_days; /* oldest accepted time: now - this; default retention.raw_days (30) */
+    int max_transfer_seconds;                 /* longest transfer record; default 7 days */
+    uint64_t max_body_role[4];                /* per role (agent, poller, service, reader) */
+    int max_connections;                      /* default 512 (and below RLIMIT_NOFILE) */
+    int header_timeout_seconds;               /* whole request head within; default 10 */
+    int body_timeout_seconds;                 /* whole body within; default 60 */
+    char *tls_cert, *tls_key, *tls_client_ca; /* HTTPS when tls_cert is set */
+    bool allow_plain_http; /* plain HTTP on a non-loopback listen address (default: refused) */
 
     /* poller */
     char *spool_dir;          /* default "/var/lib/wanledger/spool" */
@@ -190,7 +199,8 @@ struct cfg {
     char *metrics_listen; /* the poller's /metrics, "HOST:PORT"; NULL: POLL_METRICS_DEFAULT */
 
     /* derived */
-    struct sitemap *sitemap; /* every site prefix -> site index */
+    struct sitemap *sitemap;                     /* every site prefix -> site index */
+    struct cfg_names *site_names, *device_names; /* name -> index (cfg_names.h); may be NULL */
 };
 
 /* One error: "FILE: $.links[2].peer_site: expected a site name, got \"xyz\"". */
@@ -244,5 +254,11 @@ void cfg_print_summary(const struct cfg *cfg, void *f /* FILE* */);
 /* Reads a whole small file (a secret) and strips one trailing newline. NULL on error, with
  * errno set. */
 char *cfg_read_secret(const char *path);
+/* Secret files (tokens, community strings, passwords) are regular files of at most this size
+ * that neither group nor others may read or write. */
+#define CFG_SECRET_MAX_BYTES (1u << 20)
+/* A whole regular file of at most max bytes (with secret: also the mode check above). NULL with
+ * errno and the reason in why (when given). */
+char *cfg_read_file(const char *path, size_t max, int secret, char *why, size_t whylen);
 
 #endif

@@ -42,10 +42,21 @@ void log_msg(enum log_level lvl, const char *ctx, const char *fmt, ...)
     if (ctx && *ctx && n >= 0 && (size_t)n < sizeof(line))
         n += snprintf(line + n, sizeof(line) - n, "[%s] ", ctx);
     if (n >= 0 && (size_t)n < sizeof(line)) {
+        char msg[2048];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+        /* messages quote values clients sent: a newline or escape sequence in them must not
+         * start a forged line or drive the terminal, so control characters are written \xNN */
+        size_t o = (size_t)n;
+        for (const unsigned char *p = (const unsigned char *)msg; *p && o + 5 < sizeof(line); p++) {
+            if (*p < 0x20 || *p == 0x7f)
+                o += (size_t)snprintf(line + o, sizeof(line) - o, "\\x%02x", *p);
+            else
+                line[o++] = (char)*p;
+        }
+        line[o] = 0;
     }
     /* one write per line so concurrent processes do not interleave mid-line */
     fprintf(stderr, "%s\n", line);

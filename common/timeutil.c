@@ -110,9 +110,13 @@ int tm_parse_rfc3339(const char *s, int64_t *us)
     return 0;
 }
 
+/* RFC 3339's years 0000..9999: beyond them no text form exists and PostgreSQL refuses some. */
+#define EPOCH_MIN_S (-62167219200.0) /* 0000-01-01T00:00:00Z */
+#define EPOCH_MAX_S 253402300799.0   /* 9999-12-31T23:59:59Z */
+
 int tm_from_epoch_double(double secs, int64_t *us)
 {
-    if (!isfinite(secs) || secs < -9.0e12 || secs > 9.0e12)
+    if (!isfinite(secs) || secs < EPOCH_MIN_S || secs > EPOCH_MAX_S + 1)
         return -1;
     *us = (int64_t)llround(secs * 1e6);
     return 0;
@@ -162,10 +166,15 @@ char *tm_format_rfc3339(int64_t us, char buf[TM_RFC3339_LEN])
 int64_t tm_window_start(int64_t us, int window_seconds)
 {
     int64_t w = (int64_t)window_seconds * TM_USEC_PER_SEC;
+    if (w <= 0)
+        return us;
     int64_t r = us % w;
     if (r < 0)
         r += w;
-    return us - r;
+    int64_t out;
+    if (__builtin_sub_overflow(us, r, &out)) /* below the first whole window: saturate */
+        return INT64_MIN;
+    return out;
 }
 
 int tm_is_aligned(int64_t us, int window_seconds)
@@ -211,7 +220,7 @@ int tm_parse_duration(const char *s, int64_t *us)
         mult = 7 * 86400e6;
     else
         return -1;
-    if (v * mult > 9.0e18)
+    if (v * mult > 9.0e18) /* also keeps now - duration clear of INT64_MIN */
         return -1;
     *us = (int64_t)llround(v * mult);
     return 0;

@@ -20,10 +20,8 @@ int api_parse_time(const char *s, int64_t now_us, int64_t *us)
     int64_t d;
     if (tm_parse_rfc3339(s, us) == 0)
         return 0;
-    if (strpbrk(s, "smhd") && tm_parse_duration(s, &d) == 0) {
-        *us = now_us - d;
-        return 0;
-    }
+    if (strpbrk(s, "smhdw") && tm_parse_duration(s, &d) == 0)
+        return __builtin_sub_overflow(now_us, d, us) ? -1 : 0;
     return tm_parse_epoch(s, us);
 }
 
@@ -38,7 +36,12 @@ static int range_of(const struct evkeyvalq *q, const struct cfg *cfg, int64_t *f
         jw_error(out, "expected an RFC 3339 time, epoch seconds or a duration ago", "to");
         return 400;
     }
-    *from = *to - (int64_t)API_DEFAULT_SPAN_S * TM_USEC_PER_SEC;
+    /* parsed times lie in years 0000..9999 and durations below 9e18 us, but every step is
+     * checked anyway: a wrapped difference would bypass the span limit below */
+    if (__builtin_sub_overflow(*to, (int64_t)API_DEFAULT_SPAN_S * TM_USEC_PER_SEC, from)) {
+        jw_error(out, "time out of range", "to");
+        return 400;
+    }
     if (f && api_parse_time(f, now, from) < 0) {
         jw_error(out, "expected an RFC 3339 time, epoch seconds or a duration ago", "from");
         return 400;
@@ -47,7 +50,9 @@ static int range_of(const struct evkeyvalq *q, const struct cfg *cfg, int64_t *f
         jw_error(out, "from is after to", "from");
         return 400;
     }
-    if (*to - *from > (int64_t)API_MAX_SPAN_S * TM_USEC_PER_SEC) {
+    int64_t span;
+    if (__builtin_sub_overflow(*to, *from, &span) ||
+        span > (int64_t)API_MAX_SPAN_S * TM_USEC_PER_SEC) {
         jw_error(out, "the range is longer than 7 days", "from");
         return 400;
     }

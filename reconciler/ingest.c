@@ -13,6 +13,7 @@
 #include "copyesc.h"
 #include "fluent.h"
 #include "jsonv.h"
+#include "srv_limits.h"
 #include "quarantine.h"
 #include "timeutil.h"
 
@@ -152,16 +153,32 @@ static int row_end(struct vctx *c)
     return 0;
 }
 
-static void span_add(struct ingest_batch *b, int64_t us)
+/* Records the UTC day of a row's partition key: only days that hold rows get partitions, and
+ * one request may touch at most LIM_MAX_DAYS_PER_REQUEST of them (each day is 4 tables). */
+static int day_add(struct vctx *c, struct loc l, int64_t us)
 {
-    if (b->n_rows == 0 && b->min_us == 0 && b->max_us == 0) {
+    struct ingest_batch *b = c->b;
+    int64_t day = tm_window_start(us, 86400) / (86400 * TM_USEC_PER_SEC);
+    if (b->n_days == 0) {
         b->min_us = b->max_us = us;
-        return;
+    } else {
+        b->min_us = us < b->min_us ? us : b->min_us;
+        b->max_us = us > b->max_us ? us : b->max_us;
     }
-    if (us < b->min_us)
-        b->min_us = us;
-    if (us > b->max_us)
-        b->max_us = us;
+    size_t i = 0;
+    while (i < b->n_days && b->days[i] < day)
+        i++;
+    if (i < b->n_days && b->days[i] == day)
+        return 0;
+    if (b->n_days == INGEST_MAX_DAYS)
+        return bad(c, l,
+                   "the request's rows fall on more than %d distinct UTC days: send at most %d "
+                   "days per request",
+                   INGEST_MAX_DAYS, INGEST_MAX_DAYS);
+    memmove(b->days + i + 1, b->days + i, (b->n_days - i) * sizeof(b->days[0]));
+    b->days[i] = day;
+    b->n_days++;
+    return 0;
 }
 
 /* ---- typed fields ----------------------------------------------------------------------- */
@@ -234,10 +251,11 @@ static int want_time(struct vctx *c, const struct jv *v, struct loc l, int64_t *
         return bad(c, l, "expected an RFC 3339 time or epoch seconds, got \"%.60s\"", v->s);
     }
     if (v->type == JV_NUMBER) {
-        if (v->is_int && !v->overflow && v->u <= (uint64_t)INT64_MAX / TM_USEC_PER_SEC) {
-            *us = (int64_t)v->u * TM_USEC_PER_SEC * (v->neg ? -1 : 1);
+        int64_t secs;
+        if (v->is_int && !v->overflow && v->u <= (uint64_t)INT64_MAX &&
+            !__builtin_mul_overflow((int64_t)v->u, v->neg ? -1 : 1, &secs) &&
+            !__builtin_mul_overflow(secs, TM_USEC_PER_SEC, us))
             return 0;
-        }
         if (tm_from_epoch_double(v->d, us) == 0)
             return 0;
         return bad(c, l, "epoch seconds out of range");
@@ -245,14 +263,20 @@ static int want_time(struct vctx *c, const struct jv *v, struct loc l, int64_t *
     return bad(c, l, "expected an RFC 3339 time or epoch seconds, got %s", jv_type_name(v));
 }
 
-static int not_future(struct vctx *c, struct loc l, int64_t us)
+/* Inside [now - max_past_days, now + max_future_seconds]: a clock reading 1970 or year 0 is
+ * refused here (422), before it can ask for partitions or overflow anything. */
+static int in_bounds(struct vctx *c, struct loc l, int64_t us)
 {
     int64_t limit = c->now_us + (int64_t)c->cfg->max_future_seconds * TM_USEC_PER_SEC;
-    if (us > limit) {
-        char t[TM_RFC3339_LEN];
-        return bad(c, l, "%s is more than %d s ahead of the reconciler's clock",
+    char t[TM_RFC3339_LEN], b[TM_RFC3339_LEN];
+    if (us > limit)
+        return bad(c, l,
+                   "%s is more than %d s ahead of the reconciler's clock (max_future_seconds)",
                    tm_format_rfc3339(us, t), c->cfg->max_future_seconds);
-    }
+    int64_t oldest = lim_past_us(c->cfg, c->now_us);
+    if (us < oldest)
+        return bad(c, l, "%s is before %s, the oldest accepted time (max_past_days %d)",
+                   tm_format_rfc3339(us, t), tm_format_rfc3339(oldest, b), lim_past_days(c->cfg));
     return 0;
 }
 
@@ -561,7 +585,7 @@ static int parse_loss(struct vctx *c, const struct jv *root, struct loc top)
             return -1;
         if (b->lost_to_us < b->lost_from_us)
             return bad(c, at_key(ll, "to"), "before \"from\"");
-        if (not_future(c, at_key(ll, "to"), b->lost_to_us) < 0)
+        if (in_bounds(c, at_key(ll, "to"), b->lost_to_us) < 0)
             return -1;
         b->lost_reason = dup_text(reason->s);
         if (!b->lost_reason) {
@@ -601,7 +625,8 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
         return bad(c, at_key(top, "window_start"),
                    "not aligned to the %d s window (a multiple of %d s since the epoch, UTC)",
                    cfg->window_seconds, cfg->window_seconds);
-    if (not_future(c, at_key(top, "window_start"), ws) < 0)
+    if (in_bounds(c, at_key(top, "window_start"), ws) < 0 ||
+        day_add(c, at_key(top, "window_start"), ws) < 0)
         return -1;
     const struct jv *wv = jv_get(root, "window_seconds");
     if (wv) {
@@ -696,7 +721,7 @@ static int one_sample(struct vctx *c, const struct jv *smp, long i, const struct
         want_name(c, jv_get(smp, "device"), at_key(l, "device"), false, &device) < 0 ||
         want_name(c, jv_get(smp, "interface"), at_key(l, "interface"), false, &iface) < 0 ||
         want_time(c, jv_get(smp, "at"), at_key(l, "at"), &at) < 0 ||
-        not_future(c, at_key(l, "at"), at) < 0 ||
+        in_bounds(c, at_key(l, "at"), at) < 0 || day_add(c, at_key(l, "at"), at) < 0 ||
         opt_uint(c, jv_get(smp, "counter_bits"), at_key(l, "counter_bits"), 64, &bits, &has_bits) <
             0)
         return -1;
@@ -745,7 +770,6 @@ static int one_sample(struct vctx *c, const struct jv *smp, long i, const struct
     buf_u64(b, false, bits);
     buf_c(b, '\t');
     buf_u64(b, false, has_disc ? disc : 0);
-    span_add(b, at);
     return row_end(c);
 }
 
@@ -822,7 +846,8 @@ static int transfer_record(struct vctx *c, const struct jv *t, const struct jv *
         want_name(c, jv_get(t, "workflow"), at_key(l, "workflow"), true, &workflow) < 0 ||
         want_place(c, jv_get(t, "src"), at_key(l, "src"), &src) < 0 ||
         want_place(c, jv_get(t, "dst"), at_key(l, "dst"), &dst) < 0 ||
-        want_time(c, jv_get(t, "start"), at_key(l, "start"), &start) < 0)
+        want_time(c, jv_get(t, "start"), at_key(l, "start"), &start) < 0 ||
+        in_bounds(c, at_key(l, "start"), start) < 0 || day_add(c, at_key(l, "start"), start) < 0)
         return -1;
     /* a missing "end" is the record time a shipper added (fluent.h: Fluent Bit's date key in
      * every json_date_format, Vector's timestamp), in the record or around it */
@@ -836,9 +861,16 @@ static int transfer_record(struct vctx *c, const struct jv *t, const struct jv *
     }
     if (end < start)
         return bad(c, at_key(l, end_key), "the transfer ends before it starts");
-    if (not_future(c, at_key(l, end_key), end) < 0)
+    if (in_bounds(c, at_key(l, end_key), end) < 0)
         return -1;
-    uint64_t span_s = (uint64_t)((end - start + TM_USEC_PER_SEC - 1) / TM_USEC_PER_SEC);
+    /* both ends are within the time bounds, so end - start cannot overflow */
+    int64_t span_us;
+    if (__builtin_sub_overflow(end, start, &span_us) ||
+        span_us > lim_transfer_seconds(c->cfg) * TM_USEC_PER_SEC)
+        return bad(c, at_key(l, end_key),
+                   "the transfer spans more than %" PRId64 " s (max_transfer_seconds)",
+                   lim_transfer_seconds(c->cfg));
+    uint64_t span_s = (uint64_t)((span_us + TM_USEC_PER_SEC - 1) / TM_USEC_PER_SEC);
     if (span_s < (uint64_t)c->cfg->window_seconds)
         span_s = (uint64_t)c->cfg->window_seconds;
     const struct jv *bv = jv_get(t, "bytes");
@@ -876,7 +908,6 @@ static int transfer_record(struct vctx *c, const struct jv *t, const struct jv *
     buf_time(b, start);
     buf_c(b, '\t');
     buf_time(b, end);
-    span_add(b, start);
     return row_end(c);
 }
 

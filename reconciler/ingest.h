@@ -16,6 +16,7 @@
 enum ingest_kind { INGEST_ATTRIBUTIONS, INGEST_COUNTERS, INGEST_TRANSFERS };
 
 #define INGEST_REPORT_PARAMS 10
+#define INGEST_MAX_DAYS      16 /* distinct UTC days one request may touch */
 
 struct ingest_error {
     int status; /* 400 (not JSON / not UTF-8) or 422 (valid JSON, invalid content) */
@@ -48,8 +49,10 @@ struct ingest_batch {
     char *copy;
     size_t copy_len, copy_cap;
     size_t n_rows;
-    int64_t min_us, max_us; /* range of the rows' partition keys (for db_ensure_partitions) */
-    bool oom;               /* internal: an allocation failed while building copy */
+    int64_t min_us, max_us;        /* range of the rows' partition keys */
+    int64_t days[INGEST_MAX_DAYS]; /* the distinct UTC days (since the epoch) of those keys */
+    size_t n_days;
+    bool oom; /* internal: an allocation failed while building copy */
     /* transfers: every record is checked on its own; the invalid ones (422) are listed here and
      * the valid ones go to copy, so one bad record does not cost the batch */
     size_t n_records;

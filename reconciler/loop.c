@@ -18,6 +18,7 @@
 #define PENDING_BATCH  512 /* windows listed per query; a pass repeats the query */
 #define PASS_ROUNDS    64  /* bound on repeated listings in one pass (late data keeps coming) */
 #define PRUNE_EVERY_US (86400LL * TM_USEC_PER_SEC) /* retention runs once a day (leader only) */
+#define BEHIND_WINDOWS 8 /* more windows due than this: reconcile the newest first */
 
 struct loop {
     const struct cfg *cfg;
@@ -39,7 +40,11 @@ int loop_pass(PGconn *db, const struct cfg *cfg, struct metrics *m, int64_t now_
         if (recon_db_pending_windows(db, cfg, now_us, due, PENDING_BATCH, &n, err, errlen) < 0)
             return -1;
         size_t done_before = st->reconciled;
-        for (size_t i = 0; i < n; i++) {
+        /* behind (a backlog, e.g. one long transfer record marked many windows): newest first,
+         * so the windows people look at now are not late; otherwise in time order */
+        bool behind = n > BEHIND_WINDOWS;
+        for (size_t k = 0; k < n; k++) {
+            size_t i = behind ? n - 1 - k : k;
             char ctx[TM_RFC3339_LEN + 8], werr[512];
             tm_format_rfc3339(due[i], ctx);
             struct recon_db_stats rs = {0};

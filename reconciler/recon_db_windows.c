@@ -4,10 +4,47 @@
 
 #include "recon_db_internal.h"
 
+/* Moves the newest RANGE_BATCH windows of the newest ranges (window_ranges, written by ingest for
+ * long transfer records) into window_state, marked as ingest marks (dirty, a fresh
+ * clock_timestamp()); a range shrinks from its newest end and goes once empty. One pass moves a
+ * bounded number of windows, so a 7-day record never makes one tick slow. */
+#define RANGE_BATCH    512
+#define RANGES_AT_ONCE 16
+
+static int expand_ranges(PGconn *db, const struct cfg *cfg, char *err, size_t errlen)
+{
+    char ws[RDB_NUM_LEN], batch[RDB_NUM_LEN], lim[RDB_NUM_LEN];
+    snprintf(ws, sizeof ws, "%d", cfg->window_seconds);
+    snprintf(batch, sizeof batch, "%d", RANGE_BATCH - 1);
+    snprintf(lim, sizeof lim, "%d", RANGES_AT_ONCE);
+    const char *params[] = {ws, batch, lim};
+    static const char sql[] =
+        "WITH r AS (SELECT id, lo, hi,"
+        "  greatest(lo, hi - make_interval(secs => $1::int * $2::int)) AS cut"
+        "  FROM window_ranges ORDER BY hi DESC LIMIT $3::int FOR UPDATE SKIP LOCKED),"
+        " g AS (SELECT DISTINCT generate_series(cut, hi, make_interval(secs => $1::int)) AS ws"
+        "  FROM r),"
+        " ins AS (INSERT INTO window_state (window_start, window_seconds, dirty, last_data_at)"
+        "  SELECT ws, $1::int, true, clock_timestamp() FROM g"
+        "  ON CONFLICT (window_start) DO UPDATE SET dirty = true,"
+        "   last_data_at = clock_timestamp()),"
+        " del AS (DELETE FROM window_ranges d USING r WHERE d.id = r.id AND r.cut <= r.lo),"
+        " upd AS (UPDATE window_ranges d SET hi = r.cut - make_interval(secs => $1::int)"
+        "  FROM r WHERE d.id = r.id AND r.cut > r.lo)"
+        " SELECT count(*) FROM r";
+    PGresult *r = rdb_q(db, "expanding window ranges", err, errlen, sql, 3, params);
+    if (!r)
+        return -1;
+    PQclear(r);
+    return 0;
+}
+
 int recon_db_pending_windows(PGconn *db, const struct cfg *cfg, int64_t now_us, int64_t *out,
                              size_t max, size_t *n, char *err, size_t errlen)
 {
     *n = 0;
+    if (expand_ranges(db, cfg, err, errlen) < 0)
+        return -1;
     int64_t W = (int64_t)cfg->window_seconds * TM_USEC_PER_SEC;
     /* the newest window whose grace has passed: start + W + grace <= now */
     int64_t upper = tm_window_start(now_us - W - (int64_t)cfg->grace_seconds * TM_USEC_PER_SEC,
@@ -41,7 +78,9 @@ int recon_db_pending_windows(PGconn *db, const struct cfg *cfg, int64_t now_us, 
         "   AND NOT EXISTS (SELECT 1 FROM window_state w WHERE w.window_start = raw.ws)"
         "  UNION SELECT window_start FROM window_state"
         "   WHERE dirty AND window_start <= $1::timestamptz)"
-        " SELECT (extract(epoch FROM ws) * 1000000)::bigint FROM due ORDER BY ws LIMIT $4::bigint";
+        /* the newest max windows (a backlog must not hold back fresh windows), oldest first */
+        " SELECT (extract(epoch FROM ws) * 1000000)::bigint FROM"
+        "  (SELECT ws FROM due ORDER BY ws DESC LIMIT $4::bigint) newest ORDER BY ws";
     PGresult *r = rdb_q(db, "finding pending windows", err, errlen, sql, 4, params);
     if (!r)
         return -1;

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "api.h"
+#include "gate.h"
 #include "api_deps.h"
 #include "body.h"
 #include "flowin.h"
@@ -21,10 +22,12 @@
 #include "hostport.h"
 #include "ingest.h"
 #include "jsonw.h"
+#include "srv_limits.h"
 #include "log.h"
 #include "rejects.h"
 #include "throttle_api.h"
 #include "timeutil.h"
+#include "tls_server.h"
 #include "unrec.h"
 #include "workers.h"
 
@@ -35,6 +38,8 @@ struct srv {
     struct store *store;
     struct metrics *metrics;
     struct wk_pool *workers;
+    struct gate *gate;
+    SSL_CTX *ssl;
     int port;
 };
 
@@ -95,6 +100,8 @@ static const struct route ROUTES[] = {
 static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader",
                                                    "operator"};
 
+static int role_of_header(const struct cfg *cfg, const char *h);
+
 /* ---- authentication ----------------------------------------------------------------------- */
 
 /* Compares without an early exit; the time depends only on the configured token's length. */
@@ -126,7 +133,13 @@ int srv_role_of_token(const struct cfg *cfg, const char *token, size_t len)
 /* The role of the request's bearer token, or -1. */
 static int request_role(const struct cfg *cfg, struct evhttp_request *req)
 {
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    return role_of_header(
+        cfg, evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"));
+}
+
+/* The role of an Authorization header's bearer token, or -1. */
+static int role_of_header(const struct cfg *cfg, const char *h)
+{
     if (!h || strncasecmp(h, "Bearer ", 7) != 0)
         return -1;
     const char *tok = h + 7;
@@ -162,6 +175,102 @@ static const char *peer_of(struct evhttp_request *req)
     if (con)
         evhttp_connection_get_peer(con, &addr, &port);
     return addr ? addr : "?";
+}
+
+/* The route of path and method; *path_known tells 405 from 404. */
+static const struct route *find_route(const char *path, enum evhttp_cmd_type method,
+                                      bool *path_known)
+{
+    const struct route *rt = NULL;
+    *path_known = false;
+    for (size_t i = 0; i < sizeof(ROUTES) / sizeof(ROUTES[0]); i++) {
+        if (strcmp(ROUTES[i].path, path) != 0)
+            continue;
+        *path_known = true;
+        if (ROUTES[i].method == method ||
+            (method == EVHTTP_REQ_HEAD && ROUTES[i].method == EVHTTP_REQ_GET))
+            rt = &ROUTES[i];
+    }
+    return rt;
+}
+
+static enum evhttp_cmd_type method_of(const char *m)
+{
+    static const struct {
+        const char *name;
+        enum evhttp_cmd_type t;
+    } M[] = {{"GET", EVHTTP_REQ_GET},        {"POST", EVHTTP_REQ_POST},
+             {"HEAD", EVHTTP_REQ_HEAD},      {"PUT", EVHTTP_REQ_PUT},
+             {"DELETE", EVHTTP_REQ_DELETE},  {"PATCH", EVHTTP_REQ_PATCH},
+             {"OPTIONS", EVHTTP_REQ_OPTIONS}};
+    for (size_t i = 0; i < sizeof(M) / sizeof(M[0]); i++)
+        if (strcmp(m, M[i].name) == 0)
+            return M[i].t;
+    return 0;
+}
+
+#define THROTTLE_MAX_BODY (1 << 20) /* throttle rules are small JSON objects */
+
+#define VERDICT(v, st, p, ...)                                                                     \
+    do {                                                                                           \
+        (v)->status = (st);                                                                        \
+        snprintf((v)->msg, sizeof((v)->msg), __VA_ARGS__);                                         \
+        snprintf((v)->path, sizeof((v)->path), "%s", (p));                                         \
+    } while (0)
+
+/* The gate's question, from the request head alone (before any body byte is read): route,
+ * token, role, encoding and the role's body limit. on_request checks route and role again. */
+static void gate_decide(void *arg, const struct gate_head *h, struct gate_verdict *v)
+{
+    struct srv *s = arg;
+    bool known;
+    v->log = true;
+    if (thr_api_owns(h->path)) { /* handle_throttle checks the role per method */
+        if (role_of_header(s->cfg, h->authorization) < 0)
+            VERDICT(v, 401, "Authorization", "missing or unknown bearer token");
+        else if (h->has_length && h->content_length > THROTTLE_MAX_BODY)
+            VERDICT(v, 413, "$", "the body of %llu bytes is larger than %d bytes",
+                    (unsigned long long)h->content_length, THROTTLE_MAX_BODY);
+        else
+            v->log = false;
+        return;
+    }
+    const struct route *rt = find_route(h->path, method_of(h->method), &known);
+    if (!rt) {
+        if (known)
+            VERDICT(v, 405, h->path, "method not allowed here");
+        else
+            VERDICT(v, 404, h->path, "no such endpoint");
+        return;
+    }
+    int role = -1;
+    if (rt->access != ACCESS_OPEN &&
+        !(rt->access == ACCESS_PAGE && s->cfg->open_on_loopback && h->peer_loopback)) {
+        role = role_of_header(s->cfg, h->authorization);
+        if (role < 0) {
+            VERDICT(v, 401, "Authorization", "missing or unknown bearer token");
+            return;
+        }
+        if (role != (int)rt->role) {
+            VERDICT(v, 403, "Authorization",
+                    "a token of role %s may not use this endpoint (it needs role %s)",
+                    ROLE_NAMES[role], ROLE_NAMES[rt->role]);
+            return;
+        }
+    }
+    /* Content-Encoding: body.c decodes gzip/deflate/zstd with its own bounds (415 for others) */
+    uint64_t limit = rt->handler == H_INGEST ? lim_body_bytes(s->cfg, (int)rt->role) : 64 << 10;
+    if (h->has_length && h->content_length > limit) {
+        VERDICT(v, 413, "$",
+                "the body of %llu bytes is larger than the %s limit of %llu bytes "
+                "(limits.max_body_%s)",
+                (unsigned long long)h->content_length,
+                rt->handler == H_INGEST ? ROLE_NAMES[rt->role] : "request",
+                (unsigned long long)limit,
+                rt->handler == H_INGEST ? ROLE_NAMES[rt->role] : "bytes");
+        return;
+    }
+    v->log = false;
 }
 
 /* ---- replies ------------------------------------------------------------------------------ */
@@ -207,7 +316,9 @@ static void reply(struct srv *s, struct evhttp_request *req, enum metrics_endpoi
     struct evkeyvalq *oh = evhttp_request_get_output_headers(req);
     evhttp_add_header(oh, "Content-Type", content_type);
     evhttp_add_header(oh, "Cache-Control", "no-store");
+    struct gate_conn *gc = gate_conn_of(s->gate, req);
     evhttp_send_reply(req, status, reason_of(status), body);
+    gate_answered(gc);
     metrics_request(s->metrics, ep, status, tm_mono_ns() - t0);
 }
 
@@ -301,6 +412,7 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
     PGconn *db = store_db(s->store);
     if (rt->handler == H_METRICS) {
         metrics_render(s->metrics, db, out);
+        gate_metrics(s->gate, out);
         ct = "text/plain; version=0.0.4; charset=utf-8";
         status = 200;
     } else if (!db) {
@@ -406,17 +518,8 @@ static void on_request(struct evhttp_request *req, void *arg)
         handle_throttle(s, req, path, t0);
         return;
     }
-    const struct route *rt = NULL;
-    bool path_known = false;
-    enum evhttp_cmd_type method = evhttp_request_get_command(req);
-    for (size_t i = 0; i < sizeof(ROUTES) / sizeof(ROUTES[0]); i++) {
-        if (strcmp(ROUTES[i].path, path) != 0)
-            continue;
-        path_known = true;
-        if (ROUTES[i].method == method ||
-            (method == EVHTTP_REQ_HEAD && ROUTES[i].method == EVHTTP_REQ_GET))
-            rt = &ROUTES[i];
-    }
+    bool path_known;
+    const struct route *rt = find_route(path, evhttp_request_get_command(req), &path_known);
     if (!rt) {
         if (path_known)
             reply_error(s, req, METRICS_EP_OTHER, t0, 405, "method not allowed here", path);
@@ -463,10 +566,27 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
         snprintf(err, errlen, "listen: expected HOST:PORT, got %s", cfg->listen ? herr : "nothing");
         return NULL;
     }
+    /* tokens cross the network only inside TLS: plain HTTP is for loopback */
+    bool loopback = strncmp(hp.host, "127.", 4) == 0 || strcmp(hp.host, "::1") == 0 ||
+                    strcmp(hp.host, "localhost") == 0;
+    if (!cfg->tls_cert && !loopback && !cfg->allow_plain_http) {
+        snprintf(err, errlen,
+                 "listen %s is not a loopback address: configure $.server.tls (cert_file, "
+                 "key_file) or, inside a private network only, $.server.allow_plain_http",
+                 cfg->listen);
+        return NULL;
+    }
     struct srv *s = calloc(1, sizeof(*s));
     if (!s) {
         snprintf(err, errlen, "out of memory");
         return NULL;
+    }
+    if (cfg->tls_cert) {
+        s->ssl = tls_server_ctx(cfg, err, errlen);
+        if (!s->ssl) {
+            free(s);
+            return NULL;
+        }
     }
     s->cfg = cfg;
     s->base = base;
@@ -475,17 +595,39 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
     s->http = evhttp_new(base);
     if (!s->http) {
         snprintf(err, errlen, "evhttp_new failed");
+        SSL_CTX_free(s->ssl);
         free(s);
         return NULL;
     }
-    evhttp_set_max_body_size(s->http, (ev_ssize_t)cfg->max_body_bytes);
-    evhttp_set_max_headers_size(s->http, 64 * 1024);
-    evhttp_set_timeout(s->http, 120);
+    /* the gate refuses over-limit bodies from their Content-Length (JSON 413) before evhttp's
+     * own bound, which stays as a backstop */
+    uint64_t max_body = 64 << 10;
+    for (int r = 0; r < SRV_ROLE_N; r++)
+        if (lim_body_bytes(cfg, r) > max_body)
+            max_body = lim_body_bytes(cfg, r);
+    evhttp_set_max_body_size(s->http, (ev_ssize_t)max_body);
+    evhttp_set_max_headers_size(s->http, LIM_HEADER_BYTES + 4);
+    evhttp_set_timeout(s->http, 120); /* idle keep-alive; the gate bounds each request */
+    struct gate_opts go = {.max_connections = lim_connections(cfg),
+                           .header_timeout_s = lim_header_timeout(cfg),
+                           .body_timeout_s = lim_body_timeout(cfg),
+                           .max_header_bytes = LIM_HEADER_BYTES,
+                           .ssl = s->ssl};
+    s->gate = gate_new(base, s->http, &go, gate_decide, s);
+    if (!s->gate) {
+        snprintf(err, errlen, "cannot set up the connection gate");
+        evhttp_free(s->http);
+        SSL_CTX_free(s->ssl);
+        free(s);
+        return NULL;
+    }
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH);
     s->workers = wk_start(base, cfg, metrics, on_ingested, s, err, errlen);
     if (!s->workers) {
         evhttp_free(s->http);
+        gate_free(s->gate);
+        SSL_CTX_free(s->ssl);
         free(s);
         return NULL;
     }
@@ -496,9 +638,12 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
         snprintf(err, errlen, "cannot listen on %s", cfg->listen);
         wk_stop(s->workers);
         evhttp_free(s->http);
+        gate_free(s->gate);
+        SSL_CTX_free(s->ssl);
         free(s);
         return NULL;
     }
+    gate_listen(s->gate, bs);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     s->port = hp.port;
@@ -514,6 +659,8 @@ void srv_free(struct srv *s)
         return;
     wk_stop(s->workers); /* unanswered requests are dropped; evhttp_free closes them */
     evhttp_free(s->http);
+    gate_free(s->gate);
+    SSL_CTX_free(s->ssl);
     free(s);
 }
 

@@ -9,6 +9,7 @@
 #include "db.h"
 #include "gaps.h"
 #include "recon_db.h"
+#include "timeutil.h"
 
 #define COPY_CHUNK (1 << 20)
 
@@ -72,15 +73,19 @@ static const char SQL_COUNTERS[] =
     " mark AS (" MARK_WINDOWS ")"
     " SELECT count(*) FROM ins";
 
-/* A transfer is spread over [start, end]: every window of that span changes. */
+/* A transfer is spread over [start, end]: every window of that span changes. Up to 10 windows
+ * are marked here; a longer span becomes one window_ranges row that the reconcile loop expands
+ * newest first (sql/004_window_ranges.sql), so one long record costs one row here. */
 static const char SQL_TRANSFERS[] =
     "WITH ins AS (INSERT INTO transfers (service, id, requester, workflow, src, dst, bytes,"
     " start_at, end_at) SELECT * FROM wl_transfer_in ON CONFLICT DO NOTHING"
     " RETURNING start_at, end_at),"
-    " w AS (SELECT DISTINCT generate_series("
-    " to_timestamp(floor(extract(epoch FROM start_at) / $1::int) * $1::int),"
-    " to_timestamp(floor(extract(epoch FROM end_at) / $1::int) * $1::int),"
-    " make_interval(secs => $1::int)) AS ws FROM ins),"
+    " span AS (SELECT to_timestamp(floor(extract(epoch FROM start_at) / $1::int) * $1::int) AS lo,"
+    "  to_timestamp(floor(extract(epoch FROM end_at) / $1::int) * $1::int) AS hi FROM ins),"
+    " w AS (SELECT DISTINCT generate_series(lo, hi, make_interval(secs => $1::int)) AS ws"
+    "  FROM span WHERE hi - lo < make_interval(secs => 10 * $1::int)),"
+    " rng AS (INSERT INTO window_ranges (lo, hi, window_seconds)"
+    "  SELECT lo, hi, $1::int FROM span WHERE hi - lo >= make_interval(secs => 10 * $1::int)),"
     " mark AS (" MARK_WINDOWS ")"
     " SELECT count(*) FROM ins";
 
@@ -247,8 +252,16 @@ static int write_once(struct store *st, const struct ingest_batch *b, struct sto
     if (b->n_rows == 0 && b->kind != INGEST_ATTRIBUTIONS)
         return 0;
     /* partitions first, in their own transaction: a rollback of ours must not undo them */
-    if (db_ensure_partitions(st->db, b->min_us, b->max_us, err, errlen) < 0)
-        return -1;
+    /* only the days that hold rows (ingest bounds their number), one call per run of days */
+    for (size_t i = 0; i < b->n_days;) {
+        size_t j = i;
+        while (j + 1 < b->n_days && b->days[j + 1] == b->days[j] + 1)
+            j++;
+        if (db_ensure_partitions(st->db, b->days[i] * 86400 * TM_USEC_PER_SEC,
+                                 b->days[j] * 86400 * TM_USEC_PER_SEC, err, errlen) < 0)
+            return -1;
+        i = j + 1;
+    }
     if (run(st->db, "BEGIN", "BEGIN", 0, NULL, NULL, NULL, err, errlen) < 0)
         return -1;
     int rc = b->kind == INGEST_ATTRIBUTIONS ? write_attributions(st, b, res, err, errlen)

@@ -134,6 +134,7 @@ def main():
     community = os.path.join(d, "community")
     with open(community, "w") as f:
         f.write("public\n")
+    os.chmod(community, 0o600)  # secret files may not be group/world readable
 
     # ---- one device, 1,000 interfaces ----
     big_ifs = [f"v{i}" for i in range(1, o.pairs + 1)] + [f"w{i}" for i in range(1, o.pairs + 1)]

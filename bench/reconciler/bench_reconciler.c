@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -108,6 +109,7 @@ static void write_config(const char *conninfo)
     fprintf(f, "{\"agent\": [\"bench-agent-token-0123456789\"],"
                " \"poller\": [\"bench-poller-token-0123456789\"]}\n");
     fclose(f);
+    chmod(tp, 0600);
 }
 
 /* Deterministic flow sizes: flow k of report r. */

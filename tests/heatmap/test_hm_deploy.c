@@ -145,9 +145,10 @@ static void test_compose_wanledger_config(void **state)
     (void)state;
     /* the compose config with its /etc/wanledger paths pointed at copies of the examples */
     const char *dir = th_tmpdir("hm-compose-cfg");
-    assert_int_equal(th_sh("cp '%s' '%s/tokens.json' && cp '%s' '%s/community'",
+    assert_int_equal(th_sh("cp '%s' '%s/tokens.json' && cp '%s' '%s/community' && "
+                           "chmod 600 '%s/tokens.json' '%s/community'",
                            src_path("deploy/compose/tokens.example.json"), dir,
-                           src_path("deploy/compose/community.example"), dir),
+                           src_path("deploy/compose/community.example"), dir, dir, dir),
                      0);
     char *json = hm_test_slurp(src_path("deploy/compose/wanledger.json"), NULL);
     assert_non_null(json);

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,6 +43,7 @@ static int setup(void **state)
     fprintf(f, "{\"agent\": [\"agent-token-for-hm-tests-0001\"], \"reader\": [\"%s\"]}\n",
             READER_TOKEN);
     fclose(f);
+    chmod(tokens, 0600);
     g_port = th_free_port();
     snprintf(g_cfg_path, sizeof g_cfg_path, "%s/wanledger.json", dir);
     f = fopen(g_cfg_path, "w");

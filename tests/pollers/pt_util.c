@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 

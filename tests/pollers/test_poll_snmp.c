@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -150,6 +151,7 @@ static int setup(void **state)
     for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++) {
         snprintf(path, sizeof(path), "%s/%s", g_dir, secrets[i][0]);
         pt_write(path, secrets[i][1]);
+        chmod(path, 0600); /* secret files may not be group/world readable */
     }
     snprintf(g_cfg, sizeof(g_cfg), "%s/config.json", g_dir);
     snprintf(

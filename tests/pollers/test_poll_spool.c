@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -117,6 +119,15 @@ static pid_t start_poller(const char *cfg, const char *spool, int tport, const c
 }
 
 /* Sends samples first..last of leaf1/Ethernet1, one message each, in_octets = sequence number. */
+/* Sample times: an hour ago (the reconciler refuses times older than max_past_days). */
+static long long t0_ns(void)
+{
+    static long long t0;
+    if (!t0)
+        t0 = ((long long)time(NULL) - 3600) / 60 * 60 * 1000000000LL;
+    return t0;
+}
+
 static void send_samples(int tport, int first, int last)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -131,7 +142,7 @@ static void send_samples(int tport, int first, int last)
                          "\"interface_name\":\"Ethernet1\"},\"values\":{\"/interfaces/interface/"
                          "state/counters/in-octets\":%d,\"/interfaces/interface/state/counters/"
                          "out-octets\":\"%d\"}}]\n",
-                         1764446400000000000LL + (long long)i * 1000000000LL, i, 2 * i);
+                         t0_ns() + (long long)i * 1000000000LL, i, 2 * i);
         assert_int_equal(write(fd, m, (size_t)n), n);
         usleep(20000); /* several batches, not one */
     }
@@ -149,6 +160,7 @@ static void test_spool_survives_restarts_in_order(void **state)
     snprintf(err, sizeof(err), "%s/err", dir);
     struct receiver r = {.port = th_free_port()};
     pt_write(tokens, "{\"poller\": [\"" TOKEN "\"]}\n");
+    chmod(tokens, 0600); /* a secret: group/others may not read it */
     snprintf(text, sizeof(text),
              "{\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]},\n"
              "            {\"name\": \"chi\", \"prefixes\": [\"10.2.0.0/16\"]}],\n"

@@ -465,6 +465,49 @@ static void test_unaligned_window_rejected(void **state)
     assert_non_null(strstr(err, "not a multiple"));
 }
 
+static long long count_of(const char *sql)
+{
+    PGresult *r = PQexec(db, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    long long v = atoll(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return v;
+}
+
+/* A long span (window_ranges, written by ingest for long transfers) reaches window_state newest
+ * first, at most 512 windows per listing: 600 windows take two listings, then the range is gone. */
+static void test_window_ranges_expand_newest_first(void **state)
+{
+    (void)state;
+    int64_t lo = W0_S + 100 * W, hi = lo + 599 * W; /* 600 windows */
+    exec("DELETE FROM window_state WHERE window_start >= '%s'", ts(lo));
+    exec("INSERT INTO window_ranges (lo, hi, window_seconds) VALUES ('%s', '%s', 60)", ts(lo),
+         ts(hi));
+    int64_t pend[8];
+    size_t n = 0;
+    char err[512], q[512];
+    snprintf(q, sizeof q, "SELECT count(*) FROM window_state WHERE window_start >= '%s'", ts(lo));
+    if (recon_db_pending_windows(db, cfg, US(hi + 10 * W), pend, 8, &n, err, sizeof err))
+        fail_msg("%s", err);
+    assert_int_equal(count_of(q), 512);
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM window_state WHERE dirty AND window_start >= '%s'"
+             " AND window_start <= '%s'",
+             ts(hi - 511 * W), ts(hi));
+    assert_int_equal(count_of(q), 512); /* the newest 512 */
+    assert_int_equal(count_of("SELECT count(*) FROM window_ranges"), 1);
+    /* the listing gives the newest due windows (ascending) */
+    assert_int_equal(n, 8);
+    assert_int_equal(pend[7], US(hi));
+    if (recon_db_pending_windows(db, cfg, US(hi + 10 * W), pend, 8, &n, err, sizeof err))
+        fail_msg("%s", err);
+    snprintf(q, sizeof q, "SELECT count(*) FROM window_state WHERE window_start >= '%s'", ts(lo));
+    assert_int_equal(count_of(q), 600);
+    assert_int_equal(count_of("SELECT count(*) FROM window_ranges"), 0);
+    exec("DELETE FROM window_state WHERE window_start >= '%s'", ts(lo));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -472,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_saturation_alert),
         cmocka_unit_test(test_late_data_withdraws_alert),
         cmocka_unit_test(test_unaligned_window_rejected),
+        cmocka_unit_test(test_window_ranges_expand_newest_first),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

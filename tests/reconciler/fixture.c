@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -34,6 +35,7 @@ static void write_file(const char *path, const char *text)
     FILE *fp = fopen(path, "w");
     if (!fp || fputs(text, fp) < 0 || fclose(fp) != 0)
         die("cannot write %s", path);
+    chmod(path, 0600); /* the tokens file is a secret: group/others may not read it */
 }
 
 void fx_setup(struct fx *f, const char *tag, const char *extra_json)

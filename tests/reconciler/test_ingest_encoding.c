@@ -139,19 +139,25 @@ static void test_codings_store(void **state)
     free(plain);
     /* a transfer batch, as Fluent Bit (`compress gzip`) and Vector (`compression = "zstd"`)
      * send them: JSON array and NDJSON */
-    const char *arr = "[{\"service\":\"dupedog\",\"id\":\"e-1\",\"src\":\"nyc\",\"dst\":\"chi\","
-                      "\"bytes\":5000000000,\"start\":1764442380,\"end\":1764442390}]";
+    /* an hour ago: inside the reconciler's max_past_days */
+    long long t0 = (long long)(tm_now_us() / TM_USEC_PER_SEC) / 60 * 60 - 3600;
+    char *arr = fx_fmt("[{\"service\":\"dupedog\",\"id\":\"e-1\",\"src\":\"nyc\",\"dst\":\"chi\","
+                       "\"bytes\":5000000000,\"start\":%lld,\"end\":%lld}]",
+                       t0, t0 + 10);
     z = filter("gzip -c", arr, strlen(arr), &zlen);
     assert_int_equal(post("/v1/transfers", FX_TOKEN_SERVICE, "gzip", z, zlen, NULL), 200);
     free(z);
-    const char *nd = "{\"service\":\"dupedog\",\"id\":\"e-2\",\"src\":\"nyc\",\"dst\":\"chi\","
-                     "\"bytes\":7,\"start\":1764442380,\"end\":1764442390}\n";
+    char *nd = fx_fmt("{\"service\":\"dupedog\",\"id\":\"e-2\",\"src\":\"nyc\",\"dst\":\"chi\","
+                      "\"bytes\":7,\"start\":%lld,\"end\":%lld}\n",
+                      t0, t0 + 10);
     z = filter("zstd -q -c", nd, strlen(nd), &zlen);
     assert_int_equal(post("/v1/transfers", FX_TOKEN_SERVICE, "zstd", z, zlen, NULL), 200);
     free(z);
     assert_string_equal(fx_row(&F, "SELECT string_agg(id || ':' || bytes, ',' ORDER BY id) FROM "
                                    "transfers WHERE id LIKE 'e-%'"),
                         "e-1:5000000000,e-2:7");
+    free(arr);
+    free(nd);
 }
 
 static void test_bounds_and_errors(void **state)

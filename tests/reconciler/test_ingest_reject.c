@@ -65,18 +65,22 @@ static char *sample(const char *version, const char *at, const char *extra)
         version, at, extra);
 }
 
+/* Transfers start one hour before the test's window (inside max_past_days). */
+static long long g_t0;
+
 static char *transfer(const char *extra_first, const char *second)
 {
     return fx_fmt(
         "{\"service\":\"dupedog\",\"id\":\"x-1\",\"requester\":\"alice\",\"src\":\"10.1.0.50\","
-        "\"dst\":\"chi\",\"bytes\":1000,\"start\":1764442380.5,\"end\":1764442390%s}\n%s",
-        extra_first, second);
+        "\"dst\":\"chi\",\"bytes\":1000,\"start\":%lld.5,\"end\":%lld%s}\n%s",
+        g_t0, g_t0 + 10, extra_first, second);
 }
 
 static void test_rejects(void **state)
 {
     (void)state;
     int64_t w = fx_window_ago(3, 60);
+    g_t0 = w / TM_USEC_PER_SEC - 3600;
     const char *ws = fx_ts(w);
     const char *unaligned = fx_ts(w + 30 * TM_USEC_PER_SEC);
     const char *future = fx_ts(fx_window_ago(-10, 60)); /* 10 windows ahead: beyond 120 s */
@@ -294,7 +298,7 @@ static void test_rejects(void **state)
         200);
     /* 1 report with 2 flows, 1 sample, 1 transfer. Windows marked dirty: the report's (w); the
      * sample at w+7 s has no stored neighbour, so no interval ends or starts at it: only its own
-     * window w; the 10 s transfer of 2025-11-29T18:53 one more. {w, 18:53} = 2 rows. */
+     * window w; the 10 s transfer an hour earlier one more. {w, w - 1 h} = 2 rows. */
     assert_string_equal(fx_row(&F, COUNTS), "1,2,1,1,2");
     assert_true(fx_num(&F, "SELECT count(*) FROM window_state WHERE dirty") >= 1);
     /* a second sample of the interface at w+127 s closes the interval (w+7, w+127]: it touches

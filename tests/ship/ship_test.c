@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -31,6 +32,7 @@ static void write_file(const char *path, const char *mode, const char *text)
     assert_non_null(f);
     fputs(text, f);
     fclose(f);
+    chmod(path, 0600); /* the tokens file is a secret */
 }
 
 static void path_in(char *out, size_t len, const char *name)

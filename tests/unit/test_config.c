@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "timeutil.h"
 #include "harness.h"
 
 static char g_dir[256];
@@ -25,6 +26,10 @@ static int setup(void **state)
     snprintf(g_dir, sizeof(g_dir), "%s", d);
     th_sh("printf 'public\\n' > %s/community; printf 'auth-password-1\\n' > %s/authpw", g_dir,
           g_dir);
+    /* secret files may not be group/world readable: a checkout's examples are 0644 */
+    th_sh("chmod 600 %s/community %s/authpw && cp -r %s/examples %s/ && "
+          "chmod 600 %s/examples/tokens.json %s/examples/community %s/examples/snmp-*",
+          g_dir, g_dir, getenv("WL_SOURCE_DIR"), g_dir, g_dir, g_dir, g_dir);
     return 0;
 }
 
@@ -108,7 +113,7 @@ static void test_example_config_loads_with_its_values(void **state)
 {
     (void)state;
     char path[1024];
-    snprintf(path, sizeof(path), "%s/examples/config.json", getenv("WL_SOURCE_DIR"));
+    snprintf(path, sizeof(path), "%s/examples/config.json", g_dir);
     struct cfg_errors errs;
     struct cfg *cfg = cfg_load(path, &errs);
     if (!cfg)
@@ -161,7 +166,7 @@ static void test_example_config_round_trips(void **state)
 {
     (void)state;
     char path[1024], path2[1024];
-    snprintf(path, sizeof(path), "%s/examples/config.json", getenv("WL_SOURCE_DIR"));
+    snprintf(path, sizeof(path), "%s/examples/config.json", g_dir);
     struct cfg_errors errs;
     struct cfg *cfg = cfg_load(path, &errs);
     assert_non_null(cfg);
@@ -184,12 +189,105 @@ static void test_example_config_round_trips(void **state)
     cfg_free(cfg2);
 }
 
+/* One configuration whose tokens_file is tokens; the first error's message, or "" when it loads. */
+static const char *load_with_tokens(const char *tokens)
+{
+    static char msg[1024];
+    char path[512];
+    snprintf(path, sizeof(path), "%s/secret-cfg.json", g_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "{\"tokens_file\": \"%s\", \"sites\": [{\"name\": \"a\", \"prefixes\": "
+            "[\"10.0.0.0/8\"]}]}\n",
+            tokens);
+    fclose(f);
+    struct cfg_errors errs;
+    struct cfg *cfg = cfg_load(path, &errs);
+    msg[0] = 0;
+    if (!cfg)
+        snprintf(msg, sizeof(msg), "%s: %s", errs.items[0].jpath, errs.items[0].msg);
+    cfg_free(cfg);
+    cfg_errors_free(&errs);
+    return msg;
+}
+
+static void test_secret_files(void **state)
+{
+    (void)state;
+    char t[512];
+    snprintf(t, sizeof(t), "%s/tok.json", g_dir);
+    th_sh("printf '{\"agent\": [\"agent-token-0123456789\"]}' > %s && chmod 600 %s", t, t);
+    assert_string_equal(load_with_tokens(t), "");
+    /* group/world readable: refused with the path and the mode */
+    th_sh("chmod 644 %s", t);
+    const char *m = load_with_tokens(t);
+    fprintf(stderr, "# %s\n", m);
+    assert_non_null(strstr(m, "mode 0644"));
+    assert_non_null(strstr(m, t));
+    th_sh("chmod 640 %s", t);
+    assert_non_null(strstr(load_with_tokens(t), "mode 0640"));
+    /* a FIFO without a writer (used to hang), /dev/zero (used to eat memory), a directory */
+    char fifo[512];
+    snprintf(fifo, sizeof(fifo), "%s/fifo", g_dir);
+    th_sh("mkfifo -m 600 %s", fifo);
+    assert_non_null(strstr(load_with_tokens(fifo), "not a regular file"));
+    assert_non_null(strstr(load_with_tokens("/dev/zero"), "not a regular file"));
+    assert_non_null(strstr(load_with_tokens(g_dir), "not a regular file"));
+    /* larger than the bound */
+    th_sh("head -c 2000000 /dev/zero | tr '\\0' ' ' > %s && chmod 600 %s", t, t);
+    assert_non_null(strstr(load_with_tokens(t), "larger than 1048576 bytes"));
+    /* the same token under two roles */
+    th_sh(
+        "printf '{\"agent\": [\"shared-token-0123456789\"], \"reader\": [\"r-token-0123456789ab\", "
+        "\"shared-token-0123456789\"]}' > %s && chmod 600 %s",
+        t, t);
+    m = load_with_tokens(t);
+    fprintf(stderr, "# %s\n", m);
+    assert_non_null(strstr(m, "$.reader[1]"));
+    assert_non_null(strstr(m, "also listed under agent[0]"));
+    assert_null(strstr(m, "shared-token")); /* the token itself is not printed */
+}
+
+/* 100,000 sites, devices and links: every check is hashed or sorted (the quadratic checks took
+ * 55 s for the sites alone; this run takes about 4 s in the sanitizer build). */
+static void test_large_config_is_linear(void **state)
+{
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/big.json", g_dir);
+    assert_int_equal(
+        th_sh("python3 -c 'import json\n"
+              "n=100000\n"
+              "s=[{\"name\":\"s%%d\"%%i,\"prefixes\":[\"10.%%d.%%d.0/24\"%%(i//256%%256,i%%256) "
+              "if i<65536 else \"fd00:%%x:%%x::/48\"%%(i>>16,i&0xffff)]} for i in range(n)]\n"
+              "d=[{\"name\":\"d%%d\"%%i,\"site\":\"s%%d\"%%i,\"gnmi\":{}} for i in range(n)]\n"
+              "l=[{\"device\":\"d%%d\"%%i,\"interface\":\"e1\",\"site\":\"s%%d\"%%i,"
+              "\"peer_site\":\"s%%d\"%%(i^1),\"circuit\":\"c%%d\"%%(i>>1)} for i in range(n)]\n"
+              "json.dump({\"sites\":s,\"devices\":d,\"links\":l},open(\"%s\",\"w\"))'",
+              path),
+        0);
+    int64_t t0 = tm_mono_ns();
+    struct cfg_errors errs;
+    struct cfg *cfg = cfg_load(path, &errs);
+    double secs = (double)(tm_mono_ns() - t0) / 1e9;
+    fprintf(stderr, "# 100,000 sites, devices and links checked in %.2f s\n", secs);
+    if (!cfg)
+        cfg_errors_print(NULL, path, &errs, stderr);
+    assert_non_null(cfg);
+    assert_int_equal(cfg->n_sites, 100000);
+    assert_int_equal(cfg_site_index(cfg, "s99999"), 99999);
+    assert_int_equal(cfg_device_index(cfg, "d4242"), 4242);
+    assert_true(secs < 30);
+    cfg_free(cfg);
+}
+
 static void test_check_config_exit_codes(void **state)
 {
     (void)state;
     const char *bin = th_bin("wanledger");
     char good[1024];
-    snprintf(good, sizeof(good), "%s/examples/config.json", getenv("WL_SOURCE_DIR"));
+    snprintf(good, sizeof(good), "%s/examples/config.json", g_dir);
     assert_int_equal(th_sh("%s check-config %s > %s/summary.txt", bin, good, g_dir), 0);
     assert_int_equal(th_sh("grep -q 'sites (3)' %s/summary.txt", g_dir), 0);
     assert_int_equal(th_sh("grep -q 'nyc -> chi -> osl' %s/summary.txt", g_dir), 0);
@@ -209,6 +307,8 @@ int main(void)
         cmocka_unit_test(test_example_config_loads_with_its_values),
         cmocka_unit_test(test_example_config_round_trips),
         cmocka_unit_test(test_check_config_exit_codes),
+        cmocka_unit_test(test_secret_files),
+        cmocka_unit_test(test_large_config_is_linear),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -234,9 +234,10 @@ static void test_migrate_command(void **state)
     char cfgpath[512];
     snprintf(cfgpath, sizeof(cfgpath), "%s/config.json", dir);
     th_sh("cp %s/examples/tokens.json %s/examples/community %s/examples/snmp-auth "
-          "%s/examples/snmp-priv %s/",
+          "%s/examples/snmp-priv %s/ && chmod 600 %s/tokens.json %s/community %s/snmp-auth "
+          "%s/snmp-priv",
           getenv("WL_SOURCE_DIR"), getenv("WL_SOURCE_DIR"), getenv("WL_SOURCE_DIR"),
-          getenv("WL_SOURCE_DIR"), dir);
+          getenv("WL_SOURCE_DIR"), dir, dir, dir, dir, dir);
     assert_int_equal(th_sh("sed 's|\"database\": \"[^\"]*\"|\"database\": \"%s\"|' "
                            "%s/examples/config.json > %s",
                            g_conn, getenv("WL_SOURCE_DIR"), cfgpath),

@@ -1,0 +1,30 @@
+/* libFuzzer target: the strict JSON reader (common/jsonv.c), one value and a stream. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonv.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    for (int many = 0; many < 2; many++) {
+        struct jv *first = NULL;
+        size_t n = 0;
+        struct jv_error e;
+        struct jv_doc *d = jv_parse((const char *)data, size, many, &first, &n, &e);
+        if (d) {
+            /* every string the reader hands out is NUL-terminated at its length */
+            for (const struct jv *v = first; v; v = v->next)
+                if (v->type == JV_STRING && v->s[v->n] != 0)
+                    abort();
+            jv_doc_free(d);
+        } else if (e.offset > size) {
+            abort(); /* an error offset outside the input */
+        }
+    }
+    return 0;
+}
