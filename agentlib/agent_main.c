@@ -251,8 +251,6 @@ static void report_window(struct agent *a, int64_t window_start)
             save_seq(a);
         if (sender_submit(a->sender, body, strlen(body), err, sizeof(err)) != 0)
             log_error(ctx, "report lost: %s", err);
-        else if (err[0])
-            log_warn(ctx, "report spooled: %s", err);
         free(body);
     }
     if (dropped)
@@ -302,15 +300,9 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 static void on_flush(evutil_socket_t fd, short what, void *arg)
 {
     struct agent *a = arg;
-    char err[512];
     (void)fd;
     (void)what;
-    size_t n = sender_flush(a->sender, err, sizeof(err));
-    if (n)
-        log_info(NULL, "resent %zu spooled reports", n);
-    if (err[0])
-        log_debug(NULL, "spool: %s", err);
-    update_send_metrics(a);
+    update_send_metrics(a); /* delivery itself runs on the sender's thread (common/deliver.c) */
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -327,10 +319,18 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     struct agent *a = arg;
     char *text = agentmetrics_render(&a->m);
     struct evbuffer *b = evbuffer_new();
-    if (!text || !b) {
+    char *dtext = NULL;
+    size_t dlen = 0;
+    FILE *df = open_memstream(&dtext, &dlen);
+    if (df) {
+        sender_metrics(a->sender, df);
+        fclose(df);
+    }
+    if (!text || !b || !dtext) {
         evhttp_send_error(req, 500, "out of memory");
     } else {
         evbuffer_add(b, text, strlen(text));
+        evbuffer_add(b, dtext, dlen);
         evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                           "text/plain; version=0.0.4");
         evhttp_send_reply(req, 200, "OK", b);
@@ -338,6 +338,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     if (b)
         evbuffer_free(b);
     free(text);
+    free(dtext);
 }
 
 static int start_metrics(struct agent *a)
@@ -501,6 +502,11 @@ int main(int argc, char **argv)
         .token = a.o.token,
         .spool_dir = a.o.spool_dir,
         .spool_max_bytes = a.o.spool_max_bytes,
+        .compress = a.o.compress,
+        .tls = {.ca_file = a.o.ca_file,
+                .cert_file = a.o.client_cert,
+                .key_file = a.o.client_key,
+                .allow_plain_remote = a.o.allow_plain_http},
         .out = a.o.to_stdout ? stdout : NULL,
     };
     char spool_sub[PATH_MAX];

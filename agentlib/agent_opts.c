@@ -30,6 +30,12 @@ enum {
     OPT_MAP_ENTRIES,
     OPT_CONFIG,
     OPT_HELP,
+    /* delivery (common/deliver.h) */
+    OPT_COMPRESS,
+    OPT_CA_FILE,
+    OPT_CLIENT_CERT,
+    OPT_CLIENT_KEY,
+    OPT_ALLOW_PLAIN,
 };
 
 static const struct option long_opts[] = {
@@ -51,6 +57,11 @@ static const struct option long_opts[] = {
     {"exclude-ports", required_argument, NULL, OPT_EXCLUDE_PORTS},
     {"map-entries", required_argument, NULL, OPT_MAP_ENTRIES},
     {"config", required_argument, NULL, OPT_CONFIG},
+    {"compress", required_argument, NULL, OPT_COMPRESS},
+    {"ca-file", required_argument, NULL, OPT_CA_FILE},
+    {"client-cert", required_argument, NULL, OPT_CLIENT_CERT},
+    {"client-key", required_argument, NULL, OPT_CLIENT_KEY},
+    {"allow-plain-http", required_argument, NULL, OPT_ALLOW_PLAIN},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -77,10 +88,17 @@ void agent_opts_usage(FILE *f)
                "  --host NAME           default: the host name\n"
                "  --exclude-ports P,Q   ports never counted (at most 16)\n"
                "  --map-entries N       flows per map generation (65536)\n"
+               "  --compress ALG        report bodies as zstd (default), gzip or none\n"
+               "  --ca-file F           CA bundle (PEM) an https:// reconciler must chain to\n"
+               "  --client-cert F       client certificate (PEM) for mutual TLS\n"
+               "  --client-key F        its private key (default: in --client-cert)\n"
+               "  --allow-plain-http yes  allow http:// to a non-loopback reconciler (the token\n"
+               "                        then crosses the network in clear text)\n"
                "  --config FILE         JSON file with the same keys (reconciler, token_file,\n"
                "                        window_seconds, k, netns, cgroup, workflow_env, metrics,\n"
                "                        attach, spool, spool_max_bytes, agent_id, host,\n"
-               "                        exclude_ports, map_entries); flags win\n"
+               "                        exclude_ports, map_entries, compress, ca_file,\n"
+               "                        client_cert, client_key, allow_plain_http); flags win\n"
                "  -v, --verbose         debug logging\n");
 }
 
@@ -164,8 +182,8 @@ static int apply(struct agent_opts *o, int id, const char *v, const char *where,
     uint64_t n;
     switch (id) {
     case OPT_RECONCILER:
-        if (strncmp(v, "http://", 7) != 0) {
-            snprintf(err, errlen, "%s: expected an http:// URL, got \"%s\"", where, v);
+        if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
+            snprintf(err, errlen, "%s: expected an http:// or https:// URL, got \"%s\"", where, v);
             return -1;
         }
         return set_str(&o->reconciler, v);
@@ -225,6 +243,25 @@ static int apply(struct agent_opts *o, int id, const char *v, const char *where,
         }
         o->map_entries = (uint32_t)n;
         return 0;
+    case OPT_COMPRESS:
+        if (wl_compress_parse(v, &o->compress)) {
+            snprintf(err, errlen, "%s: expected zstd, gzip or none, got \"%s\"", where, v);
+            return -1;
+        }
+        return 0;
+    case OPT_CA_FILE:
+        return set_str(&o->ca_file, v);
+    case OPT_CLIENT_CERT:
+        return set_str(&o->client_cert, v);
+    case OPT_CLIENT_KEY:
+        return set_str(&o->client_key, v);
+    case OPT_ALLOW_PLAIN:
+        if (strcmp(v, "yes") && strcmp(v, "true") && strcmp(v, "no") && strcmp(v, "false")) {
+            snprintf(err, errlen, "%s: expected yes or no, got \"%s\"", where, v);
+            return -1;
+        }
+        o->allow_plain_http = !strcmp(v, "yes") || !strcmp(v, "true");
+        return 0;
     default:
         return -1;
     }
@@ -249,6 +286,11 @@ static const struct {
     {"host", OPT_HOST},
     {"exclude_ports", OPT_EXCLUDE_PORTS},
     {"map_entries", OPT_MAP_ENTRIES},
+    {"compress", OPT_COMPRESS},
+    {"ca_file", OPT_CA_FILE},
+    {"client_cert", OPT_CLIENT_CERT},
+    {"client_key", OPT_CLIENT_KEY},
+    {"allow_plain_http", OPT_ALLOW_PLAIN},
 };
 
 /* A JSON value as the flag text: strings as is, numbers in decimal, arrays comma-joined. */
@@ -262,6 +304,10 @@ static int json_as_text(const cJSON *v, char *buf, size_t len)
         if (v->valuedouble < 0 || v->valuedouble != (double)(uint64_t)v->valuedouble)
             return -1;
         snprintf(buf, len, "%llu", (unsigned long long)v->valuedouble);
+        return 0;
+    }
+    if (cJSON_IsBool(v)) {
+        snprintf(buf, len, "%s", cJSON_IsTrue(v) ? "true" : "false");
         return 0;
     }
     if (cJSON_IsArray(v)) {
@@ -452,5 +498,8 @@ void agent_opts_free(struct agent_opts *o)
     free(o->spool_dir);
     free(o->agent_id);
     free(o->host);
+    free(o->ca_file);
+    free(o->client_cert);
+    free(o->client_key);
     memset(o, 0, sizeof(*o));
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "compress.h"
 #include "sockprobe.h"
 
 #define AGENT_MAX_WORKFLOW_ENV 16
@@ -34,6 +35,10 @@ struct agent_opts {
     size_t n_excl_ports;
     uint32_t map_entries; /* per generation; default 65536 */
     int verbose;
+    /* delivery: compression (default zstd) and TLS to an https:// reconciler */
+    enum wl_compress compress;
+    char *ca_file, *client_cert, *client_key;
+    bool allow_plain_http;
 };
 
 /* Parses argv (argv[0] is the program). Returns 0, 1 when --help was printed, or -1 with err

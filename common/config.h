@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "compress.h"
 #include "sitemap.h"
 
 struct cfg_prefix {
@@ -83,6 +84,13 @@ struct cfg_tokens {
     char **agent, **poller, **service, **reader;
 };
 
+/* $.delivery (common/cfg_delivery.c): how the poller and `ship` send to reconciler_url. */
+struct cfg_delivery {
+    enum wl_compress compress; /* default zstd */
+    char *ca_file, *client_cert, *client_key;
+    bool allow_plain_http;
+};
+
 struct cfg {
     char *path; /* the file it was read from */
 
@@ -142,6 +150,8 @@ struct cfg {
     uint64_t spool_max_bytes; /* default 256 MiB */
     char *gnmi_tcp_listen;    /* "127.0.0.1:57400" or NULL */
     char *gnmi_udp_listen;
+
+    struct cfg_delivery delivery;
 
     /* derived */
     struct sitemap *sitemap; /* every site prefix -> site index */

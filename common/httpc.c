@@ -1,10 +1,12 @@
-/* Blocking HTTP/1.1 client over one TCP connection per request ("Connection: close"), with a
- * deadline covering connect, send and receive. Enough for posting reports and webhooks. */
+/* Blocking HTTP/1.1 client over one connection per request ("Connection: close"), with a
+ * deadline covering resolve, connect, TLS handshake, send and receive (common/httpc_tls.c does
+ * the TLS part). Enough for posting reports, batches and transfer records. */
 #include "httpc.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,221 +17,334 @@
 #include <time.h>
 #include <unistd.h>
 
-static int64_t now_ms(void)
+#include "httpc_conn.h"
+
+#define HTTPC_MAX_RESPONSE (16u << 20) /* a reconciler answer is a few hundred bytes */
+
+int64_t httpc_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int parse_url(const char *url, char *host, size_t hl, char *port, size_t pl, char *path,
-                     size_t ptl)
-{
-    if (strncmp(url, "http://", 7) != 0)
-        return -1;
-    const char *h = url + 7;
-    const char *slash = strchr(h, '/');
-    size_t hostlen = slash ? (size_t)(slash - h) : strlen(h);
-    char hp[300];
-    if (hostlen == 0 || hostlen >= sizeof(hp))
-        return -1;
-    memcpy(hp, h, hostlen);
-    hp[hostlen] = '\0';
-    if (snprintf(path, ptl, "%s", slash ? slash : "/") >= (int)ptl)
-        return -1;
-    char *colon;
-    if (hp[0] == '[') { /* [::1]:7070 */
-        char *rb = strchr(hp, ']');
-        if (!rb)
-            return -1;
-        *rb = '\0';
-        if (snprintf(host, hl, "%s", hp + 1) >= (int)hl)
-            return -1;
-        colon = rb[1] == ':' ? rb + 1 : NULL;
-    } else {
-        colon = strrchr(hp, ':');
-        if (colon)
-            *colon = '\0';
-        if (snprintf(host, hl, "%s", hp) >= (int)hl)
-            return -1;
-    }
-    if (snprintf(port, pl, "%s", colon ? colon + 1 : "80") >= (int)pl)
-        return -1;
-    return 0;
-}
-
-static int wait_fd(int fd, short ev, int64_t deadline)
+int httpc_wait_fd(int fd, short ev, int64_t deadline)
 {
     for (;;) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - httpc_now_ms();
         if (left <= 0)
             return -1;
         struct pollfd p = {.fd = fd, .events = ev};
         int r = poll(&p, 1, (int)left);
         if (r > 0)
             return 0;
-        if (r < 0 && errno != EINTR)
-            return -1;
-        if (r == 0)
+        if (r == 0 || errno != EINTR)
             return -1;
     }
 }
 
-static int request(const char *method, const char *url, const char *token, const char *body,
-                   size_t len, int timeout_ms, struct httpc_response *resp, char *err,
-                   size_t errlen)
+struct url_parts {
+    int tls;
+    char host[320], port[16], path[2048];
+};
+
+static int parse_url(const char *url, struct url_parts *u)
 {
-    memset(resp, 0, sizeof(*resp));
-    char host[320], port[320], path[2048];
-    if (parse_url(url, host, sizeof(host), port, sizeof(port), path, sizeof(path)) != 0) {
-        snprintf(err, errlen, "bad URL \"%s\": expected http://HOST[:PORT]/PATH", url);
+    const char *h;
+    if (strncmp(url, "http://", 7) == 0) {
+        u->tls = 0;
+        h = url + 7;
+    } else if (strncmp(url, "https://", 8) == 0) {
+        u->tls = 1;
+        h = url + 8;
+    } else {
         return -1;
     }
-    int64_t deadline = now_ms() + timeout_ms;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-    int gr = getaddrinfo(host, port, &hints, &ai);
-    if (gr != 0) {
-        snprintf(err, errlen, "%s: cannot resolve %s: %s", url, host, gai_strerror(gr));
+    const char *slash = strchr(h, '/');
+    size_t hostlen = slash ? (size_t)(slash - h) : strlen(h);
+    char hp[340];
+    if (hostlen == 0 || hostlen >= sizeof(hp))
         return -1;
+    memcpy(hp, h, hostlen);
+    hp[hostlen] = '\0';
+    if (snprintf(u->path, sizeof(u->path), "%s", slash ? slash : "/") >= (int)sizeof(u->path))
+        return -1;
+    char *colon;
+    if (hp[0] == '[') { /* [::1]:7070 */
+        char *rb = strchr(hp, ']');
+        if (!rb || (rb[1] != '\0' && rb[1] != ':'))
+            return -1;
+        *rb = '\0';
+        if (snprintf(u->host, sizeof(u->host), "%s", hp + 1) >= (int)sizeof(u->host))
+            return -1;
+        colon = rb[1] == ':' ? rb + 1 : NULL;
+    } else {
+        colon = strrchr(hp, ':');
+        if (colon)
+            *colon = '\0';
+        if (snprintf(u->host, sizeof(u->host), "%s", hp) >= (int)sizeof(u->host))
+            return -1;
     }
-    int fd = -1;
-    int rc = -1;
-    char *hdr = NULL, *buf = NULL;
-    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: socket: %s", url, strerror(errno));
-        goto cleanup;
+    const char *port = colon ? colon + 1 : (u->tls ? "443" : "80");
+    char *end;
+    long pn = strtol(port, &end, 10);
+    if (!u->host[0] || *end || pn < 1 || pn > 65535 ||
+        snprintf(u->port, sizeof(u->port), "%ld", pn) >= (int)sizeof(u->port))
+        return -1;
+    return 0;
+}
+
+static int is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a))
+            return 1;
+        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
     }
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
-        snprintf(err, errlen, "%s: connect: %s", url, strerror(errno));
-        goto cleanup;
-    }
-    if (wait_fd(fd, POLLOUT, deadline) != 0) {
-        snprintf(err, errlen, "%s: connect timed out after %d ms", url, timeout_ms);
-        goto cleanup;
-    }
-    int soerr = 0;
-    socklen_t sl = sizeof(soerr);
-    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-    if (soerr) {
-        snprintf(err, errlen, "%s: connect: %s", url, strerror(soerr));
-        goto cleanup;
-    }
-    size_t hcap = 1024 + strlen(path) + strlen(host) + (token ? strlen(token) : 0);
-    hdr = malloc(hcap);
-    int hn = snprintf(hdr, hcap,
-                      "%s %s HTTP/1.1\r\nHost: %s:%s\r\nUser-Agent: wanledger\r\n"
-                      "Connection: close\r\n%s%s%s"
-                      "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                      method, path, host, port, token ? "Authorization: Bearer " : "",
-                      token ? token : "", token ? "\r\n" : "", len);
-    const char *parts[2] = {hdr, body};
-    size_t plen[2] = {(size_t)hn, len};
-    for (int k = 0; k < 2; k++) {
-        size_t off = 0;
-        while (off < plen[k]) {
-            ssize_t w = send(fd, parts[k] + off, plen[k] - off, MSG_NOSIGNAL);
-            if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
-                if (wait_fd(fd, POLLOUT, deadline) != 0) {
-                    snprintf(err, errlen, "%s: send timed out after %d ms", url, timeout_ms);
-                    goto cleanup;
-                }
-                continue;
-            }
-            if (w < 0) {
-                snprintf(err, errlen, "%s: send: %s", url, strerror(errno));
-                goto cleanup;
-            }
-            off += (size_t)w;
-        }
-    }
-    size_t cap = 8192, n = 0;
-    buf = malloc(cap);
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap *= 2;
-            char *nb = realloc(buf, cap);
-            if (!nb)
-                goto cleanup;
-            buf = nb;
-        }
-        ssize_t r = recv(fd, buf + n, cap - n - 1, 0);
-        if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (wait_fd(fd, POLLIN, deadline) != 0) {
-                snprintf(err, errlen, "%s: no response within %d ms", url, timeout_ms);
-                goto cleanup;
-            }
+    return 0;
+}
+
+static int connect_any(struct addrinfo *ai, struct httpc_conn *c, const char *url, char *err,
+                       size_t errlen)
+{
+    for (struct addrinfo *p = ai; p; p = p->ai_next) {
+        int fd = socket(p->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            snprintf(err, errlen, "%s: socket: %s", url, strerror(errno));
             continue;
         }
+        int soerr = 0;
+        if (connect(fd, p->ai_addr, p->ai_addrlen) != 0 && errno != EINPROGRESS) {
+            soerr = errno;
+        } else if (httpc_wait_fd(fd, POLLOUT, c->deadline_ms) != 0) {
+            snprintf(err, errlen, "%s: connect timed out", url);
+            close(fd);
+            return -1;
+        } else {
+            socklen_t sl = sizeof(soerr);
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+        }
+        if (soerr == 0) {
+            c->fd = fd;
+            return 0;
+        }
+        snprintf(err, errlen, "%s: connect: %s", url, strerror(soerr));
+        close(fd);
+    }
+    return -1;
+}
+
+int httpc_parse_retry_after(const char *v)
+{
+    while (*v == ' ' || *v == '\t')
+        v++;
+    if (*v >= '0' && *v <= '9') {
+        char *end;
+        long long s = strtoll(v, &end, 10);
+        while (*end == ' ' || *end == '\t' || *end == '\r')
+            end++;
+        if (*end && *end != '\n')
+            return -1;
+        return s > 86400 ? 86400 : (int)s;
+    }
+    struct tm tm = {0};
+    const char *e = strptime(v, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    if (!e)
+        return -1;
+    time_t at = timegm(&tm), now = time(NULL);
+    if (at <= now)
+        return 0;
+    return at - now > 86400 ? 86400 : (int)(at - now);
+}
+
+/* Status line, Retry-After, de-chunked body of a whole response in buf[0..n). */
+static int parse_response(char *buf, size_t n, struct httpc_response *resp)
+{
+    int status = 0;
+    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1 || status < 100 || status > 999)
+        return -1;
+    resp->status = status;
+    char *bstart = strstr(buf, "\r\n\r\n");
+    if (!bstart)
+        return 0;
+    bstart += 4;
+    int chunked = 0;
+    for (char *l = strstr(buf, "\r\n") + 2; l < bstart - 2;) {
+        char *eol = strstr(l, "\r\n");
+        *eol = '\0';
+        if (strncasecmp(l, "Transfer-Encoding:", 18) == 0 && strcasestr(l + 18, "chunked"))
+            chunked = 1;
+        else if (strncasecmp(l, "Retry-After:", 12) == 0)
+            resp->retry_after_s = httpc_parse_retry_after(l + 12);
+        *eol = '\r';
+        l = eol + 2;
+    }
+    size_t avail = n - (size_t)(bstart - buf);
+    char *out = malloc(avail + 1);
+    if (!out)
+        return -1;
+    if (!chunked) {
+        memcpy(out, bstart, avail);
+        resp->body_len = avail;
+    } else {
+        size_t on = 0;
+        char *p = bstart, *end = buf + n;
+        while (p < end) {
+            char *q;
+            unsigned long sz = strtoul(p, &q, 16);
+            q = strstr(q, "\r\n");
+            if (!q || sz == 0)
+                break;
+            q += 2;
+            if (sz > (size_t)(end - q))
+                break;
+            memcpy(out + on, q, sz);
+            on += sz;
+            p = q + sz + 2;
+        }
+        resp->body_len = on;
+    }
+    out[resp->body_len] = '\0';
+    resp->body = out;
+    return 0;
+}
+
+static int send_request(struct httpc_conn *c, const struct httpc_req *rq, const struct url_parts *u,
+                        char *err, size_t errlen)
+{
+    const char *tok = rq->token;
+    size_t hcap = 1024 + strlen(u->path) + strlen(u->host) + (tok ? strlen(tok) : 0);
+    char *hdr = malloc(hcap);
+    if (!hdr) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int hn = snprintf(
+        hdr, hcap,
+        "%s %s HTTP/1.1\r\nHost: %s%s%s:%s\r\nUser-Agent: wanledger\r\n"
+        "Connection: close\r\n%s%s%s%s%s%s"
+        "Content-Type: %s\r\nContent-Length: %zu\r\n\r\n",
+        rq->method ? rq->method : "POST", u->path, strchr(u->host, ':') ? "[" : "", u->host,
+        strchr(u->host, ':') ? "]" : "", u->port, tok ? "Authorization: Bearer " : "",
+        tok ? tok : "", tok ? "\r\n" : "", rq->content_encoding ? "Content-Encoding: " : "",
+        rq->content_encoding ? rq->content_encoding : "", rq->content_encoding ? "\r\n" : "",
+        rq->content_type ? rq->content_type : "application/json", rq->len);
+    char e[200] = "";
+    int rc = httpc_conn_write(c, hdr, (size_t)hn, e, sizeof(e));
+    if (rc == 0 && rq->len)
+        rc = httpc_conn_write(c, rq->body, rq->len, e, sizeof(e));
+    if (rc != 0)
+        snprintf(err, errlen, "%s: %s", rq->url, e);
+    free(hdr);
+    return rc;
+}
+
+static int read_response(struct httpc_conn *c, const char *url, struct httpc_response *resp,
+                         char *err, size_t errlen)
+{
+    size_t cap = 8192, n = 0;
+    char *buf = malloc(cap);
+    int rc = -1;
+    if (!buf)
+        return -1;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            if (cap >= HTTPC_MAX_RESPONSE) {
+                snprintf(err, errlen, "%s: response over %u bytes", url, HTTPC_MAX_RESPONSE);
+                goto out;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                goto out;
+            buf = nb;
+            cap *= 2;
+        }
+        char e[200] = "";
+        ssize_t r = httpc_conn_read(c, buf + n, cap - n - 1, e, sizeof(e));
         if (r < 0) {
-            snprintf(err, errlen, "%s: recv: %s", url, strerror(errno));
-            goto cleanup;
+            snprintf(err, errlen, "%s: %s", url, e);
+            goto out;
         }
         if (r == 0)
             break;
         n += (size_t)r;
     }
     buf[n] = '\0';
-    int status = 0;
-    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1) {
+    if (parse_response(buf, n, resp) != 0) {
         snprintf(err, errlen, "%s: not an HTTP response", url);
-        goto cleanup;
-    }
-    char *bstart = strstr(buf, "\r\n\r\n");
-    resp->status = status;
-    if (bstart) {
-        bstart += 4;
-        /* chunked bodies are de-chunked; others are taken as is */
-        int chunked = 0;
-        for (char *l = buf; l < bstart; l = strstr(l, "\r\n") + 2)
-            if (strncasecmp(l, "Transfer-Encoding:", 18) == 0 && strcasestr(l, "chunked") &&
-                strcasestr(l, "chunked") < strstr(l, "\r\n"))
-                chunked = 1;
-        if (chunked) {
-            char *out = malloc(strlen(bstart) + 1);
-            size_t on = 0;
-            char *p = bstart;
-            for (;;) {
-                unsigned long sz = strtoul(p, &p, 16);
-                p = strstr(p, "\r\n");
-                if (!p || sz == 0)
-                    break;
-                p += 2;
-                if (sz > (size_t)(buf + n - p))
-                    break;
-                memcpy(out + on, p, sz);
-                on += sz;
-                p += sz + 2;
-            }
-            out[on] = '\0';
-            resp->body = out;
-            resp->body_len = on;
-        } else {
-            resp->body_len = n - (size_t)(bstart - buf);
-            resp->body = malloc(resp->body_len + 1);
-            memcpy(resp->body, bstart, resp->body_len + 1);
-        }
+        goto out;
     }
     rc = 0;
-cleanup:
-    free(hdr);
+out:
     free(buf);
-    if (fd >= 0)
-        close(fd);
+    return rc;
+}
+
+int httpc_do(const struct httpc_req *rq, struct httpc_response *resp, char *err, size_t errlen)
+{
+    memset(resp, 0, sizeof(*resp));
+    resp->retry_after_s = -1;
+    struct url_parts u;
+    if (parse_url(rq->url, &u) != 0) {
+        snprintf(err, errlen, "bad URL \"%s\": expected http[s]://HOST[:PORT]/PATH", rq->url);
+        return -1;
+    }
+    int timeout = rq->timeout_ms > 0 ? rq->timeout_ms : 10000;
+    struct httpc_conn c = {.fd = -1, .deadline_ms = httpc_now_ms() + timeout};
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int gr = getaddrinfo(u.host, u.port, &hints, &ai);
+    if (gr != 0) {
+        snprintf(err, errlen, "%s: cannot resolve %s: %s", rq->url, u.host, gai_strerror(gr));
+        return -1;
+    }
+    int rc = -1;
+    if (!u.tls && !(rq->tls && rq->tls->allow_plain_remote)) {
+        for (struct addrinfo *p = ai; p; p = p->ai_next)
+            if (!is_loopback(p->ai_addr)) {
+                snprintf(err, errlen,
+                         "%s: plain http:// to a non-loopback host would send the token in clear "
+                         "text: use https:// (with ca_file) or allow_plain_http",
+                         rq->url);
+                goto cleanup;
+            }
+    }
+    if (connect_any(ai, &c, rq->url, err, errlen) != 0)
+        goto cleanup;
+    if (u.tls) {
+        char e[512];
+        if (httpc_tls_start(&c, u.host, rq->tls, e, sizeof(e)) != 0) {
+            snprintf(err, errlen, "%s: %s", rq->url, e);
+            goto cleanup;
+        }
+    }
+    if (send_request(&c, rq, &u, err, errlen) != 0 ||
+        read_response(&c, rq->url, resp, err, errlen) != 0)
+        goto cleanup;
+    rc = 0;
+cleanup:
+    httpc_conn_close(&c);
     freeaddrinfo(ai);
+    if (rc != 0)
+        httpc_response_free(resp);
     return rc;
 }
 
 int httpc_post(const char *url, const char *token, const char *body, size_t len, int timeout_ms,
                struct httpc_response *resp, char *err, size_t errlen)
 {
-    return request("POST", url, token, body, len, timeout_ms, resp, err, errlen);
+    struct httpc_req rq = {
+        .url = url, .token = token, .body = body, .len = len, .timeout_ms = timeout_ms};
+    return httpc_do(&rq, resp, err, errlen);
 }
 
 int httpc_get(const char *url, const char *token, int timeout_ms, struct httpc_response *resp,
               char *err, size_t errlen)
 {
-    return request("GET", url, token, "", 0, timeout_ms, resp, err, errlen);
+    struct httpc_req rq = {.method = "GET", .url = url, .token = token, .timeout_ms = timeout_ms};
+    return httpc_do(&rq, resp, err, errlen);
 }
 
 void httpc_response_free(struct httpc_response *resp)

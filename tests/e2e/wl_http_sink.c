@@ -7,8 +7,10 @@
  *
  * Appends one JSON line per request to FILE: {"method","path","authorization","body"} (body as a
  * string), flushed before the response is sent. Answers 200 {"ok":true}, or, while F exists, the
- * status code written in F (a test switches failures on and off at run time), or 400 when the
- * body contains TEXT (a record the "reconciler" refuses). Exits after T
+ * status code written in F (a test switches failures on and off at run time; "503 3" also sends
+ * Retry-After: 3), or 400 when the body contains TEXT (a record the "reconciler" refuses). A body
+ * with Content-Encoding zstd or gzip is decoded first (tests/harness/th_decode.h) and the line
+ * also has "encoding" and "wire_bytes"; one that does not decode gets 400. Exits after T
  * seconds (default 3600) or on SIGTERM/SIGINT. */
 #include <cjson/cJSON.h>
 #include <event2/buffer.h>
@@ -20,20 +22,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "th_decode.h"
+
 static FILE *out;
 static const char *status_file;
 static const char *reject_text;
 
-static int current_status(void)
+static int current_status(int *retry_after)
 {
+    *retry_after = -1;
     if (!status_file)
         return 200;
     FILE *f = fopen(status_file, "r");
     if (!f)
         return 200;
     int code = 200;
-    if (fscanf(f, "%d", &code) != 1 || code < 100 || code > 599)
+    int n = fscanf(f, "%d %d", &code, retry_after);
+    if (n < 1 || code < 100 || code > 599)
         code = 500;
+    if (n < 2)
+        *retry_after = -1;
     fclose(f);
     return code;
 }
@@ -50,6 +58,14 @@ static void on_request(struct evhttp_request *req, void *arg)
     }
     evbuffer_copyout(in, body, len);
     body[len] = '\0';
+    const char *enc = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Encoding");
+    size_t dlen = 0;
+    char *decoded = th_decode_body(enc, body, len, &dlen);
+    int bad_encoding = !decoded;
+    if (decoded) {
+        free(body);
+        body = decoded;
+    }
     const char *method = "OTHER";
     switch (evhttp_request_get_command(req)) {
     case EVHTTP_REQ_GET:
@@ -69,8 +85,13 @@ static void on_request(struct evhttp_request *req, void *arg)
     cJSON_AddStringToObject(rec, "method", method);
     cJSON_AddStringToObject(rec, "path", evhttp_request_get_uri(req));
     cJSON_AddStringToObject(rec, "authorization", auth ? auth : "");
-    cJSON_AddStringToObject(rec, "body", body);
-    int status = reject_text && strstr(body, reject_text) ? 400 : current_status();
+    cJSON_AddStringToObject(rec, "body", bad_encoding ? "" : body);
+    cJSON_AddStringToObject(rec, "encoding", enc ? enc : "");
+    cJSON_AddNumberToObject(rec, "wire_bytes", (double)len);
+    int retry_after = -1;
+    int status = bad_encoding                               ? 400
+                 : reject_text && strstr(body, reject_text) ? 400
+                                                            : current_status(&retry_after);
     cJSON_AddNumberToObject(rec, "status", status);
     char *line = cJSON_PrintUnformatted(rec);
     cJSON_Delete(rec);
@@ -84,6 +105,11 @@ static void on_request(struct evhttp_request *req, void *arg)
     evbuffer_add_printf(reply,
                         status < 300 ? "{\"ok\":true}" : "{\"error\":\"test\",\"path\":\"$\"}");
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    if (retry_after >= 0 && status >= 300) {
+        char ra[16];
+        snprintf(ra, sizeof(ra), "%d", retry_after);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", ra);
+    }
     evhttp_send_reply(req, status, status < 300 ? "OK" : "Test failure", reply);
     evbuffer_free(reply);
 }
