@@ -38,6 +38,7 @@ struct deliver {
     /* sender thread only */
     struct spool *sp;
     int64_t sp_retry_at;
+    bool unremoved_logged;
     uint64_t sp_drop_seen, sp_drop_bytes_seen;
     /* under mu */
     struct ment *head, *tail, *busy;
@@ -290,11 +291,13 @@ static enum deliver_class send_next(struct deliver *d, int *retry_after_s)
     if (r.cls == DELIVER_REJECT)
         quarantine(d, body, len, r.msg);
     bool done = r.cls == DELIVER_OK || r.cls == DELIVER_REJECT;
-    if (done && from_spool && spool_pop(d->sp) != 0 && d->st.spool_ok)
+    if (done && from_spool && spool_pop(d->sp) != 0 && !d->unremoved_logged) {
+        d->unremoved_logged = true; /* once per run */
         log_error(d->o.target.name,
                   "spool %s: cannot remove a delivered body (read-only?); it stays on disk "
                   "and is resent after a restart (the reconciler ignores the duplicate)",
                   d->o.spool_dir);
+    }
     pthread_mutex_lock(&d->mu);
     d->busy = NULL;
     if (done && !from_spool) {

@@ -82,7 +82,9 @@ void deliver_post_once(struct deliver_target *t, const char *body, size_t len,
     }
     if (rc != 0) {
         r->cls = DELIVER_RETRY;
-        snprintf(r->msg, sizeof(r->msg), "%s", err);
+        size_t ul = strlen(t->url);
+        bool prefixed = !strncmp(err, t->url, ul) && !strncmp(err + ul, ": ", 2);
+        snprintf(r->msg, sizeof(r->msg), "%s", prefixed ? err + ul + 2 : err);
         t->c.transport++;
     } else {
         r->status = resp.status;

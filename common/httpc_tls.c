@@ -29,6 +29,8 @@ static int load_ctx(SSL_CTX *ctx, const struct httpc_tls *tls, char *err, size_t
     char e[256];
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    /* a server that closes after its answer without close_notify (evhttp does) ends the body */
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
     if (tls && tls->ca_file) {
         if (SSL_CTX_load_verify_locations(ctx, tls->ca_file, NULL) != 1) {
             ssl_errstr(e, sizeof(e));

@@ -3,14 +3,15 @@
  * Content-Encoding (zstd, gzip), appends "seq window_start flows" of every report to OUT (flushed
  * per request) and answers 200. While STATUS_FILE exists, it answers the status written there
  * instead ("503 3" adds Retry-After: 3) and records nothing. Every request (accepted or not) is
- * logged on stdout as "POST status wire_bytes body_bytes encoding" and, when the report carries
- * it, "spool_dropped entries bytes".
+ * logged on stdout as "POST status wire_bytes body_bytes encoding monotonic_ms" and, when the
+ * report carries it, "spool_dropped entries bytes".
  *
  *   wla_receiver PORT OUT [STATUS_FILE] [--tls CERT KEY] */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 #include <event2/buffer.h>
@@ -67,7 +68,10 @@ static void on_post(struct evhttp_request *req, void *arg)
     free(raw);
     int ra;
     int status = current_status(&ra);
-    printf("POST %d %zu %zu %s\n", body ? status : 400, len, blen, enc ? enc : "identity");
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    printf("POST %d %zu %zu %s %lld\n", body ? status : 400, len, blen, enc ? enc : "identity",
+           (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
     fflush(stdout);
     if (!body) {
         reply(req, 400, -1, "{\"error\":\"cannot decode\"}");
