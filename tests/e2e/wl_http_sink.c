@@ -3,7 +3,9 @@
  * shipper's test.
  *
  *   wl-http-sink --listen 127.0.0.1:PORT --out FILE [--status-file F] [--reject TEXT]
- *                [--seconds T]
+ *                [--seconds T] [--tls-cert PEM --tls-key PEM]
+ *
+ * With --tls-cert/--tls-key it serves HTTPS (libevent's OpenSSL bufferevents).
  *
  * Appends one JSON line per request to FILE: {"method","path","authorization","body"} (body as a
  * string), flushed before the response is sent. Answers 200 {"ok":true}, or, while F exists, the
@@ -14,9 +16,11 @@
  * seconds (default 3600) or on SIGTERM/SIGINT. */
 #include <cjson/cJSON.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <openssl/ssl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,9 +125,15 @@ static void on_stop(evutil_socket_t fd, short ev, void *arg)
     event_base_loopbreak(arg);
 }
 
+static struct bufferevent *tls_bev(struct event_base *base, void *ctx)
+{
+    return bufferevent_openssl_socket_new(base, -1, SSL_new(ctx), BUFFEREVENT_SSL_ACCEPTING,
+                                          BEV_OPT_CLOSE_ON_FREE);
+}
+
 int main(int argc, char **argv)
 {
-    const char *listen = NULL, *out_path = NULL;
+    const char *listen = NULL, *out_path = NULL, *tls_cert = NULL, *tls_key = NULL;
     double seconds = 3600;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--listen"))
@@ -136,6 +146,10 @@ int main(int argc, char **argv)
             reject_text = argv[i + 1];
         else if (!strcmp(argv[i], "--seconds"))
             seconds = strtod(argv[i + 1], NULL);
+        else if (!strcmp(argv[i], "--tls-cert"))
+            tls_cert = argv[i + 1];
+        else if (!strcmp(argv[i], "--tls-key"))
+            tls_key = argv[i + 1];
         else {
             fprintf(stderr, "wl-http-sink: unknown option '%s'\n", argv[i]);
             return 2;
@@ -160,6 +174,16 @@ int main(int argc, char **argv)
     struct evhttp *http = evhttp_new(base);
     evhttp_set_gencb(http, on_request, NULL);
     evhttp_set_max_body_size(http, 64 * 1024 * 1024);
+    SSL_CTX *ctx = NULL;
+    if (tls_cert) {
+        ctx = SSL_CTX_new(TLS_server_method());
+        if (!ctx || SSL_CTX_use_certificate_chain_file(ctx, tls_cert) != 1 ||
+            SSL_CTX_use_PrivateKey_file(ctx, tls_key ? tls_key : tls_cert, SSL_FILETYPE_PEM) != 1) {
+            fprintf(stderr, "wl-http-sink: cannot load %s / %s\n", tls_cert, tls_key);
+            return 1;
+        }
+        evhttp_set_bevcb(http, tls_bev, ctx);
+    }
     if (evhttp_bind_socket(http, host, (ev_uint16_t)port) != 0) {
         fprintf(stderr, "wl-http-sink: cannot listen on %s\n", listen);
         return 1;
@@ -177,6 +201,8 @@ int main(int argc, char **argv)
     event_free(timer);
     evhttp_free(http);
     event_base_free(base);
+    if (ctx)
+        SSL_CTX_free(ctx);
     fclose(out);
     return 0;
 }
