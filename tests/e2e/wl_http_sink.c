@@ -3,9 +3,12 @@
  * shipper's test.
  *
  *   wl-http-sink --listen 127.0.0.1:PORT --out FILE [--status-file F] [--reject TEXT]
- *                [--seconds T] [--tls-cert PEM --tls-key PEM]
+ *                [--seconds T] [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
+ *                [--refuse-encoding]
  *
- * With --tls-cert/--tls-key it serves HTTPS (libevent's OpenSSL bufferevents).
+ * With --tls-cert/--tls-key it serves HTTPS (libevent's OpenSSL bufferevents); with
+ * --tls-client-ca it also requires a client certificate signed by that CA (mutual TLS).
+ * --refuse-encoding answers 415 to any Content-Encoding (a reconciler without decompression).
  *
  * Appends one JSON line per request to FILE: {"method","path","authorization","body"} (body as a
  * string), flushed before the response is sent. Answers 200 {"ok":true}, or, while F exists, the
@@ -31,6 +34,7 @@
 static FILE *out;
 static const char *status_file;
 static const char *reject_text;
+static int refuse_encoding;
 
 static int current_status(int *retry_after)
 {
@@ -93,7 +97,8 @@ static void on_request(struct evhttp_request *req, void *arg)
     cJSON_AddStringToObject(rec, "encoding", enc ? enc : "");
     cJSON_AddNumberToObject(rec, "wire_bytes", (double)len);
     int retry_after = -1;
-    int status = bad_encoding                               ? 400
+    int status = enc && refuse_encoding                     ? 415
+                 : bad_encoding                             ? 400
                  : reject_text && strstr(body, reject_text) ? 400
                                                             : current_status(&retry_after);
     cJSON_AddNumberToObject(rec, "status", status);
@@ -133,9 +138,19 @@ static struct bufferevent *tls_bev(struct event_base *base, void *ctx)
 
 int main(int argc, char **argv)
 {
-    const char *listen = NULL, *out_path = NULL, *tls_cert = NULL, *tls_key = NULL;
+    const char *listen = NULL, *out_path = NULL, *tls_cert = NULL, *tls_key = NULL,
+               *tls_client_ca = NULL;
     double seconds = 3600;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--refuse-encoding")) {
+            refuse_encoding = 1;
+            i--;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "wl-http-sink: '%s' needs a value\n", argv[i]);
+            return 2;
+        }
         if (!strcmp(argv[i], "--listen"))
             listen = argv[i + 1];
         else if (!strcmp(argv[i], "--out"))
@@ -150,6 +165,8 @@ int main(int argc, char **argv)
             tls_cert = argv[i + 1];
         else if (!strcmp(argv[i], "--tls-key"))
             tls_key = argv[i + 1];
+        else if (!strcmp(argv[i], "--tls-client-ca"))
+            tls_client_ca = argv[i + 1];
         else {
             fprintf(stderr, "wl-http-sink: unknown option '%s'\n", argv[i]);
             return 2;
@@ -181,6 +198,13 @@ int main(int argc, char **argv)
             SSL_CTX_use_PrivateKey_file(ctx, tls_key ? tls_key : tls_cert, SSL_FILETYPE_PEM) != 1) {
             fprintf(stderr, "wl-http-sink: cannot load %s / %s\n", tls_cert, tls_key);
             return 1;
+        }
+        if (tls_client_ca) {
+            if (SSL_CTX_load_verify_locations(ctx, tls_client_ca, NULL) != 1) {
+                fprintf(stderr, "wl-http-sink: cannot load %s\n", tls_client_ca);
+                return 1;
+            }
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
         }
         evhttp_set_bevcb(http, tls_bev, ctx);
     }
