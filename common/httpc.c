@@ -8,6 +8,8 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,7 +285,31 @@ out:
     return rc;
 }
 
+static int request(const struct httpc_req *rq, struct httpc_response *resp, char *err,
+                   size_t errlen);
+
+/* TLS writes go through write(2), which raises SIGPIPE when the server has closed: blocked in
+ * this thread for the request and a pending one discarded, so no program (the agent does not
+ * ignore SIGPIPE) dies of a reconciler that went away. */
 int httpc_do(const struct httpc_req *rq, struct httpc_response *resp, char *err, size_t errlen)
+{
+    sigset_t pipe_set, old;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    int rc = request(rq, resp, err, errlen);
+    sigset_t pending;
+    if (!sigismember(&old, SIGPIPE) && sigpending(&pending) == 0 &&
+        sigismember(&pending, SIGPIPE)) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&pipe_set, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+static int request(const struct httpc_req *rq, struct httpc_response *resp, char *err,
+                   size_t errlen)
 {
     memset(resp, 0, sizeof(*resp));
     resp->retry_after_s = -1;
