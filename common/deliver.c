@@ -45,6 +45,7 @@ struct deliver {
     bool stop;
     int drain_ms;
     uint64_t unrep_entries, unrep_bytes; /* dropped, not yet told to the reconciler */
+    bool drops_dirty;                    /* unrep_* changed: the sender thread saves them */
     int64_t spool_oldest;
     struct deliver_stats st;
 };
@@ -110,6 +111,19 @@ static void count_drop(struct deliver *d, uint64_t n, uint64_t bytes)
     d->st.dropped_bytes += bytes;
     d->unrep_entries += n;
     d->unrep_bytes += bytes;
+    d->drops_dirty = true;
+}
+
+/* Sender thread: persists the unreported drop counts when they changed. */
+static void flush_drops(struct deliver *d)
+{
+    pthread_mutex_lock(&d->mu);
+    bool dirty = d->drops_dirty;
+    uint64_t n = d->unrep_entries, b = d->unrep_bytes;
+    d->drops_dirty = false;
+    pthread_mutex_unlock(&d->mu);
+    if (dirty)
+        save_drops(d, n, b);
 }
 
 static void ment_free(struct ment *m)
@@ -309,7 +323,7 @@ static enum deliver_class send_next(struct deliver *d, int *retry_after_s)
     if (r.cls == DELIVER_OK && spliced) {
         d->unrep_entries -= ue;
         d->unrep_bytes -= ub;
-        save_drops(d, d->unrep_entries, d->unrep_bytes);
+        d->drops_dirty = true;
     }
     sync_spool(d);
     pthread_mutex_unlock(&d->mu);
@@ -351,6 +365,7 @@ static void *sender_main(void *arg)
     for (;;) {
         pthread_mutex_unlock(&d->mu);
         move_to_spool(d);
+        flush_drops(d);
         pthread_mutex_lock(&d->mu);
         if (d->stop)
             break;
@@ -384,6 +399,7 @@ static void *sender_main(void *arg)
     int drain_ms = d->drain_ms;
     pthread_mutex_unlock(&d->mu);
     drain_at_stop(d, drain_ms);
+    flush_drops(d);
     return NULL;
 }
 
