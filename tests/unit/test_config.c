@@ -109,6 +109,12 @@ static const struct bad_case bad[] = {
     {"webhook not http", "{" SITES ", \"alerts\": {\"webhooks\": [\"ftp://x/\"]}}",
      "$.alerts.webhooks[0]"},
     {"listen without port", "{" SITES ", \"listen\": \"127.0.0.1\"}", "$.listen"},
+    {"unknown compression", "{" SITES ", \"delivery\": {\"compress\": \"lz4\"}}",
+     "$.delivery.compress"},
+    {"client key without cert", "{" SITES ", \"delivery\": {\"client_key\": \"k.pem\"}}",
+     "$.delivery.client_key"},
+    {"https webhook (webhook.c speaks plain HTTP)",
+     "{" SITES ", \"alerts\": {\"webhooks\": [\"https://am:9093/\"]}}", "$.alerts.webhooks[0]"},
     {"unreadable tokens file", "{" SITES ", \"tokens_file\": \"nope.json\"}", "$.tokens_file"},
     {"capacity negative",
      "{" SITES ", " DEVICES ", \"links\": [{\"device\": \"r-nyc\", \"interface\": \"e1\", "
