@@ -244,6 +244,21 @@ static int send_request(struct httpc_conn *c, const struct httpc_req *rq, const 
     return rc;
 }
 
+/* 1 when buf[0..n) holds the whole response by its Content-Length (a server that keeps the
+ * connection open despite "Connection: close" must not cost the whole timeout). */
+static int response_complete(char *buf, size_t n)
+{
+    buf[n] = '\0';
+    char *end = strstr(buf, "\r\n\r\n");
+    if (!end)
+        return 0;
+    long long clen = -1;
+    for (char *l = strstr(buf, "\r\n"); l && l < end; l = strstr(l + 2, "\r\n"))
+        if (strncasecmp(l + 2, "Content-Length:", 15) == 0)
+            clen = strtoll(l + 17, NULL, 10);
+    return clen >= 0 && (long long)(n - (size_t)(end + 4 - buf)) >= clen;
+}
+
 static int read_response(struct httpc_conn *c, const char *url, struct httpc_response *resp,
                          char *err, size_t errlen)
 {
@@ -273,6 +288,8 @@ static int read_response(struct httpc_conn *c, const char *url, struct httpc_res
         if (r == 0)
             break;
         n += (size_t)r;
+        if (response_complete(buf, n))
+            break;
     }
     buf[n] = '\0';
     if (parse_response(buf, n, resp) != 0) {
