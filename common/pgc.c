@@ -93,3 +93,43 @@ PGresult *pgc_query(PGconn *db, const char *what, const char *sql, int n, const 
     PQclear(r);
     return NULL;
 }
+
+static void set_what(char *err, size_t errlen, const char *what, const char *msg)
+{
+    snprintf(err, errlen, "%s: %s", what, msg && *msg ? msg : "COPY failed");
+    chomp(err);
+}
+
+int pgc_copy_in(PGconn *db, const char *what, const char *sql, const char *data, size_t len,
+                char *err, size_t errlen)
+{
+    const size_t chunk = 1u << 20;
+    PGresult *r = PQexec(db, sql);
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        set_what(err, errlen, what, r ? PQresultErrorMessage(r) : PQerrorMessage(db));
+        PQclear(r);
+        return -1;
+    }
+    PQclear(r);
+    int rc = 0;
+    for (size_t off = 0; off < len && rc == 0;) {
+        size_t n = len - off < chunk ? len - off : chunk;
+        if (PQputCopyData(db, data + off, (int)n) != 1) {
+            set_what(err, errlen, what, PQerrorMessage(db));
+            rc = -1;
+        }
+        off += n;
+    }
+    if (PQputCopyEnd(db, rc == 0 ? NULL : "aborted by the client") != 1 && rc == 0) {
+        set_what(err, errlen, what, PQerrorMessage(db));
+        rc = -1;
+    }
+    while ((r = PQgetResult(db)) != NULL) {
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == 0) {
+            set_what(err, errlen, what, PQresultErrorMessage(r));
+            rc = -1;
+        }
+        PQclear(r);
+    }
+    return rc;
+}

@@ -29,4 +29,9 @@ int pgc_exec(PGconn *db, const char *sql, char *err, size_t errlen);
 PGresult *pgc_query(PGconn *db, const char *what, const char *sql, int n, const char *const *params,
                     char *err, size_t errlen) __attribute__((warn_unused_result));
 
+/* COPY ... FROM STDIN with data[0..len) (sent in 1 MiB chunks); 0, or -1 with
+ * err = "WHAT: the server's message". */
+int pgc_copy_in(PGconn *db, const char *what, const char *sql, const char *data, size_t len,
+                char *err, size_t errlen);
+
 #endif
