@@ -21,6 +21,7 @@
 #include "agent_opts.h"
 #include "agentmetrics.h"
 #include "flowset.h"
+#include "hostport.h"
 #include "listenroles.h"
 #include "localaddr.h"
 #include "log.h"
@@ -343,19 +344,14 @@ static void on_metrics(struct evhttp_request *req, void *arg)
 
 static int start_metrics(struct agent *a)
 {
-    char host[128];
-    const char *colon = strrchr(a->o.metrics, ':');
-    const char *h = a->o.metrics;
-    int hlen = (int)(colon - a->o.metrics);
-    if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') { /* "[::1]:9465" */
-        h++;
-        hlen -= 2;
+    struct hostport hp; /* "127.0.0.1:9465", "[::1]:9465" (checked by agent_opts.c) */
+    char why[300];
+    if (hostport_parse(a->o.metrics, strlen(a->o.metrics), 0, &hp, why, sizeof(why)) != 0) {
+        log_error(NULL, "--metrics %s", why);
+        return -1;
     }
-    snprintf(host, sizeof(host), "%.*s", hlen, h);
-    int port = atoi(colon + 1);
     a->http = evhttp_new(a->base);
-    if (!a->http || port <= 0 || port > 65535 ||
-        evhttp_bind_socket(a->http, host, (uint16_t)port) != 0) {
+    if (!a->http || evhttp_bind_socket(a->http, hp.host, hp.port) != 0) {
         log_error(NULL, "--metrics %s: cannot listen there", a->o.metrics);
         return -1;
     }

@@ -8,7 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
+#include "hostport.h"
+#include "jsonv.h"
 
 enum {
     OPT_RECONCILER = 256,
@@ -209,11 +210,14 @@ static int apply(struct agent_opts *o, int id, const char *v, const char *where,
         return set_str(&o->cgroup, v);
     case OPT_WORKFLOW_ENV:
         return set_workflow_env(o, v, err, errlen, where);
-    case OPT_METRICS:
-        if (!strrchr(v, ':')) {
-            snprintf(err, errlen, "%s: expected ADDRESS:PORT, got \"%s\"", where, v);
+    case OPT_METRICS: {
+        struct hostport hp;
+        char why[300];
+        if (hostport_parse(v, strlen(v), 0, &hp, why, sizeof(why)) != 0) {
+            snprintf(err, errlen, "%s: expected ADDRESS:PORT, got %s", where, why);
             return -1;
         }
+    }
         return set_str(&o->metrics, v);
     case OPT_ATTACH:
         if (sockprobe_parse_mode(v, &o->attach)) {
@@ -293,31 +297,31 @@ static const struct {
     {"allow_plain_http", OPT_ALLOW_PLAIN},
 };
 
-/* A JSON value as the flag text: strings as is, numbers in decimal, arrays comma-joined. */
-static int json_as_text(const cJSON *v, char *buf, size_t len)
+/* A JSON value as the flag text: strings as is, integers in decimal (exact), arrays
+ * comma-joined. */
+static int json_as_text(const struct jv *v, char *buf, size_t len)
 {
-    if (cJSON_IsString(v)) {
-        snprintf(buf, len, "%s", v->valuestring);
+    uint64_t u;
+    if (v->type == JV_STRING) {
+        snprintf(buf, len, "%s", v->s);
         return 0;
     }
-    if (cJSON_IsNumber(v)) {
-        if (v->valuedouble < 0 || v->valuedouble != (double)(uint64_t)v->valuedouble)
+    if (v->type == JV_NUMBER) {
+        if (!jv_u64(v, &u))
             return -1;
-        snprintf(buf, len, "%llu", (unsigned long long)v->valuedouble);
+        snprintf(buf, len, "%llu", (unsigned long long)u);
         return 0;
     }
-    if (cJSON_IsBool(v)) {
-        snprintf(buf, len, "%s", cJSON_IsTrue(v) ? "true" : "false");
+    if (v->type == JV_TRUE || v->type == JV_FALSE) {
+        snprintf(buf, len, "%s", v->type == JV_TRUE ? "true" : "false");
         return 0;
     }
-    if (cJSON_IsArray(v)) {
+    if (v->type == JV_ARRAY) {
         size_t off = 0;
-        const cJSON *e;
         buf[0] = '\0';
-        cJSON_ArrayForEach(e, v)
-        {
+        for (const struct jv *e = v->child; e; e = e->next) {
             char one[256];
-            if (json_as_text(e, one, sizeof(one)) || cJSON_IsArray(e))
+            if (e->type == JV_ARRAY || json_as_text(e, one, sizeof(one)))
                 return -1;
             off +=
                 (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%s", off ? "," : "", one);
@@ -331,7 +335,8 @@ static int load_config(struct agent_opts *o, const char *path, char *err, size_t
 {
     FILE *f = fopen(path, "re");
     char *text = NULL;
-    cJSON *root = NULL;
+    struct jv_doc *doc = NULL;
+    struct jv *root = NULL;
     int rc = -1;
     if (!f) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -351,20 +356,24 @@ static int load_config(struct agent_opts *o, const char *path, char *err, size_t
         snprintf(err, errlen, "%s: larger than %zu bytes", path, cap - 1);
         goto cleanup;
     }
-    root = cJSON_Parse(text);
-    if (!cJSON_IsObject(root)) {
+    size_t n_values;
+    struct jv_error je;
+    doc = jv_parse(text, n, false, &root, &n_values, &je);
+    if (!doc) {
+        snprintf(err, errlen, "%s: %s: %s (byte %zu)", path, je.path, je.msg, je.offset);
+        goto cleanup;
+    }
+    if (root->type != JV_OBJECT) {
         snprintf(err, errlen, "%s: $: expected a JSON object", path);
         goto cleanup;
     }
-    const cJSON *item;
-    cJSON_ArrayForEach(item, root)
-    {
+    for (const struct jv *item = root->child; item; item = item->next) {
         int id = -1;
         char where[512], val[1024];
         for (size_t i = 0; i < sizeof(json_keys) / sizeof(json_keys[0]); i++)
-            if (strcmp(item->string, json_keys[i].key) == 0)
+            if (strcmp(item->key, json_keys[i].key) == 0)
                 id = json_keys[i].id;
-        snprintf(where, sizeof(where), "%s: $.%s", path, item->string);
+        snprintf(where, sizeof(where), "%s: $.%s", path, item->key);
         if (id < 0) {
             snprintf(err, errlen, "%s: unknown setting", where);
             goto cleanup;
@@ -381,7 +390,7 @@ static int load_config(struct agent_opts *o, const char *path, char *err, size_t
     }
     rc = 0;
 cleanup:
-    cJSON_Delete(root);
+    jv_doc_free(doc);
     free(text);
     return rc;
 }

@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "hostport.h"
+
 #define MAX_SERVERS 64 /* mounts of distinct servers; beyond it the oldest answer is replaced */
 
 struct entry {
@@ -39,52 +41,27 @@ void nfslocal_free(struct nfslocal *nl)
     free(nl);
 }
 
-/* "a.b.c.d:port", "[v6]:port", or either without the port (2049). */
+/* "a.b.c.d:port", "[v6]:port", or either without the port (2049); addresses only (hostport.h
+ * parses, names are refused: the kernel is asked for a route, not DNS). */
 static int parse_server(const char *server, struct sockaddr_storage *ss, socklen_t *len)
 {
-    char host[INET6_ADDRSTRLEN];
-    const char *port_s = NULL;
-    size_t hl;
-    if (server[0] == '[') {
-        const char *close = strchr(server, ']');
-        if (!close)
-            return -1;
-        hl = (size_t)(close - server - 1);
-        if (hl >= sizeof(host))
-            return -1;
-        memcpy(host, server + 1, hl);
-        if (close[1] == ':')
-            port_s = close + 2;
-        else if (close[1] != '\0')
-            return -1;
-    } else {
-        const char *colon = strchr(server, ':');
-        hl = colon ? (size_t)(colon - server) : strlen(server);
-        if (hl >= sizeof(host))
-            return -1;
-        memcpy(host, server, hl);
-        port_s = colon ? colon + 1 : NULL;
-    }
-    host[hl] = '\0';
-    long port = 2049;
-    if (port_s) {
-        char *end;
-        port = strtol(port_s, &end, 10);
-        if (*port_s == '\0' || *end != '\0' || port <= 0 || port > 65535)
-            return -1;
-    }
+    struct hostport hp;
+    char err[256];
+    if (hostport_parse(server, strlen(server), HOSTPORT_PORT_OPTIONAL, &hp, err, sizeof(err)) != 0)
+        return -1;
+    uint16_t port = hp.has_port ? hp.port : 2049;
     memset(ss, 0, sizeof(*ss));
     struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
     struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-    if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+    if (hp.family == AF_INET && inet_pton(AF_INET, hp.host, &s4->sin_addr) == 1) {
         s4->sin_family = AF_INET;
-        s4->sin_port = htons((uint16_t)port);
+        s4->sin_port = htons(port);
         *len = sizeof(*s4);
         return 0;
     }
-    if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+    if (hp.family == AF_INET6 && inet_pton(AF_INET6, hp.host, &s6->sin6_addr) == 1) {
         s6->sin6_family = AF_INET6;
-        s6->sin6_port = htons((uint16_t)port);
+        s6->sin6_port = htons(port);
         *len = sizeof(*s6);
         return 0;
     }

@@ -18,7 +18,7 @@
  * (service, id). */
 #include "ship.h"
 
-#include <cjson/cJSON.h>
+#include <event2/buffer.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -32,6 +32,8 @@
 #include <unistd.h>
 
 #include "deliver_post.h"
+#include "jsonv.h"
+#include "jsonw.h"
 #include "log.h"
 
 #define SHIP_DEFAULT_BATCH    1000
@@ -112,34 +114,35 @@ static int state_load(struct ship *s)
     if (!text)
         return 0; /* empty file: nothing shipped yet */
     text[len] = '\0';
-    cJSON *root = cJSON_Parse(text);
+    struct jv *root;
+    size_t n_values;
+    struct jv_error je;
+    struct jv_doc *doc = jv_parse(text, len, false, &root, &n_values, &je);
     free(text);
-    const cJSON *logs = cJSON_GetObjectItemCaseSensitive(root, "logs");
-    if (!cJSON_IsArray(logs)) {
-        log_error(s->state_path, "state file is not {\"version\":1,\"logs\":[...]}: remove it to "
-                                 "ship every log from its start");
-        cJSON_Delete(root);
+    const struct jv *logs = doc ? jv_get(root, "logs") : NULL;
+    if (!logs || logs->type != JV_ARRAY) {
+        log_error(s->state_path,
+                  "state file is not {\"version\":1,\"logs\":[...]}%s%s%s: remove it to ship "
+                  "every log from its start",
+                  doc ? "" : " (", doc ? "" : je.msg, doc ? "" : ")");
+        jv_doc_free(doc);
         return -1;
     }
-    const cJSON *e;
-    cJSON_ArrayForEach(e, logs)
-    {
-        const cJSON *path = cJSON_GetObjectItemCaseSensitive(e, "path");
-        const cJSON *dev = cJSON_GetObjectItemCaseSensitive(e, "dev");
-        const cJSON *ino = cJSON_GetObjectItemCaseSensitive(e, "ino");
-        const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "offset");
-        if (!cJSON_IsString(path) || !cJSON_IsNumber(dev) || !cJSON_IsNumber(ino) ||
-            !cJSON_IsNumber(off) || off->valuedouble < 0)
+    for (const struct jv *e = logs->child; e; e = e->next) {
+        const struct jv *path = jv_get(e, "path");
+        uint64_t dev, ino, off;
+        if (!path || path->type != JV_STRING || !jv_u64(jv_get(e, "dev"), &dev) ||
+            !jv_u64(jv_get(e, "ino"), &ino) || !jv_u64(jv_get(e, "offset"), &off))
             continue;
         for (size_t i = 0; i < s->n_logs; i++) {
-            if (strcmp(s->logs[i].path, path->valuestring) != 0)
+            if (strcmp(s->logs[i].path, path->s) != 0)
                 continue;
-            s->logs[i].dev = (dev_t)dev->valuedouble;
-            s->logs[i].ino = (ino_t)ino->valuedouble;
-            s->logs[i].offset = (uint64_t)off->valuedouble;
+            s->logs[i].dev = (dev_t)dev;
+            s->logs[i].ino = (ino_t)ino;
+            s->logs[i].offset = off;
         }
     }
-    cJSON_Delete(root);
+    jv_doc_free(doc);
     return 0;
 }
 
@@ -147,19 +150,27 @@ static int state_load(struct ship *s)
  * state file is always either the old or the new state. */
 static int state_save(struct ship *s)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddNumberToObject(root, "version", 1);
-    cJSON *logs = cJSON_AddArrayToObject(root, "logs");
+    struct evbuffer *b = evbuffer_new();
+    if (!b)
+        return -1;
+    struct jw w;
+    jw_init(&w, b);
+    jw_begin_object(&w);
+    jw_kv_u64(&w, "version", 1);
+    jw_key(&w, "logs");
+    jw_begin_array(&w);
     for (size_t i = 0; i < s->n_logs; i++) {
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "path", s->logs[i].path);
-        cJSON_AddNumberToObject(e, "dev", (double)s->logs[i].dev);
-        cJSON_AddNumberToObject(e, "ino", (double)s->logs[i].ino);
-        cJSON_AddNumberToObject(e, "offset", (double)s->logs[i].offset);
-        cJSON_AddItemToArray(logs, e);
+        jw_begin_object(&w);
+        jw_kv_str(&w, "path", s->logs[i].path);
+        jw_kv_u64(&w, "dev", (uint64_t)s->logs[i].dev);
+        jw_kv_u64(&w, "ino", (uint64_t)s->logs[i].ino);
+        jw_kv_u64(&w, "offset", s->logs[i].offset);
+        jw_end(&w);
     }
-    char *text = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
+    jw_end(&w);
+    jw_end(&w);
+    char *text = jw_finish(&w) == 0 ? jw_take(b, NULL) : NULL;
+    evbuffer_free(b);
     if (!text)
         return -1;
     size_t tl = strlen(s->state_path) + 8;
@@ -308,11 +319,18 @@ static bool line_blank(const char *line, size_t len)
  * the whole batch for them). */
 static bool line_ok(struct ship_log *l, const char *line, size_t len, uint64_t off)
 {
-    cJSON *j = cJSON_ParseWithLength(line, len);
-    bool obj = cJSON_IsObject(j);
-    cJSON_Delete(j);
+    struct jv *v;
+    size_t n;
+    struct jv_error je;
+    struct jv_doc *doc = jv_parse(line, len, false, &v, &n, &je);
+    bool parsed = doc != NULL, obj = parsed && v->type == JV_OBJECT;
+    jv_doc_free(doc);
     if (!obj)
-        log_error(l->path, "byte %llu: not a JSON object, skipped: %.*s", (unsigned long long)off,
+        log_error(l->path,
+                  "byte %llu: not a JSON object (%s at %s, byte %zu of the line), "
+                  "skipped: %.*s",
+                  (unsigned long long)off, parsed ? "another JSON value" : je.msg,
+                  parsed ? "$" : je.path, parsed ? (size_t)0 : je.offset,
                   (int)(len > 80 ? 80 : len), line);
     return obj;
 }

@@ -69,6 +69,8 @@ void cfg_parse_devices(struct cfg_pctx *c, const cJSON *arr);
 void cfg_parse_links(struct cfg_pctx *c, const cJSON *arr);
 void cfg_parse_routes(struct cfg_pctx *c, const cJSON *arr);
 void cfg_parse_dedup(struct cfg_pctx *c, const cJSON *obj);
+void cfg_parse_endpoints(struct cfg_pctx *c, const cJSON *arr);
+void cfg_free_endpoints(struct cfg *cfg);
 void cfg_parse_delivery(struct cfg_pctx *c, const cJSON *obj); /* NULL obj: defaults */
 void cfg_free_delivery(struct cfg_delivery *d);
 

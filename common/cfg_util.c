@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hostport.h"
+
 void cfg_err(struct cfg_pctx *c, const char *jpath, const char *fmt, ...)
 {
     struct cfg_error *items = realloc(c->errs->items, (c->errs->n + 1) * sizeof(*items));
@@ -296,12 +298,9 @@ char *cfg_load_secret(struct cfg_pctx *c, const cJSON *obj, const char *key, con
 }
 int cfg_valid_hostport(const char *s)
 {
-    const char *colon = strrchr(s, ':');
-    if (!colon || colon == s)
-        return 0;
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    return *end == '\0' && port > 0 && port < 65536;
+    struct hostport hp; /* the tree's one HOST:PORT rule (hostport.h) */
+    char err[300];
+    return hostport_parse(s, strlen(s), 0, &hp, err, sizeof(err)) == 0;
 }
 
 int cfg_valid_http_url(const char *s)

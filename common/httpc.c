@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hostport.h"
 #include "httpc_conn.h"
 
 #define HTTPC_MAX_RESPONSE (16u << 20) /* a reconciler answer is a few hundred bytes */
@@ -50,7 +51,8 @@ struct url_parts {
     char host[320], port[16], path[2048];
 };
 
-static int parse_url(const char *url, struct url_parts *u)
+/* "http[s]://HOST[:PORT]/PATH" (HOST:PORT by hostport.h; port 80 / 443 by default). */
+static int parse_url(const char *url, struct url_parts *u, char *why, size_t whylen)
 {
     const char *h;
     if (strncmp(url, "http://", 7) == 0) {
@@ -60,39 +62,21 @@ static int parse_url(const char *url, struct url_parts *u)
         u->tls = 1;
         h = url + 8;
     } else {
+        snprintf(why, whylen, "does not start with http:// or https://");
         return -1;
     }
     const char *slash = strchr(h, '/');
-    size_t hostlen = slash ? (size_t)(slash - h) : strlen(h);
-    char hp[340];
-    if (hostlen == 0 || hostlen >= sizeof(hp))
+    size_t authority = slash ? (size_t)(slash - h) : strlen(h);
+    struct hostport hp;
+    if (hostport_parse(h, authority, HOSTPORT_PORT_OPTIONAL, &hp, why, whylen) != 0)
         return -1;
-    memcpy(hp, h, hostlen);
-    hp[hostlen] = '\0';
-    if (snprintf(u->path, sizeof(u->path), "%s", slash ? slash : "/") >= (int)sizeof(u->path))
+    unsigned port = hp.has_port ? hp.port : u->tls ? 443u : 80u;
+    if (snprintf(u->path, sizeof(u->path), "%s", slash ? slash : "/") >= (int)sizeof(u->path) ||
+        snprintf(u->host, sizeof(u->host), "%s", hp.host) >= (int)sizeof(u->host) ||
+        snprintf(u->port, sizeof(u->port), "%u", port) >= (int)sizeof(u->port)) {
+        snprintf(why, whylen, "too long");
         return -1;
-    char *colon;
-    if (hp[0] == '[') { /* [::1]:7070 */
-        char *rb = strchr(hp, ']');
-        if (!rb || (rb[1] != '\0' && rb[1] != ':'))
-            return -1;
-        *rb = '\0';
-        if (snprintf(u->host, sizeof(u->host), "%s", hp + 1) >= (int)sizeof(u->host))
-            return -1;
-        colon = rb[1] == ':' ? rb + 1 : NULL;
-    } else {
-        colon = strrchr(hp, ':');
-        if (colon)
-            *colon = '\0';
-        if (snprintf(u->host, sizeof(u->host), "%s", hp) >= (int)sizeof(u->host))
-            return -1;
     }
-    const char *port = colon ? colon + 1 : (u->tls ? "443" : "80");
-    char *end;
-    long pn = strtol(port, &end, 10);
-    if (!u->host[0] || *end || pn < 1 || pn > 65535 ||
-        snprintf(u->port, sizeof(u->port), "%ld", pn) >= (int)sizeof(u->port))
-        return -1;
     return 0;
 }
 
@@ -224,13 +208,14 @@ static int send_request(struct httpc_conn *c, const struct httpc_req *rq, const 
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    char authority[HOSTPORT_HOST_MAX + 16];
+    hostport_format(u->host, (unsigned)atoi(u->port), authority, sizeof(authority));
     int hn = snprintf(
         hdr, hcap,
-        "%s %s HTTP/1.1\r\nHost: %s%s%s:%s\r\nUser-Agent: wanledger\r\n"
+        "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: wanledger\r\n"
         "Connection: close\r\n%s%s%s%s%s%s"
         "Content-Type: %s\r\nContent-Length: %zu\r\n\r\n",
-        rq->method ? rq->method : "POST", u->path, strchr(u->host, ':') ? "[" : "", u->host,
-        strchr(u->host, ':') ? "]" : "", u->port, tok ? "Authorization: Bearer " : "",
+        rq->method ? rq->method : "POST", u->path, authority, tok ? "Authorization: Bearer " : "",
         tok ? tok : "", tok ? "\r\n" : "", rq->content_encoding ? "Content-Encoding: " : "",
         rq->content_encoding ? rq->content_encoding : "", rq->content_encoding ? "\r\n" : "",
         rq->content_type ? rq->content_type : "application/json", rq->len);
@@ -331,8 +316,10 @@ static int request(const struct httpc_req *rq, struct httpc_response *resp, char
     memset(resp, 0, sizeof(*resp));
     resp->retry_after_s = -1;
     struct url_parts u;
-    if (parse_url(rq->url, &u) != 0) {
-        snprintf(err, errlen, "bad URL \"%s\": expected http[s]://HOST[:PORT]/PATH", rq->url);
+    char why[300];
+    if (parse_url(rq->url, &u, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "bad URL \"%s\": expected http[s]://HOST[:PORT]/PATH: %s", rq->url,
+                 why);
         return -1;
     }
     int timeout = rq->timeout_ms > 0 ? rq->timeout_ms : 10000;

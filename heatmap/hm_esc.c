@@ -6,32 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. Rejects overlongs,
- * surrogates and code points above U+10FFFF. */
+#include "utf8.h"
+
+/* Length of the valid UTF-8 sequence at s (utf8.h's rule), or 0 when invalid; XML also forbids
+ * the noncharacters U+FFFE and U+FFFF, so they count as invalid here. */
 static size_t utf8_len(const unsigned char *s)
 {
-    unsigned c = s[0];
-    if (c < 0x80)
-        return 1;
-    size_t n;
     uint32_t cp;
-    if ((c & 0xE0) == 0xC0)
-        n = 2, cp = c & 0x1F;
-    else if ((c & 0xF0) == 0xE0)
-        n = 3, cp = c & 0x0F;
-    else if ((c & 0xF8) == 0xF0)
-        n = 4, cp = c & 0x07;
-    else
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3F);
-    }
-    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-        (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF || cp == 0xFFFE || cp == 0xFFFF)
-        return 0;
-    return n;
+    size_t n = utf8_seq_len(s, strnlen((const char *)s, 4), &cp);
+    return n && cp != 0xFFFE && cp != 0xFFFF ? n : 0;
 }
 
 static const char REPLACEMENT[] = "\xEF\xBF\xBD";

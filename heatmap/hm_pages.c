@@ -1,7 +1,6 @@
 /* GET /heatmap and GET /heatmap/cell: query parsing, error bodies, and the page renderers. */
 #include "hm_pages.h"
 
-#include <cjson/cJSON.h>
 #include <sys/queue.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -12,17 +11,12 @@
 #include "hm_grid.h"
 #include "hm_heatmap_html.h"
 #include "hm_span.h"
+#include "jsonw.h"
 
 static int bad_request(struct evbuffer *out, const char **content_type, const char *path,
                        const char *msg)
 {
-    cJSON *o = cJSON_CreateObject();
-    char *s = NULL;
-    if (o && cJSON_AddStringToObject(o, "error", msg) && cJSON_AddStringToObject(o, "path", path))
-        s = cJSON_PrintUnformatted(o);
-    evbuffer_add_printf(out, "%s\n", s ? s : "{\"error\":\"bad request\",\"path\":\"\"}");
-    cJSON_free(s);
-    cJSON_Delete(o);
+    jw_error(out, msg, path);
     *content_type = "application/json";
     return 400;
 }

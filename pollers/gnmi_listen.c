@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "gnmi_event.h"
+#include "hostport.h"
 #include "log.h"
 #include "timeutil.h"
 
@@ -35,14 +36,30 @@ struct gnmi_listen {
     struct tcp_conn *conns; /* open connections, freed with the listener */
 };
 
-static int parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *sl)
+/* A listen address: HOST:PORT by hostport.h, the host an IP address. */
+static int parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *sl, char *why,
+                      size_t whylen)
 {
-    int len = (int)sizeof(*ss);
+    struct hostport hp;
     memset(ss, 0, sizeof(*ss));
-    if (evutil_parse_sockaddr_port(addr, (struct sockaddr *)ss, &len) != 0)
+    if (hostport_parse(addr, strlen(addr), HOSTPORT_ALLOW_ZERO, &hp, why, whylen) != 0)
         return -1;
-    *sl = (socklen_t)len;
-    return 0;
+    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+    if (hp.family == AF_INET && inet_pton(AF_INET, hp.host, &s4->sin_addr) == 1) {
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons(hp.port);
+        *sl = sizeof(*s4);
+        return 0;
+    }
+    if (hp.family == AF_INET6 && inet_pton(AF_INET6, hp.host, &s6->sin6_addr) == 1) {
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons(hp.port);
+        *sl = sizeof(*s6);
+        return 0;
+    }
+    snprintf(why, whylen, "\"%s\": the host must be an IP address", addr);
+    return -1;
 }
 
 static void peer_name(const struct sockaddr *sa, char *buf, size_t len)
@@ -254,9 +271,10 @@ struct gnmi_listen *gnmi_listen_new(struct event_base *base, const struct cfg *c
     }
     struct sockaddr_storage ss;
     socklen_t sl;
+    char why[300];
     if (tcp_addr) {
-        if (parse_addr(tcp_addr, &ss, &sl) != 0) {
-            snprintf(err, errlen, "gnmi tcp listen address \"%s\": expected HOST:PORT", tcp_addr);
+        if (parse_addr(tcp_addr, &ss, &sl, why, sizeof(why)) != 0) {
+            snprintf(err, errlen, "gnmi tcp listen address: expected HOST:PORT, got %s", why);
             goto fail;
         }
         g->tcp =
@@ -268,8 +286,8 @@ struct gnmi_listen *gnmi_listen_new(struct event_base *base, const struct cfg *c
         }
     }
     if (udp_addr) {
-        if (parse_addr(udp_addr, &ss, &sl) != 0) {
-            snprintf(err, errlen, "gnmi udp listen address \"%s\": expected HOST:PORT", udp_addr);
+        if (parse_addr(udp_addr, &ss, &sl, why, sizeof(why)) != 0) {
+            snprintf(err, errlen, "gnmi udp listen address: expected HOST:PORT, got %s", why);
             goto fail;
         }
         g->udp_buf = malloc(65536);

@@ -94,22 +94,29 @@ int api_cells(PGconn *db, const struct cfg *cfg, const char *query, struct evbuf
         evhttp_clear_headers(&q);
         return 500;
     }
-    evbuffer_add_printf(out, "{\"from\":\"%s\",\"to\":\"%s\",\"cells\":[", a, b);
+    struct jw w;
+    jw_init(&w, out);
+    jw_begin_object(&w);
+    jw_kv_str(&w, "from", a);
+    jw_kv_str(&w, "to", b);
+    jw_key(&w, "cells");
+    jw_begin_array(&w);
     for (int i = 0; i < PQntuples(r); i++) {
-        evbuffer_add(out, i ? ",{" : "{", i ? 2 : 1);
+        jw_begin_object(&w);
         for (int c = 0; c < (int)(sizeof(CELL_FIELDS) / sizeof(CELL_FIELDS[0])); c++) {
-            evbuffer_add_printf(out, "%s\"%s\":", c ? "," : "", CELL_FIELDS[c]);
-            if (PQgetisnull(r, i, c)) {
-                evbuffer_add(out, "null", 4);
-            } else if (c == 0 || c == 2 || c == 3 || c == 12) {
-                jw_str(out, PQgetvalue(r, i, c));
-            } else {
-                evbuffer_add(out, PQgetvalue(r, i, c), (size_t)PQgetlength(r, i, c));
-            }
+            jw_key(&w, CELL_FIELDS[c]);
+            if (PQgetisnull(r, i, c))
+                jw_null(&w);
+            else if (c == 0 || c == 2 || c == 3 || c == 12)
+                jw_string(&w, PQgetvalue(r, i, c));
+            else /* numeric columns as PostgreSQL prints them: exact */
+                jw_raw(&w, PQgetvalue(r, i, c), (size_t)PQgetlength(r, i, c));
         }
-        evbuffer_add(out, "}", 1);
+        jw_end(&w);
     }
-    evbuffer_add_printf(out, "]}\n");
+    jw_end(&w);
+    jw_end(&w);
+    evbuffer_add(out, "\n", 1);
     PQclear(r);
     evhttp_clear_headers(&q);
     return 200;

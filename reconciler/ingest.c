@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copyesc.h"
 #include "jsonv.h"
 #include "timeutil.h"
 
@@ -113,32 +114,12 @@ static void buf_null(struct ingest_batch *b)
     buf_put(b, "\\N", 2);
 }
 
-/* A text value escaped for COPY's text format. */
+/* A text value escaped for COPY's text format (copyesc.h). */
 static void buf_text(struct ingest_batch *b, const char *s, size_t n)
 {
-    if (buf_reserve(b, 2 * n) < 0)
+    if (buf_reserve(b, COPYESC_MAX(n)) < 0)
         return;
-    char *w = b->copy + b->copy_len;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        switch (ch) {
-        case '\\':
-            *w++ = '\\', *w++ = '\\';
-            break;
-        case '\n':
-            *w++ = '\\', *w++ = 'n';
-            break;
-        case '\r':
-            *w++ = '\\', *w++ = 'r';
-            break;
-        case '\t':
-            *w++ = '\\', *w++ = 't';
-            break;
-        default:
-            *w++ = ch;
-        }
-    }
-    b->copy_len = (size_t)(w - b->copy);
+    b->copy_len += copyesc_text(b->copy + b->copy_len, s, n);
 }
 
 static void buf_time(struct ingest_batch *b, int64_t us)
@@ -190,7 +171,7 @@ static int want_object(struct vctx *c, const struct jv *v, struct loc l)
     return 0;
 }
 
-/* A string of 1..NAME_MAX_BYTES bytes (NUL-free: PostgreSQL text cannot hold U+0000). With
+/* A string of 1..NAME_MAX_BYTES bytes (NUL-free: the reader refuses U+0000). With
  * optional, a missing or null value is accepted and *out becomes NULL. */
 static int want_name(struct vctx *c, const struct jv *v, struct loc l, bool optional,
                      const struct jv **out)
@@ -207,8 +188,6 @@ static int want_name(struct vctx *c, const struct jv *v, struct loc l, bool opti
         return bad(c, l, "expected a non-empty string");
     if (v->n > NAME_MAX_BYTES)
         return bad(c, l, "string longer than %d bytes", NAME_MAX_BYTES);
-    if (strlen(v->s) != v->n)
-        return bad(c, l, "string contains U+0000");
     *out = v;
     return 0;
 }
@@ -429,9 +408,7 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         int k = flow_slot_of(m->key);
         if (k < 0)
             continue; /* unknown members are ignored: newer agents may add fields */
-        if (s[k])
-            return bad(c, at_key(l, m->key), "duplicate key");
-        s[k] = m;
+        s[k] = m;     /* no duplicates: the reader refuses them (jsonv.h) */
     }
     const struct jv *source, *proto = NULL, *role = NULL, *op = NULL, *export = NULL;
     const struct jv *user, *program, *workflow, *container;
@@ -866,7 +843,7 @@ int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body,
     struct jv_error je;
     struct jv_doc *doc = jv_parse(body, len, stream, &first, &n_values, &je);
     if (!doc) {
-        e->status = 400;
+        e->status = je.semantic ? 422 : 400; /* JSON, but a duplicate member or U+0000 */
         snprintf(e->msg, sizeof(e->msg), "%s (byte %zu)", je.msg, je.offset);
         snprintf(e->path, sizeof(e->path), "%s", je.path);
         return -1;

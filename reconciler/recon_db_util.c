@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copyesc.h"
 #include "pgc.h"
 #include "recon_db_internal.h"
 
@@ -111,27 +112,19 @@ void rdb_sb_be(struct rdb_sbuf *b, uint64_t v, int n)
     rdb_sb_add(b, (const char *)out, (size_t)n);
 }
 
-/* A COPY text-format field (then a tab or newline is added by the caller). */
+/* A COPY text-format field (then a tab or newline is added by the caller): copyesc.h. */
 void rdb_sb_copy_text(struct rdb_sbuf *b, const char *s)
 {
-    for (; *s; s++) {
-        switch (*s) {
-        case '\\':
-            rdb_sb_add(b, "\\\\", 2);
-            break;
-        case '\t':
-            rdb_sb_add(b, "\\t", 2);
-            break;
-        case '\n':
-            rdb_sb_add(b, "\\n", 2);
-            break;
-        case '\r':
-            rdb_sb_add(b, "\\r", 2);
-            break;
-        default:
-            rdb_sb_add(b, s, 1);
-        }
+    size_t n = strlen(s);
+    char local[512];
+    char *tmp = COPYESC_MAX(n) <= sizeof(local) ? local : malloc(COPYESC_MAX(n));
+    if (!tmp) {
+        b->oom = true;
+        return;
     }
+    rdb_sb_add(b, tmp, copyesc_text(tmp, s, n));
+    if (tmp != local)
+        free(tmp);
 }
 
 /* An element of a text[] array literal: "…" with \ and " escaped. */

@@ -13,7 +13,9 @@
 #include <sys/socket.h>
 
 #include "api.h"
+#include "api_deps.h"
 #include "hm_pages.h"
+#include "hostport.h"
 #include "ingest.h"
 #include "jsonw.h"
 #include "log.h"
@@ -36,7 +38,17 @@ enum access {
     ACCESS_PAGE, /* reader token, or none from loopback with open_on_loopback */
 };
 
-enum handler { H_INGEST, H_HEALTHZ, H_METRICS, H_CELLS, H_TOP, H_HEATMAP, H_CELL };
+enum handler {
+    H_INGEST,
+    H_HEALTHZ,
+    H_METRICS,
+    H_CELLS,
+    H_TOP,
+    H_HEATMAP,
+    H_CELL,
+    H_DEPS,
+    H_DEPS_PAGE
+};
 
 struct route {
     const char *path;
@@ -61,6 +73,9 @@ static const struct route ROUTES[] = {
     {"/api/v1/top", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_TOP, 0, METRICS_EP_API},
     {"/heatmap", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_HEATMAP, 0, METRICS_EP_PAGES},
     {"/heatmap/cell", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_CELL, 0, METRICS_EP_PAGES},
+    {"/api/v1/deps", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_DEPS, 0, METRICS_EP_API},
+    {"/heatmap/deps", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_DEPS_PAGE, 0,
+     METRICS_EP_PAGES},
 };
 
 static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader"};
@@ -265,8 +280,12 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
             PGresult *r = PQexec(db, "SELECT 1");
             status = PQresultStatus(r) == PGRES_TUPLES_OK ? 200 : 503;
             PQclear(r);
-            evbuffer_add_printf(out, "{\"status\":\"%s\"}\n",
-                                status == 200 ? "ok" : "database unreachable");
+            struct jw w;
+            jw_init(&w, out);
+            jw_begin_object(&w);
+            jw_kv_str(&w, "status", status == 200 ? "ok" : "database unreachable");
+            jw_end(&w);
+            evbuffer_add(out, "\n", 1);
             break;
         }
         case H_CELLS:
@@ -280,6 +299,12 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
             break;
         case H_CELL:
             status = hm_page_cell(db, s->cfg, query, out, &ct);
+            break;
+        case H_DEPS:
+            status = api_deps(db, s->cfg, query, out, &ct);
+            break;
+        case H_DEPS_PAGE:
+            status = api_deps_page(db, s->cfg, query, out, &ct);
             break;
         default:
             status = 500;
@@ -344,38 +369,14 @@ static void on_request(struct evhttp_request *req, void *arg)
 
 /* ---- life cycle --------------------------------------------------------------------------- */
 
-/* "127.0.0.1:7070", "[::1]:7070", "0.0.0.0:7070" -> host and port. */
-static int split_listen(const char *listen, char *host, size_t hostlen, int *port)
-{
-    const char *colon = strrchr(listen, ':');
-    if (!colon)
-        return -1;
-    const char *h = listen;
-    size_t hl = (size_t)(colon - listen);
-    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
-        h++;
-        hl -= 2;
-    }
-    if (hl == 0 || hl >= hostlen)
-        return -1;
-    memcpy(host, h, hl);
-    host[hl] = 0;
-    char *end;
-    long p = strtol(colon + 1, &end, 10);
-    if (*end || p < 0 || p > 65535)
-        return -1;
-    *port = (int)p;
-    return 0;
-}
-
 struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store *store,
                     struct metrics *metrics, char *err, size_t errlen)
 {
-    char host[128];
-    int port;
-    if (!cfg->listen || split_listen(cfg->listen, host, sizeof(host), &port) < 0) {
-        snprintf(err, errlen, "listen: expected HOST:PORT, got \"%s\"",
-                 cfg->listen ? cfg->listen : "");
+    struct hostport hp; /* "127.0.0.1:7070", "[::1]:7070"; port 0 lets tests take a free one */
+    char herr[300];
+    if (!cfg->listen || hostport_parse(cfg->listen, strlen(cfg->listen), HOSTPORT_ALLOW_ZERO, &hp,
+                                       herr, sizeof(herr)) < 0) {
+        snprintf(err, errlen, "listen: expected HOST:PORT, got %s", cfg->listen ? herr : "nothing");
         return NULL;
     }
     struct srv *s = calloc(1, sizeof(*s));
@@ -406,7 +407,7 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
     }
     evhttp_set_gencb(s->http, on_request, s);
     struct evhttp_bound_socket *bs =
-        evhttp_bind_socket_with_handle(s->http, host, (ev_uint16_t)port);
+        evhttp_bind_socket_with_handle(s->http, hp.host, (ev_uint16_t)hp.port);
     if (!bs) {
         snprintf(err, errlen, "cannot listen on %s", cfg->listen);
         wk_stop(s->workers);
@@ -416,7 +417,7 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
     }
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
-    s->port = port;
+    s->port = hp.port;
     if (getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl) == 0)
         s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                  : ((struct sockaddr_in *)&ss)->sin_port);

@@ -132,33 +132,35 @@ void top_print(FILE *f, const struct top_result *r)
 void top_json(struct evbuffer *out, const struct top_result *r)
 {
     char from[TM_RFC3339_LEN], to[TM_RFC3339_LEN];
-    evbuffer_add_printf(out, "{\"src\":");
-    jw_str(out, r->src);
-    evbuffer_add_printf(out, ",\"dst\":");
-    jw_str(out, r->dst);
-    evbuffer_add_printf(
-        out,
-        ",\"from\":\"%s\",\"to\":\"%s\",\"window_seconds\":%d,\"windows\":%llu,"
-        "\"observed_payload_bytes\":%llu,\"attributed_bytes\":%llu,"
-        "\"unattributed_bytes\":%llu,\"unattributed_share\":%.6f,"
-        "\"other_bytes\":%llu,\"rows\":[",
-        tm_format_rfc3339(r->from_us, from), tm_format_rfc3339(r->to_us, to), r->window_seconds,
-        (unsigned long long)r->windows, (unsigned long long)r->observed_payload_bytes,
-        (unsigned long long)r->attributed_bytes, (unsigned long long)r->unattributed_bytes,
-        r->observed_payload_bytes ? top_share(r, r->unattributed_bytes) : 0.0,
-        (unsigned long long)r->other_bytes);
+    struct jw w;
+    jw_init(&w, out);
+    jw_begin_object(&w);
+    jw_kv_str(&w, "src", r->src);
+    jw_kv_str(&w, "dst", r->dst);
+    jw_kv_str(&w, "from", tm_format_rfc3339(r->from_us, from));
+    jw_kv_str(&w, "to", tm_format_rfc3339(r->to_us, to));
+    jw_kv_i64(&w, "window_seconds", r->window_seconds);
+    jw_kv_u64(&w, "windows", (uint64_t)r->windows);
+    jw_kv_u64(&w, "observed_payload_bytes", (uint64_t)r->observed_payload_bytes);
+    jw_kv_u64(&w, "attributed_bytes", (uint64_t)r->attributed_bytes);
+    jw_kv_u64(&w, "unattributed_bytes", (uint64_t)r->unattributed_bytes);
+    jw_kv_fixed(&w, "unattributed_share",
+                r->observed_payload_bytes ? top_share(r, r->unattributed_bytes) : 0.0, 6);
+    jw_kv_u64(&w, "other_bytes", (uint64_t)r->other_bytes);
+    jw_key(&w, "rows");
+    jw_begin_array(&w);
     for (size_t i = 0; i < r->n_rows; i++) {
-        const struct top_row *w = &r->rows[i];
-        evbuffer_add_printf(out, "%s{\"source\":", i ? "," : "");
-        jw_str(out, w->source);
-        evbuffer_add_printf(out, ",\"workflow\":");
-        jw_str(out, w->workflow);
-        evbuffer_add_printf(out, ",\"user\":");
-        jw_str(out, w->user);
-        evbuffer_add_printf(out, ",\"program\":");
-        jw_str(out, w->program);
-        evbuffer_add_printf(out, ",\"bytes\":%llu,\"share\":%.6f}", (unsigned long long)w->bytes,
-                            top_share(r, w->bytes));
+        const struct top_row *row = &r->rows[i];
+        jw_begin_object(&w);
+        jw_kv_str(&w, "source", row->source);
+        jw_kv_str(&w, "workflow", row->workflow);
+        jw_kv_str(&w, "user", row->user);
+        jw_kv_str(&w, "program", row->program);
+        jw_kv_u64(&w, "bytes", (uint64_t)row->bytes);
+        jw_kv_fixed(&w, "share", top_share(r, row->bytes), 6);
+        jw_end(&w);
     }
-    evbuffer_add_printf(out, "]}\n");
+    jw_end(&w);
+    jw_end(&w);
+    evbuffer_add(out, "\n", 1);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hostport.h"
 #include "jsonw.h"
 #include "log.h"
 #include "timeutil.h"
@@ -90,75 +91,65 @@ static void base_url(const struct cfg *cfg, char *out, size_t cap)
         out[--n] = 0;
 }
 
-static void add_annotation(struct evbuffer *out, bool *first, const char *key, const char *val)
-{
-    evbuffer_add_printf(out, "%s\"%s\":", *first ? "" : ",", key);
-    jw_str(out, val);
-    *first = false;
-}
-
 void webhook_alert_json(struct evbuffer *out, const struct cfg *cfg, const struct webhook_alert *a)
 {
     char t0[TM_RFC3339_LEN], t1[TM_RFC3339_LEN], fw[TM_RFC3339_LEN], lw[TM_RFC3339_LEN];
     char num[64], summary[512], base[512];
     tm_format_rfc3339(a->first_window_us, fw);
     tm_format_rfc3339(a->last_window_us, lw);
+    struct jw w;
+    jw_init(&w, out);
+    jw_begin_object(&w);
+    jw_key(&w, "labels");
+    jw_begin_object(&w);
+    jw_kv_str(&w, "alertname", alertname_of(a->kind));
+    jw_kv_str(&w, "kind", a->kind);
+    jw_kv_str(&w, "src_site", a->src_site);
+    jw_kv_str(&w, "dst_site", a->dst_site);
+    if (a->circuit && *a->circuit)
+        jw_kv_str(&w, "circuit", a->circuit);
+    jw_kv_str(&w, "severity", severity_of(a->kind));
+    jw_end(&w);
 
-    evbuffer_add_printf(out, "{\"labels\":{\"alertname\":");
-    jw_str(out, alertname_of(a->kind));
-    evbuffer_add_printf(out, ",\"kind\":");
-    jw_str(out, a->kind);
-    evbuffer_add_printf(out, ",\"src_site\":");
-    jw_str(out, a->src_site);
-    evbuffer_add_printf(out, ",\"dst_site\":");
-    jw_str(out, a->dst_site);
-    if (a->circuit && *a->circuit) {
-        evbuffer_add_printf(out, ",\"circuit\":");
-        jw_str(out, a->circuit);
-    }
-    evbuffer_add_printf(out, ",\"severity\":");
-    jw_str(out, severity_of(a->kind));
-
-    evbuffer_add_printf(out, "},\"annotations\":{");
-    bool first = true;
+    jw_key(&w, "annotations"); /* Alertmanager annotations are strings */
+    jw_begin_object(&w);
     if (a->summary && *a->summary)
         snprintf(summary, sizeof(summary), "%s", a->summary);
     else
         snprintf(summary, sizeof(summary), "%s alert on %s -> %s since the window of %s", a->kind,
                  a->src_site, a->dst_site, fw);
-    add_annotation(out, &first, "summary", summary);
+    jw_kv_str(&w, "summary", summary);
     if (a->peak_unattributed_bytes >= 0) {
         snprintf(num, sizeof(num), "%lld", (long long)a->peak_unattributed_bytes);
-        add_annotation(out, &first, "peak_unattributed_bytes", num);
+        jw_kv_str(&w, "peak_unattributed_bytes", num);
     }
     if (a->peak_ratio >= 0) {
         snprintf(num, sizeof(num), "%.4f", a->peak_ratio);
-        add_annotation(out, &first, "peak_ratio", num);
+        jw_kv_str(&w, "peak_ratio", num);
     }
-    add_annotation(out, &first, "first_window", fw);
-    add_annotation(out, &first, "last_window", lw);
+    jw_kv_str(&w, "first_window", fw);
+    jw_kv_str(&w, "last_window", lw);
+    jw_end(&w);
 
-    evbuffer_add_printf(out, "},\"startsAt\":\"%s\"", tm_format_rfc3339(a->opened_at_us, t0));
+    jw_kv_str(&w, "startsAt", tm_format_rfc3339(a->opened_at_us, t0));
     if (a->resolved)
-        evbuffer_add_printf(
-            out, ",\"endsAt\":\"%s\"",
-            tm_format_rfc3339(a->resolved_at_us ? a->resolved_at_us : tm_now_us(), t1));
+        jw_kv_str(&w, "endsAt",
+                  tm_format_rfc3339(a->resolved_at_us ? a->resolved_at_us : tm_now_us(), t1));
     base_url(cfg, base, sizeof(base));
     char *src = evhttp_uriencode(a->src_site, -1, 0);
     char *dst = evhttp_uriencode(a->dst_site, -1, 0);
     char *win = evhttp_uriencode(lw, -1, 0);
-    evbuffer_add_printf(out, ",\"generatorURL\":");
     char *url = NULL;
     if (src && dst && win &&
         asprintf(&url, "%s/heatmap/cell?src=%s&dst=%s&window=%s", base, src, dst, win) > 0)
-        jw_str(out, url);
+        jw_kv_str(&w, "generatorURL", url);
     else
-        jw_str(out, base);
+        jw_kv_str(&w, "generatorURL", base);
     free(url);
     free(src);
     free(dst);
     free(win);
-    evbuffer_add_printf(out, "}");
+    jw_end(&w);
 }
 
 /* ---- per-target bookkeeping --------------------------------------------------------------- */
@@ -267,7 +258,7 @@ static int post(struct target *t, struct evbuffer *body)
         return -1;
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     char hostport[300];
-    snprintf(hostport, sizeof(hostport), "%s:%d", t->host, t->port);
+    hostport_format(t->host, (unsigned)t->port, hostport, sizeof(hostport)); /* [v6]:port */
     evhttp_add_header(h, "Host", hostport);
     evhttp_add_header(h, "Content-Type", "application/json");
     evhttp_add_header(h, "User-Agent", "wanledger");

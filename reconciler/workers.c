@@ -80,8 +80,14 @@ static void process(struct wk_pool *p, struct store *st, struct wk_job *j)
             metrics_rows(p->metrics, j->ep, res.received, res.stored);
             log_debug(j->peer, "%s: %zu rows, %zu new", j->path, res.received, res.stored);
             j->status = 200;
-            evbuffer_add_printf(out, "{\"received\":%zu,\"stored\":%zu,\"duplicate\":%zu}\n",
-                                res.received, res.stored, res.received - res.stored);
+            struct jw w;
+            jw_init(&w, out);
+            jw_begin_object(&w);
+            jw_kv_u64(&w, "received", res.received);
+            jw_kv_u64(&w, "stored", res.stored);
+            jw_kv_u64(&w, "duplicate", res.received - res.stored);
+            jw_end(&w);
+            evbuffer_add(out, "\n", 1);
         }
         ingest_batch_free(&b);
     }

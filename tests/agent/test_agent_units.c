@@ -16,6 +16,7 @@
 
 #include "agent_opts.h"
 #include "agentmetrics.h"
+#include "jsonv.h"
 #include "nfslocal.h"
 #include "nfsops.h"
 #include "procmeta.h"
@@ -252,6 +253,69 @@ static void test_report_json_clean(void **state)
     assert_non_null(strstr(json, "\"export\":\"/data/" FFFD "\""));
     /* no escaped control character is left either */
     assert_null(strstr(json, "\\u00"));
+    free(json);
+    flowset_free(&fs);
+}
+
+/* Counters above 2^53 reach the reconciler exactly: the report is read back with the strict
+ * reader and every counter compared with what was put in (a double would give ...992 for
+ * 2^53 + 1 and 18446744073709551616 for 2^64 - 1). */
+static void test_report_json_exact(void **state)
+{
+    (void)state;
+    struct flowset fs = {0};
+    struct flow_rec *r = flowset_add(&fs);
+    assert_non_null(r);
+    r->source = FLOW_SRC_SOCKET;
+    r->family = AF_INET;
+    r->proto = IPPROTO_TCP;
+    inet_pton(AF_INET, "10.1.0.2", r->laddr);
+    inet_pton(AF_INET, "10.2.0.2", r->raddr);
+    r->lport = 41522;
+    r->rport = 5201;
+    r->tx_bytes = (1ULL << 53) + 1;
+    r->rx_bytes = UINT64_MAX;
+    r->tx_calls = (1ULL << 60) + 3;
+    r->rx_calls = 1;
+    r->owner.pid = UINT32_MAX;
+    snprintf(r->owner.comm, sizeof(r->owner.comm), "big");
+    r = flowset_add(&fs);
+    assert_non_null(r);
+    r->source = FLOW_SRC_NFS;
+    snprintf(r->server, sizeof(r->server), "10.2.0.50:2049");
+    snprintf(r->export_path, sizeof(r->export_path), "/data");
+    snprintf(r->op, sizeof(r->op), "write");
+    r->bytes = UINT64_MAX - 1;
+    r->ops = (1ULL << 53) + 7;
+    snprintf(r->owner.comm, sizeof(r->owner.comm), "nfs");
+    struct report_header h = {.host = "h",
+                              .agent_id = "a1",
+                              .seq = UINT64_MAX - 5,
+                              .window_seconds = 60,
+                              .dropped_events = (1ULL << 53) + 11,
+                              .k = 5,
+                              .threshold = 0.1,
+                              .flows_seen = 9};
+    char err[128];
+    char *json = report_json(&h, &fs, err, sizeof(err));
+    assert_non_null(json);
+    struct jv *root;
+    size_t n;
+    struct jv_error e;
+    struct jv_doc *d = jv_parse(json, strlen(json), false, &root, &n, &e);
+    assert_non_null(d);
+    uint64_t u;
+    assert_true(jv_u64(jv_get(root, "seq"), &u) && u == 18446744073709551610ULL);
+    assert_true(jv_u64(jv_get(root, "dropped_events"), &u) && u == 9007199254741003ULL);
+    assert_true(jv_get(jv_get(root, "sampling"), "threshold")->d == 0.1);
+    const struct jv *f0 = jv_get(root, "flows")->child, *f1 = f0->next;
+    assert_true(jv_u64(jv_get(f0, "tx_bytes"), &u) && u == 9007199254740993ULL);
+    assert_true(jv_u64(jv_get(f0, "rx_bytes"), &u) && u == 18446744073709551615ULL);
+    assert_true(jv_u64(jv_get(f0, "tx_calls"), &u) && u == 1152921504606846979ULL);
+    assert_true(jv_u64(jv_get(f0, "pid"), &u) && u == 4294967295ULL);
+    assert_true(jv_u64(jv_get(f1, "bytes"), &u) && u == 18446744073709551614ULL);
+    assert_true(jv_u64(jv_get(f1, "ops"), &u) && u == 9007199254740999ULL);
+    jv_doc_free(d);
     free(json);
     flowset_free(&fs);
 }
@@ -514,10 +578,11 @@ static void test_nfs_metrics(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cgroup_paths), cmocka_unit_test(test_endpoints),
-        cmocka_unit_test(test_flag_errors),  cmocka_unit_test(test_config_file),
-        cmocka_unit_test(test_clean_text),   cmocka_unit_test(test_report_json_clean),
-        cmocka_unit_test(test_nfs_local),    cmocka_unit_test(test_nfs_metrics),
+        cmocka_unit_test(test_cgroup_paths),      cmocka_unit_test(test_endpoints),
+        cmocka_unit_test(test_flag_errors),       cmocka_unit_test(test_config_file),
+        cmocka_unit_test(test_clean_text),        cmocka_unit_test(test_report_json_clean),
+        cmocka_unit_test(test_report_json_exact), cmocka_unit_test(test_nfs_local),
+        cmocka_unit_test(test_nfs_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,7 +35,7 @@ static void test_batch_json_exact_and_escaped(void **state)
     assert_int_equal(len, strlen(j));
     assert_string_equal(
         j, "{\"version\":1,\"poller\":\"p\\\"1\",\"samples\":[{\"device\":\"r\\\"1\\\\x\","
-           "\"interface\":\"et-0/0/1\\u000a\",\"at\":\"2025-11-29T20:00:00.250000Z\","
+           "\"interface\":\"et-0/0/1\\n\",\"at\":\"2025-11-29T20:00:00.250000Z\","
            "\"uptime_cs\":123456,\"in_octets\":18446744073709551615,\"out_octets\":"
            "9007199254740993,\"speed_bps\":0,\"counter_bits\":64,\"discontinuity_cs\":7}]}");
     free(j);

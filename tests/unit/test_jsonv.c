@@ -1,4 +1,4 @@
-/* The strict JSON reader (reconciler/jsonv.c) and writer (jsonw.c), as tables: each input with
+/* The strict JSON reader (common/jsonv.c) and writer (common/jsonw.c), as tables: each input with
  * the value or the error message prefix and JSON path expected. No server, no database. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -55,6 +55,13 @@ static void test_errors(void **state)
         {"\xFF", 0, "invalid UTF-8", "$"},
         {deep, 0, "nesting deeper than 64 levels", NULL},
         {"{} x", 1, "unexpected character 'x'", "$[1]"},
+        {"\"a\\u0000b\"", 0, "U+0000 is not allowed", "$"},
+        {"{\"a\\u0000\":1}", 0, "U+0000 is not allowed", "$"},
+        {"{\"a\":1,\"a\":2}", 0, "duplicate key \"a\"", "$.a"},
+        {"{\"a\":{\"b\":[{\"c\":1,\"d\":2,\"c\":3}]}}", 0, "duplicate key \"c\"", "$.a.b[0].c"},
+        {"{\"x\":1}\n{\"k\":{\"y\":1,\"\\u0079\":2}}", 1, "duplicate key \"y\"", "$[1].k.y"},
+        {"1e400", 0, "number 1e400 is out of the range", "$"},
+        {"[-1e99999999999999999999]", 0, "number -1e99999999999999999999 is out", "$[0]"},
         {"{}\n{\"a\":[}", 1, "unexpected character '}'", "$[1].a[0]"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -70,6 +77,41 @@ static void test_errors(void **state)
         if (cases[i].path)
             assert_string_equal(e.path, cases[i].path);
     }
+}
+
+/* A duplicate in a large object (the sorted path) is found, the first repeat in text order. */
+static void test_duplicates_large(void **state)
+{
+    (void)state;
+    char buf[8192];
+    size_t n = 0;
+    n += (size_t)snprintf(buf + n, sizeof(buf) - n, "{\"o\":{");
+    for (int i = 0; i < 500; i++)
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s\"k%d\":%d", i ? "," : "", i, i);
+    n += (size_t)snprintf(buf + n, sizeof(buf) - n, ",\"k400\":1,\"k7\":2}}");
+    struct jv *first;
+    size_t nv;
+    struct jv_error e;
+    assert_null(jv_parse(buf, n, 0, &first, &nv, &e));
+    assert_string_equal(e.msg, "duplicate key \"k400\"");
+    assert_string_equal(e.path, "$.o.k400");
+    assert_true(e.semantic);
+    assert_int_equal(e.offset, (size_t)(strstr(buf, ",\"k400\":1,") - buf) + 8);
+    /* no duplicate: accepted, and a syntax error is not semantic */
+    *strstr(buf, ",\"k400\":1,") = 0;
+    strcat(buf, "}}");
+    struct jv_doc *d = jv_parse(buf, strlen(buf), 0, &first, &nv, &e);
+    assert_non_null(d);
+    assert_int_equal(jv_get(first, "o")->n, 500);
+    jv_doc_free(d);
+    /* a raw NUL byte in a string is a control character (400, not 422) */
+    assert_null(jv_parse("[\"a\0b\"]", 6, 0, &first, &nv, &e));
+    assert_string_equal(e.msg, "control character U+0000 in a string must be escaped");
+    assert_string_equal(e.path, "$[0]");
+    assert_false(e.semantic);
+    assert_null(jv_parse("[1,", 3, 0, &first, &nv, &e));
+    assert_false(e.semantic);
+    assert_int_equal(e.offset, 3);
 }
 
 static const struct jv *one(const char *in, struct jv_doc **d)
@@ -98,6 +140,37 @@ static void test_numbers(void **state)
     jv_doc_free(d);
     v = one("9007199254740993", &d); /* 2^53 + 1: a double would round it */
     assert_true(v->u == 9007199254740993ULL);
+    jv_doc_free(d);
+    uint64_t u;
+    int64_t i64;
+    v = one("18446744073709551615", &d);
+    assert_true(jv_u64(v, &u) && u == UINT64_MAX);
+    assert_false(jv_i64(v, &i64));
+    jv_doc_free(d);
+    v = one("-9223372036854775808", &d); /* INT64_MIN, exact */
+    assert_true(jv_i64(v, &i64) && i64 == INT64_MIN);
+    assert_false(jv_u64(v, &u));
+    jv_doc_free(d);
+    v = one("-9223372036854775809", &d);
+    assert_false(jv_i64(v, &i64));
+    jv_doc_free(d);
+    v = one("9223372036854775807", &d);
+    assert_true(jv_i64(v, &i64) && i64 == INT64_MAX);
+    jv_doc_free(d);
+    v = one("18446744073709551616", &d);
+    assert_false(jv_u64(v, &u));
+    char txt[32];
+    assert_string_equal(jv_num_text(v, txt, sizeof(txt)), "18446744073709551616");
+    assert_null(jv_num_text(v, txt, 20)); /* 20 digits and the NUL do not fit in 20 */
+    jv_doc_free(d);
+    v = one("[ -1.50e+3 ]", &d);
+    assert_string_equal(jv_num_text(v->child, txt, sizeof(txt)), "-1.50e+3");
+    assert_int_equal(v->child->off, 2);
+    assert_false(jv_u64(v->child, &u));
+    assert_true(v->child->d == -1500.0);
+    jv_doc_free(d);
+    v = one("1e-400", &d); /* underflows to 0: a finite double, accepted */
+    assert_true(v->d == 0.0);
     jv_doc_free(d);
     v = one("-0", &d);
     assert_true(v->is_int && v->neg && v->u == 0);
@@ -165,6 +238,73 @@ static void test_writer(void **state)
     evbuffer_free(b);
 }
 
+static char *drain(struct evbuffer *b)
+{
+    char *s = jw_take(b, NULL);
+    assert_non_null(s);
+    return s;
+}
+
+static void test_builder(void **state)
+{
+    (void)state;
+    struct evbuffer *b = evbuffer_new();
+    struct jw w;
+    jw_init(&w, b);
+    jw_begin_object(&w);
+    jw_kv_u64(&w, "max", UINT64_MAX);
+    jw_kv_u64(&w, "p53", 9007199254740993ULL);
+    jw_kv_i64(&w, "min", INT64_MIN);
+    jw_kv_double(&w, "tau", 0.1);
+    jw_kv_double(&w, "third", 1.0 / 3);
+    jw_kv_double(&w, "inf", 1.0 / 0.0);
+    jw_kv_str(&w, "s", "a\"\xFF");
+    jw_key(&w, "a");
+    jw_begin_array(&w);
+    jw_u64(&w, 1);
+    jw_null(&w);
+    jw_bool(&w, true);
+    jw_begin_object(&w);
+    jw_end(&w);
+    jw_raw(&w, "1.50", 4);
+    jw_end(&w);
+    jw_key(&w, "n");
+    jw_string(&w, NULL);
+    jw_end(&w);
+    assert_int_equal(jw_finish(&w), 0);
+    char *s = drain(b);
+    assert_string_equal(s, "{\"max\":18446744073709551615,\"p53\":9007199254740993,"
+                           "\"min\":-9223372036854775808,\"tau\":0.1,"
+                           "\"third\":0.33333333333333331,\"inf\":null,\"s\":\"a\\\"\\ufffd\","
+                           "\"a\":[1,null,true,{},1.50],\"n\":null}");
+    /* what was written reads back exactly */
+    struct jv *first;
+    size_t n;
+    struct jv_error e;
+    struct jv_doc *d = jv_parse(s, strlen(s), 0, &first, &n, &e);
+    assert_non_null(d);
+    uint64_t u;
+    int64_t i;
+    assert_true(jv_u64(jv_get(first, "max"), &u) && u == UINT64_MAX);
+    assert_true(jv_i64(jv_get(first, "min"), &i) && i == INT64_MIN);
+    assert_true(jv_get(first, "third")->d == 1.0 / 3);
+    jv_doc_free(d);
+    free(s);
+    /* misuse is reported, not written silently */
+    jw_init(&w, b);
+    jw_begin_array(&w);
+    jw_key(&w, "k"); /* a key inside an array */
+    assert_int_equal(jw_finish(&w), -1);
+    jw_init(&w, b);
+    jw_begin_object(&w);
+    assert_int_equal(jw_finish(&w), -1); /* not closed */
+    jw_init(&w, b);
+    for (int k = 0; k < JW_MAX_DEPTH + 1; k++)
+        jw_begin_array(&w);
+    assert_int_equal(jw_finish(&w), -1);
+    evbuffer_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -172,6 +312,8 @@ int main(void)
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_strings_and_structure),
         cmocka_unit_test(test_writer),
+        cmocka_unit_test(test_builder),
+        cmocka_unit_test(test_duplicates_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,10 @@
-/* A strict, validating JSON reader for request bodies: exact 64-bit integers (cJSON keeps only
- * doubles), UTF-8 checked in every string, and every error reported with the JSON path where it
- * happened ("$.flows[3].tx_bytes") so the ingest API can answer {"error","path"}. */
+/* The tree's one JSON reader (strict RFC 8259): exact 64-bit integers (cJSON keeps only
+ * doubles), every string checked against utf8.h's rule, and every error reported with what
+ * happened, the JSON path ("$.flows[3].tx_bytes") and the byte offset, so the ingest API can
+ * answer {"error","path"}. Beyond RFC 8259 it refuses, everywhere in a document: duplicate object
+ * members (the path names the second one), U+0000 in a string or key (so every decoded string is
+ * a C string), nesting deeper than JV_MAX_DEPTH, inputs over JV_MAX_LEN bytes and more than
+ * JV_MAX_NODES values. */
 #ifndef WL_JSONV_H
 #define WL_JSONV_H
 
@@ -10,6 +14,10 @@
 
 enum jv_type { JV_NULL, JV_FALSE, JV_TRUE, JV_NUMBER, JV_STRING, JV_ARRAY, JV_OBJECT };
 
+#define JV_MAX_DEPTH 64
+#define JV_MAX_LEN   (1u << 30) /* bytes */
+#define JV_MAX_NODES (1u << 24) /* values in one document */
+
 struct jv {
     enum jv_type type;
     bool is_int;      /* number: integer syntax (no fraction, no exponent) */
@@ -18,7 +26,10 @@ struct jv {
     uint32_t n;       /* string: length in bytes; array/object: number of children */
     uint64_t u;       /* number: magnitude when is_int && !overflow */
     double d;         /* number: value as a double */
-    const char *s;    /* string: decoded, NUL-terminated (may hold U+0000: use n) */
+    const char *s;    /* string: decoded, NUL-terminated (U+0000 is refused) */
+    const char *num;  /* number: its text as written (not NUL-terminated: num_len bytes) */
+    uint32_t num_len; /* number: length of num */
+    size_t off;       /* byte offset of the value in the input */
     const char *key;  /* member of an object: its decoded key; else NULL */
     struct jv *child; /* first element or member */
     struct jv *next;  /* next sibling */
@@ -28,6 +39,7 @@ struct jv {
 struct jv_doc;
 
 struct jv_error {
+    bool semantic; /* the text is JSON but breaks a rule above (duplicate, U+0000): HTTP 422 */
     char msg[160];
     char path[256]; /* "$", "$.samples[2].at", or "$[4]" */
     size_t offset;  /* byte offset in the input */
@@ -43,6 +55,13 @@ void jv_doc_free(struct jv_doc *doc);
 
 /* Member of an object by key, or NULL. */
 const struct jv *jv_get(const struct jv *obj, const char *key);
+/* Exact integers: true and *out when v is an integer-syntax number in range (for jv_i64 that
+ * includes -9223372036854775808); false for fractions, exponents, overflow, other types. */
+bool jv_u64(const struct jv *v, uint64_t *out);
+bool jv_i64(const struct jv *v, int64_t *out);
+/* The number as written ("1.50e3"), NUL-terminated in buf; NULL when v is not a number or the
+ * text does not fit in cap bytes. For callers that keep numeric strings exactly. */
+const char *jv_num_text(const struct jv *v, char *buf, size_t cap);
 /* Name of a type for messages: "a string", "an object", … */
 const char *jv_type_name(const struct jv *v);
 
