@@ -343,6 +343,7 @@ void cfg_free(struct cfg *cfg)
         free(d->name);
         free(d->site);
         free(d->gnmi_source);
+        free(d->flows.listen);
         free(s->address);
         free(s->community);
         free(s->community_file);

@@ -41,6 +41,16 @@ struct cfg_snmp {
     int retries;          /* default 1 */
 };
 
+/* A device's flow export (IPFIX, NetFlow v9 or sFlow v5) received by `wanledger poll`. */
+enum cfg_flow_protocol { CFG_FLOW_IPFIX, CFG_FLOW_NETFLOW9, CFG_FLOW_SFLOW };
+
+struct cfg_flows {
+    char *listen; /* "0.0.0.0:4739" */
+    enum cfg_flow_protocol protocol;
+};
+/* "ipfix", "netflow9", "sflow" */
+const char *cfg_flow_protocol_name(enum cfg_flow_protocol p);
+
 struct cfg_device {
     char *name;
     char *site;
@@ -49,6 +59,8 @@ struct cfg_device {
     struct cfg_snmp snmp;
     bool has_gnmi;
     char *gnmi_source; /* gnmic's "source" tag for this device; default: name */
+    bool has_flows;
+    struct cfg_flows flows;
 };
 
 struct cfg_link {

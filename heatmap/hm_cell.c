@@ -15,6 +15,7 @@
 #include "hm_html.h"
 #include "hm_sql.h"
 #include "hm_status.h"
+#include "hm_unrec.h"
 #include "timeutil.h"
 
 #define CHART_WINDOWS 120 /* windows before and including the chosen one */
@@ -500,6 +501,10 @@ static int cell_html(struct evbuffer *out, PGconn *db, const struct cfg *cfg, co
             goto done;
         }
     evbuffer_add_printf(out, "</div>");
+    if (hm_unrec_panel(out, db, cfg, src, dst, v.from_us, v.to_us, &v.t, err, errlen) < 0) {
+        rc = 500;
+        goto done;
+    }
     if (counters(out, db, &v, err, errlen) < 0) {
         rc = 500;
         goto done;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "flow_collect.h"
 #include "gnmi_listen.h"
 #include "log.h"
 #include "poll_sink.h"
@@ -154,6 +155,7 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
     struct poll_sink *sink = NULL;
     struct snmp_poller *sp = NULL;
     struct gnmi_listen *gl = NULL;
+    struct flow_collect *fc = NULL;
     struct event *sig_int = NULL, *sig_term = NULL;
     if (!base) {
         log_error(NULL, "cannot create the event loop");
@@ -193,7 +195,18 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
         log_info(NULL, "gnmi: listening for gnmic on%s%s%s%s", tcp ? " tcp " : "", tcp ? tcp : "",
                  udp ? " udp " : "", udp ? udp : "");
     }
-    if ((!sp || snmp_poller_devices(sp) == 0) && !gl) {
+    struct flow_collect_opts fo = {.poller = name,
+                                   .spool_dir = spool_dir,
+                                   .spool_max_bytes = so.spool_max_bytes,
+                                   .reconciler_url = base_url,
+                                   .token = token,
+                                   .out = so.out};
+    if (!once && flow_collect_devices(cfg) > 0 &&
+        !(fc = flow_collect_new(base, cfg, &fo, err, sizeof(err)))) {
+        log_error(NULL, "%s", err);
+        goto done;
+    }
+    if ((!sp || snmp_poller_devices(sp) == 0) && !gl && !fc) {
         log_error(NULL, "nothing to poll: no SNMP device selected and no gNMI listener in %s",
                   cfg->path);
         rc = 2;
@@ -222,6 +235,7 @@ done:
         event_free(sig_term);
     snmp_poller_free(sp);
     gnmi_listen_free(gl);
+    (void)flow_collect_free(fc, 2000);
     if (sink) {
         size_t left = poll_sink_close(sink, once && !to_stdout);
         if (once && left > 0 && rc == 0) {

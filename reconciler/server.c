@@ -14,12 +14,14 @@
 
 #include "api.h"
 #include "api_deps.h"
+#include "flowin.h"
 #include "hm_pages.h"
 #include "hostport.h"
 #include "ingest.h"
 #include "jsonw.h"
 #include "log.h"
 #include "timeutil.h"
+#include "unrec.h"
 #include "workers.h"
 
 struct srv {
@@ -47,7 +49,9 @@ enum handler {
     H_HEATMAP,
     H_CELL,
     H_DEPS,
-    H_DEPS_PAGE
+    H_DEPS_PAGE,
+    H_FLOWS,
+    H_UNREC
 };
 
 struct route {
@@ -67,6 +71,10 @@ static const struct route ROUTES[] = {
      METRICS_EP_COUNTERS},
     {"/v1/transfers", EVHTTP_REQ_POST, ACCESS_ROLE, SRV_ROLE_SERVICE, H_INGEST, INGEST_TRANSFERS,
      METRICS_EP_TRANSFERS},
+    {"/v1/flowsamples", EVHTTP_REQ_POST, ACCESS_ROLE, SRV_ROLE_POLLER, H_FLOWS, 0,
+     METRICS_EP_OTHER},
+    {"/api/v1/unrecorded", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_UNREC, 0,
+     METRICS_EP_API},
     {"/healthz", EVHTTP_REQ_GET, ACCESS_OPEN, 0, H_HEALTHZ, 0, METRICS_EP_OTHER},
     {"/metrics", EVHTTP_REQ_GET, ACCESS_OPEN, 0, H_METRICS, 0, METRICS_EP_OTHER},
     {"/api/v1/cells", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_CELLS, 0, METRICS_EP_API},
@@ -306,6 +314,16 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
         case H_DEPS_PAGE:
             status = api_deps_page(db, s->cfg, query, out, &ct);
             break;
+        case H_UNREC:
+            status = unrec_api(db, s->cfg, query, out);
+            break;
+        case H_FLOWS: { /* sampled flows: small batches, stored on the loop (reconciler/flowin.c) */
+            struct evbuffer *in = evhttp_request_get_input_buffer(req);
+            size_t len = evbuffer_get_length(in);
+            status = flowin_post(db, s->cfg, len ? (const char *)evbuffer_pullup(in, -1) : "", len,
+                                 tm_now_us(), out);
+            break;
+        }
         default:
             status = 500;
         }

@@ -6,7 +6,8 @@ PKGS=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev 
       libzstd-dev libsnmp-dev snmpd snmp libpq-dev postgresql libevent-dev libcjson-dev
       libcmocka-dev iproute2 iperf3 ethtool procps psmisc curl python3 chromium
       libxml2-utils clang-format docker-compose busybox-static qemu-system-x86 cpio bpftrace
-      prometheus-snmp-exporter libssl-dev openssl)
+      prometheus-snmp-exporter softflowd pmacct nfdump tshark tcpdump
+      libssl-dev openssl)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
