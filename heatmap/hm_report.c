@@ -425,7 +425,7 @@ static int gaps_section(struct rep *r, PGconn *db, const char *const *p, char *e
  * agent reported in that window: where to install an agent next (heatmap/hm_unrec.h). */
 static int hosts_section(struct rep *r, PGconn *db, const char *const *p, char *err, size_t errlen)
 {
-    PGresult *q = hm_sql_query(
+    PGresult *q = pgc_query(
         db, "reading the hosts behind unexplained bytes",
         "WITH f AS (SELECT DISTINCT ON (window_start, src_addr, dst_addr, proto, dst_port)"
         " window_start, src_addr, dst_addr, src_site, dst_site, estimated_bytes FROM flow_samples"
