@@ -29,6 +29,9 @@ enum {
     OPT_HOST,
     OPT_EXCLUDE_PORTS,
     OPT_MAP_ENTRIES,
+    OPT_THROTTLE,
+    OPT_THROTTLE_INTERVAL,
+    OPT_THROTTLE_FAIL_OPEN,
     OPT_CONFIG,
     OPT_HELP,
     /* delivery (common/deliver.h) */
@@ -57,6 +60,9 @@ static const struct option long_opts[] = {
     {"host", required_argument, NULL, OPT_HOST},
     {"exclude-ports", required_argument, NULL, OPT_EXCLUDE_PORTS},
     {"map-entries", required_argument, NULL, OPT_MAP_ENTRIES},
+    {"throttle", required_argument, NULL, OPT_THROTTLE},
+    {"throttle-interval", required_argument, NULL, OPT_THROTTLE_INTERVAL},
+    {"throttle-fail-open", required_argument, NULL, OPT_THROTTLE_FAIL_OPEN},
     {"config", required_argument, NULL, OPT_CONFIG},
     {"compress", required_argument, NULL, OPT_COMPRESS},
     {"ca-file", required_argument, NULL, OPT_CA_FILE},
@@ -89,6 +95,10 @@ void agent_opts_usage(FILE *f)
                "  --host NAME           default: the host name\n"
                "  --exclude-ports P,Q   ports never counted (at most 16)\n"
                "  --map-entries N       flows per map generation (65536)\n"
+               "  --throttle on|off     apply the reconciler's throttle rules (on; needs root)\n"
+               "  --throttle-interval S seconds between rule fetches (5)\n"
+               "  --throttle-fail-open S  remove every rule after S seconds without the\n"
+               "                        reconciler (60)\n"
                "  --compress ALG        report bodies as zstd (default), gzip or none\n"
                "  --ca-file F           CA bundle (PEM) an https:// reconciler must chain to\n"
                "  --client-cert F       client certificate (PEM) for mutual TLS\n"
@@ -98,8 +108,9 @@ void agent_opts_usage(FILE *f)
                "  --config FILE         JSON file with the same keys (reconciler, token_file,\n"
                "                        window_seconds, k, netns, cgroup, workflow_env, metrics,\n"
                "                        attach, spool, spool_max_bytes, agent_id, host,\n"
-               "                        exclude_ports, map_entries, compress, ca_file,\n"
-               "                        client_cert, client_key, allow_plain_http); flags win\n"
+               "                        exclude_ports, map_entries, throttle, throttle_interval,\n"
+               "                        throttle_fail_open, compress, ca_file, client_cert,\n"
+               "                        client_key, allow_plain_http); flags win\n"
                "  -v, --verbose         debug logging\n");
 }
 
@@ -266,6 +277,27 @@ static int apply(struct agent_opts *o, int id, const char *v, const char *where,
         }
         o->allow_plain_http = !strcmp(v, "yes") || !strcmp(v, "true");
         return 0;
+    case OPT_THROTTLE:
+        if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+            snprintf(err, errlen, "%s: expected on or off, got \"%s\"", where, v);
+            return -1;
+        }
+        o->throttle_off = strcmp(v, "off") == 0;
+        return 0;
+    case OPT_THROTTLE_INTERVAL:
+        if (parse_u64(v, 1, 60, &n)) {
+            snprintf(err, errlen, "%s: expected seconds 1-60, got \"%s\"", where, v);
+            return -1;
+        }
+        o->throttle_interval = (int)n;
+        return 0;
+    case OPT_THROTTLE_FAIL_OPEN:
+        if (parse_u64(v, 2, 86400, &n)) {
+            snprintf(err, errlen, "%s: expected seconds 2-86400, got \"%s\"", where, v);
+            return -1;
+        }
+        o->throttle_fail_open = (int)n;
+        return 0;
     default:
         return -1;
     }
@@ -295,6 +327,9 @@ static const struct {
     {"client_cert", OPT_CLIENT_CERT},
     {"client_key", OPT_CLIENT_KEY},
     {"allow_plain_http", OPT_ALLOW_PLAIN},
+    {"throttle", OPT_THROTTLE},
+    {"throttle_interval", OPT_THROTTLE_INTERVAL},
+    {"throttle_fail_open", OPT_THROTTLE_FAIL_OPEN},
 };
 
 /* A JSON value as the flag text: strings as is, integers in decimal (exact), arrays
@@ -418,6 +453,8 @@ int agent_opts_parse(struct agent_opts *o, int argc, char **argv, char *err, siz
 {
     memset(o, 0, sizeof(*o));
     o->window_seconds = 60;
+    o->throttle_interval = 5;
+    o->throttle_fail_open = 60;
     o->k = 1000;
     o->spool_max_bytes = 64ull << 20;
     err[0] = '\0';

@@ -35,6 +35,9 @@
 #include "jsonv.h"
 #include "jsonw.h"
 #include "log.h"
+#include "promhttp.h"
+#include "timeutil.h"
+#include "ship_metrics.h"
 
 #define SHIP_DEFAULT_BATCH    1000
 #define SHIP_MAX_BATCH_BYTES  (1024 * 1024)
@@ -64,7 +67,15 @@ struct ship {
     uint64_t shipped_lines, skipped_lines, posts;
     struct deliver_target target; /* the one delivery policy; its counters feed /metrics */
     int retry_after_s;            /* of the last failed post, -1 none */
+    struct ship_metrics m;        /* --metrics (ship_metrics.h); logs[i] is m.logs[i] */
+    uint64_t last_rejected;       /* "rejected" of the last accepted POST's answer */
 };
+
+/* The metrics of log l. */
+static struct ship_log_metrics *lm(struct ship *s, const struct ship_log *l)
+{
+    return &s->m.logs[l - s->logs];
+}
 
 static volatile sig_atomic_t ship_stop;
 
@@ -295,15 +306,23 @@ static int post(struct ship *s, const char *body, size_t len, const char *ctx)
     struct deliver_result r;
     s->posts++;
     deliver_post_once(&s->target, body, len, &r);
-    if (r.cls == DELIVER_OK)
+    if (r.cls == DELIVER_OK) {
+        atomic_fetch_add(&s->m.posts_ok, 1);
+        atomic_store(&s->m.last_success_us, tm_now_us());
+        s->last_rejected = ship_metrics_rejected_in(r.body); /* quarantined there */
+        deliver_result_free(&r);
         return 0;
+    }
+    atomic_fetch_add(&s->m.posts_failed, 1);
     if (r.cls == DELIVER_REJECT) {
         log_debug(ctx, "POST %s: %s", s->url, r.msg);
+        deliver_result_free(&r);
         return 1;
     }
     /* state changes are logged once by deliver_post_once */
     log_debug(ctx, "POST %s: %s (will retry)", s->url, r.msg);
     s->retry_after_s = r.retry_after_s;
+    deliver_result_free(&r);
     return -1;
 }
 
@@ -363,6 +382,7 @@ static long ship_batch(struct ship *s, struct ship_log *l)
             log_error(l->path, "byte %llu: line longer than %zu bytes, skipped",
                       (unsigned long long)l->offset, l->cap);
             s->skipped_lines++;
+            atomic_fetch_add(&lm(s, l)->rejected_here, 1);
             l->skipping = true;
             return (long)l->len;
         }
@@ -384,6 +404,7 @@ static long ship_batch(struct ship *s, struct ship_log *l)
             n_good++;
         } else {
             s->skipped_lines++;
+            atomic_fetch_add(&lm(s, l)->rejected_here, 1);
         }
         p += ll + 1;
     }
@@ -394,6 +415,9 @@ static long ship_batch(struct ship *s, struct ship_log *l)
             rc = -1;
         } else if (r == 0) {
             s->shipped_lines += n_good;
+            uint64_t there = s->last_rejected < n_good ? s->last_rejected : n_good;
+            atomic_fetch_add(&lm(s, l)->records_sent, n_good - there);
+            atomic_fetch_add(&lm(s, l)->rejected_there, there);
         } else {
             /* Rejected whole: send line by line to keep the good ones. */
             for (size_t p = 0; p < blen;) {
@@ -407,8 +431,12 @@ static long ship_batch(struct ship *s, struct ship_log *l)
                 }
                 if (r1 == 0) {
                     s->shipped_lines++;
+                    bool there = s->last_rejected > 0;
+                    atomic_fetch_add(there ? &lm(s, l)->rejected_there : &lm(s, l)->records_sent,
+                                     1);
                 } else {
                     s->skipped_lines++;
+                    atomic_fetch_add(&lm(s, l)->rejected_there, 1);
                     log_error(l->path, "the reconciler refused a record, skipped: %.*s",
                               (int)(ll - 1 > 200 ? 200 : ll - 1), body + p);
                 }
@@ -434,6 +462,11 @@ static int log_drain(struct ship *s, struct ship_log *l)
         if (used == 0)
             break;
         l->offset += (uint64_t)used;
+        uint64_t lines = 0;
+        for (long b = 0; b < used; b++)
+            lines += l->buf[b] == '\n';
+        atomic_fetch_add(&lm(s, l)->lines_read, lines);
+        atomic_store(&lm(s, l)->offset, l->offset);
         memmove(l->buf, l->buf + used, l->len - (size_t)used);
         l->len -= (size_t)used;
         if (state_save(s) < 0)
@@ -470,6 +503,7 @@ static int ship_round(struct ship *s)
                 r = r2 < 0 ? r2 : (r || r2);
             }
         }
+        atomic_store(&lm(s, l)->offset, l->offset);
         if (r < 0)
             return -1;
         result |= r;
@@ -495,21 +529,24 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: wanledger [--config FILE] ship [--once] [--state FILE] [--batch N]\n"
-            "                 [--interval-ms MS] LOG...\n"
+            "                 [--interval-ms MS] [--metrics ADDR:PORT] LOG...\n"
             "Tails data-transfer service logs (one JSON transfer record per line) and posts\n"
             "them to reconciler_url/v1/transfers with the first `service` token.\n"
             "  --once          ship what the logs hold now, then exit (1 if a post failed)\n"
             "  --state FILE    where the shipped offsets are kept (default: LOG.ship-state of\n"
             "                  the first LOG)\n"
             "  --batch N       records per POST (default %d)\n"
-            "  --interval-ms   how often the logs are checked for new lines (default %d)\n",
+            "  --interval-ms   how often the logs are checked for new lines (default %d)\n"
+            "  --metrics A:P   serve Prometheus text at http://A:P/metrics (lines read, records\n"
+            "                  sent and rejected, lag)\n",
             SHIP_DEFAULT_BATCH, SHIP_DEFAULT_INTERVAL);
 }
 
 int ship_cmd(const struct cfg *cfg, int argc, char **argv)
 {
     bool once = false;
-    const char *state = NULL;
+    const char *state = NULL, *metrics_addr = NULL;
+    struct promhttp *metrics = NULL;
     long batch = SHIP_DEFAULT_BATCH, interval = SHIP_DEFAULT_INTERVAL;
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
@@ -522,6 +559,8 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--state") && i + 1 < argc) {
             state = argv[++i];
+        } else if (!strcmp(a, "--metrics") && i + 1 < argc) {
+            metrics_addr = argv[++i];
         } else if (!strcmp(a, "--batch") && i + 1 < argc) {
             batch = strtol(argv[++i], &end, 10);
             if (*end || batch < 1 || batch > 100000) {
@@ -572,9 +611,11 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
     s.url = malloc(ul);
     s.n_logs = (size_t)(argc - i);
     s.logs = calloc(s.n_logs, sizeof *s.logs);
+    s.m.logs = calloc(s.n_logs, sizeof *s.m.logs);
+    s.m.n_logs = s.n_logs;
     char *state_buf = NULL;
     int rc = 1;
-    if (!s.url || !s.logs)
+    if (!s.url || !s.logs || !s.m.logs)
         goto cleanup;
     snprintf(s.url, ul, "%s", cfg->reconciler_url);
     size_t k = strlen(s.url);
@@ -599,6 +640,7 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
         s.logs[j].fd = -1;
         if (!s.logs[j].path)
             goto cleanup;
+        s.m.logs[j].path = s.logs[j].path;
     }
     if (!state) {
         size_t sl = strlen(s.logs[0].path) + sizeof ".ship-state";
@@ -620,6 +662,17 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    for (size_t j = 0; j < s.n_logs; j++)
+        atomic_store(&s.m.logs[j].offset, s.logs[j].offset);
+    if (metrics_addr) {
+        char err[300];
+        metrics = promhttp_start(metrics_addr, ship_metrics_render, &s.m, err, sizeof err);
+        if (!metrics) {
+            fprintf(stderr, "wanledger ship: --metrics: %s\n", err);
+            rc = 2;
+            goto cleanup;
+        }
+    }
     log_info(NULL, "shipping %zu log(s) to %s, state in %s", s.n_logs, s.url, s.state_path);
     unsigned fails = 0;
     for (;;) {
@@ -649,6 +702,8 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
              (unsigned long long)s.shipped_lines, (unsigned long long)s.posts,
              (unsigned long long)s.skipped_lines);
 cleanup:
+    promhttp_stop(metrics); /* before the counters it reads go */
+    free(s.m.logs);
     for (size_t j = 0; s.logs && j < s.n_logs; j++) {
         log_close(&s.logs[j]);
         free(s.logs[j].buf);

@@ -228,6 +228,8 @@ char *cfg_to_json(const struct cfg *cfg)
     cJSON_AddNumberToObject(po, "spool_max_bytes", (double)cfg->spool_max_bytes);
     add_str(po, "gnmi_tcp_listen", cfg->gnmi_tcp_listen);
     add_str(po, "gnmi_udp_listen", cfg->gnmi_udp_listen);
+    add_str(po, "gnmi_delimiter", cfg->gnmi_delimiter);
+    add_str(po, "metrics_listen", cfg->metrics_listen);
     cJSON *dv = cJSON_AddObjectToObject(r, "delivery");
     const char *comp = wl_compress_name(cfg->delivery.compress);
     add_str(dv, "compress", comp ? comp : "none");

@@ -145,7 +145,7 @@ static void parse_alerts(struct cfg_pctx *c, const cJSON *root)
 {
     struct cfg *cfg = c->cfg;
     const cJSON *al = cfg_get_obj(c, root, "alerts", "$", 0);
-    cfg->resend_seconds = 300;
+    cfg->resend_seconds = 60;
     if (!al)
         return;
     static const char *const k[] = {"webhooks", "resend_seconds", NULL};
@@ -157,7 +157,7 @@ static void parse_alerts(struct cfg_pctx *c, const cJSON *root)
         if (!cfg_valid_http_url(cfg->webhooks[i]) || strncmp(cfg->webhooks[i], "http://", 7))
             cfg_err(c, cfg_jp_idx(p, sizeof(p), "$.alerts.webhooks", (int)i),
                     "expected an http:// URL, got \"%s\"", cfg->webhooks[i]);
-    cfg->resend_seconds = (int)cfg_get_num(c, al, "resend_seconds", "$.alerts", 1, 86400, 300, 1);
+    cfg->resend_seconds = (int)cfg_get_num(c, al, "resend_seconds", "$.alerts", 1, 86400, 60, 1);
 }
 
 static void parse_limits(struct cfg_pctx *c, const cJSON *root)
@@ -181,8 +181,13 @@ static void parse_poller(struct cfg_pctx *c, const cJSON *root)
     const cJSON *po = cfg_get_obj(c, root, "poller", "$", 0);
     cfg->spool_max_bytes = 256ull << 20;
     if (po) {
-        static const char *const k[] = {"spool_dir", "spool_max_bytes", "gnmi_tcp_listen",
-                                        "gnmi_udp_listen", NULL};
+        static const char *const k[] = {"spool_dir",
+                                        "spool_max_bytes",
+                                        "gnmi_tcp_listen",
+                                        "gnmi_udp_listen",
+                                        "gnmi_delimiter",
+                                        "metrics_listen",
+                                        NULL};
         cfg_check_keys(c, po, "$.poller", k);
         cfg->spool_dir = cfg_get_str(c, po, "spool_dir", "$.poller", 0, NULL);
         cfg->spool_max_bytes =
@@ -193,6 +198,10 @@ static void parse_poller(struct cfg_pctx *c, const cJSON *root)
             cfg_err(c, "$.poller.gnmi_tcp_listen", "expected HOST:PORT");
         if (cfg->gnmi_udp_listen && !cfg_valid_hostport(cfg->gnmi_udp_listen))
             cfg_err(c, "$.poller.gnmi_udp_listen", "expected HOST:PORT");
+        cfg->gnmi_delimiter = cfg_get_str(c, po, "gnmi_delimiter", "$.poller", 0, NULL);
+        cfg->metrics_listen = cfg_get_str(c, po, "metrics_listen", "$.poller", 0, NULL);
+        if (cfg->metrics_listen && !cfg_valid_hostport(cfg->metrics_listen))
+            cfg_err(c, "$.poller.metrics_listen", "expected HOST:PORT");
     }
     if (!cfg->spool_dir)
         cfg->spool_dir = strdup("/var/lib/wanledger/spool");
@@ -222,7 +231,8 @@ static const struct {
     {"dedup", parse_dedup_sec},         {"overhead", parse_overhead},
     {"thresholds", parse_thresholds},   {"alerts", parse_alerts},
     {"limits", parse_limits},           {"poller", parse_poller},
-    {"endpoints", parse_endpoints_sec}, {"delivery", parse_delivery_sec},
+    {"endpoints", parse_endpoints_sec}, {"throttle", cfg_parse_throttle},
+    {"delivery", parse_delivery_sec},
 };
 
 #define N_SCALARS  (sizeof(scalar_keys) / sizeof(scalar_keys[0]))
@@ -329,6 +339,8 @@ void cfg_free(struct cfg *cfg)
     free_list(cfg->tokens.poller, cfg->tokens.n_poller);
     free_list(cfg->tokens.service, cfg->tokens.n_service);
     free_list(cfg->tokens.reader, cfg->tokens.n_reader);
+    free_list(cfg->tokens.operator, cfg->tokens.n_operator);
+    free_list(cfg->throttle.auto_enforce, cfg->throttle.n_auto_enforce);
     free(cfg->reconciler_url);
     free(cfg->public_url);
     cfg_free_delivery(&cfg->delivery);
@@ -386,6 +398,8 @@ void cfg_free(struct cfg *cfg)
     free(cfg->spool_dir);
     free(cfg->gnmi_tcp_listen);
     free(cfg->gnmi_udp_listen);
+    free(cfg->gnmi_delimiter);
+    free(cfg->metrics_listen);
     sm_free(cfg->sitemap);
     free(cfg);
 }

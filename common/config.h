@@ -105,6 +105,8 @@ struct cfg_endpoint {
 struct cfg_tokens {
     size_t n_agent, n_poller, n_service, n_reader;
     char **agent, **poller, **service, **reader;
+    size_t n_operator; /* throttle rules: create, approve, revoke */
+    char **operator;
 };
 
 /* $.delivery (common/cfg_delivery.c): how the poller and `ship` send to reconciler_url. */
@@ -163,10 +165,21 @@ struct cfg {
     int resolve_windows;    /* default 3 */
     double saturation;      /* default 0.90 */
 
+    /* throttle proposals from saturation alerts ($.throttle, cfg_throttle.c) */
+    struct cfg_throttle {
+        int proposals;            /* default 1: each saturation alert proposes rules */
+        uint64_t floor_bps;       /* no proposed cap below this; default 10 Mbit/s */
+        int proposal_ttl_seconds; /* default 3600 */
+        size_t n_auto_enforce;
+        char **auto_enforce;       /* workflows whose proposals are enforced at once */
+        double wrong_target_share; /* revoke when the throttled share stays below; 0.10 */
+        int wrong_target_windows;  /* ... for this many saturated windows; 3 */
+    } throttle;
+
     /* alerts */
     size_t n_webhooks;
     char **webhooks;
-    int resend_seconds; /* default 300 */
+    int resend_seconds; /* default 60; open alerts carry endsAt = now + 4 x this */
 
     /* limits */
     uint64_t max_body_bytes; /* default 64 MiB */
@@ -177,6 +190,8 @@ struct cfg {
     uint64_t spool_max_bytes; /* default 256 MiB */
     char *gnmi_tcp_listen;    /* "127.0.0.1:57400" or NULL */
     char *gnmi_udp_listen;
+    char *gnmi_delimiter; /* gnmic tcp output's `delimiter`, or NULL */
+    char *metrics_listen; /* the poller's /metrics, "HOST:PORT"; NULL: POLL_METRICS_DEFAULT */
 
     struct cfg_delivery delivery;
 

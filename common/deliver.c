@@ -301,6 +301,7 @@ static enum deliver_class send_next(struct deliver *d, int *retry_after_s)
     struct deliver_result r;
     deliver_post_once(&d->o.target, spliced ? spliced : body, spliced ? slen : len, &r);
     free(spliced);
+    deliver_result_free(&r);
     *retry_after_s = r.retry_after_s;
     if (r.cls == DELIVER_REJECT)
         quarantine(d, body, len, r.msg);

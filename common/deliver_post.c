@@ -96,6 +96,8 @@ void deliver_post_once(struct deliver_target *t, const char *body, size_t len,
             if (*p == '\n' || *p == '\r')
                 *p = ' ';
     }
+    r->body = resp.body; /* handed over */
+    resp.body = NULL;
     httpc_response_free(&resp);
     t->c.sends[r->cls]++;
     t->c.last_status = r->status;
@@ -158,4 +160,10 @@ void deliver_counters_render(FILE *f, const struct deliver_counters *c)
             "wanledger_delivery_held %d\n",
             (unsigned long long)c->transport, (unsigned long long)c->raw_bytes,
             (unsigned long long)c->wire_bytes, c->last_status, c->state == DELIVER_HOLD);
+}
+
+void deliver_result_free(struct deliver_result *r)
+{
+    free(r->body);
+    r->body = NULL;
 }

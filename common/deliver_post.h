@@ -54,7 +54,9 @@ struct deliver_result {
     int status;        /* 0 = transport error */
     int retry_after_s; /* -1 = none */
     char msg[512];     /* why, for logs: "answered 404: ..." or the transport error */
+    char *body;        /* the answer's body (malloc'd, may be NULL): deliver_result_free */
 };
+void deliver_result_free(struct deliver_result *r);
 
 /* Posts body once (compressed unless off or refused). Fills r and counts it in t->c; logs state
  * changes of t (reachable / retrying / held) once each. */

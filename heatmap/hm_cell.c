@@ -15,6 +15,7 @@
 #include "hm_html.h"
 #include "hm_sql.h"
 #include "hm_status.h"
+#include "hm_throttle.h"
 #include "hm_unrec.h"
 #include "timeutil.h"
 
@@ -512,6 +513,7 @@ static int cell_html(struct evbuffer *out, PGconn *db, const struct cfg *cfg, co
     evbuffer_add_printf(out, "<div class=\"alerts-table\">");
     alerts_table(out, al, n_al, now);
     evbuffer_add_printf(out, "</div>");
+    hm_throttle_panel(out, db, src, dst); /* says so itself when it cannot read the rules */
     hm_html_close(out, now);
 done:
     hm_alerts_free(al, n_al);

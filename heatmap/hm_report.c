@@ -542,6 +542,47 @@ static int over_section(struct rep *r, PGconn *db, const char *const *p, char *e
     return 0;
 }
 
+/* Throttle rules in force during the week (issue 12): proposals and rules, with what their
+ * hosts passed, delayed and dropped. */
+static int throttle_section(struct rep *r, PGconn *db, const char *const *p, char *err,
+                            size_t errlen)
+{
+    PGresult *q = pgc_query(
+        db, "reading throttle rules",
+        "SELECT r.id, r.selector_kind || ' ' || r.selector_value, r.rate_bps, r.mode || CASE WHEN "
+        "r.status = 'proposed' THEN ' (proposal)' ELSE '' END, r.created_by, coalesce((SELECT "
+        "sum(delayed_bytes) FROM throttle_host_stats h WHERE h.rule_id = r.id), 0)::bigint, "
+        "coalesce((SELECT sum(dropped_bytes) FROM throttle_host_stats h WHERE h.rule_id = r.id), "
+        "0)::bigint, r.reason FROM throttle_rules r WHERE r.created_at < " HM_SQL_TS(
+            2) " AND coalesce(r.revoked_at, r.expires_at) >= " HM_SQL_TS(1) " ORDER BY r.id",
+        2, p, err, errlen);
+    if (!q)
+        return -1;
+    h2(r, "Throttle rules",
+       "Rules and proposals in force during the week. NFS sent by the kernel's RPC client is "
+       "never throttled: act at the NFS server or export.");
+    static const char *const heads[] = {"id", "selector", "rate",    "mode",
+                                        "by", "delayed",  "dropped", "reason"};
+    table(r, "llrllrrl", heads);
+    for (int i = 0; i < PQntuples(q); i++) {
+        char rt[HM_FMT_LEN], dl[HM_FMT_LEN], dr[HM_FMT_LEN];
+        row(r);
+        cell(r, hm_sql_str(q, i, 0));
+        cell(r, hm_sql_str(q, i, 1));
+        cell(r, hm_fmt_bps(hm_sql_f64(q, i, 2), rt));
+        cell(r, hm_sql_str(q, i, 3));
+        cell(r, hm_sql_str(q, i, 4));
+        cell(r, hm_fmt_bytes(hm_sql_i64(q, i, 5), dl));
+        cell(r, hm_fmt_bytes(hm_sql_i64(q, i, 6), dr));
+        cell(r, hm_sql_str(q, i, 7));
+        row_end(r);
+    }
+    table_end(r, PQntuples(q), "none this week");
+    section_end(r);
+    PQclear(q);
+    return 0;
+}
+
 static const char *const pair_colours[CHART_PAIRS] = {"#2f6fde", "#d62839", "#2f9e5a", "#7e4bc4",
                                                       "#e08a1e", "#17a398", "#5b6470", "#c2185b"};
 
@@ -675,7 +716,8 @@ static int render(struct evbuffer *out, PGconn *db, const struct cfg *cfg, int64
         return -1;
     if (days_section(&r, db, cfg, p, week_us, err, errlen) < 0 ||
         gaps_section(&r, db, p, err, errlen) < 0 || hosts_section(&r, db, p, err, errlen) < 0 ||
-        workflows_section(&r, db, p, err, errlen) < 0 || over_section(&r, db, p, err, errlen) < 0)
+        workflows_section(&r, db, p, err, errlen) < 0 || over_section(&r, db, p, err, errlen) < 0 ||
+        throttle_section(&r, db, p, err, errlen) < 0)
         return -1;
     if (fmt == HM_REPORT_HTML)
         hm_html_close(out, now);

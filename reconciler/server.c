@@ -14,12 +14,16 @@
 
 #include "api.h"
 #include "api_deps.h"
+#include "body.h"
 #include "flowin.h"
+#include "fluent.h"
 #include "hm_pages.h"
 #include "hostport.h"
 #include "ingest.h"
 #include "jsonw.h"
 #include "log.h"
+#include "rejects.h"
+#include "throttle_api.h"
 #include "timeutil.h"
 #include "unrec.h"
 #include "workers.h"
@@ -51,7 +55,8 @@ enum handler {
     H_DEPS,
     H_DEPS_PAGE,
     H_FLOWS,
-    H_UNREC
+    H_UNREC,
+    H_REJECTS
 };
 
 struct route {
@@ -84,9 +89,11 @@ static const struct route ROUTES[] = {
     {"/api/v1/deps", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_DEPS, 0, METRICS_EP_API},
     {"/heatmap/deps", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_DEPS_PAGE, 0,
      METRICS_EP_PAGES},
+    {"/rejects", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_REJECTS, 0, METRICS_EP_PAGES},
 };
 
-static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader"};
+static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader",
+                                                   "operator"};
 
 /* ---- authentication ----------------------------------------------------------------------- */
 
@@ -105,8 +112,8 @@ static bool ct_equal(const char *given, size_t glen, const char *token)
 int srv_role_of_token(const struct cfg *cfg, const char *token, size_t len)
 {
     const struct cfg_tokens *t = &cfg->tokens;
-    char **lists[SRV_ROLE_N] = {t->agent, t->poller, t->service, t->reader};
-    size_t ns[SRV_ROLE_N] = {t->n_agent, t->n_poller, t->n_service, t->n_reader};
+    char **lists[SRV_ROLE_N] = {t->agent, t->poller, t->service, t->reader, t->operator};
+    size_t ns[SRV_ROLE_N] = {t->n_agent, t->n_poller, t->n_service, t->n_reader, t->n_operator};
     int role = -1;
     /* every token is compared, so the time does not tell which one matched */
     for (int r = 0; r < SRV_ROLE_N; r++)
@@ -164,6 +171,12 @@ static const char *reason_of(int status)
     switch (status) {
     case 200:
         return "OK";
+    case 201:
+        return "Created";
+    case 409:
+        return "Conflict";
+    case 429:
+        return "Too Many Requests";
     case 400:
         return "Bad Request";
     case 401:
@@ -219,6 +232,8 @@ static void on_ingested(struct wk_job *job, void *arg)
     struct evbuffer *out = evbuffer_new();
     if (out && job->reply)
         evbuffer_add(out, job->reply, strlen(job->reply));
+    if (job->status == 503) /* the database did not commit: every client retries a 503 */
+        evhttp_add_header(evhttp_request_get_output_headers(job->req), "Retry-After", "5");
     reply(s, job->req, job->ep, job->t0_ns, job->status ? job->status : 500, "application/json",
           out);
     if (out)
@@ -230,10 +245,16 @@ static void handle_ingest(struct srv *s, struct evhttp_request *req, const struc
                           int64_t t0)
 {
     struct evkeyvalq *ih = evhttp_request_get_input_headers(req);
-    const char *enc = evhttp_find_header(ih, "Content-Encoding");
-    if (enc && strcasecmp(enc, "identity") != 0) {
-        reply_error(s, req, rt->ep, t0, 415, "Content-Encoding is not supported: send plain JSON",
-                    "$");
+    enum body_coding coding;
+    struct body_error be;
+    if (body_coding_of(evhttp_find_header(ih, "Content-Encoding"), &coding, &be) < 0) {
+        reply_error(s, req, rt->ep, t0, be.status, be.msg, "Content-Encoding");
+        return;
+    }
+    bool msgpack = false;
+    if (fl_content_type(rt->kind == INGEST_TRANSFERS, evhttp_find_header(ih, "Content-Type"),
+                        &msgpack, be.msg, sizeof(be.msg)) < 0) {
+        reply_error(s, req, rt->ep, t0, 415, be.msg, "Content-Type");
         return;
     }
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
@@ -253,6 +274,9 @@ static void handle_ingest(struct srv *s, struct evhttp_request *req, const struc
     evbuffer_remove(in, job->body, len);
     job->body[len] = 0;
     job->len = len;
+    job->coding = coding; /* decoded, within max_body_bytes, by the worker (body.h) */
+    job->msgpack = msgpack;
+    job->max_body = s->cfg->max_body_bytes; /* the received size's bound bounds the decoded one */
     job->req = req;
     job->kind = rt->kind;
     job->ep = rt->ep;
@@ -324,12 +348,50 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
                                  tm_now_us(), out);
             break;
         }
+        case H_REJECTS:
+            status = rj_page(db, query, out, &ct);
+            break;
         default:
             status = 500;
         }
     }
     reply(s, req, rt->ep, t0, status, ct, out);
     evbuffer_free(out);
+}
+
+/* /v1/throttles...: any known token; the module decides per role (throttle_api.h). */
+static void handle_throttle(struct srv *s, struct evhttp_request *req, const char *path, int64_t t0)
+{
+    int role = request_role(s->cfg, req);
+    if (role < 0) {
+        reply_error(s, req, METRICS_EP_API, t0, 401, "missing or unknown bearer token",
+                    "Authorization");
+        return;
+    }
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    const char *method = m == EVHTTP_REQ_GET      ? "GET"
+                         : m == EVHTTP_REQ_POST   ? "POST"
+                         : m == EVHTTP_REQ_DELETE ? "DELETE"
+                                                  : "OTHER";
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    char *body = malloc(len + 1);
+    struct evbuffer *out = evbuffer_new();
+    if (!body || !out) {
+        free(body);
+        if (out)
+            evbuffer_free(out);
+        reply_error(s, req, METRICS_EP_API, t0, 503, "out of memory", "$");
+        return;
+    }
+    evbuffer_remove(in, body, len);
+    body[len] = 0;
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    int status =
+        thr_api_handle(store_db(s->store), ROLE_NAMES[role], method, path, query, body, len, out);
+    reply(s, req, METRICS_EP_API, t0, status, "application/json", out);
+    evbuffer_free(out);
+    free(body);
 }
 
 static void on_request(struct evhttp_request *req, void *arg)
@@ -340,6 +402,10 @@ static void on_request(struct evhttp_request *req, void *arg)
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (!path || !*path)
         path = "/";
+    if (thr_api_owns(path)) {
+        handle_throttle(s, req, path, t0);
+        return;
+    }
     const struct route *rt = NULL;
     bool path_known = false;
     enum evhttp_cmd_type method = evhttp_request_get_command(req);

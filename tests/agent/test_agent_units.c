@@ -16,6 +16,7 @@
 
 #include "agent_opts.h"
 #include "agentmetrics.h"
+#include "harness.h"
 #include "jsonv.h"
 #include "nfslocal.h"
 #include "nfsops.h"
@@ -484,7 +485,7 @@ static void test_nfs_metrics(void **state)
         "wanledger_nfs_latency_seconds_count{" LB "} 2\n"
         "# HELP wanledger_nfs_latency_window_seconds NFS latency quantile over the last window "
         "(upper bound of its log2 bucket).\n"
-        "# TYPE wanledger_nfs_latency_window_seconds gauge\n"
+        "# TYPE wanledger_nfs_latency_window_seconds summary\n"
         "wanledger_nfs_latency_window_seconds{" LA ",quantile=\"0.5\"} 0.002048\n"
         "wanledger_nfs_latency_window_seconds{" LA ",quantile=\"0.99\"} 2147.483648\n"
         "wanledger_nfs_latency_window_seconds{" LA ",quantile=\"1\"} 2147.483648\n"
@@ -526,6 +527,13 @@ static void test_nfs_metrics(void **state)
     const char *nfs = strstr(text, "# HELP wanledger_nfs_ops_total");
     assert_non_null(nfs);
     assert_string_equal(nfs, expected);
+    /* the whole exposition passes Prometheus' linter (odd label values included) */
+    th_require(system("command -v promtool >/dev/null") == 0,
+               "promtool is needed (package prometheus, scripts/install-deps.sh)");
+    FILE *pr = popen("promtool check metrics", "w");
+    assert_non_null(pr);
+    fputs(text, pr);
+    assert_int_equal(pclose(pr), 0);
     free(text);
 
     /* Next window: B once more (1 op in slot 1, [2, 4) us), A idle. Counters add up; A keeps its
