@@ -294,7 +294,7 @@ static void update_send_metrics(struct agent *a)
 static void submit_report(struct agent *a, const char *ctx, const char *body, bool collected,
                           uint32_t drained_gen, int64_t window_start)
 {
-    char err[512];
+    char err[512] = "";
     size_t len = strlen(body);
     struct drainstate next = a->ds;
     next.seq = a->seq;
@@ -444,15 +444,9 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 static void on_flush(evutil_socket_t fd, short what, void *arg)
 {
     struct agent *a = arg;
-    char err[512];
     (void)fd;
     (void)what;
-    size_t n = sender_flush(a->sender, err, sizeof(err));
-    if (n)
-        log_info(NULL, "resent %zu spooled reports", n);
-    if (err[0])
-        log_debug(NULL, "spool: %s", err);
-    update_send_metrics(a);
+    update_send_metrics(a); /* delivery itself runs on the sender's thread (common/deliver.c) */
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -470,10 +464,18 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     char *text = agentmetrics_render(&a->m);
     char *thr = a->throttle ? throttle_agent_metrics(a->throttle) : NULL;
     struct evbuffer *b = evbuffer_new();
-    if (!text || !b) {
+    char *dtext = NULL;
+    size_t dlen = 0;
+    FILE *df = open_memstream(&dtext, &dlen);
+    if (df) {
+        sender_metrics(a->sender, df);
+        fclose(df);
+    }
+    if (!text || !b || !dtext) {
         evhttp_send_error(req, 500, "out of memory");
     } else {
         evbuffer_add(b, text, strlen(text));
+        evbuffer_add(b, dtext, dlen);
         if (thr)
             evbuffer_add(b, thr, strlen(thr));
         evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
@@ -483,6 +485,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     if (b)
         evbuffer_free(b);
     free(text);
+    free(dtext);
     free(thr);
 }
 
@@ -648,6 +651,11 @@ int main(int argc, char **argv)
         .token = a.o.token,
         .spool_dir = a.o.spool_dir,
         .spool_max_bytes = a.o.spool_max_bytes,
+        .compress = a.o.compress,
+        .tls = {.ca_file = a.o.ca_file,
+                .cert_file = a.o.client_cert,
+                .key_file = a.o.client_key,
+                .allow_plain_remote = a.o.allow_plain_http},
         .out = a.o.to_stdout ? stdout : NULL,
     };
     char spool_sub[PATH_MAX];

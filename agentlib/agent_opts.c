@@ -36,6 +36,12 @@ enum {
     OPT_THROTTLE_FAIL_OPEN,
     OPT_CONFIG,
     OPT_HELP,
+    /* delivery (common/deliver.h) */
+    OPT_COMPRESS,
+    OPT_CA_FILE,
+    OPT_CLIENT_CERT,
+    OPT_CLIENT_KEY,
+    OPT_ALLOW_PLAIN,
 };
 
 static const struct option long_opts[] = {
@@ -62,6 +68,11 @@ static const struct option long_opts[] = {
     {"throttle-interval", required_argument, NULL, OPT_THROTTLE_INTERVAL},
     {"throttle-fail-open", required_argument, NULL, OPT_THROTTLE_FAIL_OPEN},
     {"config", required_argument, NULL, OPT_CONFIG},
+    {"compress", required_argument, NULL, OPT_COMPRESS},
+    {"ca-file", required_argument, NULL, OPT_CA_FILE},
+    {"client-cert", required_argument, NULL, OPT_CLIENT_CERT},
+    {"client-key", required_argument, NULL, OPT_CLIENT_KEY},
+    {"allow-plain-http", required_argument, NULL, OPT_ALLOW_PLAIN},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -95,11 +106,18 @@ void agent_opts_usage(FILE *f)
                "  --throttle-interval S seconds between rule fetches (5)\n"
                "  --throttle-fail-open S  remove every rule after S seconds without the\n"
                "                        reconciler (60)\n"
+               "  --compress ALG        report bodies as zstd (default), gzip or none\n"
+               "  --ca-file F           CA bundle (PEM) an https:// reconciler must chain to\n"
+               "  --client-cert F       client certificate (PEM) for mutual TLS\n"
+               "  --client-key F        its private key (default: in --client-cert)\n"
+               "  --allow-plain-http yes  allow http:// to a non-loopback reconciler (the token\n"
+               "                        then crosses the network in clear text)\n"
                "  --config FILE         JSON file with the same keys (reconciler, token_file,\n"
                "                        window_seconds, k, netns, cgroup, workflow_env, metrics,\n"
                "                        attach, spool, spool_max_bytes, agent_id, host,\n"
                "                        exclude_ports, map_entries, pin_dir, throttle,\n"
-               "                        throttle_interval, throttle_fail_open); flags win\n"
+               "                        throttle_interval, throttle_fail_open, compress, ca_file,\n"
+               "                        client_cert, client_key, allow_plain_http); flags win\n"
                "  -v, --verbose         debug logging\n");
 }
 
@@ -183,8 +201,8 @@ static int apply(struct agent_opts *o, int id, const char *v, const char *where,
     uint64_t n;
     switch (id) {
     case OPT_RECONCILER:
-        if (strncmp(v, "http://", 7) != 0) {
-            snprintf(err, errlen, "%s: expected an http:// URL, got \"%s\"", where, v);
+        if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
+            snprintf(err, errlen, "%s: expected an http:// or https:// URL, got \"%s\"", where, v);
             return -1;
         }
         return set_str(&o->reconciler, v);
@@ -254,6 +272,25 @@ static int apply(struct agent_opts *o, int id, const char *v, const char *where,
         }
         o->map_entries = (uint32_t)n;
         return 0;
+    case OPT_COMPRESS:
+        if (wl_compress_parse(v, &o->compress)) {
+            snprintf(err, errlen, "%s: expected zstd, gzip or none, got \"%s\"", where, v);
+            return -1;
+        }
+        return 0;
+    case OPT_CA_FILE:
+        return set_str(&o->ca_file, v);
+    case OPT_CLIENT_CERT:
+        return set_str(&o->client_cert, v);
+    case OPT_CLIENT_KEY:
+        return set_str(&o->client_key, v);
+    case OPT_ALLOW_PLAIN:
+        if (strcmp(v, "yes") && strcmp(v, "true") && strcmp(v, "no") && strcmp(v, "false")) {
+            snprintf(err, errlen, "%s: expected yes or no, got \"%s\"", where, v);
+            return -1;
+        }
+        o->allow_plain_http = !strcmp(v, "yes") || !strcmp(v, "true");
+        return 0;
     case OPT_THROTTLE:
         if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
             snprintf(err, errlen, "%s: expected on or off, got \"%s\"", where, v);
@@ -300,6 +337,11 @@ static const struct {
     {"exclude_ports", OPT_EXCLUDE_PORTS},
     {"map_entries", OPT_MAP_ENTRIES},
     {"pin_dir", OPT_PIN_DIR},
+    {"compress", OPT_COMPRESS},
+    {"ca_file", OPT_CA_FILE},
+    {"client_cert", OPT_CLIENT_CERT},
+    {"client_key", OPT_CLIENT_KEY},
+    {"allow_plain_http", OPT_ALLOW_PLAIN},
     {"throttle", OPT_THROTTLE},
     {"throttle_interval", OPT_THROTTLE_INTERVAL},
     {"throttle_fail_open", OPT_THROTTLE_FAIL_OPEN},
@@ -318,6 +360,10 @@ static int json_as_text(const struct jv *v, char *buf, size_t len)
         if (!jv_u64(v, &u))
             return -1;
         snprintf(buf, len, "%llu", (unsigned long long)u);
+        return 0;
+    }
+    if (v->type == JV_TRUE || v->type == JV_FALSE) {
+        snprintf(buf, len, "%s", v->type == JV_TRUE ? "true" : "false");
         return 0;
     }
     if (v->type == JV_ARRAY) {
@@ -518,5 +564,8 @@ void agent_opts_free(struct agent_opts *o)
     free(o->agent_id);
     free(o->host);
     free(o->pin_dir);
+    free(o->ca_file);
+    free(o->client_cert);
+    free(o->client_key);
     memset(o, 0, sizeof(*o));
 }

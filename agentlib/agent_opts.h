@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "compress.h"
 #include "sockprobe.h"
 
 #define AGENT_MAX_WORKFLOW_ENV 16
@@ -39,6 +40,10 @@ struct agent_opts {
     char *pin_dir;          /* bpffs directory, "none", or NULL = /sys/fs/bpf/wanledger/AGENT_ID */
     bool release_pins;      /* remove the pins on exit */
     int verbose;
+    /* delivery: compression (default zstd) and TLS to an https:// reconciler */
+    enum wl_compress compress;
+    char *ca_file, *client_cert, *client_key;
+    bool allow_plain_http;
 };
 
 /* Parses argv (argv[0] is the program). Returns 0, 1 when --help was printed, or -1 with err

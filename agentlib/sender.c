@@ -1,19 +1,15 @@
-/* Spool-first, in-order delivery of reports to the reconciler. */
+/* The agent's reports through common/deliver.c (or to stdout). */
 #include "sender.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "httpc.h"
-#include "spool.h"
+#define SENDER_DRAIN_MS 5000 /* at exit: the last (partial) window is worth a few seconds */
 
 struct sender {
-    char *url;
-    char *token;
-    int timeout_ms;
     FILE *out;
-    struct spool *spool;
-    struct sender_stats st;
+    struct deliver *d;
+    uint64_t lines;
 };
 
 struct sender *sender_new(const struct sender_opts *o, char *err, size_t errlen)
@@ -24,93 +20,38 @@ struct sender *sender_new(const struct sender_opts *o, char *err, size_t errlen)
         return NULL;
     }
     s->out = o->out;
-    s->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
-    if (!s->out) {
-        if (!o->url || !o->spool_dir) {
-            snprintf(err, errlen, "a reconciler URL and a spool directory are needed");
-            goto fail;
-        }
-        s->url = strdup(o->url);
-        s->token = o->token ? strdup(o->token) : NULL;
-        if (!s->url || (o->token && !s->token)) {
-            snprintf(err, errlen, "out of memory");
-            goto fail;
-        }
-        s->spool = spool_open(o->spool_dir, o->spool_max_bytes, err, errlen);
-        if (!s->spool)
-            goto fail;
+    if (s->out)
+        return s;
+    if (!o->url || !o->spool_dir) {
+        snprintf(err, errlen, "a reconciler URL and a spool directory are needed");
+        free(s);
+        return NULL;
+    }
+    struct deliver_opts dopts = {
+        .target = {.name = "delivery",
+                   .url = o->url,
+                   .token = o->token,
+                   .timeout_ms = o->timeout_ms,
+                   .compress = o->compress,
+                   .tls = o->tls},
+        .spool_dir = o->spool_dir,
+        .spool_max_bytes = o->spool_max_bytes,
+        .report_drops = true,
+    };
+    s->d = deliver_new(&dopts, err, errlen);
+    if (!s->d) {
+        free(s);
+        return NULL;
     }
     return s;
-fail:
-    sender_free(s);
-    return NULL;
 }
 
 void sender_free(struct sender *s)
 {
     if (!s)
         return;
-    spool_close(s->spool);
-    free(s->url);
-    free(s->token);
+    deliver_close(s->d, SENDER_DRAIN_MS);
     free(s);
-}
-
-/* 4xx other than 401/403/408/429 means this body will never be accepted: waiting would block
- * every later report. */
-static bool permanently_rejected(int status)
-{
-    return status >= 400 && status < 500 && status != 401 && status != 403 && status != 408 &&
-           status != 429;
-}
-
-size_t sender_flush(struct sender *s, char *err, size_t errlen)
-{
-    size_t delivered = 0;
-    if (errlen)
-        err[0] = '\0';
-    if (!s->spool)
-        return 0;
-    for (;;) {
-        char *body = NULL;
-        size_t len = 0;
-        int r = spool_peek(s->spool, &body, &len);
-        if (r == 0)
-            break;
-        if (r < 0) {
-            snprintf(err, errlen, "reading the spool failed");
-            break;
-        }
-        struct httpc_response resp = {0};
-        char herr[256] = "";
-        int rc = httpc_post(s->url, s->token, body, len, s->timeout_ms, &resp, herr, sizeof(herr));
-        free(body);
-        s->st.last_status = rc == 0 ? resp.status : 0;
-        if (rc == 0 && resp.status >= 200 && resp.status < 300) {
-            httpc_response_free(&resp);
-            spool_pop(s->spool);
-            s->st.sent++;
-            delivered++;
-            continue;
-        }
-        if (rc == 0 && permanently_rejected(resp.status)) {
-            snprintf(err, errlen, "%s answered %d: %.200s (report dropped)", s->url, resp.status,
-                     resp.body ? resp.body : "");
-            httpc_response_free(&resp);
-            spool_pop(s->spool);
-            s->st.rejected++;
-            continue;
-        }
-        s->st.failures++;
-        if (rc == 0)
-            snprintf(err, errlen, "%s answered %d: %.200s", s->url, resp.status,
-                     resp.body ? resp.body : "");
-        else
-            snprintf(err, errlen, "%s: %s", s->url, herr);
-        httpc_response_free(&resp);
-        break;
-    }
-    return delivered;
 }
 
 int sender_submit(struct sender *s, const char *body, size_t len, char *err, size_t errlen)
@@ -123,20 +64,35 @@ int sender_submit(struct sender *s, const char *body, size_t len, char *err, siz
             snprintf(err, errlen, "writing the report to stdout failed");
             return -1;
         }
-        s->st.sent++;
+        s->lines++;
         return 0;
     }
-    if (spool_push(s->spool, body, len, err, errlen))
+    if (deliver_submit(s->d, body, len) != 0) {
+        snprintf(err, errlen, "out of memory");
         return -1;
-    sender_flush(s, err, errlen);
+    }
     return 0;
 }
 
 void sender_stats(const struct sender *s, struct sender_stats *st)
 {
-    *st = s->st;
-    if (s->spool) {
-        st->spooled = spool_count(s->spool);
-        st->spool_dropped = spool_dropped(s->spool);
+    memset(st, 0, sizeof(*st));
+    if (!s->d) {
+        st->sent = s->lines;
+        return;
     }
+    struct deliver_stats ds;
+    deliver_get_stats(s->d, &ds);
+    st->sent = ds.c.sends[DELIVER_OK];
+    st->rejected = ds.rejected;
+    st->failures = ds.c.sends[DELIVER_RETRY] + ds.c.sends[DELIVER_HOLD];
+    st->spooled = (size_t)(ds.spool_entries + ds.mem_entries);
+    st->spool_dropped = ds.dropped_entries;
+    st->last_status = ds.c.last_status;
+}
+
+void sender_metrics(const struct sender *s, FILE *f)
+{
+    if (s->d)
+        deliver_metrics_render(s->d, f);
 }

@@ -8,9 +8,14 @@
  * loses nothing. Only complete lines are shipped: a line still being written waits for its
  * newline. A rotated log (the path now names another file) is read to its end before the new
  * file is opened from its start; a truncated log is read again from its start. A line the
- * reconciler rejects (4xx) is isolated by resending the batch line by line and then skipped with
- * an error naming the file and byte offset; connection failures and 5xx are retried, never
- * skipped. Resending is harmless anyway: the reconciler is idempotent on (service, id). */
+ * reconciler rejects (400/413/422) is isolated by resending the batch line by line and then
+ * skipped with an error naming the file and byte offset. Everything else follows the one delivery
+ * policy of common/deliver_post.h: bodies compressed (zstd by default, $.delivery.compress),
+ * https:// verified against $.delivery.ca_file; connection failures, 5xx, 429 and 408 are retried
+ * with capped exponential backoff and jitter, at least Retry-After; other 4xx (401, 403, a 404
+ * from a URL typo) hold the data and retry, logged once per state change; nothing is skipped for
+ * them. The logs are ship's spool. Resending is harmless anyway: the reconciler is idempotent on
+ * (service, id). */
 #include "ship.h"
 
 #include <event2/buffer.h>
@@ -26,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "httpc.h"
+#include "deliver_post.h"
 #include "jsonv.h"
 #include "jsonw.h"
 #include "log.h"
@@ -38,7 +43,6 @@
 #define SHIP_MAX_BATCH_BYTES  (1024 * 1024)
 #define SHIP_MAX_LINE         (256 * 1024)
 #define SHIP_POST_TIMEOUT_MS  10000
-#define SHIP_BACKOFF_MAX_MS   30000
 #define SHIP_DEFAULT_INTERVAL 500
 
 struct ship_log {
@@ -61,8 +65,10 @@ struct ship {
     struct ship_log *logs;
     size_t n_logs;
     uint64_t shipped_lines, skipped_lines, posts;
-    struct ship_metrics m;  /* --metrics (ship_metrics.h); logs[i] is m.logs[i] */
-    uint64_t last_rejected; /* "rejected" of the last accepted POST's answer */
+    struct deliver_target target; /* the one delivery policy; its counters feed /metrics */
+    int retry_after_s;            /* of the last failed post, -1 none */
+    struct ship_metrics m;        /* --metrics (ship_metrics.h); logs[i] is m.logs[i] */
+    uint64_t last_rejected;       /* "rejected" of the last accepted POST's answer */
 };
 
 /* The metrics of log l. */
@@ -294,37 +300,30 @@ static int log_replaced(struct ship_log *l)
 
 /* ---- posting ---- */
 
-/* 0 accepted, 1 rejected as bad data (4xx other than auth), -1 retry later. */
+/* 0 accepted, 1 rejected as bad data (400/413/422), -1 retry later (common/deliver_post.h). */
 static int post(struct ship *s, const char *body, size_t len, const char *ctx)
 {
-    struct httpc_response resp = {0};
-    char err[256] = "";
+    struct deliver_result r;
     s->posts++;
-    if (httpc_post(s->url, s->token, body, len, SHIP_POST_TIMEOUT_MS, &resp, err, sizeof err) < 0) {
-        log_warn(ctx, "POST %s: %s (will retry)", s->url, err);
-        atomic_fetch_add(&s->m.posts_failed, 1);
-        return -1;
-    }
-    int status = resp.status, rc;
-    if (status >= 200 && status < 300) {
-        rc = 0;
+    deliver_post_once(&s->target, body, len, &r);
+    if (r.cls == DELIVER_OK) {
         atomic_fetch_add(&s->m.posts_ok, 1);
         atomic_store(&s->m.last_success_us, tm_now_us());
-        s->last_rejected = ship_metrics_rejected_in(resp.body); /* quarantined there */
-    } else if (status == 401 || status == 403 || status == 404 || status == 429 || status == 408 ||
-               status >= 500 || status < 200) {
-        /* Our credentials, the URL, the size or the server: not the data's fault. */
-        log_warn(ctx, "POST %s: HTTP %d %s (will retry)", s->url, status,
-                 resp.body ? resp.body : "");
-        rc = -1;
-    } else {
-        log_debug(ctx, "POST %s: HTTP %d %s", s->url, status, resp.body ? resp.body : "");
-        rc = 1;
+        s->last_rejected = ship_metrics_rejected_in(r.body); /* quarantined there */
+        deliver_result_free(&r);
+        return 0;
     }
-    if (rc != 0)
-        atomic_fetch_add(&s->m.posts_failed, 1);
-    httpc_response_free(&resp);
-    return rc;
+    atomic_fetch_add(&s->m.posts_failed, 1);
+    if (r.cls == DELIVER_REJECT) {
+        log_debug(ctx, "POST %s: %s", s->url, r.msg);
+        deliver_result_free(&r);
+        return 1;
+    }
+    /* state changes are logged once by deliver_post_once */
+    log_debug(ctx, "POST %s: %s (will retry)", s->url, r.msg);
+    s->retry_after_s = r.retry_after_s;
+    deliver_result_free(&r);
+    return -1;
 }
 
 static bool line_blank(const char *line, size_t len)
@@ -591,7 +590,7 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
     }
     if (!cfg->reconciler_url) {
         fprintf(stderr,
-                "wanledger ship: %s: $.reconciler_url: expected an http:// URL (or "
+                "wanledger ship: %s: $.reconciler_url: expected an http[s]:// URL (or "
                 "$.listen)\n",
                 cfg->path ? cfg->path : "config");
         return 2;
@@ -604,7 +603,10 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
         return 2;
     }
 
-    struct ship s = {.cfg = cfg, .token = cfg->tokens.service[0], .batch_lines = (size_t)batch};
+    struct ship s = {.cfg = cfg,
+                     .token = cfg->tokens.service[0],
+                     .batch_lines = (size_t)batch,
+                     .retry_after_s = -1};
     size_t ul = strlen(cfg->reconciler_url) + sizeof "/v1/transfers";
     s.url = malloc(ul);
     s.n_logs = (size_t)(argc - i);
@@ -620,6 +622,18 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
     while (k > 0 && s.url[k - 1] == '/')
         s.url[--k] = '\0';
     strcat(s.url, "/v1/transfers");
+    s.target = (struct deliver_target){
+        .name = "ship",
+        .url = s.url,
+        .token = s.token,
+        .timeout_ms = SHIP_POST_TIMEOUT_MS,
+        .compress = cfg->delivery.compress,
+        .tls = {.ca_file = cfg->delivery.ca_file,
+                .cert_file = cfg->delivery.client_cert,
+                .key_file = cfg->delivery.client_key,
+                .allow_plain_remote = cfg->delivery.allow_plain_http},
+        .backoff_min_ms = (int)interval,
+    };
     for (size_t j = 0; j < s.n_logs; j++) {
         /* Absolute paths: the state file means the same files from any working directory. */
         s.logs[j].path = absolute_path(argv[i + (int)j]);
@@ -660,7 +674,7 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
         }
     }
     log_info(NULL, "shipping %zu log(s) to %s, state in %s", s.n_logs, s.url, s.state_path);
-    int backoff = interval;
+    unsigned fails = 0;
     for (;;) {
         int r = ship_round(&s);
         if (once) {
@@ -672,10 +686,10 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
             break;
         }
         if (r < 0) {
-            sleep_ms(backoff);
-            backoff = backoff * 2 > SHIP_BACKOFF_MAX_MS ? SHIP_BACKOFF_MAX_MS : backoff * 2;
+            sleep_ms(deliver_backoff_ms(&s.target, ++fails, s.retry_after_s));
+            s.retry_after_s = -1;
         } else {
-            backoff = (int)interval;
+            fails = 0;
             if (r == 0)
                 sleep_ms((int)interval);
         }

@@ -232,6 +232,13 @@ char *cfg_to_json(const struct cfg *cfg)
     add_str(po, "gnmi_udp_listen", cfg->gnmi_udp_listen);
     add_str(po, "gnmi_delimiter", cfg->gnmi_delimiter);
     add_str(po, "metrics_listen", cfg->metrics_listen);
+    cJSON *dv = cJSON_AddObjectToObject(r, "delivery");
+    const char *comp = wl_compress_name(cfg->delivery.compress);
+    add_str(dv, "compress", comp ? comp : "none");
+    add_str(dv, "ca_file", cfg->delivery.ca_file);
+    add_str(dv, "client_cert", cfg->delivery.client_cert);
+    add_str(dv, "client_key", cfg->delivery.client_key);
+    cJSON_AddBoolToObject(dv, "allow_plain_http", cfg->delivery.allow_plain_http);
     char *out = cJSON_Print(r);
     cJSON_Delete(r);
     return out;

@@ -80,6 +80,8 @@ void cfg_free_endpoints(struct cfg *cfg);
 /* A device's "flows" object at path p (cfg_flows.c). */
 void cfg_parse_device_flows(struct cfg_pctx *c, const cJSON *o, const char *p,
                             struct cfg_flows *fl);
+void cfg_parse_delivery(struct cfg_pctx *c, const cJSON *obj); /* NULL obj: defaults */
+void cfg_free_delivery(struct cfg_delivery *d);
 void cfg_parse_throttle(struct cfg_pctx *c, const cJSON *root); /* $.throttle, may be absent */
 
 #endif

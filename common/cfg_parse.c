@@ -44,7 +44,8 @@ static void parse_general(struct cfg_pctx *c, const cJSON *root)
         cfg->reconciler_url = malloc(n);
         snprintf(cfg->reconciler_url, n, "http://%s", cfg->listen);
     } else if (cfg->reconciler_url && !cfg_valid_http_url(cfg->reconciler_url))
-        cfg_err(c, "$.reconciler_url", "expected an http:// URL, got \"%s\"", cfg->reconciler_url);
+        cfg_err(c, "$.reconciler_url", "expected an http:// or https:// URL, got \"%s\"",
+                cfg->reconciler_url);
     cfg->public_url = cfg_get_str(c, root, "public_url", "$", 0, cfg->reconciler_url);
     cfg->open_on_loopback = cfg_get_bool(c, root, "open_on_loopback", "$", 0);
 }
@@ -154,7 +155,7 @@ static void parse_alerts(struct cfg_pctx *c, const cJSON *root)
                                      "$.alerts.webhooks", &cfg->n_webhooks);
     char p[256];
     for (size_t i = 0; i < cfg->n_webhooks; i++)
-        if (!cfg_valid_http_url(cfg->webhooks[i]))
+        if (!cfg_valid_http_url(cfg->webhooks[i]) || strncmp(cfg->webhooks[i], "http://", 7))
             cfg_err(c, cfg_jp_idx(p, sizeof(p), "$.alerts.webhooks", (int)i),
                     "expected an http:// URL, got \"%s\"", cfg->webhooks[i]);
     cfg->resend_seconds = (int)cfg_get_num(c, al, "resend_seconds", "$.alerts", 1, 86400, 60, 1);
@@ -210,6 +211,11 @@ static void parse_poller(struct cfg_pctx *c, const cJSON *root)
         cfg->spool_dir = strdup("/var/lib/wanledger/spool");
 }
 
+static void parse_delivery_sec(struct cfg_pctx *c, const cJSON *root)
+{
+    cfg_parse_delivery(c, cfg_get_obj(c, root, "delivery", "$", 0));
+}
+
 /* The top-level keys parse_general reads. */
 static const char *const scalar_keys[] = {
     "window_seconds",         "grace_seconds", "tick_seconds", "max_future_seconds", "database",
@@ -231,6 +237,7 @@ static const struct {
     {"limits", parse_limits},           {"poller", parse_poller},
     {"retention", cfg_parse_retention}, {"endpoints", parse_endpoints_sec},
     {"throttle", cfg_parse_throttle},   {"server", cfg_parse_server},
+    {"delivery", parse_delivery_sec},
 };
 
 #define N_SCALARS  (sizeof(scalar_keys) / sizeof(scalar_keys[0]))
@@ -348,6 +355,7 @@ void cfg_free(struct cfg *cfg)
     free_list(cfg->throttle.auto_enforce, cfg->throttle.n_auto_enforce);
     free(cfg->reconciler_url);
     free(cfg->public_url);
+    cfg_free_delivery(&cfg->delivery);
     for (size_t i = 0; i < cfg->n_sites; i++) {
         free(cfg->sites[i].name);
         free(cfg->sites[i].prefixes);

@@ -350,8 +350,9 @@ int cfg_valid_hostport(const char *s)
 
 int cfg_valid_http_url(const char *s)
 {
-    if (strncmp(s, "http://", 7) != 0)
+    size_t skip = strncmp(s, "https://", 8) == 0 ? 8 : 7;
+    if (skip == 7 && strncmp(s, "http://", 7) != 0)
         return 0;
-    const char *host = s + 7;
+    const char *host = s + skip;
     return *host && *host != '/' && *host != ':';
 }

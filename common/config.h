@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "compress.h"
 #include "sitemap.h"
 
 struct cfg_prefix {
@@ -108,6 +109,13 @@ struct cfg_tokens {
     char **operator;
 };
 
+/* $.delivery (common/cfg_delivery.c): how the poller and `ship` send to reconciler_url. */
+struct cfg_delivery {
+    enum wl_compress compress; /* default zstd */
+    char *ca_file, *client_cert, *client_key;
+    bool allow_plain_http;
+};
+
 struct cfg {
     char *path; /* the file it was read from */
 
@@ -197,6 +205,8 @@ struct cfg {
     char *gnmi_udp_listen;
     char *gnmi_delimiter; /* gnmic tcp output's `delimiter`, or NULL */
     char *metrics_listen; /* the poller's /metrics, "HOST:PORT"; NULL: POLL_METRICS_DEFAULT */
+
+    struct cfg_delivery delivery;
 
     /* derived */
     struct sitemap *sitemap;                     /* every site prefix -> site index */

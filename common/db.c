@@ -10,37 +10,9 @@
 
 #include "timeutil.h"
 
-int db_exec(PGconn *db, const char *sql, char *err, size_t errlen)
-{
-    PGresult *r = PQexec(db, sql);
-    ExecStatusType st = PQresultStatus(r);
-    int rc = 0;
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-        snprintf(err, errlen, "%s", PQresultErrorMessage(r));
-        size_t n = strlen(err);
-        while (n && err[n - 1] == '\n')
-            err[--n] = '\0';
-        rc = -1;
-    }
-    PQclear(r);
-    return rc;
-}
-
 PGconn *db_connect_str(const char *conninfo, char *err, size_t errlen)
 {
-    PGconn *db = PQconnectdb(conninfo);
-    if (PQstatus(db) != CONNECTION_OK) {
-        snprintf(err, errlen, "cannot connect to PostgreSQL (%s): %s", conninfo,
-                 PQerrorMessage(db));
-        size_t n = strlen(err);
-        while (n && err[n - 1] == '\n')
-            err[--n] = '\0';
-        PQfinish(db);
-        return NULL;
-    }
-    PGresult *r = PQexec(db, "SET TIME ZONE 'UTC'; SET client_min_messages = warning");
-    PQclear(r);
-    return db;
+    return pgc_connect(conninfo, NULL, err, errlen);
 }
 
 PGconn *db_connect(const struct cfg *cfg, char *err, size_t errlen)
@@ -63,10 +35,10 @@ PGconn *db_connect(const struct cfg *cfg, char *err, size_t errlen)
     }
     ci[o++] = '\'';
     ci[o] = '\0';
-    PGconn *db = db_connect_str(ci, err, errlen);
-    if (!db) /* do not leak the password into logs */
-        snprintf(err, errlen, "cannot connect to PostgreSQL (%s, password from %s)", cfg->database,
-                 cfg->database_password_file);
+    char shown[1024]; /* never the password in logs */
+    snprintf(shown, sizeof(shown), "%s, password from %s", cfg->database,
+             cfg->database_password_file);
+    PGconn *db = pgc_connect(ci, shown, err, errlen);
     memset(pw, 0, strlen(pw));
     free(pw);
     free(ci);
@@ -77,13 +49,13 @@ int db_migrate(PGconn *db, int *applied, char *err, size_t errlen)
 {
     *applied = 0;
     /* a session-level advisory lock serialises concurrent migrate runs */
-    if (db_exec(db, "SELECT pg_advisory_lock(hashtext('wanledger.migrate'))", err, errlen) != 0)
+    if (pgc_exec(db, "SELECT pg_advisory_lock(hashtext('wanledger.migrate'))", err, errlen) != 0)
         return -1;
     int rc = -1;
-    if (db_exec(db,
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version int PRIMARY KEY, "
-                "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
-                err, errlen) != 0)
+    if (pgc_exec(db,
+                 "CREATE TABLE IF NOT EXISTS schema_migrations (version int PRIMARY KEY, "
+                 "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
+                 err, errlen) != 0)
         goto cleanup;
     for (unsigned i = 0; i < db_n_migrations; i++) {
         const struct db_migration *m = &db_migrations[i];
@@ -102,12 +74,12 @@ int db_migrate(PGconn *db, int *applied, char *err, size_t errlen)
             goto cleanup;
         if (done)
             continue;
-        if (db_exec(db, "BEGIN", err, errlen) != 0)
+        if (pgc_exec(db, "BEGIN", err, errlen) != 0)
             goto cleanup;
         char e2[1024];
-        if (db_exec(db, m->sql, e2, sizeof(e2)) != 0) {
+        if (pgc_exec(db, m->sql, e2, sizeof(e2)) != 0) {
             snprintf(err, errlen, "migration %s failed: %s", m->name, e2);
-            db_exec(db, "ROLLBACK", e2, sizeof(e2));
+            pgc_exec(db, "ROLLBACK", e2, sizeof(e2));
             goto cleanup;
         }
         r = PQexecParams(db, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", 2,
@@ -117,17 +89,17 @@ int db_migrate(PGconn *db, int *applied, char *err, size_t errlen)
             snprintf(err, errlen, "recording migration %s: %s", m->name, PQresultErrorMessage(r));
         PQclear(r);
         if (bad) {
-            db_exec(db, "ROLLBACK", e2, sizeof(e2));
+            pgc_exec(db, "ROLLBACK", e2, sizeof(e2));
             goto cleanup;
         }
-        if (db_exec(db, "COMMIT", err, errlen) != 0)
+        if (pgc_exec(db, "COMMIT", err, errlen) != 0)
             goto cleanup;
         (*applied)++;
     }
     rc = 0;
 cleanup:;
     char e3[256];
-    db_exec(db, "SELECT pg_advisory_unlock(hashtext('wanledger.migrate'))", e3, sizeof(e3));
+    pgc_exec(db, "SELECT pg_advisory_unlock(hashtext('wanledger.migrate'))", e3, sizeof(e3));
     return rc;
 }
 
@@ -222,15 +194,15 @@ int db_prune(PGconn *db, int64_t cutoff_us, int *dropped, char *err, size_t errl
 
 int db_sync_config(PGconn *db, const struct cfg *cfg, char *err, size_t errlen)
 {
-    if (db_exec(db, "BEGIN", err, errlen) != 0)
+    if (pgc_exec(db, "BEGIN", err, errlen) != 0)
         return -1;
     /* Reconcilers starting at once sync the same rows: without this lock the second one's
      * DELETE (its snapshot older than the first's COMMIT) missed the rows the first inserted and
      * its INSERT hit the primary key. The lock makes the DELETE start after the other commit. */
-    if (db_exec(db, "SELECT pg_advisory_xact_lock(hashtext('wanledger.sync_config'))", err,
-                errlen) != 0)
+    if (pgc_exec(db, "SELECT pg_advisory_xact_lock(hashtext('wanledger.sync_config'))", err,
+                 errlen) != 0)
         goto fail;
-    if (db_exec(db, "DELETE FROM sites; DELETE FROM links", err, errlen) != 0)
+    if (pgc_exec(db, "DELETE FROM sites; DELETE FROM links", err, errlen) != 0)
         goto fail;
     for (size_t i = 0; i < cfg->n_sites; i++) {
         const struct cfg_site *s = &cfg->sites[i];
@@ -269,9 +241,9 @@ int db_sync_config(PGconn *db, const struct cfg *cfg, char *err, size_t errlen)
         if (bad)
             goto fail;
     }
-    return db_exec(db, "COMMIT", err, errlen);
+    return pgc_exec(db, "COMMIT", err, errlen);
 fail:;
     char e2[256];
-    db_exec(db, "ROLLBACK", e2, sizeof(e2));
+    pgc_exec(db, "ROLLBACK", e2, sizeof(e2));
     return -1;
 }

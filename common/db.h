@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "pgc.h"
 
 struct db_migration {
     const char *name; /* "001_schema.sql" */
@@ -17,8 +18,8 @@ struct db_migration {
 extern const struct db_migration db_migrations[];
 extern const unsigned db_n_migrations;
 
-/* Connects with cfg->database (password from cfg->database_password_file when set).
- * NULL on failure with err filled. */
+/* Connects with cfg->database (password from cfg->database_password_file when set) through
+ * pgc_connect (timeouts, keepalives, UTC). NULL on failure with err filled. */
 PGconn *db_connect(const struct cfg *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 PGconn *db_connect_str(const char *conninfo, char *err, size_t errlen)
@@ -40,7 +41,5 @@ int db_prune(PGconn *db, int64_t cutoff_us, int *dropped, char *err, size_t errl
 /* Replaces the sites and links tables with the configuration's. 0 or -1. */
 int db_sync_config(PGconn *db, const struct cfg *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
-/* Runs a statement with no result rows; 0 or -1 with err = the server's message. */
-int db_exec(PGconn *db, const char *sql, char *err, size_t errlen);
 
 #endif

@@ -1,11 +1,15 @@
-/* Blocking HTTP/1.1 client over one TCP connection per request ("Connection: close"), with a
- * deadline covering connect, send and receive. Enough for posting reports and webhooks. */
+/* Blocking HTTP/1.1 client over one connection per request ("Connection: close"), with a
+ * deadline covering resolve, connect, TLS handshake, send and receive (common/httpc_tls.c does
+ * the TLS part). Enough for posting reports, batches and transfer records. */
 #include "httpc.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,211 +20,361 @@
 #include <unistd.h>
 
 #include "hostport.h"
+#include "httpc_conn.h"
 
-static int64_t now_ms(void)
+#define HTTPC_MAX_RESPONSE (16u << 20) /* a reconciler answer is a few hundred bytes */
+
+int64_t httpc_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* "http://HOST[:PORT]/PATH" (HOST:PORT by hostport.h, port 80 by default). */
-static int parse_url(const char *url, char *host, size_t hl, char *port, size_t pl, char *path,
-                     size_t ptl, char *err, size_t errlen)
-{
-    if (strncmp(url, "http://", 7) != 0) {
-        snprintf(err, errlen, "does not start with http://");
-        return -1;
-    }
-    const char *h = url + 7;
-    const char *slash = strchr(h, '/');
-    size_t authority = slash ? (size_t)(slash - h) : strlen(h);
-    struct hostport hp;
-    if (hostport_parse(h, authority, HOSTPORT_PORT_OPTIONAL, &hp, err, errlen) != 0)
-        return -1;
-    if (snprintf(path, ptl, "%s", slash ? slash : "/") >= (int)ptl ||
-        snprintf(host, hl, "%s", hp.host) >= (int)hl ||
-        snprintf(port, pl, "%u", hp.has_port ? hp.port : 80u) >= (int)pl) {
-        snprintf(err, errlen, "too long");
-        return -1;
-    }
-    return 0;
-}
-
-static int wait_fd(int fd, short ev, int64_t deadline)
+int httpc_wait_fd(int fd, short ev, int64_t deadline)
 {
     for (;;) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - httpc_now_ms();
         if (left <= 0)
             return -1;
         struct pollfd p = {.fd = fd, .events = ev};
         int r = poll(&p, 1, (int)left);
         if (r > 0)
             return 0;
-        if (r < 0 && errno != EINTR)
-            return -1;
-        if (r == 0)
+        if (r == 0 || errno != EINTR)
             return -1;
     }
 }
 
-static int request(const char *method, const char *url, const char *token, const char *body,
-                   size_t len, int timeout_ms, struct httpc_response *resp, char *err,
-                   size_t errlen)
+struct url_parts {
+    int tls;
+    char host[320], port[16], path[2048];
+};
+
+/* "http[s]://HOST[:PORT]/PATH" (HOST:PORT by hostport.h; port 80 / 443 by default). */
+static int parse_url(const char *url, struct url_parts *u, char *why, size_t whylen)
 {
-    memset(resp, 0, sizeof(*resp));
-    char host[320], port[320], path[2048];
-    char why[300];
-    if (parse_url(url, host, sizeof(host), port, sizeof(port), path, sizeof(path), why,
-                  sizeof(why)) != 0) {
-        snprintf(err, errlen, "bad URL \"%s\": expected http://HOST[:PORT]/PATH: %s", url, why);
+    const char *h;
+    if (strncmp(url, "http://", 7) == 0) {
+        u->tls = 0;
+        h = url + 7;
+    } else if (strncmp(url, "https://", 8) == 0) {
+        u->tls = 1;
+        h = url + 8;
+    } else {
+        snprintf(why, whylen, "does not start with http:// or https://");
         return -1;
     }
-    int64_t deadline = now_ms() + timeout_ms;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-    int gr = getaddrinfo(host, port, &hints, &ai);
-    if (gr != 0) {
-        snprintf(err, errlen, "%s: cannot resolve %s: %s", url, host, gai_strerror(gr));
+    const char *slash = strchr(h, '/');
+    size_t authority = slash ? (size_t)(slash - h) : strlen(h);
+    struct hostport hp;
+    if (hostport_parse(h, authority, HOSTPORT_PORT_OPTIONAL, &hp, why, whylen) != 0)
+        return -1;
+    unsigned port = hp.has_port ? hp.port : u->tls ? 443u : 80u;
+    if (snprintf(u->path, sizeof(u->path), "%s", slash ? slash : "/") >= (int)sizeof(u->path) ||
+        snprintf(u->host, sizeof(u->host), "%s", hp.host) >= (int)sizeof(u->host) ||
+        snprintf(u->port, sizeof(u->port), "%u", port) >= (int)sizeof(u->port)) {
+        snprintf(why, whylen, "too long");
         return -1;
     }
-    int fd = -1;
-    int rc = -1;
-    char *hdr = NULL, *buf = NULL;
-    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: socket: %s", url, strerror(errno));
-        goto cleanup;
+    return 0;
+}
+
+static int is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a))
+            return 1;
+        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
     }
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
-        snprintf(err, errlen, "%s: connect: %s", url, strerror(errno));
-        goto cleanup;
-    }
-    if (wait_fd(fd, POLLOUT, deadline) != 0) {
-        snprintf(err, errlen, "%s: connect timed out after %d ms", url, timeout_ms);
-        goto cleanup;
-    }
-    int soerr = 0;
-    socklen_t sl = sizeof(soerr);
-    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-    if (soerr) {
-        snprintf(err, errlen, "%s: connect: %s", url, strerror(soerr));
-        goto cleanup;
-    }
-    size_t hcap = 1024 + strlen(path) + strlen(host) + (token ? strlen(token) : 0);
-    hdr = malloc(hcap);
-    int hn = snprintf(hdr, hcap,
-                      "%s %s HTTP/1.1\r\nHost: %s:%s\r\nUser-Agent: wanledger\r\n"
-                      "Connection: close\r\n%s%s%s"
-                      "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                      method, path, host, port, token ? "Authorization: Bearer " : "",
-                      token ? token : "", token ? "\r\n" : "", len);
-    const char *parts[2] = {hdr, body};
-    size_t plen[2] = {(size_t)hn, len};
-    for (int k = 0; k < 2; k++) {
-        size_t off = 0;
-        while (off < plen[k]) {
-            ssize_t w = send(fd, parts[k] + off, plen[k] - off, MSG_NOSIGNAL);
-            if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
-                if (wait_fd(fd, POLLOUT, deadline) != 0) {
-                    snprintf(err, errlen, "%s: send timed out after %d ms", url, timeout_ms);
-                    goto cleanup;
-                }
-                continue;
-            }
-            if (w < 0) {
-                snprintf(err, errlen, "%s: send: %s", url, strerror(errno));
-                goto cleanup;
-            }
-            off += (size_t)w;
-        }
-    }
-    size_t cap = 8192, n = 0;
-    buf = malloc(cap);
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap *= 2;
-            char *nb = realloc(buf, cap);
-            if (!nb)
-                goto cleanup;
-            buf = nb;
-        }
-        ssize_t r = recv(fd, buf + n, cap - n - 1, 0);
-        if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (wait_fd(fd, POLLIN, deadline) != 0) {
-                snprintf(err, errlen, "%s: no response within %d ms", url, timeout_ms);
-                goto cleanup;
-            }
+    return 0;
+}
+
+static int connect_any(struct addrinfo *ai, struct httpc_conn *c, const char *url, char *err,
+                       size_t errlen)
+{
+    for (struct addrinfo *p = ai; p; p = p->ai_next) {
+        int fd = socket(p->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            snprintf(err, errlen, "%s: socket: %s", url, strerror(errno));
             continue;
         }
+        int soerr = 0;
+        if (connect(fd, p->ai_addr, p->ai_addrlen) != 0 && errno != EINPROGRESS) {
+            soerr = errno;
+        } else if (httpc_wait_fd(fd, POLLOUT, c->deadline_ms) != 0) {
+            snprintf(err, errlen, "%s: connect timed out", url);
+            close(fd);
+            return -1;
+        } else {
+            socklen_t sl = sizeof(soerr);
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+        }
+        if (soerr == 0) {
+            c->fd = fd;
+            return 0;
+        }
+        snprintf(err, errlen, "%s: connect: %s", url, strerror(soerr));
+        close(fd);
+    }
+    return -1;
+}
+
+int httpc_parse_retry_after(const char *v)
+{
+    while (*v == ' ' || *v == '\t')
+        v++;
+    if (*v >= '0' && *v <= '9') {
+        char *end;
+        long long s = strtoll(v, &end, 10);
+        while (*end == ' ' || *end == '\t' || *end == '\r')
+            end++;
+        if (*end && *end != '\n')
+            return -1;
+        return s > 86400 ? 86400 : (int)s;
+    }
+    struct tm tm = {0};
+    const char *e = strptime(v, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    if (!e)
+        return -1;
+    time_t at = timegm(&tm), now = time(NULL);
+    if (at <= now)
+        return 0;
+    return at - now > 86400 ? 86400 : (int)(at - now);
+}
+
+/* Status line, Retry-After, de-chunked body of a whole response in buf[0..n). */
+static int parse_response(char *buf, size_t n, struct httpc_response *resp)
+{
+    int status = 0;
+    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1 || status < 100 || status > 999)
+        return -1;
+    resp->status = status;
+    char *bstart = strstr(buf, "\r\n\r\n");
+    if (!bstart)
+        return 0;
+    bstart += 4;
+    int chunked = 0;
+    for (char *l = strstr(buf, "\r\n") + 2; l < bstart - 2;) {
+        char *eol = strstr(l, "\r\n");
+        *eol = '\0';
+        if (strncasecmp(l, "Transfer-Encoding:", 18) == 0 && strcasestr(l + 18, "chunked"))
+            chunked = 1;
+        else if (strncasecmp(l, "Retry-After:", 12) == 0)
+            resp->retry_after_s = httpc_parse_retry_after(l + 12);
+        *eol = '\r';
+        l = eol + 2;
+    }
+    size_t avail = n - (size_t)(bstart - buf);
+    char *out = malloc(avail + 1);
+    if (!out)
+        return -1;
+    if (!chunked) {
+        memcpy(out, bstart, avail);
+        resp->body_len = avail;
+    } else {
+        size_t on = 0;
+        char *p = bstart, *end = buf + n;
+        while (p < end) {
+            char *q;
+            unsigned long sz = strtoul(p, &q, 16);
+            q = strstr(q, "\r\n");
+            if (!q || sz == 0)
+                break;
+            q += 2;
+            if (sz > (size_t)(end - q))
+                break;
+            memcpy(out + on, q, sz);
+            on += sz;
+            p = q + sz + 2;
+        }
+        resp->body_len = on;
+    }
+    out[resp->body_len] = '\0';
+    resp->body = out;
+    return 0;
+}
+
+static int send_request(struct httpc_conn *c, const struct httpc_req *rq, const struct url_parts *u,
+                        char *err, size_t errlen)
+{
+    const char *tok = rq->token;
+    size_t hcap = 1024 + strlen(u->path) + strlen(u->host) + (tok ? strlen(tok) : 0);
+    char *hdr = malloc(hcap);
+    if (!hdr) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    char authority[HOSTPORT_HOST_MAX + 16];
+    hostport_format(u->host, (unsigned)atoi(u->port), authority, sizeof(authority));
+    int hn = snprintf(
+        hdr, hcap,
+        "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: wanledger\r\n"
+        "Connection: close\r\n%s%s%s%s%s%s"
+        "Content-Type: %s\r\nContent-Length: %zu\r\n\r\n",
+        rq->method ? rq->method : "POST", u->path, authority, tok ? "Authorization: Bearer " : "",
+        tok ? tok : "", tok ? "\r\n" : "", rq->content_encoding ? "Content-Encoding: " : "",
+        rq->content_encoding ? rq->content_encoding : "", rq->content_encoding ? "\r\n" : "",
+        rq->content_type ? rq->content_type : "application/json", rq->len);
+    char e[200] = "";
+    int rc = httpc_conn_write(c, hdr, (size_t)hn, e, sizeof(e));
+    if (rc == 0 && rq->len)
+        rc = httpc_conn_write(c, rq->body, rq->len, e, sizeof(e));
+    if (rc != 0)
+        snprintf(err, errlen, "%s: %s", rq->url, e);
+    free(hdr);
+    return rc;
+}
+
+/* 1 when buf[0..n) holds the whole response by its Content-Length (a server that keeps the
+ * connection open despite "Connection: close" must not cost the whole timeout). */
+static int response_complete(char *buf, size_t n)
+{
+    buf[n] = '\0';
+    char *end = strstr(buf, "\r\n\r\n");
+    if (!end)
+        return 0;
+    long long clen = -1;
+    for (char *l = strstr(buf, "\r\n"); l && l < end; l = strstr(l + 2, "\r\n"))
+        if (strncasecmp(l + 2, "Content-Length:", 15) == 0)
+            clen = strtoll(l + 17, NULL, 10);
+    return clen >= 0 && (long long)(n - (size_t)(end + 4 - buf)) >= clen;
+}
+
+static int read_response(struct httpc_conn *c, const char *url, struct httpc_response *resp,
+                         char *err, size_t errlen)
+{
+    size_t cap = 8192, n = 0;
+    char *buf = malloc(cap);
+    int rc = -1;
+    if (!buf)
+        return -1;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            if (cap >= HTTPC_MAX_RESPONSE) {
+                snprintf(err, errlen, "%s: response over %u bytes", url, HTTPC_MAX_RESPONSE);
+                goto out;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                goto out;
+            buf = nb;
+            cap *= 2;
+        }
+        char e[200] = "";
+        ssize_t r = httpc_conn_read(c, buf + n, cap - n - 1, e, sizeof(e));
         if (r < 0) {
-            snprintf(err, errlen, "%s: recv: %s", url, strerror(errno));
-            goto cleanup;
+            snprintf(err, errlen, "%s: %s", url, e);
+            goto out;
         }
         if (r == 0)
             break;
         n += (size_t)r;
+        if (response_complete(buf, n))
+            break;
     }
     buf[n] = '\0';
-    int status = 0;
-    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1) {
+    if (parse_response(buf, n, resp) != 0) {
         snprintf(err, errlen, "%s: not an HTTP response", url);
-        goto cleanup;
-    }
-    char *bstart = strstr(buf, "\r\n\r\n");
-    resp->status = status;
-    if (bstart) {
-        bstart += 4;
-        /* chunked bodies are de-chunked; others are taken as is */
-        int chunked = 0;
-        for (char *l = buf; l < bstart; l = strstr(l, "\r\n") + 2)
-            if (strncasecmp(l, "Transfer-Encoding:", 18) == 0 && strcasestr(l, "chunked") &&
-                strcasestr(l, "chunked") < strstr(l, "\r\n"))
-                chunked = 1;
-        if (chunked) {
-            char *out = malloc(strlen(bstart) + 1);
-            size_t on = 0;
-            char *p = bstart;
-            for (;;) {
-                unsigned long sz = strtoul(p, &p, 16);
-                p = strstr(p, "\r\n");
-                if (!p || sz == 0)
-                    break;
-                p += 2;
-                if (sz > (size_t)(buf + n - p))
-                    break;
-                memcpy(out + on, p, sz);
-                on += sz;
-                p += sz + 2;
-            }
-            out[on] = '\0';
-            resp->body = out;
-            resp->body_len = on;
-        } else {
-            resp->body_len = n - (size_t)(bstart - buf);
-            resp->body = malloc(resp->body_len + 1);
-            memcpy(resp->body, bstart, resp->body_len + 1);
-        }
+        goto out;
     }
     rc = 0;
-cleanup:
-    free(hdr);
+out:
     free(buf);
-    if (fd >= 0)
-        close(fd);
+    return rc;
+}
+
+static int request(const struct httpc_req *rq, struct httpc_response *resp, char *err,
+                   size_t errlen);
+
+/* TLS writes go through write(2), which raises SIGPIPE when the server has closed: blocked in
+ * this thread for the request and a pending one discarded, so no program (the agent does not
+ * ignore SIGPIPE) dies of a reconciler that went away. */
+int httpc_do(const struct httpc_req *rq, struct httpc_response *resp, char *err, size_t errlen)
+{
+    sigset_t pipe_set, old;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    int rc = request(rq, resp, err, errlen);
+    sigset_t pending;
+    if (!sigismember(&old, SIGPIPE) && sigpending(&pending) == 0 &&
+        sigismember(&pending, SIGPIPE)) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&pipe_set, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+static int request(const struct httpc_req *rq, struct httpc_response *resp, char *err,
+                   size_t errlen)
+{
+    memset(resp, 0, sizeof(*resp));
+    resp->retry_after_s = -1;
+    struct url_parts u;
+    char why[300];
+    if (parse_url(rq->url, &u, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "bad URL \"%s\": expected http[s]://HOST[:PORT]/PATH: %s", rq->url,
+                 why);
+        return -1;
+    }
+    int timeout = rq->timeout_ms > 0 ? rq->timeout_ms : 10000;
+    struct httpc_conn c = {.fd = -1, .deadline_ms = httpc_now_ms() + timeout};
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int gr = getaddrinfo(u.host, u.port, &hints, &ai);
+    if (gr != 0) {
+        snprintf(err, errlen, "%s: cannot resolve %s: %s", rq->url, u.host, gai_strerror(gr));
+        return -1;
+    }
+    int rc = -1;
+    if (!u.tls && !(rq->tls && rq->tls->allow_plain_remote)) {
+        for (struct addrinfo *p = ai; p; p = p->ai_next)
+            if (!is_loopback(p->ai_addr)) {
+                snprintf(err, errlen,
+                         "%s: plain http:// to a non-loopback host would send the token in clear "
+                         "text: use https:// (with ca_file) or allow_plain_http",
+                         rq->url);
+                goto cleanup;
+            }
+    }
+    if (connect_any(ai, &c, rq->url, err, errlen) != 0)
+        goto cleanup;
+    if (u.tls) {
+        char e[512];
+        if (httpc_tls_start(&c, u.host, rq->tls, e, sizeof(e)) != 0) {
+            snprintf(err, errlen, "%s: %s", rq->url, e);
+            goto cleanup;
+        }
+    }
+    if (send_request(&c, rq, &u, err, errlen) != 0 ||
+        read_response(&c, rq->url, resp, err, errlen) != 0)
+        goto cleanup;
+    rc = 0;
+cleanup:
+    httpc_conn_close(&c);
     freeaddrinfo(ai);
+    if (rc != 0)
+        httpc_response_free(resp);
     return rc;
 }
 
 int httpc_post(const char *url, const char *token, const char *body, size_t len, int timeout_ms,
                struct httpc_response *resp, char *err, size_t errlen)
 {
-    return request("POST", url, token, body, len, timeout_ms, resp, err, errlen);
+    struct httpc_req rq = {
+        .url = url, .token = token, .body = body, .len = len, .timeout_ms = timeout_ms};
+    return httpc_do(&rq, resp, err, errlen);
 }
 
 int httpc_get(const char *url, const char *token, int timeout_ms, struct httpc_response *resp,
               char *err, size_t errlen)
 {
-    return request("GET", url, token, "", 0, timeout_ms, resp, err, errlen);
+    struct httpc_req rq = {.method = "GET", .url = url, .token = token, .timeout_ms = timeout_ms};
+    return httpc_do(&rq, resp, err, errlen);
 }
 
 void httpc_response_free(struct httpc_response *resp)

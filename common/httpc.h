@@ -1,19 +1,48 @@
-/* A small blocking HTTP/1.1 client for POSTing JSON to the reconciler (agent, poller, shipper)
- * and to webhooks. Plain http:// only (the reconciler sits behind a TLS proxy where needed). */
+/* A small blocking HTTP/1.1 client for POSTing to the reconciler (agent, poller, `ship`) over
+ * http:// or https://. HTTPS verifies the server's certificate chain against a CA file (or the
+ * system store) and its name against the URL's host (DNS name or IP address), and can present a
+ * client certificate (mutual TLS). Plain http:// is refused unless every address the host resolves
+ * to is a loopback address, or the caller explicitly allows plain HTTP: bearer tokens cross the
+ * WAN only inside TLS. */
 #ifndef WL_HTTPC_H
 #define WL_HTTPC_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+struct httpc_tls {
+    const char *ca_file;     /* PEM CA bundle the server must chain to; NULL: system store */
+    const char *cert_file;   /* client certificate chain (PEM) for mutual TLS, or NULL */
+    const char *key_file;    /* its private key (PEM), or NULL (then taken from cert_file) */
+    bool allow_plain_remote; /* allow http:// to non-loopback hosts (tokens in clear text!) */
+};
+
+struct httpc_req {
+    const char *method; /* "POST" (default when NULL) or "GET" */
+    const char *url;    /* http[s]://HOST[:PORT]/PATH */
+    const char *token;  /* "Authorization: Bearer TOKEN" when not NULL */
+    const char *body;
+    size_t len;
+    const char *content_type;     /* default application/json */
+    const char *content_encoding; /* "zstd", "gzip" or NULL */
+    int timeout_ms;               /* deadline over resolve, connect, handshake, send, receive */
+    const struct httpc_tls *tls;  /* NULL: defaults (system CAs, plain only to loopback) */
+};
 
 struct httpc_response {
     int status; /* HTTP status, 0 when no response */
     char *body; /* malloc'd, NUL-terminated; may be NULL */
     size_t body_len;
+    int retry_after_s; /* the Retry-After header in seconds, -1 when absent or unreadable */
 };
 
-/* POSTs body to url ("http://host:port/path") with Content-Type application/json and, when
- * token is not NULL, "Authorization: Bearer TOKEN". Returns 0 when a response arrived (any
- * status), -1 on connection/timeout errors (err filled). Free resp->body with free(). */
+/* Sends one request. Returns 0 when a response arrived (any status), -1 on URL, resolve,
+ * connect, TLS (certificate verification names the reason) or timeout errors (err filled).
+ * Free resp->body with httpc_response_free(). */
+int httpc_do(const struct httpc_req *rq, struct httpc_response *resp, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* POSTs body as application/json with the default TLS settings. Same conventions. */
 int httpc_post(const char *url, const char *token, const char *body, size_t len, int timeout_ms,
                struct httpc_response *resp, char *err, size_t errlen)
     __attribute__((warn_unused_result));
@@ -21,5 +50,9 @@ int httpc_post(const char *url, const char *token, const char *body, size_t len,
 int httpc_get(const char *url, const char *token, int timeout_ms, struct httpc_response *resp,
               char *err, size_t errlen) __attribute__((warn_unused_result));
 void httpc_response_free(struct httpc_response *resp);
+
+/* A Retry-After value (delta-seconds or an IMF-fixdate HTTP-date) as seconds from now, clamped
+ * to [0, 86400]; -1 when unreadable. */
+int httpc_parse_retry_after(const char *value);
 
 #endif

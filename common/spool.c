@@ -9,18 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct spool_entry {
     uint64_t seq;
     uint64_t size;
+    int64_t mtime; /* seconds since the epoch, for the oldest-entry age */
 };
 
 struct spool {
     char *dir;
     uint64_t max_bytes;
     uint64_t bytes;
-    uint64_t dropped;
+    uint64_t dropped, dropped_bytes;
+    uint64_t unremoved; /* delivered entries whose file could not be unlinked (read-only) */
     uint64_t next_seq;
     struct spool_entry *ents; /* ring of entries, oldest at head */
     size_t head, n, cap;
@@ -106,7 +109,7 @@ struct spool *spool_open(const char *dir, uint64_t max_bytes, char *err, size_t 
             ct = ct ? ct * 2 : 64;
             tmp = realloc(tmp, ct * sizeof(*tmp));
         }
-        tmp[nt++] = (struct spool_entry){seq, (uint64_t)st.st_size};
+        tmp[nt++] = (struct spool_entry){seq, (uint64_t)st.st_size, (int64_t)st.st_mtime};
     }
     closedir(d);
     if (nt)
@@ -136,12 +139,16 @@ int spool_pop(struct spool *sp)
     struct spool_entry e = sp->ents[sp->head];
     char path[4096];
     ent_path(sp, e.seq, path, sizeof(path));
-    if (unlink(path) != 0 && errno != ENOENT)
-        return -1;
+    /* The entry leaves the queue even when its file cannot be removed (a read-only spool):
+     * otherwise the caller would send it again and again. A restart resends it (harmless: the
+     * reconciler is idempotent). */
+    int rc = unlink(path) != 0 && errno != ENOENT ? -1 : 0;
     sp->head = (sp->head + 1) % sp->cap;
     sp->n--;
     sp->bytes -= e.size;
-    return 0;
+    if (rc)
+        sp->unremoved++;
+    return rc;
 }
 
 int spool_push(struct spool *sp, const char *body, size_t len, char *err, size_t errlen)
@@ -152,9 +159,11 @@ int spool_push(struct spool *sp, const char *body, size_t len, char *err, size_t
         return -1;
     }
     while (sp->n && sp->bytes + len > sp->max_bytes) {
+        uint64_t size = sp->ents[sp->head].size;
         if (spool_pop(sp) != 0)
             break;
         sp->dropped++;
+        sp->dropped_bytes += size;
     }
     char path[4096], tmp[4200];
     uint64_t seq = sp->next_seq;
@@ -193,7 +202,7 @@ int spool_push(struct spool *sp, const char *body, size_t len, char *err, size_t
         fsync(dfd);
         close(dfd);
     }
-    if (ents_push(sp, (struct spool_entry){seq, len}) != 0) {
+    if (ents_push(sp, (struct spool_entry){seq, len, (int64_t)time(NULL)}) != 0) {
         snprintf(err, errlen, "spool: out of memory");
         return -1;
     }
@@ -234,4 +243,14 @@ uint64_t spool_bytes(const struct spool *sp)
 uint64_t spool_dropped(const struct spool *sp)
 {
     return sp->dropped;
+}
+
+uint64_t spool_dropped_bytes(const struct spool *sp)
+{
+    return sp->dropped_bytes;
+}
+
+int64_t spool_oldest_time(const struct spool *sp)
+{
+    return sp->n ? sp->ents[sp->head].mtime : 0;
 }

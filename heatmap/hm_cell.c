@@ -45,10 +45,10 @@ static int resolve(PGconn *db, struct cell_view *v, char *err, size_t errlen)
     const char *p[3] = {v->src, v->dst, NULL};
     PGresult *r;
     if (v->span.kind == HM_SPAN_LATEST) {
-        r = hm_sql_query(db, "finding the pair's latest window",
-                         "SELECT " HM_SQL_US("max(window_start)") " FROM heatmap_cells WHERE "
-                                                                  "src_site = $1 AND dst_site = $2",
-                         2, p, err, errlen);
+        r = pgc_query(db, "finding the pair's latest window",
+                      "SELECT " HM_SQL_US("max(window_start)") " FROM heatmap_cells WHERE "
+                                                               "src_site = $1 AND dst_site = $2",
+                      2, p, err, errlen);
         if (!r)
             return -1;
         bool none = hm_sql_null(r, 0, 0);
@@ -60,7 +60,7 @@ static int resolve(PGconn *db, struct cell_view *v, char *err, size_t errlen)
     }
     if (v->span.kind == HM_SPAN_WINDOW) {
         p[2] = hm_sql_i64_text(v->span.window_us, a);
-        r = hm_sql_query(
+        r = pgc_query(
             db, "reading the pair's window",
             "SELECT (SELECT max(window_seconds) FROM heatmap_cells WHERE src_site = $1 AND "
             "dst_site = $2 AND window_start = " HM_SQL_TS(3) "), (SELECT " HM_SQL_US(
@@ -89,12 +89,12 @@ static int resolve(PGconn *db, struct cell_view *v, char *err, size_t errlen)
     }
     p[2] = hm_sql_i64_text(v->from_us, a);
     const char *q[4] = {p[0], p[1], p[2], hm_sql_i64_text(v->to_us, b)};
-    r = hm_sql_query(db, "reading the pair's cells",
-                     "SELECT min(status), min(coverage), min(window_seconds), avg(valid_fraction), "
-                     "max(capacity_bps), " HM_GRID_SUMS_SQL " FROM heatmap_cells WHERE src_site = "
-                     "$1 AND dst_site = $2 AND window_start >= " HM_SQL_TS(
-                         3) " AND window_start < " HM_SQL_TS(4),
-                     4, q, err, errlen);
+    r = pgc_query(db, "reading the pair's cells",
+                  "SELECT min(status), min(coverage), min(window_seconds), avg(valid_fraction), "
+                  "max(capacity_bps), " HM_GRID_SUMS_SQL " FROM heatmap_cells WHERE src_site = "
+                  "$1 AND dst_site = $2 AND window_start >= " HM_SQL_TS(
+                      3) " AND window_start < " HM_SQL_TS(4),
+                  4, q, err, errlen);
     if (!r)
         return -1;
     hm_totals_from_row(r, 0, 5, &v->t);
@@ -166,7 +166,7 @@ static int chart(struct evbuffer *out, PGconn *db, const struct cell_view *v, co
     const char *p[5] = {v->src, v->dst, hm_sql_i64_text(from, a), hm_sql_i64_text(to, b),
                         hm_sql_i64_text(step, c)};
     (void)d;
-    PGresult *r = hm_sql_query(
+    PGresult *r = pgc_query(
         db, "reading the pair's history",
         "SELECT ((" HM_SQL_US(
             "window_start") " - $3::bigint) / $5::bigint) AS k, min(status), " HM_GRID_SUMS_SQL
@@ -238,7 +238,7 @@ static int top_table(struct evbuffer *out, PGconn *db, const struct cell_view *v
              ">= " HM_SQL_TS(3) " AND window_start < " HM_SQL_TS(
                  4) " GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT %d",
              column, TOP_N);
-    PGresult *r = hm_sql_query(db, "reading attribution_rollup", sql, 4, p, err, errlen);
+    PGresult *r = pgc_query(db, "reading attribution_rollup", sql, 4, p, err, errlen);
     if (!r)
         return -1;
     evbuffer_add_printf(out,
@@ -296,7 +296,7 @@ static int counters(struct evbuffer *out, PGconn *db, const struct cell_view *v,
     char a[24], b[24];
     const char *p[4] = {v->src, v->dst, hm_sql_i64_text(v->from_us, a),
                         hm_sql_i64_text(v->to_us, b)};
-    PGresult *r = hm_sql_query(
+    PGresult *r = pgc_query(
         db, "reading link_windows",
         "SELECT circuit, device, interface, counter, coalesce(sum(observed_bytes),0)::bigint, "
         "coalesce(sum(observed_payload_bytes),0)::bigint, avg(valid_fraction), max(capacity_bps), "

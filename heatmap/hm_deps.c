@@ -42,7 +42,7 @@ static int load_rows(PGconn *db, const struct cfg *cfg, struct hm_deps_result *r
     snprintf(sql, sizeof sql, SQL_ROWS_FMT, col_of(r->q.by));
     const char *params[] = {r->q.name, hm_sql_i64_text(r->q.from_us, a),
                             hm_sql_i64_text(r->q.to_us, b)};
-    r->rows_r = hm_sql_query(db, "loading dependency_rollup", sql, 3, params, err, errlen);
+    r->rows_r = pgc_query(db, "loading dependency_rollup", sql, 3, params, err, errlen);
     if (!r->rows_r)
         return -1;
     int n = PQntuples(r->rows_r);
@@ -100,7 +100,7 @@ static int load_cells(PGconn *db, const struct cfg *cfg, struct hm_deps_result *
     const char *params[] = {hm_sql_i64_text(r->q.from_us, a), hm_sql_i64_text(r->q.to_us, b),
                             (const char *)evbuffer_pullup(src, -1),
                             (const char *)evbuffer_pullup(dst, -1)};
-    q = hm_sql_query(db, "loading heatmap_cells", SQL_CELLS, 4, params, err, errlen);
+    q = pgc_query(db, "loading heatmap_cells", SQL_CELLS, 4, params, err, errlen);
     if (!q)
         goto cleanup;
     int n = PQntuples(q);

@@ -14,7 +14,7 @@ int hm_gaps_html(struct evbuffer *out, PGconn *db, const char *src, const char *
 {
     char a[24], b[24];
     const char *p[4] = {src, dst, hm_sql_i64_text(from_us, a), hm_sql_i64_text(to_us, b)};
-    PGresult *r = hm_sql_query(
+    PGresult *r = pgc_query(
         db, "reading agent gaps",
         "SELECT host, agent_id, reason, seq_from, seq_to, " HM_SQL_US("lost_from") ", " HM_SQL_US(
             "lost_to") ", spool_dropped_reports, count(*) OVER ()"

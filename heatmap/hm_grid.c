@@ -97,10 +97,10 @@ int hm_alerts_load(PGconn *db, const char *src, const char *dst, struct hm_alert
                  "ORDER BY (state = 'open') DESC, opened_at DESC LIMIT 50",
                  cols);
         const char *p[2] = {src, dst};
-        r = hm_sql_query(db, "reading gap_alerts", sql, 2, p, err, errlen);
+        r = pgc_query(db, "reading gap_alerts", sql, 2, p, err, errlen);
     } else {
         snprintf(sql, sizeof sql, "%s WHERE state = 'open' ORDER BY opened_at, id", cols);
-        r = hm_sql_query(db, "reading gap_alerts", sql, 0, NULL, err, errlen);
+        r = pgc_query(db, "reading gap_alerts", sql, 0, NULL, err, errlen);
     }
     if (!r)
         return -1;
@@ -144,9 +144,9 @@ static int resolve_span(PGconn *db, struct hm_grid *g, char *err, size_t errlen)
     char a[24];
     PGresult *r;
     if (g->span.kind == HM_SPAN_LATEST) {
-        r = hm_sql_query(db, "finding the latest window",
-                         "SELECT " HM_SQL_US("max(window_start)") " FROM heatmap_cells", 0, NULL,
-                         err, errlen);
+        r = pgc_query(db, "finding the latest window",
+                      "SELECT " HM_SQL_US("max(window_start)") " FROM heatmap_cells", 0, NULL, err,
+                      errlen);
         if (!r)
             return -1;
         bool none = hm_sql_null(r, 0, 0);
@@ -158,7 +158,7 @@ static int resolve_span(PGconn *db, struct hm_grid *g, char *err, size_t errlen)
     }
     if (g->span.kind == HM_SPAN_WINDOW) {
         const char *p[1] = {hm_sql_i64_text(g->span.window_us, a)};
-        r = hm_sql_query(
+        r = pgc_query(
             db, "reading the window",
             "SELECT (SELECT max(window_seconds) FROM heatmap_cells WHERE window_start "
             "= " HM_SQL_TS(1) "), (SELECT " HM_SQL_US(
@@ -184,7 +184,7 @@ static int resolve_span(PGconn *db, struct hm_grid *g, char *err, size_t errlen)
         const char *p[2] = {hm_sql_i64_text(g->from_us, a), NULL};
         char b[24];
         p[1] = hm_sql_i64_text(g->to_us, b);
-        r = hm_sql_query(
+        r = pgc_query(
             db, "reading the range",
             "SELECT min(window_seconds) FROM heatmap_cells WHERE window_start >= " HM_SQL_TS(
                 1) " AND window_start < " HM_SQL_TS(2),
@@ -221,11 +221,11 @@ static int load_pairs(PGconn *db, struct hm_grid *g, const struct cfg *cfg, size
     char a[24], b[24];
     const char *p[2] = {hm_sql_i64_text(g->from_us, a), hm_sql_i64_text(g->to_us, b)};
     PGresult *r =
-        hm_sql_query(db, "reading heatmap_cells",
-                     "SELECT src_site, dst_site, min(status), min(coverage), " HM_GRID_SUMS_SQL
-                     " FROM heatmap_cells WHERE window_start >= " HM_SQL_TS(
-                         1) " AND window_start < " HM_SQL_TS(2) " GROUP BY 1, 2",
-                     2, p, err, errlen);
+        pgc_query(db, "reading heatmap_cells",
+                  "SELECT src_site, dst_site, min(status), min(coverage), " HM_GRID_SUMS_SQL
+                  " FROM heatmap_cells WHERE window_start >= " HM_SQL_TS(
+                      1) " AND window_start < " HM_SQL_TS(2) " GROUP BY 1, 2",
+                  2, p, err, errlen);
     if (!r)
         return -1;
     /* first pass: sites */
@@ -272,7 +272,7 @@ static int load_strip(PGconn *db, struct hm_grid *g, const struct cfg *cfg, char
                         hm_sql_i64_text(last_hour + HOUR_US, b)};
     /* only what the status rule and the bar height need; date_bin keeps hours UTC-aligned
      * whatever the session's time zone */
-    PGresult *r = hm_sql_query(
+    PGresult *r = pgc_query(
         db, "reading the hourly strip",
         "SELECT src_site, dst_site, min(status), " HM_SQL_US(
             "date_bin('1 hour', window_start, timestamptz 'epoch')") ", "

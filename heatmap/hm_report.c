@@ -209,7 +209,7 @@ static int pairs_section(struct rep *r, PGconn *db, const char *const *p, const 
                          char *err, size_t errlen)
 {
     /* $1 week start, $2 week end, $3 previous week start (us) */
-    PGresult *q = hm_sql_query(
+    PGresult *q = pgc_query(
         db, "reading coverage_weekly",
         "WITH cur AS (SELECT * FROM coverage_weekly WHERE week_start = " HM_SQL_TS(
             1) "), "
@@ -375,7 +375,7 @@ static int pairs_section(struct rep *r, PGconn *db, const char *const *p, const 
 
 static int gaps_section(struct rep *r, PGconn *db, const char *const *p, char *err, size_t errlen)
 {
-    PGresult *q = hm_sql_query(
+    PGresult *q = pgc_query(
         db, "reading the largest gaps",
         "SELECT src_site, dst_site, " HM_SQL_US(
             "date_trunc('hour', window_start)") ", "
@@ -425,7 +425,7 @@ static int gaps_section(struct rep *r, PGconn *db, const char *const *p, char *e
  * agent reported in that window: where to install an agent next (heatmap/hm_unrec.h). */
 static int hosts_section(struct rep *r, PGconn *db, const char *const *p, char *err, size_t errlen)
 {
-    PGresult *q = hm_sql_query(
+    PGresult *q = pgc_query(
         db, "reading the hosts behind unexplained bytes",
         "WITH f AS (SELECT DISTINCT ON (window_start, src_addr, dst_addr, proto, dst_port)"
         " window_start, src_addr, dst_addr, src_site, dst_site, estimated_bytes FROM flow_samples"
@@ -469,7 +469,7 @@ static int hosts_section(struct rep *r, PGconn *db, const char *const *p, char *
 static int workflows_section(struct rep *r, PGconn *db, const char *const *p, char *err,
                              size_t errlen)
 {
-    PGresult *q = hm_sql_query(
+    PGresult *q = pgc_query(
         db, "reading attribution_rollup",
         "WITH w AS (SELECT src_site, dst_site, workflow, sum(bytes)::bigint AS bytes "
         "FROM attribution_rollup WHERE window_start >= " HM_SQL_TS(
@@ -507,16 +507,16 @@ static int workflows_section(struct rep *r, PGconn *db, const char *const *p, ch
 
 static int over_section(struct rep *r, PGconn *db, const char *const *p, char *err, size_t errlen)
 {
-    PGresult *q = hm_sql_query(
-        db, "reading over-attribution",
-        "SELECT src_site, dst_site, count(*), max(coverage), "
-        "(array_agg(" HM_SQL_US(
-            "window_start") " ORDER BY coverage DESC))[1], "
-                            "sum(attributed_bytes - observed_payload_bytes)::bigint "
-                            "FROM heatmap_cells WHERE status = 'over' AND window_start "
-                            ">= " HM_SQL_TS(1) " AND window_start < " HM_SQL_TS(
-                                2) " GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2",
-        2, p, err, errlen);
+    PGresult *q =
+        pgc_query(db, "reading over-attribution",
+                  "SELECT src_site, dst_site, count(*), max(coverage), "
+                  "(array_agg(" HM_SQL_US(
+                      "window_start") " ORDER BY coverage DESC))[1], "
+                                      "sum(attributed_bytes - observed_payload_bytes)::bigint "
+                                      "FROM heatmap_cells WHERE status = 'over' AND window_start "
+                                      ">= " HM_SQL_TS(1) " AND window_start < " HM_SQL_TS(
+                                          2) " GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2",
+                  2, p, err, errlen);
     if (!q)
         return -1;
     h2(r, "Over-attribution anomalies",
@@ -547,7 +547,7 @@ static int over_section(struct rep *r, PGconn *db, const char *const *p, char *e
 static int throttle_section(struct rep *r, PGconn *db, const char *const *p, char *err,
                             size_t errlen)
 {
-    PGresult *q = hm_sql_query(
+    PGresult *q = pgc_query(
         db, "reading throttle rules",
         "SELECT r.id, r.selector_kind || ' ' || r.selector_value, r.rate_bps, r.mode || CASE WHEN "
         "r.status = 'proposed' THEN ' (proposal)' ELSE '' END, r.created_by, coalesce((SELECT "
@@ -589,7 +589,7 @@ static const char *const pair_colours[CHART_PAIRS] = {"#2f6fde", "#d62839", "#2f
 static int days_section(struct rep *r, PGconn *db, const struct cfg *cfg, const char *const *p,
                         int64_t week_us, char *err, size_t errlen)
 {
-    PGresult *q = hm_sql_query(
+    PGresult *q = pgc_query(
         db, "reading coverage by day",
         "SELECT src_site, dst_site, ((" HM_SQL_US(
             "window_start") " - $1::bigint) / 86400000000)::int, "

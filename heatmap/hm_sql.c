@@ -7,22 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-PGresult *hm_sql_query(PGconn *db, const char *what, const char *sql, int n,
-                       const char *const *params, char *err, size_t errlen)
-{
-    PGresult *r = PQexecParams(db, sql, n, NULL, params, NULL, NULL, 0);
-    ExecStatusType st = PQresultStatus(r);
-    if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
-        return r;
-    const char *msg = r ? PQresultErrorMessage(r) : PQerrorMessage(db);
-    snprintf(err, errlen, "%s: %s", what, msg && *msg ? msg : "query failed");
-    size_t l = strlen(err);
-    while (l && (err[l - 1] == '\n' || err[l - 1] == ' '))
-        err[--l] = 0;
-    PQclear(r);
-    return NULL;
-}
-
 int hm_sql_null(const PGresult *r, int row, int col)
 {
     return PQgetisnull(r, row, col);

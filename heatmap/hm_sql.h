@@ -1,5 +1,5 @@
-/* Small libpq helpers for the heatmap readers: text-parameter queries with the server's message
- * in err, typed column reads, and the SQL spelling of wanledger's microsecond times. */
+/* Small libpq helpers for the heatmap readers: typed column reads and the SQL spelling of
+ * wanledger's microsecond times (queries: pgc_query, common/pgc.h). */
 #ifndef WL_HM_SQL_H
 #define WL_HM_SQL_H
 
@@ -7,16 +7,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pgc.h"
+
 /* $n (int64 microseconds as text) as a timestamptz. */
 #define HM_SQL_TS(n) "(timestamptz 'epoch' + $" #n "::bigint * interval '1 microsecond')"
 /* A timestamptz expression as int64 microseconds. */
 #define HM_SQL_US(e) "(extract(epoch from " e ") * 1000000)::bigint"
 
-/* Runs sql with n text params; returns a PGRES_TUPLES_OK or PGRES_COMMAND_OK result, or NULL
- * with err = "what: server message". */
-PGresult *hm_sql_query(PGconn *db, const char *what, const char *sql, int n,
-                       const char *const *params, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+/* Queries go through pgc_query (common/pgc.h). */
 /* Column reads: NULL gives 0 / NAN / "" respectively. */
 int64_t hm_sql_i64(const PGresult *r, int row, int col);
 double hm_sql_f64(const PGresult *r, int row, int col);

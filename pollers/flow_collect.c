@@ -300,7 +300,7 @@ struct flow_collect *flow_collect_new(struct event_base *base, const struct cfg 
         }
         fc->send =
             flow_send_new(o->spool_dir, o->spool_max_bytes ? o->spool_max_bytes : (64ULL << 20),
-                          url, o->token, err, errlen);
+                          url, o->token, &cfg->delivery, err, errlen);
         if (!fc->send)
             goto fail;
     }

@@ -242,6 +242,7 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
         .url = url,
         .token = token,
         .flush_ms = o->flush_ms,
+        .delivery = &cfg->delivery,
     };
     sink = poll_sink_new(base, &so, err, sizeof(err));
     if (!sink) {

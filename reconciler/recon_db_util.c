@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "copyesc.h"
+#include "pgc.h"
 #include "recon_db_internal.h"
 
 /* ---- small libpq helpers ---- */
@@ -24,13 +25,7 @@ void rdb_set_err(char *err, size_t errlen, const char *what, const PGresult *r, 
 PGresult *rdb_q(PGconn *db, const char *what, char *err, size_t errlen, const char *sql, int n,
                 const char *const *params)
 {
-    PGresult *r = PQexecParams(db, sql, n, NULL, params, NULL, NULL, 0);
-    ExecStatusType st = PQresultStatus(r);
-    if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
-        return r;
-    rdb_set_err(err, errlen, what, r, db);
-    PQclear(r);
-    return NULL;
+    return pgc_query(db, what, sql, n, params, err, errlen); /* common/pgc.h */
 }
 
 const char *rdb_val(const PGresult *r, int row, int col)
@@ -148,25 +143,5 @@ void rdb_sb_array_elem(struct rdb_sbuf *b, const char *s, bool first)
 
 int rdb_copy_in(PGconn *db, const char *sql, const struct rdb_sbuf *data, char *err, size_t errlen)
 {
-    PGresult *r = PQexec(db, sql);
-    if (PQresultStatus(r) != PGRES_COPY_IN) {
-        rdb_set_err(err, errlen, sql, r, db);
-        PQclear(r);
-        return -1;
-    }
-    PQclear(r);
-    int rc = 0;
-    if (data->n && PQputCopyData(db, data->p, (int)data->n) != 1)
-        rc = -1;
-    if (PQputCopyEnd(db, rc ? "client error" : NULL) != 1)
-        rc = -1;
-    r = PQgetResult(db);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        rdb_set_err(err, errlen, sql, r, db);
-        rc = -1;
-    }
-    PQclear(r);
-    while ((r = PQgetResult(db)))
-        PQclear(r);
-    return rc;
+    return pgc_copy_in(db, sql, sql, data->p, data->n, err, errlen); /* common/pgc.h */
 }

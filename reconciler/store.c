@@ -11,8 +11,6 @@
 #include "recon_db.h"
 #include "timeutil.h"
 
-#define COPY_CHUNK (1 << 20)
-
 struct store {
     const struct cfg *cfg;
     PGconn *db;
@@ -162,39 +160,6 @@ static int run(PGconn *db, const char *what, const char *sql, int nparams,
     return 0;
 }
 
-static int copy_in(PGconn *db, const char *what, const char *sql, const char *data, size_t len,
-                   char *err, size_t errlen)
-{
-    PGresult *r = PQexec(db, sql);
-    if (PQresultStatus(r) != PGRES_COPY_IN) {
-        set_err(err, errlen, what, PQresultErrorMessage(r));
-        PQclear(r);
-        return -1;
-    }
-    PQclear(r);
-    int rc = 0;
-    for (size_t off = 0; off < len && rc == 0;) {
-        size_t n = len - off < COPY_CHUNK ? len - off : COPY_CHUNK;
-        if (PQputCopyData(db, data + off, (int)n) != 1) {
-            set_err(err, errlen, what, PQerrorMessage(db));
-            rc = -1;
-        }
-        off += n;
-    }
-    if (PQputCopyEnd(db, rc == 0 ? NULL : "aborted") != 1 && rc == 0) {
-        set_err(err, errlen, what, PQerrorMessage(db));
-        rc = -1;
-    }
-    while ((r = PQgetResult(db)) != NULL) {
-        if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == 0) {
-            set_err(err, errlen, what, PQresultErrorMessage(r));
-            rc = -1;
-        }
-        PQclear(r);
-    }
-    return rc;
-}
-
 static int write_attributions(struct store *st, const struct ingest_batch *b,
                               struct store_result *res, char *err, size_t errlen)
 {
@@ -207,7 +172,7 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
     if (!fresh)
         return 0; /* a resend: the report and its flows are already stored */
     if (b->n_rows &&
-        copy_in(st->db, "flow_records", SQL_COPY_FLOWS, b->copy, b->copy_len, err, errlen) < 0)
+        pgc_copy_in(st->db, "flow_records", SQL_COPY_FLOWS, b->copy, b->copy_len, err, errlen) < 0)
         return -1;
     const char *mark[2] = {wsec, b->report[3]};
     if (run(st->db, "window_state", SQL_MARK_ONE, 2, mark, NULL, NULL, err, errlen) < 0)
@@ -229,9 +194,9 @@ static int write_staged(struct store *st, const struct ingest_batch *b, struct s
         st->staged = true;
     }
     bool counters = b->kind == INGEST_COUNTERS;
-    if (copy_in(st->db, counters ? "counter_samples" : "transfers",
-                counters ? "COPY wl_counter_in FROM STDIN" : "COPY wl_transfer_in FROM STDIN",
-                b->copy, b->copy_len, err, errlen) < 0)
+    if (pgc_copy_in(st->db, counters ? "counter_samples" : "transfers",
+                    counters ? "COPY wl_counter_in FROM STDIN" : "COPY wl_transfer_in FROM STDIN",
+                    b->copy, b->copy_len, err, errlen) < 0)
         return -1;
     char wsec[16], span[16];
     snprintf(wsec, sizeof(wsec), "%d", st->cfg->window_seconds);

@@ -317,7 +317,7 @@ int main(int argc, char **argv)
             die("WL_BENCH_FLOW_INDEXES: none, nopk or brin");
         char e2[512];
         PGconn *d = db_connect_str(conninfo, e2, sizeof(e2));
-        if (!d || db_exec(d, sql, e2, sizeof(e2)) < 0)
+        if (!d || pgc_exec(d, sql, e2, sizeof(e2)) < 0)
             die("changing the flow_records indexes: %s", e2);
         PQfinish(d);
         printf("EXPERIMENT (WL_BENCH_FLOW_INDEXES=%s): %s\n", variant, sql);
@@ -489,7 +489,7 @@ int main(int argc, char **argv)
         char ws[TM_RFC3339_LEN], sql[256];
         snprintf(sql, sizeof(sql), "UPDATE window_state SET dirty = true WHERE window_start = '%s'",
                  tm_format_rfc3339(W, ws));
-        if (!d2 || db_exec(d2, sql, err, sizeof(err)) < 0)
+        if (!d2 || pgc_exec(d2, sql, err, sizeof(err)) < 0)
             die("%s", err);
         PQfinish(d2);
         char *oargv[] = {

@@ -107,7 +107,7 @@ static void test_outage_resend_in_order_once(void **state)
     printf("received seqs 1..%lld in order, once each; agent's last seq %lld\n", expect - 1, last);
     assert_int_equal(expect - 1, last);
     assert_true(last >= before + 6);
-    assert_int_equal(atl_wait_contains(alog, "report spooled", 0), 0);
+    assert_int_equal(atl_wait_contains(alog, "retrying with backoff", 0), 0);
 }
 
 int main(void)

@@ -3,37 +3,53 @@
  * shipper's test.
  *
  *   wl-http-sink --listen 127.0.0.1:PORT --out FILE [--status-file F] [--reject TEXT]
- *                [--seconds T]
+ *                [--seconds T] [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
+ *                [--refuse-encoding]
+ *
+ * With --tls-cert/--tls-key it serves HTTPS (libevent's OpenSSL bufferevents); with
+ * --tls-client-ca it also requires a client certificate signed by that CA (mutual TLS).
+ * --refuse-encoding answers 415 to any Content-Encoding (a reconciler without decompression).
  *
  * Appends one JSON line per request to FILE: {"method","path","authorization","body"} (body as a
  * string), flushed before the response is sent. Answers 200 {"ok":true}, or, while F exists, the
- * status code written in F (a test switches failures on and off at run time), or 400 when the
- * body contains TEXT (a record the "reconciler" refuses). Exits after T
+ * status code written in F (a test switches failures on and off at run time; "503 3" also sends
+ * Retry-After: 3), or 400 when the body contains TEXT (a record the "reconciler" refuses). A body
+ * with Content-Encoding zstd or gzip is decoded first (tests/harness/th_decode.h) and the line
+ * also has "encoding" and "wire_bytes"; one that does not decode gets 400. Exits after T
  * seconds (default 3600) or on SIGTERM/SIGINT. */
 #include <cjson/cJSON.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <openssl/ssl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "th_decode.h"
+
 static FILE *out;
 static const char *status_file;
 static const char *reject_text;
+static int refuse_encoding;
 
-static int current_status(void)
+static int current_status(int *retry_after)
 {
+    *retry_after = -1;
     if (!status_file)
         return 200;
     FILE *f = fopen(status_file, "r");
     if (!f)
         return 200;
     int code = 200;
-    if (fscanf(f, "%d", &code) != 1 || code < 100 || code > 599)
+    int n = fscanf(f, "%d %d", &code, retry_after);
+    if (n < 1 || code < 100 || code > 599)
         code = 500;
+    if (n < 2)
+        *retry_after = -1;
     fclose(f);
     return code;
 }
@@ -50,6 +66,14 @@ static void on_request(struct evhttp_request *req, void *arg)
     }
     evbuffer_copyout(in, body, len);
     body[len] = '\0';
+    const char *enc = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Encoding");
+    size_t dlen = 0;
+    char *decoded = th_decode_body(enc, body, len, &dlen);
+    int bad_encoding = !decoded;
+    if (decoded) {
+        free(body);
+        body = decoded;
+    }
     const char *method = "OTHER";
     switch (evhttp_request_get_command(req)) {
     case EVHTTP_REQ_GET:
@@ -69,8 +93,14 @@ static void on_request(struct evhttp_request *req, void *arg)
     cJSON_AddStringToObject(rec, "method", method);
     cJSON_AddStringToObject(rec, "path", evhttp_request_get_uri(req));
     cJSON_AddStringToObject(rec, "authorization", auth ? auth : "");
-    cJSON_AddStringToObject(rec, "body", body);
-    int status = reject_text && strstr(body, reject_text) ? 400 : current_status();
+    cJSON_AddStringToObject(rec, "body", bad_encoding ? "" : body);
+    cJSON_AddStringToObject(rec, "encoding", enc ? enc : "");
+    cJSON_AddNumberToObject(rec, "wire_bytes", (double)len);
+    int retry_after = -1;
+    int status = enc && refuse_encoding                     ? 415
+                 : bad_encoding                             ? 400
+                 : reject_text && strstr(body, reject_text) ? 400
+                                                            : current_status(&retry_after);
     cJSON_AddNumberToObject(rec, "status", status);
     char *line = cJSON_PrintUnformatted(rec);
     cJSON_Delete(rec);
@@ -84,6 +114,11 @@ static void on_request(struct evhttp_request *req, void *arg)
     evbuffer_add_printf(reply,
                         status < 300 ? "{\"ok\":true}" : "{\"error\":\"test\",\"path\":\"$\"}");
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    if (retry_after >= 0 && status >= 300) {
+        char ra[16];
+        snprintf(ra, sizeof(ra), "%d", retry_after);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", ra);
+    }
     evhttp_send_reply(req, status, status < 300 ? "OK" : "Test failure", reply);
     evbuffer_free(reply);
 }
@@ -95,11 +130,27 @@ static void on_stop(evutil_socket_t fd, short ev, void *arg)
     event_base_loopbreak(arg);
 }
 
+static struct bufferevent *tls_bev(struct event_base *base, void *ctx)
+{
+    return bufferevent_openssl_socket_new(base, -1, SSL_new(ctx), BUFFEREVENT_SSL_ACCEPTING,
+                                          BEV_OPT_CLOSE_ON_FREE);
+}
+
 int main(int argc, char **argv)
 {
-    const char *listen = NULL, *out_path = NULL;
+    const char *listen = NULL, *out_path = NULL, *tls_cert = NULL, *tls_key = NULL,
+               *tls_client_ca = NULL;
     double seconds = 3600;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--refuse-encoding")) {
+            refuse_encoding = 1;
+            i--;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "wl-http-sink: '%s' needs a value\n", argv[i]);
+            return 2;
+        }
         if (!strcmp(argv[i], "--listen"))
             listen = argv[i + 1];
         else if (!strcmp(argv[i], "--out"))
@@ -110,6 +161,12 @@ int main(int argc, char **argv)
             reject_text = argv[i + 1];
         else if (!strcmp(argv[i], "--seconds"))
             seconds = strtod(argv[i + 1], NULL);
+        else if (!strcmp(argv[i], "--tls-cert"))
+            tls_cert = argv[i + 1];
+        else if (!strcmp(argv[i], "--tls-key"))
+            tls_key = argv[i + 1];
+        else if (!strcmp(argv[i], "--tls-client-ca"))
+            tls_client_ca = argv[i + 1];
         else {
             fprintf(stderr, "wl-http-sink: unknown option '%s'\n", argv[i]);
             return 2;
@@ -134,6 +191,23 @@ int main(int argc, char **argv)
     struct evhttp *http = evhttp_new(base);
     evhttp_set_gencb(http, on_request, NULL);
     evhttp_set_max_body_size(http, 64 * 1024 * 1024);
+    SSL_CTX *ctx = NULL;
+    if (tls_cert) {
+        ctx = SSL_CTX_new(TLS_server_method());
+        if (!ctx || SSL_CTX_use_certificate_chain_file(ctx, tls_cert) != 1 ||
+            SSL_CTX_use_PrivateKey_file(ctx, tls_key ? tls_key : tls_cert, SSL_FILETYPE_PEM) != 1) {
+            fprintf(stderr, "wl-http-sink: cannot load %s / %s\n", tls_cert, tls_key);
+            return 1;
+        }
+        if (tls_client_ca) {
+            if (SSL_CTX_load_verify_locations(ctx, tls_client_ca, NULL) != 1) {
+                fprintf(stderr, "wl-http-sink: cannot load %s\n", tls_client_ca);
+                return 1;
+            }
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+        }
+        evhttp_set_bevcb(http, tls_bev, ctx);
+    }
     if (evhttp_bind_socket(http, host, (ev_uint16_t)port) != 0) {
         fprintf(stderr, "wl-http-sink: cannot listen on %s\n", listen);
         return 1;
@@ -151,6 +225,8 @@ int main(int argc, char **argv)
     event_free(timer);
     evhttp_free(http);
     event_base_free(base);
+    if (ctx)
+        SSL_CTX_free(ctx);
     fclose(out);
     return 0;
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "th_tls.h"
 
 #define SERVICE_TOKEN "service-token-ship-test-0001"
 
@@ -297,6 +298,149 @@ static void test_tail_rotation_truncation(void **state)
     assert_int_equal(r.n_ids, 5);
 }
 
+/* Writes config FILE for reconciler_url URL with the given $.delivery member text. */
+static void write_cfg(const char *file, const char *url, const char *delivery)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"database\": \"host=127.0.0.1 dbname=unused\", \"reconciler_url\": \"%s\",\n"
+             " \"tokens_file\": \"tokens.json\", \"delivery\": %s,\n"
+             " \"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]},\n"
+             "           {\"name\": \"chi\", \"prefixes\": [\"10.2.0.0/16\"]}]}\n",
+             url, delivery);
+    write_file(file, "w", text);
+}
+
+/* The common delivery policy in ship (common/deliver_post.h): bodies are zstd by default (the
+ * sink decodes them: the records arrive intact); https:// with the right CA is accepted, a wrong
+ * CA is refused with the reason; plain http:// to a non-loopback host is refused before
+ * anything is sent (the token would cross the network in clear text). */
+static void test_https_compression_plain_refused(void **state)
+{
+    (void)state;
+    struct th_tls t;
+    th_require(th_tls_make(dir, &t) == 0, "openssl command line to make test certificates");
+    char tls_out[600], port_arg[64], url[128], cfg2[600], delivery[1400], f[600];
+    path_in(tls_out, sizeof tls_out, "received-tls.ndjson");
+    path_in(cfg2, sizeof cfg2, "config-tls.json");
+    path_in(f, sizeof f, "t.log");
+    int port = th_free_port();
+    snprintf(port_arg, sizeof port_arg, "127.0.0.1:%d", port);
+    snprintf(url, sizeof url, "https://127.0.0.1:%d", port);
+    char *argv[] = {WL_HTTP_SINK, "--listen",  port_arg,  "--out",     tls_out, "--tls-cert",
+                    t.srv_cert,   "--tls-key", t.srv_key, "--seconds", "60",    NULL};
+    pid_t tls_pid = th_spawn(argv, NULL);
+    assert_int_equal(th_wait_port(port, 5000), 0);
+    write_file(f, "w",
+               "{\"service\":\"dupedog\",\"id\":\"t1\",\"bytes\":1,\"src\":\"10.1.0.5\","
+               "\"dst\":\"10.2.0.9\",\"requester\":\"alice\",\"workflow\":\"wf-000001\"}\n"
+               "{\"service\":\"dupedog\",\"id\":\"t2\",\"bytes\":2,\"src\":\"10.1.0.5\","
+               "\"dst\":\"10.2.0.9\",\"requester\":\"alice\",\"workflow\":\"wf-000001\"}\n");
+
+    /* a wrong CA: refused, nothing sent, the reason logged */
+    snprintf(delivery, sizeof delivery, "{\"ca_file\": \"%s\"}", t.other_ca);
+    write_cfg(cfg2, url, delivery);
+    assert_int_equal(th_sh("cd '%s' && '%s' --config '%s' ship --once --state st-tls t.log "
+                           ">'%s/ship-tls.log' 2>&1",
+                           dir, th_bin("wanledger"), cfg2, dir),
+                     1);
+    assert_int_equal(th_sh("grep -q 'not trusted.*other-ca.pem' '%s/ship-tls.log'", dir), 0);
+    assert_int_equal(th_sh("test ! -s '%s'", tls_out), 0);
+
+    /* the right CA: both records arrive, zstd-encoded on the wire */
+    snprintf(delivery, sizeof delivery, "{\"ca_file\": \"%s\"}", t.ca);
+    write_cfg(cfg2, url, delivery);
+    assert_int_equal(th_sh("cd '%s' && '%s' --config '%s' ship --once --state st-tls t.log "
+                           ">>'%s/ship-tls.log' 2>&1",
+                           dir, th_bin("wanledger"), cfg2, dir),
+                     0);
+    th_stop(tls_pid, 2000);
+    FILE *in = fopen(tls_out, "r");
+    assert_non_null(in);
+    char line[65536];
+    assert_non_null(fgets(line, sizeof line, in));
+    fclose(in);
+    cJSON *req = cJSON_Parse(line);
+    assert_non_null(req);
+    assert_string_equal(cJSON_GetObjectItem(req, "encoding")->valuestring, "zstd");
+    assert_int_equal(cJSON_GetObjectItem(req, "status")->valueint, 200);
+    const char *body = cJSON_GetObjectItem(req, "body")->valuestring;
+    assert_non_null(strstr(body, "\"id\":\"t1\""));
+    assert_non_null(strstr(body, "\"id\":\"t2\""));
+    printf("ship over https: %zu body bytes, %d on the wire (zstd)\n", strlen(body),
+           cJSON_GetObjectItem(req, "wire_bytes")->valueint);
+    cJSON_Delete(req);
+
+    /* plain http:// to a non-loopback address (TEST-NET-1): refused before connecting */
+    write_cfg(cfg2, "http://192.0.2.1:7070", "{}");
+    assert_int_equal(th_sh("cd '%s' && '%s' --config '%s' ship --once --state st-plain t.log "
+                           ">'%s/ship-plain.log' 2>&1",
+                           dir, th_bin("wanledger"), cfg2, dir),
+                     1);
+    assert_int_equal(th_sh("grep -q 'clear text' '%s/ship-plain.log'", dir), 0);
+}
+
+static int ship_with(const char *cfg, const char *args, const char *log)
+{
+    return th_sh("cd '%s' && '%s' --config '%s' ship %s >>'%s/%s' 2>&1", dir, th_bin("wanledger"),
+                 cfg, args, dir, log);
+}
+
+/* Mutual TLS: a receiver that requires a client certificate refuses ship without one and
+ * accepts it with client_cert/client_key. A receiver that cannot decode (415 to any
+ * Content-Encoding) still gets every record: ship resends uncompressed and says so once. */
+static void test_mutual_tls_and_415_fallback(void **state)
+{
+    (void)state;
+    struct th_tls t;
+    th_require(th_tls_make(dir, &t) == 0, "openssl command line to make test certificates");
+    char out[600], port_arg[64], url[128], cfg2[600], delivery[2000], f[600];
+    path_in(out, sizeof out, "received-mtls.ndjson");
+    path_in(cfg2, sizeof cfg2, "config-mtls.json");
+    path_in(f, sizeof f, "m.log");
+    int port = th_free_port();
+    snprintf(port_arg, sizeof port_arg, "127.0.0.1:%d", port);
+    snprintf(url, sizeof url, "https://127.0.0.1:%d", port);
+    char *argv[] = {WL_HTTP_SINK, "--listen",          port_arg,    "--out",   out,
+                    "--tls-cert", t.srv_cert,          "--tls-key", t.srv_key, "--tls-client-ca",
+                    t.ca,         "--refuse-encoding", "--seconds", "60",      NULL};
+    pid_t pid = th_spawn(argv, NULL);
+    assert_int_equal(th_wait_port(port, 5000), 0);
+    write_file(f, "w",
+               "{\"service\":\"dupedog\",\"id\":\"m1\",\"bytes\":1,\"src\":\"10.1.0.5\","
+               "\"dst\":\"10.2.0.9\",\"requester\":\"bob\",\"workflow\":\"wf-000002\"}\n");
+    snprintf(delivery, sizeof delivery, "{\"ca_file\": \"%s\"}", t.ca);
+    write_cfg(cfg2, url, delivery);
+    assert_int_equal(ship_with(cfg2, "--once --state st-mtls m.log", "ship-mtls.log"), 1);
+    assert_int_equal(th_sh("test ! -s '%s'", out), 0);
+    snprintf(delivery, sizeof delivery,
+             "{\"ca_file\": \"%s\", \"client_cert\": \"%s\", \"client_key\": \"%s\"}", t.ca,
+             t.cli_cert, t.cli_key);
+    write_cfg(cfg2, url, delivery);
+    assert_int_equal(ship_with(cfg2, "--once --state st-mtls m.log", "ship-mtls.log"), 0);
+    th_stop(pid, 2000);
+    FILE *in = fopen(out, "r");
+    assert_non_null(in);
+    char line[65536];
+    int n415 = 0, n200 = 0;
+    while (fgets(line, sizeof line, in)) {
+        cJSON *req = cJSON_Parse(line);
+        int st = cJSON_GetObjectItem(req, "status")->valueint;
+        n415 += st == 415;
+        if (st == 200) {
+            n200++;
+            assert_string_equal(cJSON_GetObjectItem(req, "encoding")->valuestring, "");
+            assert_non_null(strstr(cJSON_GetObjectItem(req, "body")->valuestring, "\"m1\""));
+        }
+        cJSON_Delete(req);
+    }
+    fclose(in);
+    assert_int_equal(n415, 1);
+    assert_int_equal(n200, 1);
+    assert_int_equal(
+        th_sh("grep -c 'refuses Content-Encoding zstd' '%s/ship-mtls.log' | grep -qx 1", dir), 0);
+}
+
 /* Bad invocations exit 2 and send nothing. */
 static void test_usage_errors(void **state)
 {
@@ -318,6 +462,8 @@ int main(void)
         cmocka_unit_test(test_refused_record_isolated),
         cmocka_unit_test(test_tail_rotation_truncation),
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_https_compression_plain_refused),
+        cmocka_unit_test(test_mutual_tls_and_415_fallback),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

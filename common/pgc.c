@@ -1,0 +1,135 @@
+/* libpq connections and statements (common/pgc.h). */
+#include "pgc.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void chomp(char *s)
+{
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
+        s[--n] = '\0';
+}
+
+static int setup_session(PGconn *db, char *err, size_t errlen)
+{
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SET TIME ZONE 'UTC'; SET client_min_messages = warning; "
+             "SET statement_timeout = '%ds'",
+             PGC_STATEMENT_TIMEOUT_S);
+    return pgc_exec(db, sql, err, errlen);
+}
+
+PGconn *pgc_connect(const char *conninfo, const char *shown, char *err, size_t errlen)
+{
+    char timeout[16];
+    snprintf(timeout, sizeof(timeout), "%d", PGC_CONNECT_TIMEOUT_S);
+    /* defaults first: the expanded conninfo (dbname) overrides them */
+    const char *const keys[] = {
+        "connect_timeout",  "keepalives",       "keepalives_idle", "keepalives_interval",
+        "keepalives_count", "application_name", "dbname",          NULL};
+    const char *const vals[] = {timeout, "1", "30", "10", "3", "wanledger", conninfo, NULL};
+    PGconn *db = PQconnectdbParams(keys, vals, 1);
+    if (!db || PQstatus(db) != CONNECTION_OK) {
+        snprintf(err, errlen, "cannot connect to PostgreSQL (%s): %s", shown ? shown : conninfo,
+                 db ? PQerrorMessage(db) : "out of memory");
+        chomp(err);
+        PQfinish(db);
+        return NULL;
+    }
+    char e[512];
+    if (setup_session(db, e, sizeof(e)) != 0) {
+        snprintf(err, errlen, "PostgreSQL (%s): session setup: %s", shown ? shown : conninfo, e);
+        PQfinish(db);
+        return NULL;
+    }
+    return db;
+}
+
+int pgc_ensure(PGconn *db, char *err, size_t errlen)
+{
+    if (!db) {
+        snprintf(err, errlen, "no PostgreSQL connection");
+        return -1;
+    }
+    if (PQstatus(db) == CONNECTION_OK)
+        return 0;
+    PQreset(db);
+    if (PQstatus(db) != CONNECTION_OK) {
+        snprintf(err, errlen, "PostgreSQL connection lost, reconnect failed: %s",
+                 PQerrorMessage(db));
+        chomp(err);
+        return -1;
+    }
+    return setup_session(db, err, errlen);
+}
+
+int pgc_exec(PGconn *db, const char *sql, char *err, size_t errlen)
+{
+    PGresult *r = PQexec(db, sql);
+    ExecStatusType st = PQresultStatus(r);
+    int rc = 0;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        const char *msg = r ? PQresultErrorMessage(r) : PQerrorMessage(db);
+        snprintf(err, errlen, "%s", msg && *msg ? msg : "statement failed");
+        chomp(err);
+        rc = -1;
+    }
+    PQclear(r);
+    return rc;
+}
+
+PGresult *pgc_query(PGconn *db, const char *what, const char *sql, int n, const char *const *params,
+                    char *err, size_t errlen)
+{
+    PGresult *r = PQexecParams(db, sql, n, NULL, params, NULL, NULL, 0);
+    ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+        return r;
+    const char *msg = r ? PQresultErrorMessage(r) : PQerrorMessage(db);
+    snprintf(err, errlen, "%s: %s", what, msg && *msg ? msg : "query failed");
+    chomp(err);
+    PQclear(r);
+    return NULL;
+}
+
+static void set_what(char *err, size_t errlen, const char *what, const char *msg)
+{
+    snprintf(err, errlen, "%s: %s", what, msg && *msg ? msg : "COPY failed");
+    chomp(err);
+}
+
+int pgc_copy_in(PGconn *db, const char *what, const char *sql, const char *data, size_t len,
+                char *err, size_t errlen)
+{
+    const size_t chunk = 1u << 20;
+    PGresult *r = PQexec(db, sql);
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        set_what(err, errlen, what, r ? PQresultErrorMessage(r) : PQerrorMessage(db));
+        PQclear(r);
+        return -1;
+    }
+    PQclear(r);
+    int rc = 0;
+    for (size_t off = 0; off < len && rc == 0;) {
+        size_t n = len - off < chunk ? len - off : chunk;
+        if (PQputCopyData(db, data + off, (int)n) != 1) {
+            set_what(err, errlen, what, PQerrorMessage(db));
+            rc = -1;
+        }
+        off += n;
+    }
+    if (PQputCopyEnd(db, rc == 0 ? NULL : "aborted by the client") != 1 && rc == 0) {
+        set_what(err, errlen, what, PQerrorMessage(db));
+        rc = -1;
+    }
+    while ((r = PQgetResult(db)) != NULL) {
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == 0) {
+            set_what(err, errlen, what, PQresultErrorMessage(r));
+            rc = -1;
+        }
+        PQclear(r);
+    }
+    return rc;
+}

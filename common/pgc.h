@@ -1,0 +1,37 @@
+/* The one PostgreSQL helper module (libpq) of every component: connections with a connect
+ * timeout, TCP keepalives (a dead server or a cut link is noticed in ~1 min, not hours), a
+ * statement timeout and UTC session settings; reconnecting a broken connection; exec and query
+ * helpers whose error is the server's own message. common/db.c (migrations, partitions) and the
+ * heatmap, reconciler and cmd code build on it. */
+#ifndef WL_PGC_H
+#define WL_PGC_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+
+#define PGC_CONNECT_TIMEOUT_S   10
+#define PGC_STATEMENT_TIMEOUT_S 300 /* a reconcile pass or a page query never needs more */
+
+/* Connects with conninfo (its own connect_timeout/keepalives settings win over the defaults),
+ * then sets the session up (TIME ZONE UTC, client_min_messages warning, statement_timeout).
+ * NULL on failure with err = "cannot connect to PostgreSQL (WHERE): MESSAGE", WHERE being
+ * conninfo_shown (NULL: conninfo; pass something without the password). */
+PGconn *pgc_connect(const char *conninfo, const char *conninfo_shown, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* 0 when db is usable; a broken connection (server restart, network cut) is reset once and set
+ * up again. -1 with err when it is still broken. */
+int pgc_ensure(PGconn *db, char *err, size_t errlen);
+/* Runs sql (no parameters; several statements allowed); 0, or -1 with err = the server's
+ * message. */
+int pgc_exec(PGconn *db, const char *sql, char *err, size_t errlen);
+/* PQexecParams with text parameters; the result (tuples or command ok) or NULL with
+ * err = "WHAT: the server's message". */
+PGresult *pgc_query(PGconn *db, const char *what, const char *sql, int n, const char *const *params,
+                    char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* COPY ... FROM STDIN with data[0..len) (sent in 1 MiB chunks); 0, or -1 with
+ * err = "WHAT: the server's message". */
+int pgc_copy_in(PGconn *db, const char *what, const char *sql, const char *data, size_t len,
+                char *err, size_t errlen);
+
+#endif

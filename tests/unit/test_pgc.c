@@ -1,0 +1,96 @@
+/* common/pgc.c against a real PostgreSQL: the session is set up (UTC, statement_timeout), errors
+ * carry the server's message, a connection whose backend was terminated is reset by pgc_ensure,
+ * and a server that is not there fails with a message naming where. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "pgc.h"
+
+static const char *show(PGconn *db, const char *what, char *buf, size_t len)
+{
+    char err[512], sql[128];
+    snprintf(sql, sizeof(sql), "SHOW %s", what);
+    PGresult *r = pgc_query(db, what, sql, 0, NULL, err, sizeof(err));
+    assert_non_null(r);
+    snprintf(buf, len, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return buf;
+}
+
+/* A connection option as libpq uses it (client side: keepalives, timeouts). */
+static const char *opt(PGconn *db, const char *key, char *buf, size_t len)
+{
+    PQconninfoOption *o = PQconninfo(db);
+    buf[0] = '\0';
+    for (PQconninfoOption *p = o; p && p->keyword; p++)
+        if (!strcmp(p->keyword, key) && p->val)
+            snprintf(buf, len, "%s", p->val);
+    PQconninfoFree(o);
+    return buf;
+}
+
+static void test_session_errors_reconnect(void **state)
+{
+    (void)state;
+    const char *ci = th_pg_default();
+    char err[512], buf[64];
+    PGconn *db = pgc_connect(ci, NULL, err, sizeof(err));
+    assert_non_null(db);
+    assert_string_equal(show(db, "TimeZone", buf, sizeof(buf)), "UTC");
+    assert_string_equal(show(db, "statement_timeout", buf, sizeof(buf)), "5min");
+    assert_string_equal(opt(db, "keepalives", buf, sizeof(buf)), "1");
+    assert_string_equal(opt(db, "keepalives_idle", buf, sizeof(buf)), "30");
+    assert_string_equal(opt(db, "connect_timeout", buf, sizeof(buf)), "10");
+    char ci2[512];
+    snprintf(ci2, sizeof(ci2), "%s connect_timeout=3", ci); /* the conninfo's own setting wins */
+    PGconn *db2 = pgc_connect(ci2, NULL, err, sizeof(err));
+    assert_non_null(db2);
+    assert_string_equal(opt(db2, "connect_timeout", buf, sizeof(buf)), "3");
+    PQfinish(db2);
+
+    assert_int_equal(pgc_exec(db, "SELEC 1", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "syntax error"));
+    const char *p[] = {"x"};
+    assert_null(pgc_query(db, "cast", "SELECT $1::int", 1, p, err, sizeof(err)));
+    assert_non_null(strstr(err, "cast: ERROR:  invalid input syntax for type integer"));
+
+    /* the backend goes away (a server restart looks the same to the client) */
+    PGconn *killer = pgc_connect(ci, NULL, err, sizeof(err));
+    assert_non_null(killer);
+    PGresult *r = pgc_query(db, "pid", "SELECT pg_backend_pid()::text", 0, NULL, err, sizeof(err));
+    assert_non_null(r);
+    const char *pid[] = {PQgetvalue(r, 0, 0)};
+    PGresult *k =
+        pgc_query(killer, "kill", "SELECT pg_terminate_backend($1::int)", 1, pid, err, sizeof(err));
+    assert_non_null(k);
+    PQclear(k);
+    PQclear(r);
+    PQfinish(killer);
+    assert_int_equal(pgc_exec(db, "SELECT 1", err, sizeof(err)), -1); /* noticed on use */
+    assert_int_equal(pgc_ensure(db, err, sizeof(err)), 0);
+    assert_int_equal(pgc_exec(db, "SELECT 1", err, sizeof(err)), 0);
+    assert_string_equal(show(db, "statement_timeout", buf, sizeof(buf)), "5min");
+    PQfinish(db);
+
+    /* nobody listening: a clear error naming where (the shown string, not the conninfo) */
+    char bad[128];
+    snprintf(bad, sizeof(bad), "host=127.0.0.1 port=%d dbname=x connect_timeout=2", th_free_port());
+    assert_null(pgc_connect(bad, "the test's closed port", err, sizeof(err)));
+    assert_non_null(strstr(err, "cannot connect to PostgreSQL (the test's closed port)"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_session_errors_reconnect),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
