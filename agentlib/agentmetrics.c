@@ -9,11 +9,6 @@
 
 #include "report.h"
 
-/* Exported histogram buckets: le = 2^(i+1) us for slots i in [LO, HI], 32 us .. 16.777216 s
- * (a fixed set, as Prometheus wants); faster requests fall in the first, slower only in +Inf. */
-#define NFS_BUCKET_LO 4
-#define NFS_BUCKET_HI 23
-
 #define NFS_INDEX_SLOTS (2 * AGENTMETRICS_NFS_SERIES) /* a power of two, at most half full */
 
 struct agentmetrics_nfs_series {
@@ -25,8 +20,8 @@ struct agentmetrics_nfs_series {
     char user[sizeof(((struct flow_meta *)0)->user)];
     uint64_t hash; /* of the five labels */
     uint64_t ops, bytes, errors;
-    uint64_t hist[NFSOPS_HIST_SLOTS]; /* since the agent started */
-    uint64_t window_hist[NFSOPS_HIST_SLOTS];
+    struct llhist hist; /* since the agent started, microseconds */
+    struct llhist window_hist;
     uint64_t last_window; /* nfs_windows when last seen */
 };
 
@@ -126,7 +121,7 @@ void agentmetrics_nfs_window(struct agentmetrics *m, const struct nfsops *ops)
 {
     m->nfs_windows++;
     for (size_t i = 0; i < m->n_nfs_series; i++)
-        memset(m->nfs_series[i].window_hist, 0, sizeof(m->nfs_series[i].window_hist));
+        memset(&m->nfs_series[i].window_hist, 0, sizeof(m->nfs_series[i].window_hist));
     for (size_t i = 0; i < ops->recs.n; i++) {
         const struct flow_rec *r = &ops->recs.v[i];
         const struct nfsop_detail *d = &ops->detail[i];
@@ -138,10 +133,8 @@ void agentmetrics_nfs_window(struct agentmetrics *m, const struct nfsops *ops)
         x->ops += r->ops;
         x->bytes += r->bytes;
         x->errors += d->errors;
-        for (int b = 0; b < NFSOPS_HIST_SLOTS; b++) {
-            x->hist[b] += d->latency_hist[b];
-            x->window_hist[b] += d->latency_hist[b];
-        }
+        llhist_merge(&x->hist, &d->latency);
+        llhist_merge(&x->window_hist, &d->latency);
         x->last_window = m->nfs_windows;
     }
     size_t kept = 0;
@@ -205,29 +198,13 @@ static int cmp_series(const void *a, const void *b)
     return c ? c : strcmp(x->user, y->user);
 }
 
-static uint64_t hist_total(const uint64_t *h)
+/* A bucket bound in microseconds, as seconds; the overflow bucket's (none) as +Inf. */
+static void put_seconds(FILE *f, uint64_t us)
 {
-    uint64_t t = 0;
-    for (int i = 0; i < NFSOPS_HIST_SLOTS; i++)
-        t += h[i];
-    return t;
-}
-
-/* Upper bound in seconds of the bucket holding quantile q (rank ceil(q x total)). */
-static double hist_quantile_s(const uint64_t *h, double q)
-{
-    uint64_t total = hist_total(h), seen = 0;
-    uint64_t rank = (uint64_t)(q * (double)total);
-    if ((double)rank < q * (double)total)
-        rank++;
-    if (rank < 1)
-        rank = 1;
-    for (int i = 0; i < NFSOPS_HIST_SLOTS; i++) {
-        seen += h[i];
-        if (seen >= rank)
-            return (double)((uint64_t)1 << (i + 1)) / 1e6;
-    }
-    return (double)((uint64_t)1 << NFSOPS_HIST_SLOTS) / 1e6;
+    if (us == UINT64_MAX)
+        fputs("+Inf", f);
+    else
+        fprintf(f, "%.6f", (double)us / 1e6);
 }
 
 static void render_nfs(FILE *f, const struct agentmetrics *m)
@@ -262,51 +239,51 @@ static void render_nfs(FILE *f, const struct agentmetrics *m)
             fprintf(f, "} %llu\n", (unsigned long long)val);
         }
     }
-    fputs("# HELP wanledger_nfs_latency_seconds NFS request latency, initiate to done (log2 "
-          "buckets; _sum estimated from bucket midpoints).\n"
+    fputs("# HELP wanledger_nfs_latency_seconds NFS request latency, initiate to done (log-linear "
+          "buckets, 4 bounds per power of two exported; _sum estimated from bucket midpoints).\n"
           "# TYPE wanledger_nfs_latency_seconds histogram\n",
           f);
     for (size_t i = 0; i < n; i++) {
-        const uint64_t *h = v[i]->hist;
+        const struct llhist *h = &v[i]->hist;
         uint64_t cum = 0;
-        double sum_us = (double)h[0]; /* slot 0 is [0, 2) us: 1 us each */
-        for (int b = 1; b < NFSOPS_HIST_SLOTS; b++)
-            sum_us += (double)h[b] * 1.5 * (double)((uint64_t)1 << b);
-        for (int b = 0; b <= NFS_BUCKET_HI; b++) {
-            cum += h[b];
-            if (b < NFS_BUCKET_LO)
-                continue;
+        size_t b = 0;
+        for (size_t k = 0; k < LLHIST_PROM_BOUNDS; k++) {
+            for (; b <= llhist_prom_slot(k); b++)
+                cum += h->c[b];
             fputs("wanledger_nfs_latency_seconds_bucket{", f);
             put_labels(f, v[i]);
-            fprintf(f, ",le=\"%.6f\"} %llu\n", (double)((uint64_t)1 << (b + 1)) / 1e6,
-                    (unsigned long long)cum);
+            fputs(",le=\"", f);
+            put_seconds(f, llhist_upper(llhist_prom_slot(k)));
+            fprintf(f, "\"} %llu\n", (unsigned long long)cum);
         }
+        uint64_t total = llhist_total(h);
         fputs("wanledger_nfs_latency_seconds_bucket{", f);
         put_labels(f, v[i]);
-        fprintf(f, ",le=\"+Inf\"} %llu\n", (unsigned long long)hist_total(h));
+        fprintf(f, ",le=\"+Inf\"} %llu\n", (unsigned long long)total);
         fputs("wanledger_nfs_latency_seconds_sum{", f);
         put_labels(f, v[i]);
-        fprintf(f, "} %.6f\n", sum_us / 1e6);
+        fprintf(f, "} %.6f\n", llhist_sum_estimate(h) / 1e6);
         fputs("wanledger_nfs_latency_seconds_count{", f);
         put_labels(f, v[i]);
-        fprintf(f, "} %llu\n", (unsigned long long)hist_total(h));
+        fprintf(f, "} %llu\n", (unsigned long long)total);
     }
     fputs("# HELP wanledger_nfs_latency_window_seconds NFS latency quantile over the last window "
-          "(upper bound of its log2 bucket).\n"
+          "(upper bound of its log-linear bucket, at most 6.25% above).\n"
           "# TYPE wanledger_nfs_latency_window_seconds gauge\n",
           f);
     static const struct {
         const char *label;
         double q;
-    } qs[] = {{"0.5", 0.5}, {"0.99", 0.99}, {"1", 1.0}};
+    } qs[] = {{"0.5", 0.5}, {"0.99", 0.99}, {"0.999", 0.999}, {"1", 1.0}};
     for (size_t i = 0; i < n; i++) {
-        if (!hist_total(v[i]->window_hist))
+        if (!llhist_total(&v[i]->window_hist))
             continue;
         for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++) {
             fputs("wanledger_nfs_latency_window_seconds{", f);
             put_labels(f, v[i]);
-            fprintf(f, ",quantile=\"%s\"} %.6f\n", qs[k].label,
-                    hist_quantile_s(v[i]->window_hist, qs[k].q));
+            fprintf(f, ",quantile=\"%s\"} ", qs[k].label);
+            put_seconds(f, llhist_quantile(&v[i]->window_hist, qs[k].q, NULL));
+            fputc('\n', f);
         }
     }
     fputs("# HELP wanledger_nfs_latency_window_requests NFS requests behind the last window's "
@@ -314,7 +291,7 @@ static void render_nfs(FILE *f, const struct agentmetrics *m)
           "# TYPE wanledger_nfs_latency_window_requests gauge\n",
           f);
     for (size_t i = 0; i < n; i++) {
-        uint64_t t = hist_total(v[i]->window_hist);
+        uint64_t t = llhist_total(&v[i]->window_hist);
         if (!t)
             continue;
         fputs("wanledger_nfs_latency_window_requests{", f);

@@ -395,7 +395,7 @@ int nfs_probe_drain(struct nfs_probe *p, nfs_probe_record_fn fn, void *arg,
             .bytes = v.bytes,
             .ops = v.ops,
             .errors = v.errors,
-            .latency_hist = v.latency_hist,
+            .latency = v.latency,
         };
         fn(&rec, arg);
     }
@@ -406,25 +406,6 @@ cleanup:
     return rc;
 }
 
-uint64_t nfs_probe_hist_quantile_us(const __u64 hist[NFS_HIST_SLOTS], double q)
-{
-    uint64_t total = 0;
-    for (int i = 0; i < NFS_HIST_SLOTS; i++)
-        total += hist[i];
-    if (total == 0)
-        return 0;
-    uint64_t rank = (uint64_t)(q * (double)total + 0.999999);
-    if (rank < 1)
-        rank = 1;
-    uint64_t seen = 0;
-    for (int i = 0; i < NFS_HIST_SLOTS; i++) {
-        seen += hist[i];
-        if (seen >= rank)
-            return (uint64_t)1 << (i + 1);
-    }
-    return (uint64_t)1 << NFS_HIST_SLOTS;
-}
-
 /* agent_nfs_hook adapter. */
 
 static void *hook_open(const struct agent_opts *opts, char *why, size_t why_len)
@@ -433,7 +414,7 @@ static void *hook_open(const struct agent_opts *opts, char *why, size_t why_len)
     return nfs_probe_open(why, why_len);
 }
 
-_Static_assert(NFSOPS_HIST_SLOTS == NFS_HIST_SLOTS, "nfsops.h and nfs.h histograms differ");
+_Static_assert(NFS_LAT_SLOTS == LLHIST_SLOTS, "nfs.h and llhist.h histograms differ");
 
 struct hook_drain_ctx {
     struct flowset *out;
@@ -467,7 +448,7 @@ static void hook_add_flow(const struct nfs_probe_record *rec, void *arg)
         if (f) { /* /metrics only: a record it cannot keep is not a report's loss */
             fill_flow(f, rec);
             d->errors = rec->errors;
-            memcpy(d->latency_hist, rec->latency_hist, sizeof(d->latency_hist));
+            llhist_merge_u32(&d->latency, rec->latency);
         }
     }
     if (strcmp(rec->op, "commit") == 0)

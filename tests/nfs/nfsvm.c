@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "llhist.h"
 #include "nfs_probe.h"
 
 #define CHUNK (64 * 1024)
@@ -271,19 +272,18 @@ struct print_ctx {
 static void print_record(const struct nfs_probe_record *r, void *arg)
 {
     struct print_ctx *pc = arg;
-    __u64 hist_total = 0;
-    for (int i = 0; i < NFS_HIST_SLOTS; i++)
-        hist_total += r->latency_hist[i];
+    struct llhist h = {0};
+    llhist_merge_u32(&h, r->latency);
+    uint64_t hist_total = llhist_total(&h);
     printf("NFSREC label=%s wf=%s comm=%.16s tgid=%u uid=%u op=%s credit=%s bytes=%llu "
            "ops=%llu errors=%llu hist_total=%llu p50_us=%llu p99_us=%llu server=%s export=%s "
            "mnt=%s fstype=%s\n",
            pc->label, workflow_of(pc->wc, r->owner->tgid), r->owner->comm, r->owner->tgid,
            r->owner->uid, r->op, r->credit, (unsigned long long)r->bytes,
            (unsigned long long)r->ops, (unsigned long long)r->errors,
-           (unsigned long long)hist_total,
-           (unsigned long long)nfs_probe_hist_quantile_us(r->latency_hist, 0.5),
-           (unsigned long long)nfs_probe_hist_quantile_us(r->latency_hist, 0.99), r->server,
-           r->export, r->mountpoint, r->fstype);
+           (unsigned long long)hist_total, (unsigned long long)llhist_quantile(&h, 0.5, NULL),
+           (unsigned long long)llhist_quantile(&h, 0.99, NULL), r->server, r->export, r->mountpoint,
+           r->fstype);
 }
 
 static int drain(struct nfs_probe *p, struct print_ctx *pc)
