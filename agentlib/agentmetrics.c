@@ -18,7 +18,8 @@ struct agentmetrics_nfs_series {
     char op[sizeof(((struct flow_rec *)0)->op)];
     char workflow[sizeof(((struct flow_meta *)0)->workflow)];
     char user[sizeof(((struct flow_meta *)0)->user)];
-    uint64_t hash; /* of the five labels */
+    struct kube_identity kube; /* namespace, pod, container labels */
+    uint64_t hash;             /* of the eight labels */
     uint64_t ops, bytes, errors;
     struct llhist hist; /* since the agent started, microseconds */
     struct llhist window_hist;
@@ -59,15 +60,48 @@ static uint64_t fnv1a(uint64_t h, const char *s)
     }
 }
 
-static uint64_t labels_hash(const char *server, const char *export, const char *op,
-                            const char *workflow, const char *user)
+#define NFS_LABELS 8
+
+/* The label values of a record, in put_labels' order. */
+static void labels_of(const struct flow_rec *r, const char *v[NFS_LABELS])
+{
+    const struct flow_meta *m = r->meta;
+    v[0] = r->server;
+    v[1] = r->export_path;
+    v[2] = r->op;
+    v[3] = m ? m->workflow : "";
+    v[4] = m ? m->user : "";
+    v[5] = m ? m->kube.namespace_ : "";
+    v[6] = m ? m->kube.pod : "";
+    v[7] = m ? m->kube.container : "";
+}
+
+static void series_labels(const struct agentmetrics_nfs_series *x, const char *v[NFS_LABELS])
+{
+    v[0] = x->server;
+    v[1] = x->export_path;
+    v[2] = x->op;
+    v[3] = x->workflow;
+    v[4] = x->user;
+    v[5] = x->kube.namespace_;
+    v[6] = x->kube.pod;
+    v[7] = x->kube.container;
+}
+
+static uint64_t labels_hash(const char *const v[NFS_LABELS])
 {
     uint64_t h = 0xcbf29ce484222325ULL;
-    h = fnv1a(h, server);
-    h = fnv1a(h, export);
-    h = fnv1a(h, op);
-    h = fnv1a(h, workflow);
-    return fnv1a(h, user);
+    for (int i = 0; i < NFS_LABELS; i++)
+        h = fnv1a(h, v[i]);
+    return h;
+}
+
+static bool labels_equal(const char *const a[NFS_LABELS], const char *const b[NFS_LABELS])
+{
+    for (int i = 0; i < NFS_LABELS; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return false;
+    return true;
 }
 
 static void index_put(uint32_t *index, uint64_t hash, size_t series)
@@ -82,16 +116,16 @@ static void index_put(uint32_t *index, uint64_t hash, size_t series)
 static struct agentmetrics_nfs_series *nfs_series_of(struct agentmetrics *m,
                                                      const struct flow_rec *r)
 {
-    const char *wf = r->meta ? r->meta->workflow : "", *user = r->meta ? r->meta->user : "";
+    const char *lab[NFS_LABELS], *xl[NFS_LABELS];
+    labels_of(r, lab);
     if (!m->nfs_index && !(m->nfs_index = calloc(NFS_INDEX_SLOTS, sizeof(*m->nfs_index))))
         return NULL;
-    uint64_t h = labels_hash(r->server, r->export_path, r->op, wf, user);
+    uint64_t h = labels_hash(lab);
     for (size_t at = (size_t)h & (NFS_INDEX_SLOTS - 1); m->nfs_index[at];
          at = (at + 1) & (NFS_INDEX_SLOTS - 1)) {
         struct agentmetrics_nfs_series *x = &m->nfs_series[m->nfs_index[at] - 1];
-        if (x->hash == h && strcmp(x->server, r->server) == 0 &&
-            strcmp(x->export_path, r->export_path) == 0 && strcmp(x->op, r->op) == 0 &&
-            strcmp(x->workflow, wf) == 0 && strcmp(x->user, user) == 0)
+        series_labels(x, xl);
+        if (x->hash == h && labels_equal(xl, lab))
             return x;
     }
     if (m->n_nfs_series == AGENTMETRICS_NFS_SERIES)
@@ -109,8 +143,11 @@ static struct agentmetrics_nfs_series *nfs_series_of(struct agentmetrics *m,
     snprintf(x->server, sizeof(x->server), "%s", r->server);
     snprintf(x->export_path, sizeof(x->export_path), "%s", r->export_path);
     snprintf(x->op, sizeof(x->op), "%s", r->op);
-    snprintf(x->workflow, sizeof(x->workflow), "%s", wf);
-    snprintf(x->user, sizeof(x->user), "%s", user);
+    snprintf(x->workflow, sizeof(x->workflow), "%s", lab[3]);
+    snprintf(x->user, sizeof(x->user), "%s", lab[4]);
+    snprintf(x->kube.namespace_, sizeof(x->kube.namespace_), "%s", lab[5]);
+    snprintf(x->kube.pod, sizeof(x->kube.pod), "%s", lab[6]);
+    snprintf(x->kube.container, sizeof(x->kube.container), "%s", lab[7]);
     x->hash = h;
     index_put(m->nfs_index, x->hash, m->n_nfs_series);
     m->n_nfs_series++;
@@ -161,7 +198,7 @@ void agentmetrics_free(struct agentmetrics *m)
 /* A label value: cleaned to UTF-8 (report_clean_text), then \\, \" and \n escaped. */
 static void put_label(FILE *f, const char *name, const char *v, bool comma)
 {
-    char clean[REPORT_CLEAN_LEN(128)];
+    char clean[REPORT_CLEAN_LEN(256)];
     report_clean_text(v, clean, sizeof(clean));
     fprintf(f, "%s%s=\"", comma ? "," : "", name);
     for (const char *p = clean; *p; p++) {
@@ -177,28 +214,27 @@ static void put_label(FILE *f, const char *name, const char *v, bool comma)
 
 static void put_labels(FILE *f, const struct agentmetrics_nfs_series *x)
 {
-    put_label(f, "server", x->server, false);
-    put_label(f, "export", x->export_path, true);
-    put_label(f, "op", x->op, true);
-    put_label(f, "workflow", x->workflow, true);
-    put_label(f, "user", x->user, true);
+    static const char *const names[NFS_LABELS] = {"server", "export",    "op",  "workflow",
+                                                  "user",   "namespace", "pod", "container"};
+    const char *v[NFS_LABELS];
+    series_labels(x, v);
+    for (int i = 0; i < NFS_LABELS; i++)
+        put_label(f, names[i], v[i], i > 0);
 }
 
 static int cmp_series(const void *a, const void *b)
 {
-    const struct agentmetrics_nfs_series *x = *(const struct agentmetrics_nfs_series *const *)a;
-    const struct agentmetrics_nfs_series *y = *(const struct agentmetrics_nfs_series *const *)b;
-    int c = strcmp(x->server, y->server);
-    if (!c)
-        c = strcmp(x->export_path, y->export_path);
-    if (!c)
-        c = strcmp(x->op, y->op);
-    if (!c)
-        c = strcmp(x->workflow, y->workflow);
-    return c ? c : strcmp(x->user, y->user);
+    const char *x[NFS_LABELS], *y[NFS_LABELS];
+    series_labels(*(const struct agentmetrics_nfs_series *const *)a, x);
+    series_labels(*(const struct agentmetrics_nfs_series *const *)b, y);
+    for (int i = 0; i < NFS_LABELS; i++) {
+        int c = strcmp(x[i], y[i]);
+        if (c)
+            return c;
+    }
+    return 0;
 }
 
-/* A bucket bound in microseconds, as seconds; the overflow bucket's (none) as +Inf. */
 static void put_seconds(FILE *f, uint64_t us)
 {
     if (us == UINT64_MAX)

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kubepods.h"
+
 enum flow_source { FLOW_SRC_SOCKET = 0, FLOW_SRC_NFS = 1 };
 
 /* Owner of a flow as the kernel recorded it (stays valid after the process exits). */
@@ -27,6 +29,7 @@ struct flow_meta {
     char cgroup[256];
     char container[80];
     char pod_uid[40];
+    struct kube_identity kube; /* namespace, pod, container name (kubepods.h); "" unknown */
     char unit[128];
     char slurm_job[32];
 };

@@ -128,6 +128,9 @@ static bool flow_json(struct jw *w, const struct flow_rec *r)
         ok &= add_str_if(w, "cgroup", r->meta->cgroup);
         ok &= add_str_if(w, "container", r->meta->container);
         ok &= add_str_if(w, "pod_uid", r->meta->pod_uid);
+        ok &= add_str_if(w, "namespace", r->meta->kube.namespace_);
+        ok &= add_str_if(w, "pod", r->meta->kube.pod);
+        ok &= add_str_if(w, "container_name", r->meta->kube.container);
         ok &= add_str_if(w, "unit", r->meta->unit);
         ok &= add_str_if(w, "slurm_job", r->meta->slurm_job);
     }

@@ -395,12 +395,14 @@ static void test_nfs_local(void **state)
  * B = [fd00::50]:2049, export /a "q" \b (quote and backslash escaped), write, no workflow,
  *     user "bo\xffb" (cleaned to U+FFFD): ops 2, bytes 1,000,000, 1 us x2 ([1, 2) us):
  *     every bucket 2, _sum 2 x 1.5 us, quantiles 2 us. */
+#define NOKUBE ",namespace=\"\",pod=\"\",container=\"\""
 #define LA                                                                                         \
-    "server=\"127.0.0.1:2049\",export=\"/srv\",op=\"read\",workflow=\"wf-read\",user=\"alice\""
+    "server=\"127.0.0.1:2049\",export=\"/"                                                         \
+    "srv\",op=\"read\",workflow=\"wf-read\",user=\"alice\"" NOKUBE
 #define LB                                                                                         \
     "server=\"[fd00::50]:2049\",export=\"/a \\\"q\\\" \\\\b\",op=\"write\",workflow=\"\","         \
     "user=\"bo\xef\xbf\xbd"                                                                        \
-    "b\""
+    "b\"" NOKUBE
 
 static struct flow_rec *nfs_rec(struct nfsops *o, const char *server, const char *export,
                                 const char *op, uint64_t ops, uint64_t bytes, uint64_t errors,
@@ -532,7 +534,7 @@ static void test_nfs_metrics(void **state)
         strstr(text, "\nwanledger_nfs_latency_window_seconds{" LB ",quantile=\"1\"} 0.000004\n"));
     assert_non_null(strstr(text, "\nwanledger_nfs_latency_window_requests{" LB "} 1\n"));
     assert_non_null(strstr(text, "\nwanledger_nfs_ops_total{server=\"10.0.0.1:2049\",export=\"/x\","
-                                 "op=\"commit\",workflow=\"\",user=\"\"} 1\n"));
+                                 "op=\"commit\",workflow=\"\",user=\"\"" NOKUBE "} 1\n"));
     free(text);
 
     /* A label set idle for AGENTMETRICS_NFS_IDLE windows is removed: after 59 more empty
