@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "kubepods.h"
+#include "llhist.h"
 
 enum flow_source { FLOW_SRC_SOCKET = 0, FLOW_SRC_NFS = 1 };
 
@@ -49,6 +50,9 @@ struct flow_rec {
     char server[48]; /* "10.1.0.50:2049", "[fd00::50]:2049" */
     char export_path[128];
     char op[8]; /* "read" / "write" */
+    /* nfs: request latency in us, in the window's nfsops (valid until its next drain); NULL:
+     * not known */
+    const struct llhist *latency;
     uint64_t bytes, ops;
     /* filled after the drain: owned by the procmeta cache, valid until its next prune */
     const struct flow_meta *meta;

@@ -184,7 +184,8 @@ static __always_inline void on_done(__u32 op, __u32 dev, __u64 fileid, __s64 off
     __sync_fetch_and_add(&sv->ops, 1);
     if (error < 0)
         __sync_fetch_and_add(&sv->errors, 1);
-    __u32 slot = llhist_index_of(us);
+    __u64 slot = llhist_index_of(us);
+    barrier_var(slot); /* the bound check below must be on the register that indexes */
     if (slot < NFS_LAT_SLOTS)
         __sync_fetch_and_add(&sv->latency[slot], 1);
 }

@@ -420,6 +420,10 @@ struct hook_drain_ctx {
     struct flowset *out;
     struct nfsops *ops; /* NULL: the agent does not want them */
     uint64_t lost;      /* records the flowset had no room for */
+    /* (out index, ops index) of each flow with its detail in ops: the detail array may move
+     * while the drain adds to it, so the flows' latency pointers are set after it */
+    size_t (*pairs)[2];
+    size_t n_pairs, cap_pairs;
 };
 
 static void fill_flow(struct flow_rec *f, const struct nfs_probe_record *rec)
@@ -442,6 +446,7 @@ static void fill_flow(struct flow_rec *f, const struct nfs_probe_record *rec)
 static void hook_add_flow(const struct nfs_probe_record *rec, void *arg)
 {
     struct hook_drain_ctx *ctx = arg;
+    bool detail = false;
     if (ctx->ops) {
         struct nfsop_detail *d;
         struct flow_rec *f = nfsops_add(ctx->ops, &d);
@@ -449,6 +454,7 @@ static void hook_add_flow(const struct nfs_probe_record *rec, void *arg)
             fill_flow(f, rec);
             d->errors = rec->errors;
             llhist_merge_u32(&d->latency, rec->latency);
+            detail = true;
         }
     }
     if (strcmp(rec->op, "commit") == 0)
@@ -459,6 +465,19 @@ static void hook_add_flow(const struct nfs_probe_record *rec, void *arg)
         return;
     }
     fill_flow(f, rec);
+    if (detail && ctx->n_pairs == ctx->cap_pairs) {
+        size_t cap = ctx->cap_pairs ? 2 * ctx->cap_pairs : 64;
+        size_t(*p)[2] = realloc(ctx->pairs, cap * sizeof(*p));
+        if (p) {
+            ctx->pairs = p;
+            ctx->cap_pairs = cap;
+        }
+    }
+    if (detail && ctx->n_pairs < ctx->cap_pairs) { /* else the flow goes without latency */
+        ctx->pairs[ctx->n_pairs][0] = ctx->out->n - 1;
+        ctx->pairs[ctx->n_pairs][1] = ctx->ops->recs.n - 1;
+        ctx->n_pairs++;
+    }
 }
 
 static int hook_drain(void *h, struct flowset *out, struct nfsops *ops, uint64_t *dropped,
@@ -466,7 +485,11 @@ static int hook_drain(void *h, struct flowset *out, struct nfsops *ops, uint64_t
 {
     struct nfs_probe_drops d = {0};
     struct hook_drain_ctx ctx = {.out = out, .ops = ops, .lost = 0};
-    if (nfs_probe_drain(h, hook_add_flow, &ctx, &d, err, err_len))
+    int rc = nfs_probe_drain(h, hook_add_flow, &ctx, &d, err, err_len);
+    for (size_t i = 0; i < ctx.n_pairs; i++)
+        out->v[ctx.pairs[i][0]].latency = &ops->detail[ctx.pairs[i][1]].latency;
+    free(ctx.pairs);
+    if (rc)
         return -1;
     *dropped += d.stats_full + d.unmatched + ctx.lost;
     return 0;

@@ -12,6 +12,7 @@
 #include <event2/buffer.h>
 
 #include "jsonw.h"
+#include "llhist_json.h"
 #include "socket.h"
 #include "timeutil.h"
 #include "utf8.h"
@@ -116,6 +117,10 @@ static bool flow_json(struct jw *w, const struct flow_rec *r)
         ok &= add_clean_str(w, "op", r->op);
         jw_kv_u64(w, "bytes", r->bytes);
         jw_kv_u64(w, "ops", r->ops);
+        if (r->latency) {
+            jw_key(w, "latency_us");
+            llhist_write_json(w, r->latency);
+        }
     }
     jw_kv_u64(w, "pid", r->owner.pid);
     jw_kv_u64(w, "ppid", r->owner.ppid);

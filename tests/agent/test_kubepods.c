@@ -3,7 +3,7 @@
  * test builds with the kubelet's layout (pkg/kubelet/kuberuntime/helpers.go:
  * pods/<ns>_<pod>_<uid>/<container>/<restart>.log; kuberuntime_container.go legacyLogSymlink:
  * containers/<pod>_<ns>_<container>-<id>.log -> that file). Also the report's owner fields and
- * the NFS /metrics labels. */
+ * the NFS /metrics labels; an NFS flow's latency in the report. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -178,7 +178,9 @@ static void test_report_and_labels(void **state)
     r->ops = 1;
     r->bytes = 4096;
     r->meta = &m;
-    llhist_record(&d->latency, 100, 1);
+    llhist_record(&d->latency, 100, 1);  /* [100, 104) us */
+    llhist_record(&d->latency, 3000, 1); /* [2944, 3072) us */
+    r->latency = &d->latency;
     struct report_header h = {.host = "h", .agent_id = "a", .window_seconds = 1};
     char err[128];
     char *json = report_json(&h, &o.recs, err, sizeof(err));
@@ -187,6 +189,9 @@ static void test_report_and_labels(void **state)
     assert_non_null(strstr(json, "\"pod\":\"job-x\""));
     assert_non_null(strstr(json, "\"container_name\":\"main\""));
     assert_non_null(strstr(json, "\"container\":\"" ID2 "\""));
+    /* p50 = rank 1 -> [100, 104); p99, p999, max = rank 2 -> [2944, 3072) */
+    assert_non_null(strstr(json, "\"latency_us\":{\"count\":2,\"p50\":104,\"p99\":3072,"
+                                 "\"p999\":3072,\"max\":3072,\"buckets\":[[100,1],[2944,1]]}"));
     free(json);
     struct agentmetrics am;
     memset(&am, 0, sizeof(am));
