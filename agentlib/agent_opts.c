@@ -29,6 +29,7 @@ enum {
     OPT_HOST,
     OPT_EXCLUDE_PORTS,
     OPT_MAP_ENTRIES,
+    OPT_KUBE_LOGS,
     OPT_CONFIG,
     OPT_HELP,
 };
@@ -46,6 +47,7 @@ static const struct option long_opts[] = {
     {"metrics", required_argument, NULL, OPT_METRICS},
     {"attach", required_argument, NULL, OPT_ATTACH},
     {"spool", required_argument, NULL, OPT_SPOOL},
+    {"kube-logs", required_argument, NULL, OPT_KUBE_LOGS},
     {"spool-max-bytes", required_argument, NULL, OPT_SPOOL_MAX},
     {"agent-id", required_argument, NULL, OPT_AGENT_ID},
     {"host", required_argument, NULL, OPT_HOST},
@@ -78,10 +80,12 @@ void agent_opts_usage(FILE *f)
                "  --host NAME           default: the host name\n"
                "  --exclude-ports P,Q   ports never counted (at most 16)\n"
                "  --map-entries N       flows per map generation (65536)\n"
+               "  --kube-logs DIR       the kubelet's log root holding pods/ and containers/\n"
+               "                        (/var/log): pod namespace, name, container name\n"
                "  --config FILE         JSON file with the same keys (reconciler, token_file,\n"
                "                        window_seconds, k, netns, cgroup, workflow_env, metrics,\n"
                "                        attach, spool, spool_max_bytes, agent_id, host,\n"
-               "                        exclude_ports, map_entries); flags win\n"
+               "                        exclude_ports, map_entries, kube_logs); flags win\n"
                "  -v, --verbose         debug logging\n");
 }
 
@@ -210,6 +214,8 @@ static int apply(struct agent_opts *o, int id, const char *v, const char *where,
         return 0;
     case OPT_SPOOL:
         return set_str(&o->spool_dir, v);
+    case OPT_KUBE_LOGS:
+        return set_str(&o->kube_logs, v);
     case OPT_SPOOL_MAX:
         if (parse_u64(v, 4096, UINT64_MAX / 2, &o->spool_max_bytes)) {
             snprintf(err, errlen, "%s: expected bytes >= 4096, got \"%s\"", where, v);
@@ -253,6 +259,7 @@ static const struct {
     {"host", OPT_HOST},
     {"exclude_ports", OPT_EXCLUDE_PORTS},
     {"map_entries", OPT_MAP_ENTRIES},
+    {"kube_logs", OPT_KUBE_LOGS},
 };
 
 /* A JSON value as the flag text: strings as is, integers in decimal (exact), arrays
@@ -459,6 +466,7 @@ void agent_opts_free(struct agent_opts *o)
         free(o->workflow_env[i]);
     free(o->metrics);
     free(o->spool_dir);
+    free(o->kube_logs);
     free(o->agent_id);
     free(o->host);
     memset(o, 0, sizeof(*o));
