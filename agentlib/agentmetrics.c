@@ -317,7 +317,7 @@ static void render_nfs(FILE *f, const struct agentmetrics *m)
         for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++) {
             fputs("wanledger_nfs_latency_window_seconds{", f);
             put_labels(f, v[i]);
-            fprintf(f, ",quantile=\"%s\"} ", qs[k].label);
+            fprintf(f, ",q=\"%s\"} ", qs[k].label);
             put_seconds(f, llhist_quantile(&v[i]->window_hist, qs[k].q, NULL));
             fputc('\n', f);
         }
