@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "llhist.h"
 
 /* Sizes of the workload files. Not page multiples, so a count that rounds to pages shows. */
 #define READ_A     (2 * 1024 * 1024 + 1000)  /* read() */
@@ -26,6 +27,13 @@
 #define WRITE_SIZE (2 * 1024 * 1024 + 777)   /* written, then close() flushes it */
 #define FLUSH_SIZE (3 * 1024 * 1024 + 333)   /* written, left to the flusher kworker */
 #define SYNC_SIZE  (1 * 1024 * 1024 + 4321)  /* written, then sync(): the flusher writes it */
+/* The pod workload (nfsvm.c wl-pod, in a pod-shaped cgroup): writes and fsync()s POD_WRITE
+ * bytes, then POD_READS O_DIRECT reads of 64 KiB from read-a, each timed by itself. */
+#define POD_WRITE (512 * 1024 + 99)
+#define POD_READS 400
+#define POD_CHUNK (64 * 1024)
+/* What a read() may add to its RPC under qemu TCG: system call, wake-up of the reader */
+#define POD_SYSCALL_US 500
 
 struct phase {
     const char *label;
@@ -34,7 +42,7 @@ struct phase {
 static const struct phase phases[] = {{"v4", "/"}, {"v3", "/srv"}};
 #define N_PHASES (sizeof(phases) / sizeof(phases[0]))
 
-static char console[1 << 20];
+static char console[8 << 20]; /* /metrics has 78 latency bucket lines per series */
 
 /* Value of key in a "NFSREC k=v k=v" line, copied to out; false when absent. */
 static bool field(const char *line, const char *key, char *out, size_t out_len)
@@ -62,14 +70,15 @@ static unsigned long long num(const char *line, const char *key)
 }
 
 struct totals {
-    unsigned long long bytes[4][3]; /* [workflow][op] */
+    unsigned long long bytes[5][3]; /* [workflow][op] */
     unsigned long long ops[3];      /* [op], all workflows */
-    unsigned long long dirtier_write_bytes[4];
+    unsigned long long dirtier_write_bytes[5];
     int records;
 };
 
-static const char *const workflows[] = {"wf-read", "wf-close", "wf-flush", "wf-sync"};
-#define N_WORKFLOWS 4
+static const char *const workflows[] = {"wf-read", "wf-close", "wf-flush", "wf-sync", "wf-pod"};
+#define N_WORKFLOWS 5
+#define WF_POD      4
 static const char *const ops[] = {"read", "write", "commit"};
 
 static int index_of(const char *const *names, int n, const char *s)
@@ -216,6 +225,110 @@ static void read_scrape(const struct phase *ph, struct scrape *sc)
         fail_msg("%s: no scrape of the agent's /metrics on the console", ph->label);
 }
 
+/* An NFS flow of the pod workload: the agent named its namespace, pod and container from the
+ * kubelet's directories vm-init.sh made; its READ latency buckets go into lat. */
+static void check_pod_flow(const struct phase *ph, const cJSON *flow, struct llhist *lat)
+{
+    const char *ns = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "namespace"));
+    const char *pod = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "pod"));
+    const char *ctr = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "container_name"));
+    const char *uid = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "pod_uid"));
+    if (!ns || !pod || !ctr || !uid)
+        fail_msg("%s: a wf-pod NFS flow lacks namespace, pod, container_name or pod_uid",
+                 ph->label);
+    assert_string_equal(ns, "nas-test");
+    assert_string_equal(pod, "loader-0");
+    assert_string_equal(ctr, "loader");
+    assert_string_equal(uid, "5f3c2a10-7b7e-4c1e-9d2a-0123456789ab");
+    const cJSON *l = cJSON_GetObjectItem(flow, "latency_us");
+    if (!l)
+        fail_msg("%s: a wf-pod NFS flow lacks latency_us", ph->label);
+    unsigned long long sum = 0;
+    const cJSON *b;
+    cJSON_ArrayForEach(b, cJSON_GetObjectItem(l, "buckets"))
+    {
+        uint64_t lower = (uint64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(b, 0));
+        uint64_t n = (uint64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(b, 1));
+        assert_int_equal(llhist_lower(llhist_index(lower)), lower); /* a bucket's own bound */
+        sum += n;
+        if (lat)
+            llhist_record(lat, lower, n);
+    }
+    assert_int_equal(sum,
+                     (unsigned long long)cJSON_GetNumberValue(cJSON_GetObjectItem(l, "count")));
+    assert_int_equal(sum,
+                     (unsigned long long)cJSON_GetNumberValue(cJSON_GetObjectItem(flow, "ops")));
+}
+
+/* The agent's quantiles of the pod's READ RPCs (initiate -> done in the kernel) against the
+ * workload's own timing of each O_DIRECT read() (one RPC each, plus the system call and the
+ * wake-up): each RPC lies inside its read(), so the agent's bucket must start at or below the
+ * workload's quantile; the workload's quantile may exceed the bucket's upper bound only by the
+ * system call's overhead (printed, bounded below). */
+static void check_pod_latency(const struct phase *ph, const struct llhist *lat)
+{
+    char pat[64];
+    snprintf(pat, sizeof(pat), "NFSPODLAT label=%s ", ph->label);
+    const char *line = strstr(console, pat);
+    if (!line)
+        fail_msg("no \"%s\" line on the console", pat);
+    char l[256];
+    snprintf(l, sizeof(l), "%.*s", (int)strcspn(line, "\n"), line);
+    assert_int_equal(num(l, "n"), POD_READS);
+    assert_int_equal(llhist_total(lat), POD_READS);
+    static const struct {
+        const char *key;
+        double q;
+    } qs[] = {{"p50_us", 0.5}, {"p99_us", 0.99}, {"p999_us", 0.999}, {"max_us", 1.0}};
+    for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++) {
+        char v[32];
+        if (!field(l, qs[k].key, v, sizeof(v)))
+            fail_msg("no %s in %s", qs[k].key, l);
+        double own = strtod(v, NULL);
+        uint64_t lo, up = llhist_quantile(lat, qs[k].q, &lo);
+        printf("  pod READ %-7s agent [%llu, %llu) us, workload's read() %.1f us (%+.1f%% of the "
+               "upper bound)\n",
+               qs[k].key, (unsigned long long)lo, (unsigned long long)up, own,
+               100.0 * (own - (double)up) / (double)up);
+        if ((double)lo > own)
+            fail_msg("%s %s: the agent's bucket starts at %llu us, above the read()'s %.1f us",
+                     ph->label, qs[k].key, (unsigned long long)lo, own);
+        if (k < 2 && own > 1.0625 * (double)up + POD_SYSCALL_US)
+            fail_msg("%s %s: read() took %.1f us, the agent's bucket ends at %llu us (allowed: "
+                     "6.25%% + %d us of system call)",
+                     ph->label, qs[k].key, own, (unsigned long long)up, POD_SYSCALL_US);
+    }
+}
+
+/* The NFS metric families of the agent's /metrics pass `promtool check metrics`. */
+static void check_promtool(const struct phase *ph)
+{
+    th_require(th_sh("command -v promtool >/dev/null") == 0,
+               "promtool (Debian prometheus) is needed");
+    char path[] = "/tmp/wl-nfsvm-metrics-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    char pat[32];
+    snprintf(pat, sizeof(pat), "NFSMETRICS %s ", ph->label);
+    size_t lines = 0;
+    for (const char *s = strstr(console, pat); s; s = strstr(s + 1, pat)) {
+        const char *t = s + strlen(pat);
+        int n = (int)strcspn(t, "\n");
+        if (strstr(t, "wanledger_nfs_") == NULL || strstr(t, "wanledger_nfs_") > t + n)
+            continue;
+        fprintf(f, "%.*s\n", n, t);
+        lines++;
+    }
+    fclose(f);
+    int rc = th_sh("promtool check metrics < %s", path);
+    printf("  promtool check metrics: %zu NFS lines, exit %d\n", lines, rc);
+    unlink(path);
+    assert_true(lines > 0);
+    assert_int_equal(rc, 0);
+}
+
 /* The real wanledger-agent's reports for a phase (vm-init.sh prints its stdout as
  * "NFSAGENT <label> {json}", one report per 1 s window and the last at SIGTERM): their NFS flows
  * must say the same as the probe's records, carry the client address, and the reports made
@@ -230,6 +343,7 @@ static void check_agent_report(const struct phase *ph)
     /* the reports the scrape covers: the first sc.windows of this agent */
     unsigned long long scraped_ops[N_WORKFLOWS][2] = {{0}}, scraped_bytes[N_WORKFLOWS][2] = {{0}};
     unsigned long long n_reports = 0;
+    struct llhist pod_lat = {{0}}; /* the pod's READ latency, merged from every report */
     for (const char *s = strstr(console, pat); s; s = strstr(s + 1, pat)) {
         const char *j = s + strlen(pat) - 1;
         char *json = strndup(j, strcspn(j, "\n"));
@@ -267,6 +381,8 @@ static void check_agent_report(const struct phase *ph)
             unsigned long long b =
                 (unsigned long long)cJSON_GetNumberValue(cJSON_GetObjectItem(flow, "bytes"));
             bytes[w][o] += b;
+            if (w == WF_POD)
+                check_pod_flow(ph, flow, o == 0 ? &pod_lat : NULL);
             if (n_reports <= sc.windows) {
                 scraped_bytes[w][o] += b;
                 scraped_ops[w][o] +=
@@ -283,6 +399,10 @@ static void check_agent_report(const struct phase *ph)
     within_1pct("agent wf-flush write", bytes[2][1], FLUSH_SIZE);
     within_1pct("agent wf-sync write", bytes[3][1], SYNC_SIZE);
     assert_int_equal(bytes[0][1] + bytes[1][0] + bytes[2][0] + bytes[3][0], 0);
+    assert_int_equal(bytes[WF_POD][0], (unsigned long long)POD_READS * POD_CHUNK);
+    within_1pct("agent wf-pod write", bytes[WF_POD][1], POD_WRITE);
+    check_pod_latency(ph, &pod_lat);
+    check_promtool(ph);
 
     /* /metrics, scraped after sc.windows reports: the same ops and bytes as those reports */
     printf("  /metrics after %llu windows: %d NFS series\n", sc.windows, sc.series);
@@ -391,6 +511,9 @@ static void test_nfs_vm(void **state)
         /* sync() hands the write-back to the flusher too. */
         within_1pct("wf-sync write", t.bytes[3][1], SYNC_SIZE);
         within_1pct("wf-sync write via flusher", t.dirtier_write_bytes[3], SYNC_SIZE);
+        /* The pod workload: its O_DIRECT reads exactly, its write within 1%. */
+        assert_int_equal(t.bytes[WF_POD][0], (unsigned long long)POD_READS * POD_CHUNK);
+        within_1pct("wf-pod write", t.bytes[WF_POD][1], POD_WRITE);
         /* Nobody else read or wrote. */
         assert_int_equal(t.bytes[0][1], 0);
         assert_int_equal(t.bytes[1][0] + t.bytes[2][0] + t.bytes[3][0], 0);
