@@ -9,6 +9,7 @@
 #include "hm_cmd.h"
 #include "log.h"
 #include "poll_cmd.h"
+#include "api_deps.h"
 #include "recon_cmd.h"
 #include "ship.h"
 #include "timeutil.h"
@@ -27,6 +28,7 @@ static void usage(FILE *f)
             "  heatmap               write the heatmap (svg, html, ansi)\n"
             "  report --week W       the weekly coverage review (md, html)\n"
             "  top --src A --dst B   who used a site pair\n"
+            "  deps --workflow W     what a workflow talks to (--move-to SITE: the circuits)\n"
             "  alerts [--open]       list gap, over and saturation alerts\n"
             "\n"
             "The configuration defaults to $WANLEDGER_CONFIG, else /etc/wanledger/config.json.\n");
@@ -169,8 +171,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    static const char *const known[] = {"migrate", "prune",  "reconcile", "poll",   "ship",
-                                        "heatmap", "report", "top",       "alerts", NULL};
+    static const char *const known[] = {"migrate", "prune", "reconcile", "poll", "ship", "heatmap",
+                                        "report",  "top",   "alerts",    "deps", NULL};
     int ok = 0;
     for (const char *const *k = known; *k; k++)
         ok |= strcmp(*k, sub) == 0;
@@ -199,6 +201,8 @@ int main(int argc, char **argv)
         rc = hm_cmd_report(cfg, sargc, sargv);
     else if (strcmp(sub, "top") == 0)
         rc = recon_cmd_top(cfg, sargc, sargv);
+    else if (strcmp(sub, "deps") == 0)
+        rc = api_deps_cmd(cfg, sargc, sargv);
     else
         rc = recon_cmd_alerts(cfg, sargc, sargv);
     cfg_free(cfg);

@@ -185,6 +185,19 @@ char *cfg_to_json(const struct cfg *cfg)
         cJSON_AddItemToObject(o, "users", str_array(s->users, s->n_users));
         cJSON_AddItemToArray(svcs, o);
     }
+    if (cfg->n_endpoints) {
+        cJSON *eps = cJSON_AddArrayToObject(r, "endpoints");
+        for (size_t i = 0; i < cfg->n_endpoints; i++) {
+            const struct cfg_endpoint *e = &cfg->endpoints[i];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "name", e->name);
+            if (e->address)
+                cJSON_AddStringToObject(o, "address", e->address);
+            if (e->n_ports)
+                cJSON_AddItemToObject(o, "ports", port_array(e->ports, e->n_ports));
+            cJSON_AddItemToArray(eps, o);
+        }
+    }
     cJSON *ov = cJSON_AddObjectToObject(r, "overhead");
     cJSON_AddNumberToObject(ov, "bytes_per_packet", cfg->bytes_per_packet);
     cJSON_AddNumberToObject(ov, "ratio_without_packets", cfg->ratio_without_packets);

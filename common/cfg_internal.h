@@ -69,5 +69,7 @@ void cfg_parse_devices(struct cfg_pctx *c, const cJSON *arr);
 void cfg_parse_links(struct cfg_pctx *c, const cJSON *arr);
 void cfg_parse_routes(struct cfg_pctx *c, const cJSON *arr);
 void cfg_parse_dedup(struct cfg_pctx *c, const cJSON *obj);
+void cfg_parse_endpoints(struct cfg_pctx *c, const cJSON *arr);
+void cfg_free_endpoints(struct cfg *cfg);
 
 #endif

@@ -76,6 +76,13 @@ static void parse_routes_sec(struct cfg_pctx *c, const cJSON *root)
         cfg_parse_routes(c, routes);
 }
 
+static void parse_endpoints_sec(struct cfg_pctx *c, const cJSON *root)
+{
+    const cJSON *eps = cfg_get_arr(c, root, "endpoints", "$", 0);
+    if (eps)
+        cfg_parse_endpoints(c, eps);
+}
+
 static void parse_dedup_sec(struct cfg_pctx *c, const cJSON *root)
 {
     struct cfg *cfg = c->cfg;
@@ -204,10 +211,12 @@ static const struct {
     const char *key;
     void (*parse)(struct cfg_pctx *c, const cJSON *root);
 } sections[] = {
-    {"sites", parse_sites_sec},       {"devices", parse_devices_sec}, {"links", parse_links_sec},
-    {"routes", parse_routes_sec},     {"dedup", parse_dedup_sec},     {"overhead", parse_overhead},
-    {"thresholds", parse_thresholds}, {"alerts", parse_alerts},       {"limits", parse_limits},
-    {"poller", parse_poller},
+    {"sites", parse_sites_sec},         {"devices", parse_devices_sec},
+    {"links", parse_links_sec},         {"routes", parse_routes_sec},
+    {"dedup", parse_dedup_sec},         {"overhead", parse_overhead},
+    {"thresholds", parse_thresholds},   {"alerts", parse_alerts},
+    {"limits", parse_limits},           {"poller", parse_poller},
+    {"endpoints", parse_endpoints_sec},
 };
 
 #define N_SCALARS  (sizeof(scalar_keys) / sizeof(scalar_keys[0]))
@@ -364,6 +373,7 @@ void cfg_free(struct cfg *cfg)
         free_list(cfg->services[i].users, cfg->services[i].n_users);
     }
     free(cfg->services);
+    cfg_free_endpoints(cfg);
     free_list(cfg->webhooks, cfg->n_webhooks);
     free(cfg->spool_dir);
     free(cfg->gnmi_tcp_listen);

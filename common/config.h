@@ -78,6 +78,17 @@ struct cfg_service {
     char **users;
 };
 
+/* A named remote endpoint for the dependency map ($.endpoints): matched by address (when given)
+ * and port (when ports are given). */
+struct cfg_endpoint {
+    char *name;
+    char *address; /* as written, or NULL */
+    int family;    /* AF_INET / AF_INET6 when address is set */
+    uint8_t addr[16];
+    size_t n_ports;
+    uint16_t *ports;
+};
+
 struct cfg_tokens {
     size_t n_agent, n_poller, n_service, n_reader;
     char **agent, **poller, **service, **reader;
@@ -114,6 +125,10 @@ struct cfg {
     uint16_t *nfs_ports; /* default {2049} */
     size_t n_services;
     struct cfg_service *services;
+
+    /* names of remote endpoints (dependency map) */
+    size_t n_endpoints;
+    struct cfg_endpoint *endpoints;
 
     /* overhead */
     double bytes_per_packet;      /* default 66 */
@@ -180,6 +195,10 @@ int cfg_is_dedup_port(const struct cfg *cfg, uint16_t port);
 /* Index of the service owning this port or this user name, else -1. */
 int cfg_service_of_port(const struct cfg *cfg, uint16_t port);
 int cfg_service_of_user(const struct cfg *cfg, const char *user);
+/* Name of the configured endpoint matching a remote address (16 bytes, IPv4 in the first 4) and
+ * port, or NULL. */
+const char *cfg_endpoint_name(const struct cfg *cfg, int family, const uint8_t addr[16],
+                              uint16_t port);
 /* Path of site indexes from src to dst (src and dst included) via routes, or the direct pair
  * when a link joins them. Returns the number of sites written to out (<= max), 0 if no path. */
 size_t cfg_path(const struct cfg *cfg, int src, int dst, int *out, size_t max);

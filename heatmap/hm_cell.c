@@ -248,7 +248,20 @@ static int top_table(struct evbuffer *out, PGconn *db, const struct cell_view *v
         int64_t bytes = hm_sql_i64(r, i, 1);
         const char *name = hm_sql_str(r, i, 0);
         evbuffer_add_printf(out, "<tr class=\"who\"><td>");
-        if (name[0])
+        const char *dep = strcmp(column, "workflow") == 0    ? "workflow"
+                          : strcmp(column, "program") == 0   ? "program"
+                          : strcmp(column, "user_name") == 0 ? "user"
+                                                             : NULL;
+        if (name[0] && dep) {
+            /* what this owner talks to over the same span (the /heatmap/deps page) */
+            char t1[HM_FMT_LEN], t2[HM_FMT_LEN];
+            evbuffer_add_printf(out, "<a class=\"deps\" href=\"deps?%s=", dep);
+            hm_esc_url(out, name);
+            evbuffer_add_printf(out, "&amp;from=%s&amp;to=%s\">", hm_fmt_rfc3339(v->from_us, t1),
+                                hm_fmt_rfc3339(v->to_us, t2));
+            hm_esc_html(out, name);
+            evbuffer_add_printf(out, "</a>");
+        } else if (name[0])
             hm_esc_html(out, name);
         else
             evbuffer_add_printf(out, "<span class=\"muted\">(none)</span>");

@@ -46,18 +46,26 @@ static void x_label(char *buf, int64_t us, int64_t span_us)
         strftime(buf, HM_FMT_LEN, "%H:%M", &tm);
 }
 
-void hm_chart_svg(struct evbuffer *out, const struct hm_chart *c)
+/* The plot's geometry: pixel size, plot area, value and time ranges. */
+struct frame {
+    double W, H, pw, ph, ymax;
+    int64_t x0, x1;
+    double xspan;
+    size_t n;
+};
+
+static double xp(const struct frame *g, int64_t us)
 {
-    double W = c->width, H = c->height;
-    double pw = W - PAD_L - PAD_R, ph = H - PAD_T - PAD_B;
-    size_t n = c->n;
-    evbuffer_add_printf(out,
-                        "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
-                        "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, "
-                        "Verdana, Arial, sans-serif\" font-size=\"11\" role=\"img\" aria-label=\"",
-                        W, H, W, H);
-    hm_esc_html(out, c->aria ? c->aria : "chart");
-    evbuffer_add_printf(out, "\"><rect width=\"%.0f\" height=\"%.0f\" fill=\"#fff\"/>", W, H);
+    return PAD_L + g->pw * (double)(us - g->x0) / g->xspan;
+}
+
+static double yp(const struct frame *g, double v)
+{
+    return PAD_T + g->ph - g->ph * v / g->ymax;
+}
+
+static void draw_legend(struct evbuffer *out, const struct hm_chart *c)
+{
     /* legend */
     double lx = PAD_L;
     for (size_t s = 0; s < c->n_series; s++) {
@@ -81,13 +89,11 @@ void hm_chart_svg(struct evbuffer *out, const struct hm_chart *c)
             len += ((unsigned char)*p & 0xC0) != 0x80;
         lx += 32 + len * 6.6;
     }
-    if (n == 0) {
-        evbuffer_add_printf(out,
-                            "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#6b7380\">"
-                            "no data in this span</text></svg>",
-                            W / 2, H / 2);
-        return;
-    }
+}
+
+/* The largest stacked area or line value (or horizontal line), rounded up to a nice number. */
+static double y_max(const struct hm_chart *c, size_t n)
+{
     /* y range */
     double ymax = 0;
     for (size_t i = 0; i < n; i++) {
@@ -107,56 +113,64 @@ void hm_chart_svg(struct evbuffer *out, const struct hm_chart *c)
     for (size_t h = 0; h < c->n_hlines; h++)
         if (c->hlines[h] > ymax)
             ymax = c->hlines[h];
-    ymax = nice_ceil(ymax * 1.05);
-    int64_t x0 = c->x_us[0], x1 = c->x_us[n - 1] + c->x_step_us;
-    double xspan = (double)(x1 - x0);
-#define XP(us) (PAD_L + pw * (double)((us)-x0) / xspan)
-#define YP(v)  (PAD_T + ph - ph * (v) / ymax)
+    return nice_ceil(ymax * 1.05);
+}
+
+static void draw_mark(struct evbuffer *out, const struct hm_chart *c, const struct frame *g)
+{
     /* highlighted span */
-    if (c->mark_to_us > c->mark_from_us && c->mark_to_us > x0 && c->mark_from_us < x1) {
-        double a = XP(c->mark_from_us < x0 ? x0 : c->mark_from_us);
-        double b = XP(c->mark_to_us > x1 ? x1 : c->mark_to_us);
+    if (c->mark_to_us > c->mark_from_us && c->mark_to_us > g->x0 && c->mark_from_us < g->x1) {
+        double a = xp(g, c->mark_from_us < g->x0 ? g->x0 : c->mark_from_us);
+        double b = xp(g, c->mark_to_us > g->x1 ? g->x1 : c->mark_to_us);
         evbuffer_add_printf(out,
                             "<rect class=\"mark\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
                             "height=\"%.0f\" fill=\"#ffd54a\" fill-opacity=\"0.35\"/>",
-                            a, PAD_T, b - a < 2 ? 2 : b - a, ph);
+                            a, PAD_T, b - a < 2 ? 2 : b - a, g->ph);
     }
+}
+
+static void draw_axes(struct evbuffer *out, const struct hm_chart *c, const struct frame *g)
+{
+    size_t n = g->n;
     /* grid and y axis */
     for (int k = 0; k <= 4; k++) {
-        double v = ymax * k / 4;
+        double v = g->ymax * k / 4;
         char lab[HM_FMT_LEN];
         y_label(lab, v, c->y_kind);
         evbuffer_add_printf(
             out,
-            "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#e3e6ea\"/>"
+            "<line g->x1=\"%d\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#e3e6ea\"/>"
             "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#5b6470\">%s</text>",
-            PAD_L, YP(v), W - PAD_R, YP(v), PAD_L - 6, YP(v) + 4, lab);
+            PAD_L, yp(g, v), g->W - PAD_R, yp(g, v), PAD_L - 6, yp(g, v) + 4, lab);
     }
     for (size_t h = 0; h < c->n_hlines; h++)
         evbuffer_add_printf(
             out,
-            "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#8a929c\" "
+            "<line g->x1=\"%d\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#8a929c\" "
             "stroke-dasharray=\"2 3\"/>",
-            PAD_L, YP(c->hlines[h]), W - PAD_R, YP(c->hlines[h]));
+            PAD_L, yp(g, c->hlines[h]), g->W - PAD_R, yp(g, c->hlines[h]));
     /* x labels: about 6 */
     size_t every = n <= 8 ? 1 : n / 6 + 1;
     for (size_t i = 0; i < n; i += every) {
         char lab[HM_FMT_LEN];
-        x_label(lab, c->x_us[i], x1 - x0);
-        double x = XP(c->x_us[i]);
+        x_label(lab, c->x_us[i], g->x1 - g->x0);
+        double x = xp(g, c->x_us[i]);
         evbuffer_add_printf(
             out,
-            "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#c5cad1\"/>"
+            "<line g->x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#c5cad1\"/>"
             "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#5b6470\">%s "
             "UTC</text>",
-            x, PAD_T + ph, x, PAD_T + ph + 4, x, PAD_T + ph + 16, lab);
+            x, PAD_T + g->ph, x, PAD_T + g->ph + 4, x, PAD_T + g->ph + 16, lab);
     }
+}
+
+static void draw_areas(struct evbuffer *out, const struct hm_chart *c, const struct frame *g)
+{
+    size_t n = g->n;
     /* stacked areas: each point drawn as a step over its span */
     double *base = calloc(n, sizeof *base);
-    if (!base) {
-        evbuffer_add_printf(out, "</svg>");
+    if (!base)
         return;
-    }
     for (size_t s = 0; s < c->n_series; s++) {
         const struct hm_chart_series *se = &c->series[s];
         if (!se->area)
@@ -165,19 +179,25 @@ void hm_chart_svg(struct evbuffer *out, const struct hm_chart *c)
                             se->colour);
         for (size_t i = 0; i < n; i++) {
             double v = isnan(se->y[i]) ? 0 : se->y[i];
-            double xa = XP(c->x_us[i]), xb = XP(c->x_us[i] + c->x_step_us);
-            evbuffer_add_printf(out, "%s%.1f %.1fL%.1f %.1f", i ? "L" : "M", xa, YP(base[i] + v),
-                                xb, YP(base[i] + v));
+            double xa = xp(g, c->x_us[i]), xb = xp(g, c->x_us[i] + c->x_step_us);
+            evbuffer_add_printf(out, "%s%.1f %.1fL%.1f %.1f", i ? "L" : "M", xa, yp(g, base[i] + v),
+                                xb, yp(g, base[i] + v));
         }
         for (size_t i = n; i-- > 0;) {
-            double xa = XP(c->x_us[i]), xb = XP(c->x_us[i] + c->x_step_us);
-            evbuffer_add_printf(out, "L%.1f %.1fL%.1f %.1f", xb, YP(base[i]), xa, YP(base[i]));
+            double xa = xp(g, c->x_us[i]), xb = xp(g, c->x_us[i] + c->x_step_us);
+            evbuffer_add_printf(out, "L%.1f %.1fL%.1f %.1f", xb, yp(g, base[i]), xa,
+                                yp(g, base[i]));
         }
         evbuffer_add_printf(out, "Z\"/>");
         for (size_t i = 0; i < n; i++)
             base[i] += isnan(se->y[i]) ? 0 : se->y[i];
     }
     free(base);
+}
+
+static void draw_lines(struct evbuffer *out, const struct hm_chart *c, const struct frame *g)
+{
+    size_t n = g->n;
     /* lines: one point per span centre (a single point becomes a short bar) */
     for (size_t s = 0; s < c->n_series; s++) {
         const struct hm_chart_series *se = &c->series[s];
@@ -193,8 +213,8 @@ void hm_chart_svg(struct evbuffer *out, const struct hm_chart *c)
                 pen = false;
                 continue;
             }
-            double xa = XP(c->x_us[i]), xb = XP(c->x_us[i] + c->x_step_us);
-            double y = YP(se->y[i]);
+            double xa = xp(g, c->x_us[i]), xb = xp(g, c->x_us[i] + c->x_step_us);
+            double y = yp(g, se->y[i]);
             if (n <= 40)
                 evbuffer_add_printf(out, "%s%.1f %.1f", pen ? "L" : "M", (xa + xb) / 2, y);
             else
@@ -207,17 +227,22 @@ void hm_chart_svg(struct evbuffer *out, const struct hm_chart *c)
                 if (!isnan(se->y[i]))
                     evbuffer_add_printf(out,
                                         "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>",
-                                        (XP(c->x_us[i]) + XP(c->x_us[i] + c->x_step_us)) / 2,
-                                        YP(se->y[i]), se->colour);
+                                        (xp(g, c->x_us[i]) + xp(g, c->x_us[i] + c->x_step_us)) / 2,
+                                        yp(g, se->y[i]), se->colour);
     }
+}
+
+static void draw_status(struct evbuffer *out, const struct hm_chart *c, const struct frame *g)
+{
+    size_t n = g->n;
     /* status strip under the x axis */
     if (c->status) {
-        double sy = PAD_T + ph + 24;
+        double sy = PAD_T + g->ph + 24;
         for (size_t i = 0; i < n; i++) {
             enum cell_status st = (enum cell_status)c->status[i];
             if (st == CELL_NONE)
                 continue;
-            double xa = XP(c->x_us[i]), xb = XP(c->x_us[i] + c->x_step_us);
+            double xa = xp(g, c->x_us[i]), xb = xp(g, c->x_us[i] + c->x_step_us);
             evbuffer_add_printf(out,
                                 "<rect class=\"st\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" "
                                 "height=\"9\" fill=\"%s\"><title>%s</title></rect>",
@@ -229,11 +254,43 @@ void hm_chart_svg(struct evbuffer *out, const struct hm_chart *c)
                             "status</text>",
                             PAD_L - 6, sy + 8);
     }
+}
+
+void hm_chart_svg(struct evbuffer *out, const struct hm_chart *c)
+{
+    struct frame fr = {.W = c->width, .H = c->height, .n = c->n};
+    const struct frame *g = &fr;
+    fr.pw = fr.W - PAD_L - PAD_R;
+    fr.ph = fr.H - PAD_T - PAD_B;
+    size_t n = c->n;
+    evbuffer_add_printf(out,
+                        "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
+                        "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, "
+                        "Verdana, Arial, sans-serif\" font-size=\"11\" role=\"img\" aria-label=\"",
+                        fr.W, fr.H, fr.W, fr.H);
+    hm_esc_html(out, c->aria ? c->aria : "chart");
+    evbuffer_add_printf(out, "\"><rect width=\"%.0f\" height=\"%.0f\" fill=\"#fff\"/>", fr.W, fr.H);
+    draw_legend(out, c);
+    if (n == 0) {
+        evbuffer_add_printf(out,
+                            "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#6b7380\">"
+                            "no data in this span</text></svg>",
+                            fr.W / 2, fr.H / 2);
+        return;
+    }
+    fr.ymax = y_max(c, n);
+    fr.x0 = c->x_us[0];
+    fr.x1 = c->x_us[n - 1] + c->x_step_us;
+    fr.xspan = (double)(fr.x1 - fr.x0);
+    draw_mark(out, c, g);
+    draw_axes(out, c, g);
+    draw_areas(out, c, g);
+    draw_lines(out, c, g);
+    draw_status(out, c, g);
     evbuffer_add_printf(out,
                         "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%.0f\" stroke=\"#8a929c\"/>"
                         "<line x1=\"%d\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#8a929c\"/>"
                         "</svg>",
-                        PAD_L, PAD_T, PAD_L, PAD_T + ph, PAD_L, PAD_T + ph, W - PAD_R, PAD_T + ph);
-#undef XP
-#undef YP
+                        PAD_L, PAD_T, PAD_L, PAD_T + fr.ph, PAD_L, PAD_T + fr.ph, fr.W - PAD_R,
+                        PAD_T + fr.ph);
 }

@@ -2,6 +2,7 @@
  * and transfers (de-duplicated, laid onto circuits along routes), cells and their statuses. */
 #include "recon.h"
 
+#include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "hindex.h"
 #include "sitemap.h"
 
 const char *recon_status_name(enum cell_status s)
@@ -45,122 +47,9 @@ enum cell_status recon_cell_status(const struct cfg *cfg, double valid_fraction,
     return cell_status_of(cfg, valid_fraction, observed_payload_bytes, has_coverage, coverage);
 }
 
-/* ---- a small open-addressing index: hash -> position in a caller's array ---- */
-
-struct slot {
-    uint64_t hash;
-    size_t idx1; /* index + 1; 0 = empty */
-};
-
-struct index {
-    struct slot *slots;
-    size_t cap; /* power of two */
-    size_t n;
-};
-
-static int index_init(struct index *ix, size_t expect)
-{
-    size_t cap = 64;
-    while (cap < expect * 2)
-        cap <<= 1;
-    ix->slots = calloc(cap, sizeof *ix->slots);
-    ix->cap = cap;
-    ix->n = 0;
-    return ix->slots ? 0 : -1;
-}
-
-static void index_free(struct index *ix)
-{
-    free(ix->slots);
-    ix->slots = NULL;
-}
-
-static int index_grow(struct index *ix)
-{
-    size_t cap = ix->cap * 2;
-    struct slot *s = calloc(cap, sizeof *s);
-    if (!s)
-        return -1;
-    for (size_t i = 0; i < ix->cap; i++) {
-        if (!ix->slots[i].idx1)
-            continue;
-        size_t j = ix->slots[i].hash & (cap - 1);
-        while (s[j].idx1)
-            j = (j + 1) & (cap - 1);
-        s[j] = ix->slots[i];
-    }
-    free(ix->slots);
-    ix->slots = s;
-    ix->cap = cap;
-    return 0;
-}
-
-/* The slot holding a key with this hash for which eq() holds, or the empty slot where it goes. */
-static struct slot *index_find(struct index *ix, uint64_t hash,
-                               int (*eq)(const void *ctx, size_t idx, const void *key),
-                               const void *ctx, const void *key)
-{
-    size_t j = hash & (ix->cap - 1);
-    for (;;) {
-        struct slot *s = &ix->slots[j];
-        if (!s->idx1 || (s->hash == hash && eq(ctx, s->idx1 - 1, key)))
-            return s;
-        j = (j + 1) & (ix->cap - 1);
-    }
-}
-
-/* Records idx in the empty slot s found by index_find; may grow (s is then stale). */
-static int index_put(struct index *ix, struct slot *s, uint64_t hash, size_t idx)
-{
-    s->hash = hash;
-    s->idx1 = idx + 1;
-    ix->n++;
-    if (ix->n * 2 > ix->cap)
-        return index_grow(ix);
-    return 0;
-}
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdULL;
-    return h ^ (h >> 33);
-}
-
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    uint64_t f = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++)
-        f = (f ^ b[i]) * 0x100000001b3ULL;
-    return mix(h, f);
-}
-
-static uint64_t hash_str(uint64_t h, const char *s)
-{
-    return hash_bytes(h, s, strlen(s));
-}
-
 static const char *str_or_empty(const char *s)
 {
     return s ? s : "";
-}
-
-/* ---- growable arrays ---- */
-
-static int grow(void **items, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap * 2 : 64;
-    while (c < need)
-        c *= 2;
-    void *p = realloc(*items, c * size);
-    if (!p)
-        return -1;
-    *items = p;
-    *cap = c;
-    return 0;
 }
 
 /* ---- per-link counters over the window ---- */
@@ -313,21 +202,22 @@ struct run {
     const struct cfg *cfg;
     struct cell_acc *cells;
     size_t n_cells, cap_cells;
-    struct index cell_ix;
+    struct hix cell_ix;
     struct pair_path *paths;
     size_t n_paths, cap_paths;
-    struct index path_ix;
+    struct hix path_ix;
     int *path_sites;
     size_t n_path_sites, cap_path_sites;
     struct recon_rollup *rollup;
     size_t n_rollup, cap_rollup;
-    struct index rollup_ix;
+    struct hix rollup_ix;
     struct conn *conns;
     size_t n_conns, cap_conns;
-    struct index conn_ix;
+    struct hix conn_ix;
     struct host_site *hosts;
     size_t n_hosts, cap_hosts;
-    struct index host_ix;
+    struct recon_deps_acc deps;
+    struct hix host_ix;
     int *path_buf;
 };
 
@@ -343,11 +233,11 @@ static int eq_cell(const void *ctx, size_t idx, const void *key)
 
 static struct cell_acc *cell_get(struct run *r, int src, int dst)
 {
-    uint64_t key = pair_key(src, dst), h = mix(0, key);
-    struct slot *s = index_find(&r->cell_ix, h, eq_cell, r, &key);
+    uint64_t key = pair_key(src, dst), h = hix_mix(0, key);
+    struct hix_slot *s = hix_find(&r->cell_ix, h, eq_cell, r, &key);
     if (s->idx1)
         return &r->cells[s->idx1 - 1];
-    if (grow((void **)&r->cells, &r->cap_cells, r->n_cells + 1, sizeof *r->cells))
+    if (hix_grow((void **)&r->cells, &r->cap_cells, r->n_cells + 1, sizeof *r->cells))
         return NULL;
     struct cell_acc *c = &r->cells[r->n_cells];
     memset(c, 0, sizeof *c);
@@ -355,7 +245,7 @@ static struct cell_acc *cell_get(struct run *r, int src, int dst)
     c->cell.src_site = src;
     c->cell.dst_site = dst;
     c->cell.valid_fraction = 1.0;
-    if (index_put(&r->cell_ix, s, h, r->n_cells))
+    if (hix_put(&r->cell_ix, s, h, r->n_cells))
         return NULL;
     r->n_cells++;
     return c;
@@ -370,8 +260,8 @@ static int eq_path(const void *ctx, size_t idx, const void *key)
  * when a link joins them, else just (src, dst) (a no_counter cell). */
 static const struct pair_path *path_get(struct run *r, int src, int dst)
 {
-    uint64_t key = pair_key(src, dst), h = mix(0, key);
-    struct slot *s = index_find(&r->path_ix, h, eq_path, r, &key);
+    uint64_t key = pair_key(src, dst), h = hix_mix(0, key);
+    struct hix_slot *s = hix_find(&r->path_ix, h, eq_path, r, &key);
     if (s->idx1)
         return &r->paths[s->idx1 - 1];
     size_t n = cfg_path(r->cfg, src, dst, r->path_buf, r->cfg->n_sites + 1);
@@ -380,9 +270,9 @@ static const struct pair_path *path_get(struct run *r, int src, int dst)
         r->path_buf[1] = dst;
         n = 2;
     }
-    if (grow((void **)&r->path_sites, &r->cap_path_sites, r->n_path_sites + n,
-             sizeof *r->path_sites) ||
-        grow((void **)&r->paths, &r->cap_paths, r->n_paths + 1, sizeof *r->paths))
+    if (hix_grow((void **)&r->path_sites, &r->cap_path_sites, r->n_path_sites + n,
+                 sizeof *r->path_sites) ||
+        hix_grow((void **)&r->paths, &r->cap_paths, r->n_paths + 1, sizeof *r->paths))
         return NULL;
     memcpy(r->path_sites + r->n_path_sites, r->path_buf, n * sizeof *r->path_buf);
     struct pair_path *p = &r->paths[r->n_paths];
@@ -390,7 +280,7 @@ static const struct pair_path *path_get(struct run *r, int src, int dst)
     p->off = r->n_path_sites;
     p->len = n;
     r->n_path_sites += n;
-    if (index_put(&r->path_ix, s, h, r->n_paths))
+    if (hix_put(&r->path_ix, s, h, r->n_paths))
         return NULL;
     r->n_paths++;
     return p;
@@ -420,10 +310,11 @@ static int attribute(struct run *r, int src, int dst, const char *source, const 
                                .user = str_or_empty(user),
                                .program = str_or_empty(program),
                                .host = str_or_empty(host)};
-    uint64_t base =
-        hash_str(hash_str(hash_str(hash_str(mix(0, (uintptr_t)source), key.workflow), key.user),
-                          key.program),
-                 key.host);
+    uint64_t base = hix_hash_str(
+        hix_hash_str(
+            hix_hash_str(hix_hash_str(hix_mix(0, (uintptr_t)source), key.workflow), key.user),
+            key.program),
+        key.host);
     size_t off = p->off, len = p->len;
     for (size_t i = 0; i + 1 < len; i++) {
         int a = r->path_sites[off + i], b = r->path_sites[off + i + 1];
@@ -438,17 +329,17 @@ static int attribute(struct run *r, int src, int dst, const char *source, const 
             c->cell.service_bytes += bytes;
         key.src_site = a;
         key.dst_site = b;
-        uint64_t h = mix(base, pair_key(a, b));
-        struct slot *s = index_find(&r->rollup_ix, h, eq_rollup, r, &key);
+        uint64_t h = hix_mix(base, pair_key(a, b));
+        struct hix_slot *s = hix_find(&r->rollup_ix, h, eq_rollup, r, &key);
         if (s->idx1) {
             r->rollup[s->idx1 - 1].bytes += bytes;
             continue;
         }
-        if (grow((void **)&r->rollup, &r->cap_rollup, r->n_rollup + 1, sizeof *r->rollup))
+        if (hix_grow((void **)&r->rollup, &r->cap_rollup, r->n_rollup + 1, sizeof *r->rollup))
             return -1;
         r->rollup[r->n_rollup] = key;
         r->rollup[r->n_rollup].bytes = bytes;
-        if (index_put(&r->rollup_ix, s, h, r->n_rollup))
+        if (hix_put(&r->rollup_ix, s, h, r->n_rollup))
             return -1;
         r->n_rollup++;
     }
@@ -504,7 +395,7 @@ static int observe_circuits(struct run *r, const struct link_counts *lc, int64_t
                                            fs >= fr || lc[receiver].n_samples == 0);
             int used = use_out ? sender : receiver;
             const struct counter_part *part = use_out ? &lc[used].out : &lc[used].in;
-            if (grow((void **)&out->links, &cap, out->n_links + 1, sizeof *out->links))
+            if (hix_grow((void **)&out->links, &cap, out->n_links + 1, sizeof *out->links))
                 goto cleanup;
             struct recon_link_obs *o = &out->links[out->n_links++];
             memset(o, 0, sizeof *o);
@@ -592,14 +483,14 @@ static int note_host_site(struct run *r, const struct recon_flow *f, int site)
 {
     if (!f->host || site < 0)
         return 0;
-    uint64_t h = hash_str(0, f->host);
-    struct slot *s = index_find(&r->host_ix, h, eq_host, r, f->host);
+    uint64_t h = hix_hash_str(0, f->host);
+    struct hix_slot *s = hix_find(&r->host_ix, h, eq_host, r, f->host);
     if (s->idx1)
         return 0;
-    if (grow((void **)&r->hosts, &r->cap_hosts, r->n_hosts + 1, sizeof *r->hosts))
+    if (hix_grow((void **)&r->hosts, &r->cap_hosts, r->n_hosts + 1, sizeof *r->hosts))
         return -1;
     r->hosts[r->n_hosts] = (struct host_site){.host = f->host, .site = site};
-    if (index_put(&r->host_ix, s, h, r->n_hosts))
+    if (hix_put(&r->host_ix, s, h, r->n_hosts))
         return -1;
     r->n_hosts++;
     return 0;
@@ -634,19 +525,20 @@ static int add_socket_flow(struct run *r, const struct recon_flow *f, struct rec
     key.ep[1 - me] = m;
     key.site[me] = ls;
     key.site[1 - me] = rs;
-    uint64_t h = hash_bytes(hash_bytes(mix(0, (uint64_t)f->proto), &key.ep[0], sizeof key.ep[0]),
-                            &key.ep[1], sizeof key.ep[1]);
-    struct slot *s = index_find(&r->conn_ix, h, eq_conn, r, &key);
+    uint64_t h =
+        hix_hash_bytes(hix_hash_bytes(hix_mix(0, (uint64_t)f->proto), &key.ep[0], sizeof key.ep[0]),
+                       &key.ep[1], sizeof key.ep[1]);
+    struct hix_slot *s = hix_find(&r->conn_ix, h, eq_conn, r, &key);
     struct conn *c;
     if (s->idx1) {
         c = &r->conns[s->idx1 - 1];
     } else {
-        if (grow((void **)&r->conns, &r->cap_conns, r->n_conns + 1, sizeof *r->conns))
+        if (hix_grow((void **)&r->conns, &r->cap_conns, r->n_conns + 1, sizeof *r->conns))
             return -1;
         c = &r->conns[r->n_conns];
         *c = key;
         c->hash = h;
-        if (index_put(&r->conn_ix, s, h, r->n_conns))
+        if (hix_put(&r->conn_ix, s, h, r->n_conns))
             return -1;
         r->n_conns++;
     }
@@ -673,22 +565,57 @@ static int credited_side(const struct conn *c)
     return c->side[0].seen ? 0 : 1;
 }
 
+/* The remote end of a connection as its dependency: a configured endpoint's name, else the
+ * listening side's ADDR:PORT, else (the credited side listened) the remote client's address. */
+static enum recon_dep_kind dep_endpoint(const struct cfg *cfg, const struct conn *c, int credited,
+                                        char *buf, size_t len)
+{
+    const struct endpoint *e = &c->ep[1 - credited];
+    bool remote_listens = c->side[credited].role != RECON_ROLE_SERVER ||
+                          c->side[1 - credited].role == RECON_ROLE_SERVER;
+    char a[INET6_ADDRSTRLEN] = "?";
+    if (remote_listens) {
+        const char *name = cfg_endpoint_name(cfg, e->family, e->addr, e->port);
+        if (name) {
+            snprintf(buf, len, "%s", name);
+            return RECON_DEP_SERVICE;
+        }
+    }
+    inet_ntop(e->family == AF_INET6 ? AF_INET6 : AF_INET, e->addr, a, sizeof a);
+    if (!remote_listens)
+        snprintf(buf, len, "%s", a);
+    else if (e->family == AF_INET6)
+        snprintf(buf, len, "[%s]:%u", a, e->port);
+    else
+        snprintf(buf, len, "%s:%u", a, e->port);
+    return RECON_DEP_PEER;
+}
+
 static int credit_connections(struct run *r, struct recon_result *out)
 {
     for (size_t i = 0; i < r->n_conns; i++) {
         const struct conn *c = &r->conns[i];
-        const struct recon_flow *owner = c->side[credited_side(c)].owner;
+        int credited = credited_side(c);
+        const struct recon_flow *owner = c->side[credited].owner;
         if (c->side[0].seen && c->side[1].seen)
             out->n_both_ends++;
+        uint64_t dir[2];
         for (int from = 0; from < 2; from++) {
             int to = 1 - from;
             /* one connection, one direction: max(sender tx, receiver rx) */
             uint64_t sent = c->side[from].seen ? c->side[from].tx : 0;
             uint64_t got = c->side[to].seen ? c->side[to].rx : 0;
+            dir[from] = sent > got ? sent : got;
             if (attribute(r, c->site[from], c->site[to], SRC_SOCKET, owner->workflow, owner->user,
-                          owner->program, owner->host, sent > got ? sent : got))
+                          owner->program, owner->host, dir[from]))
                 return -1;
         }
+        char ep[INET6_ADDRSTRLEN + 16];
+        enum recon_dep_kind kind = dep_endpoint(r->cfg, c, credited, ep, sizeof ep);
+        if (recon_deps_add(&r->deps, c->site[credited], c->site[1 - credited], owner->workflow,
+                           owner->user, owner->program, kind, ep, dir[credited], dir[1 - credited],
+                           1))
+            return -1;
     }
     return 0;
 }
@@ -697,7 +624,7 @@ static int add_nfs_flow(struct run *r, const struct recon_flow *f, struct recon_
 {
     int client = site_of(r->cfg, &f->local);
     if (client < 0 && f->local.family == 0 && f->host) {
-        struct slot *s = index_find(&r->host_ix, hash_str(0, f->host), eq_host, r, f->host);
+        struct hix_slot *s = hix_find(&r->host_ix, hix_hash_str(0, f->host), eq_host, r, f->host);
         if (s->idx1)
             client = r->hosts[s->idx1 - 1].site;
     }
@@ -712,7 +639,16 @@ static int add_nfs_flow(struct run *r, const struct recon_flow *f, struct recon_
     }
     int src = f->nfs_op == RECON_NFS_READ ? server : client;
     int dst = f->nfs_op == RECON_NFS_READ ? client : server;
-    return attribute(r, src, dst, SRC_NFS, f->workflow, f->user, f->program, f->host, f->nfs_bytes);
+    if (attribute(r, src, dst, SRC_NFS, f->workflow, f->user, f->program, f->host, f->nfs_bytes))
+        return -1;
+    /* dependency: "SERVER:EXPORT" seen from the client's site */
+    char a[INET6_ADDRSTRLEN] = "?", ep[INET6_ADDRSTRLEN + 1100];
+    inet_ntop(f->nfs_server.family == AF_INET6 ? AF_INET6 : AF_INET, f->nfs_server.addr, a,
+              sizeof a);
+    snprintf(ep, sizeof ep, "%s:%s", a, f->nfs_export && *f->nfs_export ? f->nfs_export : "/");
+    bool read = f->nfs_op == RECON_NFS_READ;
+    return recon_deps_add(&r->deps, client, server, f->workflow, f->user, f->program, RECON_DEP_NFS,
+                          ep, read ? 0 : f->nfs_bytes, read ? f->nfs_bytes : 0, 1);
 }
 
 static int site_of_end(const struct cfg *cfg, const char *s)
@@ -738,7 +674,13 @@ static int add_transfer(struct run *r, const struct recon_transfer *t, int64_t w
         out->n_intra_site++;
         return 0;
     }
-    return attribute(r, src, dst, SRC_SERVICE, t->workflow, t->requester, t->service, "", part);
+    if (attribute(r, src, dst, SRC_SERVICE, t->workflow, t->requester, t->service, "", part))
+        return -1;
+    /* dependency: the requester's work is at the destination; it pulls from the source */
+    char ep[1100];
+    snprintf(ep, sizeof ep, "%s %s", t->service ? t->service : "", t->src);
+    return recon_deps_add(&r->deps, dst, src, t->workflow, t->requester, t->service,
+                          RECON_DEP_TRANSFER, ep, 0, part, 1);
 }
 
 /* ---- results ---- */
@@ -811,22 +753,24 @@ static int finish_cells(struct run *r, struct recon_result *out)
         qsort(out->rollup, out->n_rollup, sizeof *out->rollup, cmp_rollup);
     if (out->n_links)
         qsort(out->links, out->n_links, sizeof *out->links, cmp_link);
+    recon_deps_take(&r->deps, &out->deps, &out->n_deps);
     return 0;
 }
 
 static void run_free(struct run *r)
 {
     free(r->cells);
-    index_free(&r->cell_ix);
+    hix_free(&r->cell_ix);
     free(r->paths);
-    index_free(&r->path_ix);
+    hix_free(&r->path_ix);
     free(r->path_sites);
     free(r->rollup);
-    index_free(&r->rollup_ix);
+    hix_free(&r->rollup_ix);
     free(r->conns);
-    index_free(&r->conn_ix);
+    hix_free(&r->conn_ix);
     free(r->hosts);
-    index_free(&r->host_ix);
+    hix_free(&r->host_ix);
+    recon_deps_acc_free(&r->deps);
     free(r->path_buf);
 }
 
@@ -846,9 +790,9 @@ int recon_run(const struct cfg *cfg, const struct recon_input *in, struct recon_
     int64_t ws = in->window_start_us, window_us = (int64_t)cfg->window_seconds * 1000000;
     lc = calloc(cfg->n_links + 1, sizeof *lc);
     r.path_buf = malloc((cfg->n_sites + 2) * sizeof *r.path_buf);
-    if (!lc || !r.path_buf || index_init(&r.cell_ix, 256) || index_init(&r.path_ix, 256) ||
-        index_init(&r.rollup_ix, 1024) || index_init(&r.conn_ix, in->n_flows) ||
-        index_init(&r.host_ix, 64)) {
+    if (!lc || !r.path_buf || hix_init(&r.cell_ix, 256) || hix_init(&r.path_ix, 256) ||
+        hix_init(&r.rollup_ix, 1024) || hix_init(&r.conn_ix, in->n_flows) ||
+        hix_init(&r.host_ix, 64) || recon_deps_init(&r.deps, in->n_flows + in->n_transfers)) {
         snprintf(err, errlen, "recon: out of memory");
         goto cleanup;
     }
@@ -888,5 +832,6 @@ void recon_result_free(struct recon_result *r)
     free(r->links);
     free(r->cells);
     free(r->rollup);
+    recon_deps_free(r->deps, r->n_deps);
     memset(r, 0, sizeof *r);
 }

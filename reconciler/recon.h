@@ -10,6 +10,7 @@
 
 #include "cell_status.h" /* enum cell_status, CELL_MIN_VALID_FRACTION: one definition */
 #include "config.h"
+#include "recon_deps.h"
 
 /* "ok", "warn", … as stored in heatmap_cells.status (cell_status_name). */
 const char *recon_status_name(enum cell_status s);
@@ -51,6 +52,7 @@ struct recon_flow {
     /* nfs: the client is `local` when known, else the site of the host's socket flows */
     struct recon_addr nfs_server;
     uint16_t nfs_port;
+    const char *nfs_export; /* may be NULL */
     enum recon_nfs_op nfs_op;
     uint64_t nfs_bytes;
 };
@@ -115,6 +117,8 @@ struct recon_result {
     size_t n_cells;
     struct recon_rollup *rollup; /* by (src_site, dst_site), then bytes descending */
     size_t n_rollup;
+    struct recon_dep *deps; /* the dependency map of the window (recon_deps.h) */
+    size_t n_deps;
     /* left out, with reasons */
     size_t n_unmapped;    /* an address (or transfer end) mapped to no site */
     size_t n_intra_site;  /* both ends in one site */

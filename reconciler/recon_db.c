@@ -73,7 +73,8 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
     st->n_rollup = res.n_rollup;
     st->n_link_windows = res.n_links;
     st->n_unmapped = res.n_unmapped;
-    if (rdb_write_results(db, cfg, window_start_us, &res, err, errlen))
+    if (rdb_write_results(db, cfg, window_start_us, &res, err, errlen) ||
+        rdb_write_deps(db, cfg, window_start_us, &res, err, errlen))
         goto cleanup;
     int64_t t3 = tm_mono_ns();
     if (rdb_evaluate_alerts(db, cfg, window_start_us, &res, st, err, errlen))

@@ -78,6 +78,9 @@ int rdb_load_transfers(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb
 
 const char *rdb_site_name(const struct cfg *cfg, int i);
 /* Replaces the window's heatmap_cells, attribution_rollup and link_windows rows. */
+/* Replaces the window's dependency_rollup rows (recon_db_deps.c). */
+int rdb_write_deps(PGconn *db, const struct cfg *cfg, int64_t ws, const struct recon_result *res,
+                   char *err, size_t errlen);
 int rdb_write_results(PGconn *db, const struct cfg *cfg, int64_t ws, const struct recon_result *res,
                       char *err, size_t errlen);
 /* Re-evaluates the alerts of every pair this window may change from its stored history. */

@@ -158,8 +158,8 @@ int rdb_load_flows(PGconn *db, int64_t ws, struct rdb_inputs *in, char *err, siz
     PGresult *r = PQexecParams(db,
                                "SELECT source, proto, local_addr, local_port, remote_addr,"
                                " remote_port, role, tx_bytes, rx_bytes, nfs_server, nfs_port,"
-                               " nfs_op, nfs_bytes, host, user_name, program, workflow"
-                               " FROM flow_records WHERE window_start = $1::timestamptz",
+                               " nfs_op, nfs_bytes, host, user_name, program, workflow,"
+                               " nfs_export FROM flow_records WHERE window_start = $1::timestamptz",
                                1, NULL, params, NULL, NULL, 1);
     in->flows_r = r;
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
@@ -188,6 +188,7 @@ int rdb_load_flows(PGconn *db, int64_t ws, struct rdb_inputs *in, char *err, siz
             f->nfs_op = v && strcmp(v, "write") == 0 ? RECON_NFS_WRITE : RECON_NFS_READ;
             int64_t b = bin_int(r, i, 12, 0);
             f->nfs_bytes = b > 0 ? (uint64_t)b : 0;
+            f->nfs_export = rdb_val(r, i, 17);
             continue;
         }
         f->source = RECON_FLOW_SOCKET;

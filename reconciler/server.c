@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "api.h"
+#include "api_deps.h"
 #include "hm_pages.h"
 #include "hostport.h"
 #include "ingest.h"
@@ -37,7 +38,17 @@ enum access {
     ACCESS_PAGE, /* reader token, or none from loopback with open_on_loopback */
 };
 
-enum handler { H_INGEST, H_HEALTHZ, H_METRICS, H_CELLS, H_TOP, H_HEATMAP, H_CELL };
+enum handler {
+    H_INGEST,
+    H_HEALTHZ,
+    H_METRICS,
+    H_CELLS,
+    H_TOP,
+    H_HEATMAP,
+    H_CELL,
+    H_DEPS,
+    H_DEPS_PAGE
+};
 
 struct route {
     const char *path;
@@ -62,6 +73,9 @@ static const struct route ROUTES[] = {
     {"/api/v1/top", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_TOP, 0, METRICS_EP_API},
     {"/heatmap", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_HEATMAP, 0, METRICS_EP_PAGES},
     {"/heatmap/cell", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_CELL, 0, METRICS_EP_PAGES},
+    {"/api/v1/deps", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_DEPS, 0, METRICS_EP_API},
+    {"/heatmap/deps", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_DEPS_PAGE, 0,
+     METRICS_EP_PAGES},
 };
 
 static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader"};
@@ -285,6 +299,12 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
             break;
         case H_CELL:
             status = hm_page_cell(db, s->cfg, query, out, &ct);
+            break;
+        case H_DEPS:
+            status = api_deps(db, s->cfg, query, out, &ct);
+            break;
+        case H_DEPS_PAGE:
+            status = api_deps_page(db, s->cfg, query, out, &ct);
             break;
         default:
             status = 500;

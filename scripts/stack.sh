@@ -151,6 +151,8 @@ EOF
              {"src": "osl", "dst": "nyc", "via": ["chi"]}],
   "dedup": {"nfs_ports": [2049],
             "services": [{"name": "dupedog", "ports": [7100], "users": ["dupedog"]}]},
+  "endpoints": [{"name": "nyc-data (big file)", "address": "10.1.0.10", "ports": [9000]},
+                {"name": "chi-cache", "address": "10.2.0.12", "ports": [9000]}],
   "thresholds": {"green": 0.95, "red": 0.80, "min_gap_bytes": 5000000, "over": 1.05,
                  "alert_windows": 2, "resolve_windows": 2, "saturation": 0.90},
   "alerts": {"webhooks": $webhooks, "resend_seconds": 30},

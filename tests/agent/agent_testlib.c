@@ -111,6 +111,34 @@ pid_t atl_spawn(char *const argv[], const char *out_path, const char *err_path)
     _exit(127);
 }
 
+int atl_agent_start(struct atl_agent *a, const char *dir, const char *tag, const char *ns,
+                    int window, char *const extra[])
+{
+    char win[16], nspath[160];
+    snprintf(a->rep, sizeof a->rep, "%s/%s.jsonl", dir, tag);
+    snprintf(a->log, sizeof a->log, "%s/%s.log", dir, tag);
+    snprintf(a->spool, sizeof a->spool, "%s/%s-spool", dir, tag);
+    snprintf(win, sizeof win, "%d", window);
+    char *argv[48] = {(char *)th_bin("wanledger-agent"), "--stdout", "--window", win};
+    int n = 4;
+    if (ns) {
+        snprintf(nspath, sizeof nspath, "/run/netns/%s", ns);
+        argv[n++] = "--netns";
+        argv[n++] = nspath;
+    }
+    argv[n++] = "--spool";
+    argv[n++] = a->spool;
+    for (int i = 0; extra && extra[i] && n < 47; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    a->pid = atl_spawn(argv, a->rep, a->log);
+    if (a->pid < 0 || atl_wait_contains(a->log, "reporting to", 15000) != 0) {
+        fprintf(stderr, "atl_agent_start %s: the agent did not start (log %s)\n", tag, a->log);
+        return -1;
+    }
+    return 0;
+}
+
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "r");

@@ -22,6 +22,18 @@ int atl_wait_contains(const char *path, const char *needle, int timeout_ms);
  * (then it is killed). */
 int atl_wait_exit(pid_t pid, int timeout_ms);
 
+/* A wanledger-agent run by a test: JSON-line reports (--stdout) in rep, its log in log, its
+ * spool in spool, all DIR/TAG.* */
+struct atl_agent {
+    pid_t pid;
+    char rep[512], log[512], spool[512];
+};
+/* Starts `wanledger-agent --stdout --window WINDOW [--netns /run/netns/NS] --spool DIR/TAG-spool
+ * EXTRA...` (ns may be NULL, extra a NULL-terminated list or NULL) and waits up to 15 s for it
+ * to say "reporting to". 0, or -1 (a message on stderr). */
+int atl_agent_start(struct atl_agent *a, const char *dir, const char *tag, const char *ns,
+                    int window, char *const extra[]);
+
 /* The agent reports in a file (lines starting with '{'), parsed. */
 struct atl_reports {
     cJSON **r;

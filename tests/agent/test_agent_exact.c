@@ -139,29 +139,18 @@ static void test_exact_over_veth(void **state)
     th_require_root();
     assert_int_equal(atl_netns_pair(NS_A, NS_B, IP_A, IP_B), 0);
     const char *dir = th_tmpdir("agent-exact");
-    char rep_a[512], rep_b[512], log_a[512], log_b[512], spool_a[512], spool_b[512];
     char truth_c[512], truth_s[512], srv_log[512];
-    snprintf(rep_a, sizeof(rep_a), "%s/a.jsonl", dir);
-    snprintf(rep_b, sizeof(rep_b), "%s/b.jsonl", dir);
-    snprintf(log_a, sizeof(log_a), "%s/a.log", dir);
-    snprintf(log_b, sizeof(log_b), "%s/b.log", dir);
-    snprintf(spool_a, sizeof(spool_a), "%s/spool-a", dir);
-    snprintf(spool_b, sizeof(spool_b), "%s/spool-b", dir);
     snprintf(truth_c, sizeof(truth_c), "%s/client.txt", dir);
     snprintf(truth_s, sizeof(truth_s), "%s/server.txt", dir);
     snprintf(srv_log, sizeof(srv_log), "%s/server.log", dir);
 
-    const char *agent = th_bin("wanledger-agent");
-    char *argv_a[] = {(char *)agent, "--stdout", "--window",         "1",       "--k",
-                      "100000",      "--netns",  "/run/netns/" NS_A, "--spool", spool_a,
-                      "--agent-id",  "ex-a",     "--host",           "ex-a",    NULL};
-    char *argv_b[] = {(char *)agent, "--stdout", "--window",         "1",       "--k",
-                      "100000",      "--netns",  "/run/netns/" NS_B, "--spool", spool_b,
-                      "--agent-id",  "ex-b",     "--host",           "ex-b",    NULL};
-    pid_t pa = atl_spawn(argv_a, rep_a, log_a);
-    pid_t pb = atl_spawn(argv_b, rep_b, log_b);
-    assert_int_equal(atl_wait_contains(log_a, "reporting to", 15000), 0);
-    assert_int_equal(atl_wait_contains(log_b, "reporting to", 15000), 0);
+    struct atl_agent aa, ab;
+    char *extra_a[] = {"--k", "100000", "--agent-id", "ex-a", "--host", "ex-a", NULL};
+    char *extra_b[] = {"--k", "100000", "--agent-id", "ex-b", "--host", "ex-b", NULL};
+    assert_int_equal(atl_agent_start(&aa, dir, "a", NS_A, 1, extra_a), 0);
+    assert_int_equal(atl_agent_start(&ab, dir, "b", NS_B, 1, extra_b), 0);
+    pid_t pa = aa.pid, pb = ab.pid;
+    const char *rep_a = aa.rep, *rep_b = ab.rep;
 
     const char *traffic = atl_bin("wla_traffic");
     char *argv_s[] = {"ip",   "netns", "exec",  NS_B, (char *)traffic, "server", IP_B,

@@ -54,25 +54,14 @@ static long long tx_to(const char *path, const char *remote, char *last_ws, size
 
 static pid_t agent(const char *tag, char *rep, size_t len, char **extra, int nextra)
 {
-    char log[512], spool[512];
-    snprintf(rep, len, "%s/%s.jsonl", g_dir, tag);
-    snprintf(log, sizeof(log), "%s/%s.log", g_dir, tag);
-    snprintf(spool, sizeof(spool), "%s/spool-%s", g_dir, tag);
-    char *argv[24] = {(char *)th_bin("wanledger-agent"),
-                      "--stdout",
-                      "--window",
-                      "5",
-                      "--netns",
-                      "/run/netns/" NS_A,
-                      "--spool",
-                      spool};
-    int n = 8;
-    for (int i = 0; i < nextra; i++)
-        argv[n++] = extra[i];
-    argv[n] = NULL;
-    pid_t p = atl_spawn(argv, rep, log);
-    assert_int_equal(atl_wait_contains(log, "reporting to", 15000), 0);
-    return p;
+    struct atl_agent a;
+    char *more[16];
+    for (int i = 0; i < nextra && i < 15; i++)
+        more[i] = extra[i];
+    more[nextra < 15 ? nextra : 15] = NULL;
+    assert_int_equal(atl_agent_start(&a, g_dir, tag, NS_A, 5, more), 0);
+    snprintf(rep, len, "%s", a.rep);
+    return a.pid;
 }
 
 static void test_excluded_ports_and_partial_window(void **state)

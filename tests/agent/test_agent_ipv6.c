@@ -60,23 +60,13 @@ static void test_ipv6_tcp_udp_exact(void **state)
                            NS_A, NS_A, NS_B, NS_B),
                      0);
     const char *dir = th_tmpdir("agent-v6");
-    char rep_a[512], rep_b[512], log_a[512], log_b[512], sp_a[512], sp_b[512], srv[512];
-    snprintf(rep_a, sizeof(rep_a), "%s/a.jsonl", dir);
-    snprintf(rep_b, sizeof(rep_b), "%s/b.jsonl", dir);
-    snprintf(log_a, sizeof(log_a), "%s/a.log", dir);
-    snprintf(log_b, sizeof(log_b), "%s/b.log", dir);
-    snprintf(sp_a, sizeof(sp_a), "%s/sa", dir);
-    snprintf(sp_b, sizeof(sp_b), "%s/sb", dir);
+    char srv[512];
     snprintf(srv, sizeof(srv), "%s/server.log", dir);
-    const char *agent = th_bin("wanledger-agent");
-    char *argv_a[] = {(char *)agent,      "--stdout", "--window", "1", "--netns",
-                      "/run/netns/" NS_A, "--spool",  sp_a,       NULL};
-    char *argv_b[] = {(char *)agent,      "--stdout", "--window", "1", "--netns",
-                      "/run/netns/" NS_B, "--spool",  sp_b,       NULL};
-    pid_t pa = atl_spawn(argv_a, rep_a, log_a);
-    pid_t pb = atl_spawn(argv_b, rep_b, log_b);
-    assert_int_equal(atl_wait_contains(log_a, "reporting to", 15000), 0);
-    assert_int_equal(atl_wait_contains(log_b, "reporting to", 15000), 0);
+    struct atl_agent aa, ab;
+    assert_int_equal(atl_agent_start(&aa, dir, "a", NS_A, 1, NULL), 0);
+    assert_int_equal(atl_agent_start(&ab, dir, "b", NS_B, 1, NULL), 0);
+    pid_t pa = aa.pid, pb = ab.pid;
+    const char *rep_a = aa.rep, *rep_b = ab.rep;
 
     const char *traffic = atl_bin("wla_traffic");
     char *argv_s[] = {"ip",        "netns",       "exec", NS_B, (char *)traffic,

@@ -30,23 +30,11 @@ static void test_map_full_is_counted(void **state)
     th_require_root();
     assert_int_equal(atl_netns_pair(NS_A, NS_B, IP_A, IP_B), 0);
     const char *dir = th_tmpdir("agent-loss");
-    char rep[512], log[512], spool[512];
-    snprintf(rep, sizeof(rep), "%s/r.jsonl", dir);
-    snprintf(log, sizeof(log), "%s/a.log", dir);
-    snprintf(spool, sizeof(spool), "%s/spool", dir);
-    char *argv[] = {(char *)th_bin("wanledger-agent"),
-                    "--stdout",
-                    "--window",
-                    "1",
-                    "--map-entries",
-                    "8",
-                    "--netns",
-                    "/run/netns/" NS_A,
-                    "--spool",
-                    spool,
-                    NULL};
-    pid_t agent = atl_spawn(argv, rep, log);
-    assert_int_equal(atl_wait_contains(log, "reporting to", 15000), 0);
+    struct atl_agent a;
+    char *extra[] = {"--map-entries", "8", NULL};
+    assert_int_equal(atl_agent_start(&a, dir, "r", NS_A, 1, extra), 0);
+    pid_t agent = a.pid;
+    const char *rep = a.rep, *log = a.log;
     assert_int_equal(
         th_sh("ip netns exec %s %s many %s 20000 %d", NS_A, atl_bin("wla_traffic"), IP_B, SENDS),
         0);
@@ -80,23 +68,11 @@ static void test_slots_are_reused_without_loss(void **state)
     th_require_root();
     assert_int_equal(atl_netns_pair(NS_A, NS_B, IP_A, IP_B), 0);
     const char *dir = th_tmpdir("agent-reuse");
-    char rep[512], log[512], spool[512];
-    snprintf(rep, sizeof(rep), "%s/r.jsonl", dir);
-    snprintf(log, sizeof(log), "%s/a.log", dir);
-    snprintf(spool, sizeof(spool), "%s/spool", dir);
-    char *argv[] = {(char *)th_bin("wanledger-agent"),
-                    "--stdout",
-                    "--window",
-                    "1",
-                    "--map-entries",
-                    "16",
-                    "--netns",
-                    "/run/netns/" NS_A,
-                    "--spool",
-                    spool,
-                    NULL};
-    pid_t agent = atl_spawn(argv, rep, log);
-    assert_int_equal(atl_wait_contains(log, "reporting to", 15000), 0);
+    struct atl_agent a;
+    char *extra[] = {"--map-entries", "16", NULL};
+    assert_int_equal(atl_agent_start(&a, dir, "r", NS_A, 1, extra), 0);
+    pid_t agent = a.pid;
+    const char *rep = a.rep;
     for (int w = 0; w < 12; w++) {
         /* 3 new flows (ports 30000 + 3w ...), 10 bytes each */
         assert_int_equal(th_sh("ip netns exec %s %s many %s %d 3", NS_A, atl_bin("wla_traffic"),

@@ -51,23 +51,11 @@ static cJSON *find_flow(const char *path, const char *remote, long long *tx, int
 
 static pid_t start_agent(const char *ns, const char *tag, char *rep, char *log, size_t len)
 {
-    char spool[512], nspath[128];
-    snprintf(rep, len, "%s/%s.jsonl", g_dir, tag);
-    snprintf(log, len, "%s/%s.log", g_dir, tag);
-    snprintf(spool, sizeof(spool), "%s/spool-%s", g_dir, tag);
-    snprintf(nspath, sizeof(nspath), "/run/netns/%s", ns);
-    char *argv[] = {(char *)th_bin("wanledger-agent"),
-                    "--stdout",
-                    "--window",
-                    "1",
-                    "--netns",
-                    nspath,
-                    "--spool",
-                    spool,
-                    NULL};
-    pid_t p = atl_spawn(argv, rep, log);
-    assert_int_equal(atl_wait_contains(log, "reporting to", 15000), 0);
-    return p;
+    struct atl_agent a;
+    assert_int_equal(atl_agent_start(&a, g_dir, tag, ns, 1, NULL), 0);
+    snprintf(rep, len, "%s", a.rep);
+    snprintf(log, len, "%s", a.log);
+    return a.pid;
 }
 
 static void test_owner_user_program_workflow(void **state)

@@ -363,6 +363,61 @@ static void test_phase2_saturation_names_workflow(void **state)
     assert_true(ok);
 }
 
+/* Phase 2, the planners' view: `wanledger deps --workflow backtest-17 --move-to nyc` names the
+ * nyc data server it reads (a configured endpoint) and says that at nyc its load would leave
+ * nyc->chi entirely; its bytes on nyc->chi today equal the attribution rollup's. */
+static void test_phase2_deps(void **state)
+{
+    (void)state;
+    char out[700];
+    snprintf(out, sizeof out, "%s/deps.json", run_dir);
+    assert_int_equal(th_sh("'%s/cmd/wanledger' --config '%s/config.json' deps --workflow " WORKFLOW2
+                           " --from %lld --to %lld --move-to nyc --json > '%s'",
+                           getenv("WL_BUILD_DIR"), run_dir, p2, p3, out),
+                     0);
+    FILE *f = fopen(out, "r");
+    assert_non_null(f);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *doc = cJSON_Parse(buf);
+    assert_non_null(doc);
+    const cJSON *e, *nyc_data = NULL, *c, *nyc_chi = NULL;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "endpoints"))
+    {
+        if (!strcmp(cJSON_GetObjectItemCaseSensitive(e, "endpoint")->valuestring,
+                    "nyc-data (big file)"))
+            nyc_data = e;
+    }
+    if (!nyc_data)
+        fail_msg("deps does not name the nyc data server: %s", buf);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(nyc_data, "remote_site")->valuestring,
+                        "nyc");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(nyc_data, "local_site")->valuestring,
+                        "chi");
+    assert_true(cJSON_GetObjectItemCaseSensitive(nyc_data, "bytes_in")->valuedouble > 1e8);
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(doc, "circuits"))
+    {
+        if (!strcmp(cJSON_GetObjectItemCaseSensitive(c, "src_site")->valuestring, "nyc") &&
+            !strcmp(cJSON_GetObjectItemCaseSensitive(c, "dst_site")->valuestring, "chi"))
+            nyc_chi = c;
+    }
+    assert_non_null(nyc_chi);
+    double now = cJSON_GetObjectItemCaseSensitive(nyc_chi, "bytes_now")->valuedouble;
+    assert_true(cJSON_GetObjectItemCaseSensitive(nyc_chi, "bytes_moved")->valuedouble == 0);
+    assert_true(cJSON_GetObjectItemCaseSensitive(nyc_chi, "delta_bytes")->valuedouble == -now);
+    PGresult *r =
+        q("SELECT coalesce(sum(bytes), 0) FROM attribution_rollup WHERE workflow = '" WORKFLOW2
+          "' AND src_site = 'nyc' AND dst_site = 'chi' AND window_start >= "
+          "to_timestamp(%lld) AND window_start < to_timestamp(%lld)",
+          p2, p3);
+    assert_true(strtod(PQgetvalue(r, 0, 0), NULL) == now);
+    fprintf(stderr, "deps: backtest-17 on nyc->chi in phase 2: %.0f bytes, 0 if it ran at nyc\n",
+            now);
+    cJSON_Delete(doc);
+}
+
 /* Phase 3: a gap alert on nyc->chi opened in phase 3; the unattributed bytes of nyc->chi over
  * the replication's windows (phase 3 plus the first window of phase 4, where the last queued
  * bytes drain) are within 10% of the bytes the replication's sender counted. */
@@ -544,6 +599,7 @@ int main(void)
         cmocka_unit_test_teardown(test_agents_report_every_window_once, after_each),
         cmocka_unit_test_teardown(test_phase1_green, after_each),
         cmocka_unit_test_teardown(test_phase2_saturation_names_workflow, after_each),
+        cmocka_unit_test_teardown(test_phase2_deps, after_each),
         cmocka_unit_test_teardown(test_phase3_gap_volume, after_each),
         cmocka_unit_test_teardown(test_phase4_resolved, after_each),
         cmocka_unit_test_teardown(test_webhook_got_every_alert, after_each),

@@ -1,5 +1,7 @@
-/* Configuration: every invalid case is rejected with its exact JSON path; the example loads with
- * the values its file states. Expected paths are written by hand from DESIGN.md's contract. */
+/* Configuration: every invalid case (one per file: tests/unit/config_reject/NN-name.case) is
+ * rejected with its exact JSON path; the example loads with the values its file states. Expected
+ * paths are written by hand from docs/design.md's contract. */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,111 +18,6 @@
 
 static char g_dir[256];
 
-/* A valid base; cases below replace one piece of it. */
-#define SITES                                                                                      \
-    "\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]},"                            \
-    " {\"name\": \"chi\", \"prefixes\": [\"10.2.0.0/16\"]},"                                       \
-    " {\"name\": \"osl\", \"prefixes\": [\"10.3.0.0/16\"]}]"
-#define DEVICES                                                                                    \
-    "\"devices\": [{\"name\": \"r-nyc\", \"site\": \"nyc\", \"snmp\": {\"address\": "              \
-    "\"udp:127.0.0.1:161\", \"community_file\": \"community\"}},"                                  \
-    " {\"name\": \"r-chi\", \"site\": \"chi\", \"gnmi\": {}},"                                     \
-    " {\"name\": \"r-osl\", \"site\": \"osl\", \"gnmi\": {}}]"
-#define LINK(dev, ifc, s, p, c)                                                                    \
-    "{\"device\": \"" dev "\", \"interface\": \"" ifc "\", \"site\": \"" s                         \
-    "\", \"peer_site\": \"" p "\", \"circuit\": \"" c "\"}"
-#define LINKS                                                                                      \
-    "\"links\": [" LINK("r-nyc", "e1", "nyc", "chi", "nc") "," LINK(                               \
-        "r-chi", "e1", "chi", "nyc", "nc") "," LINK("r-chi", "e2", "chi", "osl", "co") "]"
-
-struct bad_case {
-    const char *name;
-    const char *json;
-    const char *path; /* the exact JSON path the error must name */
-};
-
-static const struct bad_case bad[] = {
-    {"not json", "{\"sites\": [", "$"},
-    {"not an object", "[1,2]", "$"},
-    {"unknown top-level key", "{" SITES ", \"windw_seconds\": 60}", "$.windw_seconds"},
-    {"window not a number", "{" SITES ", \"window_seconds\": \"60\"}", "$.window_seconds"},
-    {"window zero", "{" SITES ", \"window_seconds\": 0}", "$.window_seconds"},
-    {"window not dividing a day", "{" SITES ", \"window_seconds\": 7}", "$.window_seconds"},
-    {"sites missing", "{\"window_seconds\": 60}", "$.sites"},
-    {"duplicate site name",
-     "{\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]},"
-     " {\"name\": \"nyc\", \"prefixes\": [\"10.9.0.0/16\"]}]}",
-     "$.sites[1].name"},
-    {"bad prefix",
-     "{\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\", \"10.300.0.0/16\"]}]}",
-     "$.sites[0].prefixes[1]"},
-    {"host bits set", "{\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.1/16\"]}]}",
-     "$.sites[0].prefixes[0]"},
-    {"overlapping prefixes between sites",
-     "{\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.0.0.0/8\"]},"
-     " {\"name\": \"chi\", \"prefixes\": [\"10.2.0.0/16\"]}]}",
-     "$.sites[1].prefixes[0]"},
-    {"device unknown site",
-     "{" SITES ", \"devices\": [{\"name\": \"r\", \"site\": \"lax\", \"gnmi\": {}}]}",
-     "$.devices[0].site"},
-    {"snmp bad version",
-     "{" SITES ", \"devices\": [{\"name\": \"r\", \"site\": \"nyc\", \"snmp\": {\"address\": "
-     "\"udp:127.0.0.1:161\", \"version\": \"4\", \"community_file\": \"community\"}}]}",
-     "$.devices[0].snmp.version"},
-    {"unreadable community file",
-     "{" SITES ", \"devices\": [{\"name\": \"r\", \"site\": \"nyc\", \"snmp\": {\"address\": "
-     "\"udp:127.0.0.1:161\", \"community_file\": \"no-such-file\"}}]}",
-     "$.devices[0].snmp.community_file"},
-    {"secret inline",
-     "{" SITES ", \"devices\": [{\"name\": \"r\", \"site\": \"nyc\", \"snmp\": {\"address\": "
-     "\"udp:127.0.0.1:161\", \"community\": \"public\", \"community_file\": \"community\"}}]}",
-     "$.devices[0].snmp.community"},
-    {"link unknown device",
-     "{" SITES ", " DEVICES ", \"links\": [" LINK("r-lax", "e1", "nyc", "chi", "x") "]}",
-     "$.links[0].device"},
-    {"link unknown peer site",
-     "{" SITES ", " DEVICES ", \"links\": [" LINK("r-nyc", "e1", "nyc", "chi", "a") "," LINK(
-         "r-chi", "e1", "chi", "nyc", "a") "," LINK("r-chi", "e2", "chi", "lax", "b") "]}",
-     "$.links[2].peer_site"},
-    {"link site differs from device site",
-     "{" SITES ", " DEVICES ", \"links\": [" LINK("r-nyc", "e1", "chi", "osl", "a") "]}",
-     "$.links[0].site"},
-    {"circuit with three ends",
-     "{" SITES ", " DEVICES ", \"links\": [" LINK("r-nyc", "e1", "nyc", "chi", "a") "," LINK(
-         "r-chi", "e1", "chi", "nyc", "a") "," LINK("r-nyc", "e2", "nyc", "chi", "a") "]}",
-     "$.links[2].circuit"},
-    {"circuit ends not mirrored",
-     "{" SITES ", " DEVICES ", \"links\": [" LINK("r-nyc", "e1", "nyc", "chi", "a") "," LINK(
-         "r-chi", "e1", "chi", "osl", "a") "]}",
-     "$.links[1].circuit"},
-    {"route does not connect",
-     "{" SITES ", " DEVICES ", " LINKS ", \"routes\": [{\"src\": \"nyc\", \"dst\": \"osl\", "
-     "\"via\": [\"nyc\"]}]}",
-     "$.routes[0].via"},
-    {"route unknown via",
-     "{" SITES ", " DEVICES ", " LINKS ", \"routes\": [{\"src\": \"nyc\", \"dst\": \"osl\", "
-     "\"via\": [\"lax\"]}]}",
-     "$.routes[0].via[0]"},
-    {"red above green", "{" SITES ", \"thresholds\": {\"green\": 0.8, \"red\": 0.9}}",
-     "$.thresholds.red"},
-    {"threshold out of range", "{" SITES ", \"thresholds\": {\"saturation\": -1}}",
-     "$.thresholds.saturation"},
-    {"bad nfs port", "{" SITES ", \"dedup\": {\"nfs_ports\": [70000]}}", "$.dedup.nfs_ports[0]"},
-    {"webhook not http", "{" SITES ", \"alerts\": {\"webhooks\": [\"ftp://x/\"]}}",
-     "$.alerts.webhooks[0]"},
-    {"listen without port", "{" SITES ", \"listen\": \"127.0.0.1\"}", "$.listen"},
-    {"unreadable tokens file", "{" SITES ", \"tokens_file\": \"nope.json\"}", "$.tokens_file"},
-    {"capacity negative",
-     "{" SITES ", " DEVICES ", \"links\": [{\"device\": \"r-nyc\", \"interface\": \"e1\", "
-     "\"peer_site\": \"chi\", \"circuit\": \"c\", \"capacity_bps\": -5}]}",
-     "$.links[0].capacity_bps"},
-    {"v3 without priv password",
-     "{" SITES ", \"devices\": [{\"name\": \"r\", \"site\": \"nyc\", \"snmp\": {\"address\": "
-     "\"udp:127.0.0.1:161\", \"version\": \"3\", \"user\": \"u\", \"auth_password_file\": "
-     "\"authpw\"}}]}",
-     "$.devices[0].snmp.priv_password_file"},
-};
-
 static int setup(void **state)
 {
     (void)state;
@@ -131,29 +28,79 @@ static int setup(void **state)
     return 0;
 }
 
+/* One rejected configuration per file in tests/unit/config_reject/ (data, read by this one
+ * driver): "# NAME", "# error-at: JSONPATH", then the configuration text. The relative secret
+ * files the cases name (community, authpw) are made in the test's directory by setup(). */
+static char *read_case(const char *file, char *name, size_t nlen, char *want, size_t wlen)
+{
+    FILE *f = fopen(file, "r");
+    assert_non_null(f);
+    char line[512];
+    name[0] = want[0] = '\0';
+    long body = 0;
+    for (int k = 0; k < 2 && fgets(line, sizeof line, f); k++) {
+        line[strcspn(line, "\n")] = '\0';
+        if (k == 0 && strncmp(line, "# ", 2) == 0)
+            snprintf(name, nlen, "%s", line + 2);
+        if (k == 1 && strncmp(line, "# error-at: ", 12) == 0)
+            snprintf(want, wlen, "%s", line + 12);
+        body = ftell(f);
+    }
+    if (!name[0] || !want[0])
+        fail_msg("%s: expected \"# NAME\" and \"# error-at: PATH\" lines first", file);
+    fseek(f, 0, SEEK_END);
+    long end = ftell(f);
+    fseek(f, body, SEEK_SET);
+    char *json = calloc(1, (size_t)(end - body) + 1);
+    assert_non_null(json);
+    assert_int_equal(fread(json, 1, (size_t)(end - body), f), (size_t)(end - body));
+    fclose(f);
+    return json;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static void test_each_bad_config_names_its_path(void **state)
 {
     (void)state;
-    char path[512];
+    char path[512], dir[1024];
     snprintf(path, sizeof(path), "%s/config.json", g_dir);
-    size_t n = sizeof(bad) / sizeof(bad[0]);
-    assert_true(n >= 15);
+    snprintf(dir, sizeof(dir), "%s/tests/unit/config_reject", getenv("WL_SOURCE_DIR"));
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    char *files[256];
+    size_t n = 0;
+    for (struct dirent *e; (e = readdir(d)) && n < 256;) {
+        size_t len = strlen(e->d_name);
+        if (len > 5 && strcmp(e->d_name + len - 5, ".case") == 0)
+            files[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(files, n, sizeof files[0], cmp_names);
+    assert_true(n >= 30);
     for (size_t i = 0; i < n; i++) {
+        char file[1400], name[256], want[256];
+        snprintf(file, sizeof file, "%s/%s", dir, files[i]);
+        char *json = read_case(file, name, sizeof name, want, sizeof want);
         struct cfg_errors errs;
-        struct cfg *cfg = cfg_parse(path, bad[i].json, &errs);
-        if (cfg) {
-            fail_msg("case \"%s\": accepted, expected an error at %s", bad[i].name, bad[i].path);
-        }
+        struct cfg *cfg = cfg_parse(path, json, &errs);
+        if (cfg)
+            fail_msg("%s (%s): accepted, expected an error at %s", files[i], name, want);
         int found = 0;
         for (size_t k = 0; k < errs.n; k++)
-            if (strcmp(errs.items[k].jpath, bad[i].path) == 0)
+            if (strcmp(errs.items[k].jpath, want) == 0)
                 found = 1;
         if (!found) {
             cfg_errors_print(NULL, path, &errs, stderr);
-            fail_msg("case \"%s\": no error at %s", bad[i].name, bad[i].path);
+            fail_msg("%s (%s): no error at %s", files[i], name, want);
         }
         assert_true(errs.items[0].msg && *errs.items[0].msg);
         cfg_errors_free(&errs);
+        free(json);
+        free(files[i]);
     }
 }
 
