@@ -32,8 +32,6 @@
 #define POD_WRITE (512 * 1024 + 99)
 #define POD_READS 400
 #define POD_CHUNK (64 * 1024)
-/* What a read() may add to its RPC under qemu TCG: system call, wake-up of the reader */
-#define POD_SYSCALL_US 500
 
 struct phase {
     const char *label;
@@ -92,7 +90,8 @@ static int index_of(const char *const *names, int n, const char *s)
 /* Checks every NFSREC line of one phase and sums it. */
 static void collect(const struct phase *ph, struct totals *t)
 {
-    char *save = NULL, copy[sizeof(console)];
+    static char copy[sizeof(console)]; /* 8 MiB: not on the stack */
+    char *save = NULL;
     memcpy(copy, console, sizeof(copy));
     memset(t, 0, sizeof(*t));
     for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -225,6 +224,15 @@ static void read_scrape(const struct phase *ph, struct scrape *sc)
         fail_msg("%s: no scrape of the agent's /metrics on the console", ph->label);
 }
 
+/* Adds a flow's latency_us buckets to h. */
+static void add_buckets(const cJSON *flow, struct llhist *h)
+{
+    const cJSON *b;
+    cJSON_ArrayForEach(b, cJSON_GetObjectItem(cJSON_GetObjectItem(flow, "latency_us"), "buckets"))
+        llhist_record(h, (uint64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(b, 0)),
+                      (uint64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(b, 1)));
+}
+
 /* An NFS flow of the pod workload: the agent named its namespace, pod and container from the
  * kubelet's directories vm-init.sh made; its READ latency buckets go into lat. */
 static void check_pod_flow(const struct phase *ph, const cJSON *flow, struct llhist *lat)
@@ -263,8 +271,9 @@ static void check_pod_flow(const struct phase *ph, const cJSON *flow, struct llh
 /* The agent's quantiles of the pod's READ RPCs (initiate -> done in the kernel) against the
  * workload's own timing of each O_DIRECT read() (one RPC each, plus the system call and the
  * wake-up): each RPC lies inside its read(), so the agent's bucket must start at or below the
- * workload's quantile; the workload's quantile may exceed the bucket's upper bound only by the
- * system call's overhead (printed, bounded below). */
+ * workload's quantile. The other side cannot be asserted per operation here: under qemu TCG on
+ * a shared host a read() spends 1.5-2 ms outside its RPC at p50 and, when the vCPU is not run,
+ * up to tens of ms at p99 (both printed); the two-sided check is check_read_execute(). */
 static void check_pod_latency(const struct phase *ph, const struct llhist *lat)
 {
     char pat[64];
@@ -293,11 +302,44 @@ static void check_pod_latency(const struct phase *ph, const struct llhist *lat)
         if ((double)lo > own)
             fail_msg("%s %s: the agent's bucket starts at %llu us, above the read()'s %.1f us",
                      ph->label, qs[k].key, (unsigned long long)lo, own);
-        if (k < 2 && own > 1.0625 * (double)up + POD_SYSCALL_US)
-            fail_msg("%s %s: read() took %.1f us, the agent's bucket ends at %llu us (allowed: "
-                     "6.25%% + %d us of system call)",
-                     ph->label, qs[k].key, own, (unsigned long long)up, POD_SYSCALL_US);
     }
+}
+
+/* Field i (0 = ops) of a "NFSSTAT <label> <when> <OP>: ..." line: per-op totals of
+ * /proc/self/mountstats (ops trans timeouts bytes_sent bytes_recv queue_ms rtt_ms execute_ms). */
+static unsigned long long mountstats_field(const char *label, const char *when, const char *op,
+                                           int i)
+{
+    char pat[96];
+    snprintf(pat, sizeof(pat), "NFSSTAT %s %s %s: ", label, when, op);
+    const char *s = strstr(console, pat);
+    if (!s)
+        fail_msg("no \"%s\" line on the console", pat);
+    char *end = (char *)s + strlen(pat);
+    unsigned long long v = 0;
+    for (int k = 0; k <= i; k++)
+        v = strtoull(end, &end, 10);
+    return v;
+}
+
+/* Two-sided, against the kernel's own clock of the same requests: the client's RPC layer sums
+ * each READ's execute time (task start to completion, /proc/self/mountstats, ms); the agent's
+ * READ buckets of every report, summed at bucket midpoints (each at most 1/32 off), must agree
+ * with it within the bucket error, 6.25%. */
+static void check_read_execute(const struct phase *ph, const struct llhist *reads)
+{
+    double exec_ms = (double)(mountstats_field(ph->label, "after", "READ", 7) -
+                              mountstats_field(ph->label, "before", "READ", 7));
+    double agent_ms = llhist_sum_estimate(reads) / 1000.0;
+    printf("  READ latency sum: agent %.1f ms over %llu requests, mountstats execute %.0f ms "
+           "(%+.2f%%)\n",
+           agent_ms, (unsigned long long)llhist_total(reads), exec_ms,
+           100.0 * (agent_ms - exec_ms) / exec_ms);
+    assert_true(exec_ms > 0);
+    if (agent_ms > exec_ms * 1.0625 || agent_ms < exec_ms / 1.0625)
+        fail_msg("%s: the agent's READ latency sums to %.1f ms, the client's RPC execute time to "
+                 "%.0f ms: more than 6.25%% apart",
+                 ph->label, agent_ms, exec_ms);
 }
 
 /* The NFS metric families of the agent's /metrics pass `promtool check metrics`. */
@@ -315,7 +357,7 @@ static void check_promtool(const struct phase *ph)
     size_t lines = 0;
     for (const char *s = strstr(console, pat); s; s = strstr(s + 1, pat)) {
         const char *t = s + strlen(pat);
-        int n = (int)strcspn(t, "\n");
+        int n = (int)strcspn(t, "\r\n"); /* the serial console ends lines with \r\n */
         if (strstr(t, "wanledger_nfs_") == NULL || strstr(t, "wanledger_nfs_") > t + n)
             continue;
         fprintf(f, "%.*s\n", n, t);
@@ -343,7 +385,9 @@ static void check_agent_report(const struct phase *ph)
     /* the reports the scrape covers: the first sc.windows of this agent */
     unsigned long long scraped_ops[N_WORKFLOWS][2] = {{0}}, scraped_bytes[N_WORKFLOWS][2] = {{0}};
     unsigned long long n_reports = 0;
-    struct llhist pod_lat = {{0}}; /* the pod's READ latency, merged from every report */
+    struct llhist pod_lat = {{0}};  /* the pod's READ latency, merged from every report */
+    static struct llhist all_reads; /* every READ's, likewise */
+    memset(&all_reads, 0, sizeof(all_reads));
     for (const char *s = strstr(console, pat); s; s = strstr(s + 1, pat)) {
         const char *j = s + strlen(pat) - 1;
         char *json = strndup(j, strcspn(j, "\n"));
@@ -383,6 +427,8 @@ static void check_agent_report(const struct phase *ph)
             bytes[w][o] += b;
             if (w == WF_POD)
                 check_pod_flow(ph, flow, o == 0 ? &pod_lat : NULL);
+            if (o == 0)
+                add_buckets(flow, &all_reads);
             if (n_reports <= sc.windows) {
                 scraped_bytes[w][o] += b;
                 scraped_ops[w][o] +=
@@ -402,6 +448,7 @@ static void check_agent_report(const struct phase *ph)
     assert_int_equal(bytes[WF_POD][0], (unsigned long long)POD_READS * POD_CHUNK);
     within_1pct("agent wf-pod write", bytes[WF_POD][1], POD_WRITE);
     check_pod_latency(ph, &pod_lat);
+    check_read_execute(ph, &all_reads);
     check_promtool(ph);
 
     /* /metrics, scraped after sc.windows reports: the same ops and bytes as those reports */
@@ -479,10 +526,16 @@ static void test_nfs_vm(void **state)
     fprintf(f, "\"\n");
     fclose(f);
 
-    int rc = th_sh(
-        "NFSVM_AGENT=%s %s/scripts/nfs-vm/run-vm.sh %s %s %s %s/tests/nfs/vm-init.sh %s %s 600",
-        agent, src, kdir, work, nfsvm, src, conf, utils);
-    snprintf(log, sizeof(log), "%s/console.log", work);
+    /* WL_NFSVM_REPLAY=console.log: check a kept VM run's console again without booting (while
+     * changing the checks); the VM's sizes are this file's. */
+    const char *replay = getenv("WL_NFSVM_REPLAY");
+    int rc = replay && *replay ? 0
+                               : th_sh("NFSVM_AGENT=%s %s/scripts/nfs-vm/run-vm.sh %s %s %s "
+                                       "%s/tests/nfs/vm-init.sh %s %s 600",
+                                       agent, src, kdir, work, nfsvm, src, conf, utils);
+    snprintf(log, sizeof(log), "%s", replay && *replay ? replay : "");
+    if (!log[0])
+        snprintf(log, sizeof(log), "%s/console.log", work);
     f = fopen(log, "r");
     assert_non_null(f);
     size_t n = fread(console, 1, sizeof(console) - 1, f);
