@@ -6,7 +6,7 @@ PKGS=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev 
       libzstd-dev libsnmp-dev snmpd snmp libpq-dev postgresql libevent-dev libcjson-dev
       libcmocka-dev iproute2 iperf3 ethtool procps psmisc curl python3 chromium
       libxml2-utils clang-format docker-compose busybox-static qemu-system-x86 cpio bpftrace
-      prometheus-snmp-exporter)
+      prometheus-snmp-exporter prometheus)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
