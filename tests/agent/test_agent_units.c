@@ -421,6 +421,7 @@ static struct flow_rec *nfs_rec(struct nfsops *o, const char *server, const char
     return r;
 }
 
+/* Long: most of it is the expected text, as data. */
 static void test_nfs_metrics(void **state)
 {
     (void)state;

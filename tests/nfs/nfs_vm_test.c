@@ -472,6 +472,7 @@ static void check_agent_report(const struct phase *ph)
     assert_int_equal(sc.bytes[0][0], READ_A + READ_B + READ_C);
 }
 
+/* Long: the VM setup, then one block of checks per phase, in the order the console has them. */
 static void test_nfs_vm(void **state)
 {
     (void)state;
