@@ -32,6 +32,7 @@
 #include "report.h"
 #include "sender.h"
 #include "sockprobe.h"
+#include "throttle_agent.h"
 #include "timeutil.h"
 
 #ifdef WL_HAVE_NFS_PROBE
@@ -48,6 +49,7 @@ struct agent {
     struct event *tick, *flush, *sigterm, *sigint;
     struct evhttp *http;
     struct sockprobe *probe;
+    struct throttle_agent *throttle;
     const struct agent_nfs_hook *nfs;
     void *nfs_h;
     struct nfslocal *nfs_local;
@@ -327,11 +329,14 @@ static void on_metrics(struct evhttp_request *req, void *arg)
 {
     struct agent *a = arg;
     char *text = agentmetrics_render(&a->m);
+    char *thr = a->throttle ? throttle_agent_metrics(a->throttle) : NULL;
     struct evbuffer *b = evbuffer_new();
     if (!text || !b) {
         evhttp_send_error(req, 500, "out of memory");
     } else {
         evbuffer_add(b, text, strlen(text));
+        if (thr)
+            evbuffer_add(b, thr, strlen(thr));
         evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                           "text/plain; version=0.0.4");
         evhttp_send_reply(req, 200, "OK", b);
@@ -339,6 +344,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     if (b)
         evbuffer_free(b);
     free(text);
+    free(thr);
 }
 
 static int start_metrics(struct agent *a)
@@ -403,6 +409,7 @@ static void agent_free(struct agent *a)
 {
     if (a->nfs && a->nfs_h)
         a->nfs->close(a->nfs_h);
+    throttle_agent_stop(a->throttle);
     if (a->tick)
         event_free(a->tick);
     if (a->flush)
@@ -527,6 +534,7 @@ int main(int argc, char **argv)
     event_add(a.sigint, NULL);
     if (a.o.metrics && start_metrics(&a) != 0)
         goto cleanup;
+    a.throttle = throttle_agent_from_opts(a.base, &a.o, a.agent_id, po.netns_ino);
     a.window_start = tm_window_start(tm_now_us(), a.o.window_seconds);
     arm_tick(&a);
     log_info(NULL, "agent %s on %s: %ds windows, k=%zu, reporting to %s", a.agent_id, a.o.host,

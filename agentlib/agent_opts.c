@@ -30,6 +30,9 @@ enum {
     OPT_EXCLUDE_PORTS,
     OPT_MAP_ENTRIES,
     OPT_KUBE_LOGS,
+    OPT_THROTTLE,
+    OPT_THROTTLE_INTERVAL,
+    OPT_THROTTLE_FAIL_OPEN,
     OPT_CONFIG,
     OPT_HELP,
 };
@@ -53,6 +56,9 @@ static const struct option long_opts[] = {
     {"host", required_argument, NULL, OPT_HOST},
     {"exclude-ports", required_argument, NULL, OPT_EXCLUDE_PORTS},
     {"map-entries", required_argument, NULL, OPT_MAP_ENTRIES},
+    {"throttle", required_argument, NULL, OPT_THROTTLE},
+    {"throttle-interval", required_argument, NULL, OPT_THROTTLE_INTERVAL},
+    {"throttle-fail-open", required_argument, NULL, OPT_THROTTLE_FAIL_OPEN},
     {"config", required_argument, NULL, OPT_CONFIG},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, OPT_HELP},
@@ -82,10 +88,15 @@ void agent_opts_usage(FILE *f)
                "  --map-entries N       flows per map generation (65536)\n"
                "  --kube-logs DIR       the kubelet's log root holding pods/ and containers/\n"
                "                        (/var/log): pod namespace, name, container name\n"
+               "  --throttle on|off     apply the reconciler's throttle rules (on; needs root)\n"
+               "  --throttle-interval S seconds between rule fetches (5)\n"
+               "  --throttle-fail-open S  remove every rule after S seconds without the\n"
+               "                        reconciler (60)\n"
                "  --config FILE         JSON file with the same keys (reconciler, token_file,\n"
                "                        window_seconds, k, netns, cgroup, workflow_env, metrics,\n"
                "                        attach, spool, spool_max_bytes, agent_id, host,\n"
-               "                        exclude_ports, map_entries, kube_logs); flags win\n"
+               "                        exclude_ports, map_entries, kube_logs, throttle,\n"
+               "                        throttle_interval, throttle_fail_open); flags win\n"
                "  -v, --verbose         debug logging\n");
 }
 
@@ -235,6 +246,27 @@ static int apply(struct agent_opts *o, int id, const char *v, const char *where,
         }
         o->map_entries = (uint32_t)n;
         return 0;
+    case OPT_THROTTLE:
+        if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+            snprintf(err, errlen, "%s: expected on or off, got \"%s\"", where, v);
+            return -1;
+        }
+        o->throttle_off = strcmp(v, "off") == 0;
+        return 0;
+    case OPT_THROTTLE_INTERVAL:
+        if (parse_u64(v, 1, 60, &n)) {
+            snprintf(err, errlen, "%s: expected seconds 1-60, got \"%s\"", where, v);
+            return -1;
+        }
+        o->throttle_interval = (int)n;
+        return 0;
+    case OPT_THROTTLE_FAIL_OPEN:
+        if (parse_u64(v, 2, 86400, &n)) {
+            snprintf(err, errlen, "%s: expected seconds 2-86400, got \"%s\"", where, v);
+            return -1;
+        }
+        o->throttle_fail_open = (int)n;
+        return 0;
     default:
         return -1;
     }
@@ -260,6 +292,9 @@ static const struct {
     {"exclude_ports", OPT_EXCLUDE_PORTS},
     {"map_entries", OPT_MAP_ENTRIES},
     {"kube_logs", OPT_KUBE_LOGS},
+    {"throttle", OPT_THROTTLE},
+    {"throttle_interval", OPT_THROTTLE_INTERVAL},
+    {"throttle_fail_open", OPT_THROTTLE_FAIL_OPEN},
 };
 
 /* A JSON value as the flag text: strings as is, integers in decimal (exact), arrays
@@ -379,6 +414,8 @@ int agent_opts_parse(struct agent_opts *o, int argc, char **argv, char *err, siz
 {
     memset(o, 0, sizeof(*o));
     o->window_seconds = 60;
+    o->throttle_interval = 5;
+    o->throttle_fail_open = 60;
     o->k = 1000;
     o->spool_max_bytes = 64ull << 20;
     err[0] = '\0';

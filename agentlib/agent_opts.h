@@ -33,7 +33,10 @@ struct agent_opts {
     char *host;               /* default gethostname() */
     uint16_t excl_ports[SOCKPROBE_MAX_EXCL_PORTS];
     size_t n_excl_ports;
-    uint32_t map_entries; /* per generation; default 65536 */
+    uint32_t map_entries;   /* per generation; default 65536 */
+    bool throttle_off;      /* --throttle off */
+    int throttle_interval;  /* seconds between rule fetches; default 5 */
+    int throttle_fail_open; /* rules removed after this long without the reconciler; 60 */
     int verbose;
 };
 

@@ -525,6 +525,29 @@ void procmeta_join_more(struct procmeta *pm, struct flowset *fs)
     }
 }
 
+int procmeta_live(struct procmeta *pm, uint32_t pid, const struct flow_meta **m, char *comm,
+                  size_t commlen)
+{
+    uint64_t start;
+    uint32_t ppid;
+    char path[192];
+    if (stat_of(pm, pid, &start, &ppid))
+        return -1;
+    snprintf(path, sizeof(path), "%s/%u/comm", pm->proc_root, pid);
+    char *c = read_file(path, 256, NULL);
+    if (!c)
+        return -1;
+    c[strcspn(c, "\n")] = '\0';
+    /* the current comm: an exec since the last look re-reads the environment */
+    struct proc_entry *e = resolve(pm, pid, start, ppid, UINT32_MAX, 0, c, 0);
+    snprintf(comm, commlen, "%s", e ? e->comm : c);
+    free(c);
+    if (!e)
+        return -1;
+    *m = &e->m;
+    return 0;
+}
+
 void procmeta_prune(struct procmeta *pm, unsigned windows)
 {
     for (size_t b = 0; b < NBUCKETS; b++) {

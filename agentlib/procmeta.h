@@ -32,6 +32,11 @@ void procmeta_join(struct procmeta *pm, struct flowset *fs);
 /* The same for another flowset of the window just joined (not counted as a window by prune). */
 void procmeta_join_more(struct procmeta *pm, struct flowset *fs);
 
+/* The owner of a live process (the throttle's lookup): its cached metadata (resolved now when new
+ * or after an exec) and its current comm. 0, or -1 when pid is gone. */
+int procmeta_live(struct procmeta *pm, uint32_t pid, const struct flow_meta **m, char *comm,
+                  size_t commlen) __attribute__((warn_unused_result));
+
 /* Forgets processes not seen in the last `windows` joins; invalidates meta pointers of older
  * flowsets. */
 void procmeta_prune(struct procmeta *pm, unsigned windows);

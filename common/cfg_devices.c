@@ -103,7 +103,7 @@ void cfg_parse_devices(struct cfg_pctx *c, const cJSON *arr)
     struct cfg *cfg = c->cfg;
     int n = cJSON_GetArraySize(arr);
     cfg->devices = calloc(n ? n : 1, sizeof(*cfg->devices));
-    static const char *const keys[] = {"name", "site", "snmp", "gnmi", NULL};
+    static const char *const keys[] = {"name", "site", "snmp", "gnmi", "flows", NULL};
     char p[256], pp[256];
     int i = 0;
     for (const cJSON *d = arr->child; d; d = d->next, i++) {
@@ -146,10 +146,18 @@ void cfg_parse_devices(struct cfg_pctx *c, const cJSON *arr)
             dev->has_gnmi = true;
             dev->gnmi_source = cfg_get_str(c, gn, "source", pp, 0, dev->name);
         }
-        if (!dev->has_snmp && !dev->has_gnmi &&
+        const cJSON *fl = cfg_get_obj(c, d, "flows", p, 0);
+        if (fl) {
+            dev->has_flows = true;
+            cfg_parse_device_flows(c, fl, cfg_jp_key(pp, sizeof(pp), p, "flows"), &dev->flows);
+        }
+        if (!dev->has_snmp && !dev->has_gnmi && !dev->has_flows &&
             cJSON_GetObjectItemCaseSensitive(d, "snmp") == NULL &&
-            cJSON_GetObjectItemCaseSensitive(d, "gnmi") == NULL)
-            cfg_err(c, p, "expected an \"snmp\" or a \"gnmi\" object: how is this device polled?");
+            cJSON_GetObjectItemCaseSensitive(d, "gnmi") == NULL &&
+            cJSON_GetObjectItemCaseSensitive(d, "flows") == NULL)
+            cfg_err(c, p,
+                    "expected an \"snmp\", \"gnmi\" or \"flows\" object: how is this device "
+                    "polled?");
         cfg->n_devices++;
     }
 }

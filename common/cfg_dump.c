@@ -42,6 +42,9 @@ void cfg_print_summary(const struct cfg *cfg, void *fp)
                     d->snmp.address, d->snmp.interval_seconds);
         if (d->has_gnmi)
             fprintf(f, " gnmi source \"%s\"", d->gnmi_source);
+        if (d->has_flows)
+            fprintf(f, " flows %s on %s", cfg_flow_protocol_name(d->flows.protocol),
+                    d->flows.listen);
         fprintf(f, "\n");
     }
     fprintf(f, "links (%zu):\n", cfg->n_links);
@@ -148,6 +151,11 @@ char *cfg_to_json(const struct cfg *cfg)
             cJSON_AddNumberToObject(so, "timeout_ms", s->timeout_ms);
             cJSON_AddNumberToObject(so, "retries", s->retries);
         }
+        if (d->has_flows) {
+            cJSON *fo = cJSON_AddObjectToObject(o, "flows");
+            add_str(fo, "listen", d->flows.listen);
+            add_str(fo, "protocol", cfg_flow_protocol_name(d->flows.protocol));
+        }
         if (d->has_gnmi) {
             cJSON *g = cJSON_AddObjectToObject(o, "gnmi");
             add_str(g, "source", d->gnmi_source);
@@ -220,6 +228,8 @@ char *cfg_to_json(const struct cfg *cfg)
     cJSON_AddNumberToObject(po, "spool_max_bytes", (double)cfg->spool_max_bytes);
     add_str(po, "gnmi_tcp_listen", cfg->gnmi_tcp_listen);
     add_str(po, "gnmi_udp_listen", cfg->gnmi_udp_listen);
+    add_str(po, "gnmi_delimiter", cfg->gnmi_delimiter);
+    add_str(po, "metrics_listen", cfg->metrics_listen);
     char *out = cJSON_Print(r);
     cJSON_Delete(r);
     return out;

@@ -71,5 +71,9 @@ void cfg_parse_routes(struct cfg_pctx *c, const cJSON *arr);
 void cfg_parse_dedup(struct cfg_pctx *c, const cJSON *obj);
 void cfg_parse_endpoints(struct cfg_pctx *c, const cJSON *arr);
 void cfg_free_endpoints(struct cfg *cfg);
+/* A device's "flows" object at path p (cfg_flows.c). */
+void cfg_parse_device_flows(struct cfg_pctx *c, const cJSON *o, const char *p,
+                            struct cfg_flows *fl);
+void cfg_parse_throttle(struct cfg_pctx *c, const cJSON *root); /* $.throttle, may be absent */
 
 #endif

@@ -180,8 +180,13 @@ static void parse_poller(struct cfg_pctx *c, const cJSON *root)
     const cJSON *po = cfg_get_obj(c, root, "poller", "$", 0);
     cfg->spool_max_bytes = 256ull << 20;
     if (po) {
-        static const char *const k[] = {"spool_dir", "spool_max_bytes", "gnmi_tcp_listen",
-                                        "gnmi_udp_listen", NULL};
+        static const char *const k[] = {"spool_dir",
+                                        "spool_max_bytes",
+                                        "gnmi_tcp_listen",
+                                        "gnmi_udp_listen",
+                                        "gnmi_delimiter",
+                                        "metrics_listen",
+                                        NULL};
         cfg_check_keys(c, po, "$.poller", k);
         cfg->spool_dir = cfg_get_str(c, po, "spool_dir", "$.poller", 0, NULL);
         cfg->spool_max_bytes =
@@ -192,6 +197,10 @@ static void parse_poller(struct cfg_pctx *c, const cJSON *root)
             cfg_err(c, "$.poller.gnmi_tcp_listen", "expected HOST:PORT");
         if (cfg->gnmi_udp_listen && !cfg_valid_hostport(cfg->gnmi_udp_listen))
             cfg_err(c, "$.poller.gnmi_udp_listen", "expected HOST:PORT");
+        cfg->gnmi_delimiter = cfg_get_str(c, po, "gnmi_delimiter", "$.poller", 0, NULL);
+        cfg->metrics_listen = cfg_get_str(c, po, "metrics_listen", "$.poller", 0, NULL);
+        if (cfg->metrics_listen && !cfg_valid_hostport(cfg->metrics_listen))
+            cfg_err(c, "$.poller.metrics_listen", "expected HOST:PORT");
     }
     if (!cfg->spool_dir)
         cfg->spool_dir = strdup("/var/lib/wanledger/spool");
@@ -216,7 +225,7 @@ static const struct {
     {"dedup", parse_dedup_sec},         {"overhead", parse_overhead},
     {"thresholds", parse_thresholds},   {"alerts", parse_alerts},
     {"limits", parse_limits},           {"poller", parse_poller},
-    {"endpoints", parse_endpoints_sec},
+    {"endpoints", parse_endpoints_sec}, {"throttle", cfg_parse_throttle},
 };
 
 #define N_SCALARS  (sizeof(scalar_keys) / sizeof(scalar_keys[0]))
@@ -323,6 +332,8 @@ void cfg_free(struct cfg *cfg)
     free_list(cfg->tokens.poller, cfg->tokens.n_poller);
     free_list(cfg->tokens.service, cfg->tokens.n_service);
     free_list(cfg->tokens.reader, cfg->tokens.n_reader);
+    free_list(cfg->tokens.operator, cfg->tokens.n_operator);
+    free_list(cfg->throttle.auto_enforce, cfg->throttle.n_auto_enforce);
     free(cfg->reconciler_url);
     free(cfg->public_url);
     for (size_t i = 0; i < cfg->n_sites; i++) {
@@ -336,6 +347,7 @@ void cfg_free(struct cfg *cfg)
         free(d->name);
         free(d->site);
         free(d->gnmi_source);
+        free(d->flows.listen);
         free(s->address);
         free(s->community);
         free(s->community_file);
@@ -378,6 +390,8 @@ void cfg_free(struct cfg *cfg)
     free(cfg->spool_dir);
     free(cfg->gnmi_tcp_listen);
     free(cfg->gnmi_udp_listen);
+    free(cfg->gnmi_delimiter);
+    free(cfg->metrics_listen);
     sm_free(cfg->sitemap);
     free(cfg);
 }

@@ -26,15 +26,15 @@ void cfg_parse_tokens(struct cfg_pctx *c)
         return;
     }
     struct cfg_pctx tc = *c; /* errors inside the tokens file name the file and its own paths */
-    static const char *const roles[] = {"agent", "poller", "service", "reader", NULL};
+    static const char *const roles[] = {"agent", "poller", "service", "reader", "operator", NULL};
     char base[512];
     snprintf(base, sizeof(base), "%s: $", full);
     cfg_check_keys(&tc, j, base, roles);
     char p[600], pk[600];
     size_t *ns[] = {&cfg->tokens.n_agent, &cfg->tokens.n_poller, &cfg->tokens.n_service,
-                    &cfg->tokens.n_reader};
+                    &cfg->tokens.n_reader, &cfg->tokens.n_operator};
     char ***ls[] = {&cfg->tokens.agent, &cfg->tokens.poller, &cfg->tokens.service,
-                    &cfg->tokens.reader};
+                    &cfg->tokens.reader, &cfg->tokens.operator};
     for (int r = 0; roles[r]; r++) {
         const cJSON *a = cfg_get_arr(&tc, j, roles[r], base, 0);
         *ls[r] = cfg_get_str_list(&tc, a, cfg_jp_key(p, sizeof(p), base, roles[r]), ns[r]);

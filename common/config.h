@@ -40,6 +40,16 @@ struct cfg_snmp {
     int retries;          /* default 1 */
 };
 
+/* A device's flow export (IPFIX, NetFlow v9 or sFlow v5) received by `wanledger poll`. */
+enum cfg_flow_protocol { CFG_FLOW_IPFIX, CFG_FLOW_NETFLOW9, CFG_FLOW_SFLOW };
+
+struct cfg_flows {
+    char *listen; /* "0.0.0.0:4739" */
+    enum cfg_flow_protocol protocol;
+};
+/* "ipfix", "netflow9", "sflow" */
+const char *cfg_flow_protocol_name(enum cfg_flow_protocol p);
+
 struct cfg_device {
     char *name;
     char *site;
@@ -48,6 +58,8 @@ struct cfg_device {
     struct cfg_snmp snmp;
     bool has_gnmi;
     char *gnmi_source; /* gnmic's "source" tag for this device; default: name */
+    bool has_flows;
+    struct cfg_flows flows;
 };
 
 struct cfg_link {
@@ -92,6 +104,8 @@ struct cfg_endpoint {
 struct cfg_tokens {
     size_t n_agent, n_poller, n_service, n_reader;
     char **agent, **poller, **service, **reader;
+    size_t n_operator; /* throttle rules: create, approve, revoke */
+    char **operator;
 };
 
 struct cfg {
@@ -143,6 +157,17 @@ struct cfg {
     int resolve_windows;    /* default 3 */
     double saturation;      /* default 0.90 */
 
+    /* throttle proposals from saturation alerts ($.throttle, cfg_throttle.c) */
+    struct cfg_throttle {
+        int proposals;            /* default 1: each saturation alert proposes rules */
+        uint64_t floor_bps;       /* no proposed cap below this; default 10 Mbit/s */
+        int proposal_ttl_seconds; /* default 3600 */
+        size_t n_auto_enforce;
+        char **auto_enforce;       /* workflows whose proposals are enforced at once */
+        double wrong_target_share; /* revoke when the throttled share stays below; 0.10 */
+        int wrong_target_windows;  /* ... for this many saturated windows; 3 */
+    } throttle;
+
     /* alerts */
     size_t n_webhooks;
     char **webhooks;
@@ -157,6 +182,8 @@ struct cfg {
     uint64_t spool_max_bytes; /* default 256 MiB */
     char *gnmi_tcp_listen;    /* "127.0.0.1:57400" or NULL */
     char *gnmi_udp_listen;
+    char *gnmi_delimiter; /* gnmic tcp output's `delimiter`, or NULL */
+    char *metrics_listen; /* the poller's /metrics, "HOST:PORT"; NULL: POLL_METRICS_DEFAULT */
 
     /* derived */
     struct sitemap *sitemap; /* every site prefix -> site index */

@@ -15,6 +15,8 @@
 #include "hm_html.h"
 #include "hm_sql.h"
 #include "hm_status.h"
+#include "hm_throttle.h"
+#include "hm_unrec.h"
 #include "timeutil.h"
 
 #define CHART_WINDOWS 120 /* windows before and including the chosen one */
@@ -500,6 +502,10 @@ static int cell_html(struct evbuffer *out, PGconn *db, const struct cfg *cfg, co
             goto done;
         }
     evbuffer_add_printf(out, "</div>");
+    if (hm_unrec_panel(out, db, cfg, src, dst, v.from_us, v.to_us, &v.t, err, errlen) < 0) {
+        rc = 500;
+        goto done;
+    }
     if (counters(out, db, &v, err, errlen) < 0) {
         rc = 500;
         goto done;
@@ -507,6 +513,7 @@ static int cell_html(struct evbuffer *out, PGconn *db, const struct cfg *cfg, co
     evbuffer_add_printf(out, "<div class=\"alerts-table\">");
     alerts_table(out, al, n_al, now);
     evbuffer_add_printf(out, "</div>");
+    hm_throttle_panel(out, db, src, dst); /* says so itself when it cannot read the rules */
     hm_html_close(out, now);
 done:
     hm_alerts_free(al, n_al);

@@ -421,6 +421,51 @@ static int gaps_section(struct rep *r, PGconn *db, const char *const *p, char *e
     return 0;
 }
 
+/* Hosts at either end of sampled flows (flow_samples, one exporter per pair and window) that no
+ * agent reported in that window: where to install an agent next (heatmap/hm_unrec.h). */
+static int hosts_section(struct rep *r, PGconn *db, const char *const *p, char *err, size_t errlen)
+{
+    PGresult *q = hm_sql_query(
+        db, "reading the hosts behind unexplained bytes",
+        "WITH f AS (SELECT DISTINCT ON (window_start, src_addr, dst_addr, proto, dst_port)"
+        " window_start, src_addr, dst_addr, src_site, dst_site, estimated_bytes FROM flow_samples"
+        " WHERE window_start >= " HM_SQL_TS(1) " AND window_start < " HM_SQL_TS(
+            2) " ORDER BY window_start, src_addr, dst_addr, proto, dst_port, samples DESC, device),"
+               " u AS (SELECT * FROM f WHERE NOT EXISTS (SELECT 1 FROM flow_records x WHERE"
+               " x.window_start = f.window_start AND ((x.local_addr = f.src_addr AND x.remote_addr "
+               "="
+               " f.dst_addr) OR (x.local_addr = f.dst_addr AND x.remote_addr = f.src_addr)))),"
+               " h AS (SELECT window_start, src_addr AS host, src_site AS site, dst_addr AS peer,"
+               " estimated_bytes FROM u UNION ALL SELECT window_start, dst_addr, dst_site, "
+               "src_addr,"
+               " estimated_bytes FROM u)"
+               " SELECT host(host), coalesce(min(site), ''), count(DISTINCT window_start),"
+               " sum(estimated_bytes)::bigint, count(DISTINCT peer) FROM h GROUP BY host"
+               " ORDER BY 3 DESC, 4 DESC, 1 LIMIT 10",
+        2, p, err, errlen);
+    if (!q)
+        return -1;
+    h2(r, "Hosts behind unexplained bytes",
+       "From the routers' sampled flows: hosts at either end of traffic that no agent reported, "
+       "by the number of windows they carried it in. Where to install an agent next.");
+    static const char *const heads[] = {"host", "site", "windows", "estimated bytes", "peers"};
+    table(r, "llrrr", heads);
+    for (int i = 0; i < PQntuples(q); i++) {
+        char b[HM_FMT_LEN];
+        row(r);
+        cell(r, hm_sql_str(q, i, 0));
+        cell_name(r, hm_sql_str(q, i, 1));
+        cell(r, hm_sql_str(q, i, 2));
+        cell(r, hm_fmt_bytes(hm_sql_i64(q, i, 3), b));
+        cell(r, hm_sql_str(q, i, 4));
+        row_end(r);
+    }
+    table_end(r, PQntuples(q), "no sampled flows without an agent this week");
+    section_end(r);
+    PQclear(q);
+    return 0;
+}
+
 static int workflows_section(struct rep *r, PGconn *db, const char *const *p, char *err,
                              size_t errlen)
 {
@@ -489,6 +534,47 @@ static int over_section(struct rep *r, PGconn *db, const char *const *p, char *e
         cell(r, hm_fmt_pct(hm_sql_f64(q, i, 3), cv));
         cell(r, hm_fmt_time(hm_sql_i64(q, i, 4), t));
         cell(r, hm_fmt_bytes(hm_sql_i64(q, i, 5), x));
+        row_end(r);
+    }
+    table_end(r, PQntuples(q), "none this week");
+    section_end(r);
+    PQclear(q);
+    return 0;
+}
+
+/* Throttle rules in force during the week (issue 12): proposals and rules, with what their
+ * hosts passed, delayed and dropped. */
+static int throttle_section(struct rep *r, PGconn *db, const char *const *p, char *err,
+                            size_t errlen)
+{
+    PGresult *q = hm_sql_query(
+        db, "reading throttle rules",
+        "SELECT r.id, r.selector_kind || ' ' || r.selector_value, r.rate_bps, r.mode || CASE WHEN "
+        "r.status = 'proposed' THEN ' (proposal)' ELSE '' END, r.created_by, coalesce((SELECT "
+        "sum(delayed_bytes) FROM throttle_host_stats h WHERE h.rule_id = r.id), 0)::bigint, "
+        "coalesce((SELECT sum(dropped_bytes) FROM throttle_host_stats h WHERE h.rule_id = r.id), "
+        "0)::bigint, r.reason FROM throttle_rules r WHERE r.created_at < " HM_SQL_TS(
+            2) " AND coalesce(r.revoked_at, r.expires_at) >= " HM_SQL_TS(1) " ORDER BY r.id",
+        2, p, err, errlen);
+    if (!q)
+        return -1;
+    h2(r, "Throttle rules",
+       "Rules and proposals in force during the week. NFS sent by the kernel's RPC client is "
+       "never throttled: act at the NFS server or export.");
+    static const char *const heads[] = {"id", "selector", "rate",    "mode",
+                                        "by", "delayed",  "dropped", "reason"};
+    table(r, "llrllrrl", heads);
+    for (int i = 0; i < PQntuples(q); i++) {
+        char rt[HM_FMT_LEN], dl[HM_FMT_LEN], dr[HM_FMT_LEN];
+        row(r);
+        cell(r, hm_sql_str(q, i, 0));
+        cell(r, hm_sql_str(q, i, 1));
+        cell(r, hm_fmt_bps(hm_sql_f64(q, i, 2), rt));
+        cell(r, hm_sql_str(q, i, 3));
+        cell(r, hm_sql_str(q, i, 4));
+        cell(r, hm_fmt_bytes(hm_sql_i64(q, i, 5), dl));
+        cell(r, hm_fmt_bytes(hm_sql_i64(q, i, 6), dr));
+        cell(r, hm_sql_str(q, i, 7));
         row_end(r);
     }
     table_end(r, PQntuples(q), "none this week");
@@ -629,8 +715,9 @@ static int render(struct evbuffer *out, PGconn *db, const struct cfg *cfg, int64
     if (pairs_section(&r, db, p, prev_label, err, errlen) < 0)
         return -1;
     if (days_section(&r, db, cfg, p, week_us, err, errlen) < 0 ||
-        gaps_section(&r, db, p, err, errlen) < 0 || workflows_section(&r, db, p, err, errlen) < 0 ||
-        over_section(&r, db, p, err, errlen) < 0)
+        gaps_section(&r, db, p, err, errlen) < 0 || hosts_section(&r, db, p, err, errlen) < 0 ||
+        workflows_section(&r, db, p, err, errlen) < 0 || over_section(&r, db, p, err, errlen) < 0 ||
+        throttle_section(&r, db, p, err, errlen) < 0)
         return -1;
     if (fmt == HM_REPORT_HTML)
         hm_html_close(out, now);

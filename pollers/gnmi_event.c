@@ -1,15 +1,13 @@
-/* Parsing and mapping of gnmic event messages (see gnmi_event.h). */
+/* Parsing and mapping of gnmic event messages (see gnmi_event.h). Field names follow gnmic's
+ * formatters/event.go (EventMsg: name, timestamp, tags, values, deletes). */
 #include "gnmi_event.h"
 
-#include <cjson/cJSON.h>
-#include <ctype.h>
-#include <errno.h>
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonv.h"
 #include "timeutil.h"
 
 enum field {
@@ -23,34 +21,67 @@ enum field {
     F_OUT_UC,
     F_OUT_MC,
     F_OUT_BC,
-    F_LAST_CLEAR,
-    F_HIGH_SPEED,
-    F_PORT_SPEED,
+    F_LAST_CLEAR, /* ns since the epoch */
+    F_HIGH_SPEED, /* Mbit/s */
+    F_PORT_SPEED, /* bit/s */
     N_FIELDS
 };
 
-/* last element of the OpenConfig path -> field */
-static const char *const field_leaf[N_FIELDS] = {
-    [F_IN_OCT] = "in-octets",          [F_OUT_OCT] = "out-octets",
-    [F_IN_PKTS] = "in-pkts",           [F_OUT_PKTS] = "out-pkts",
-    [F_IN_UC] = "in-unicast-pkts",     [F_IN_MC] = "in-multicast-pkts",
-    [F_IN_BC] = "in-broadcast-pkts",   [F_OUT_UC] = "out-unicast-pkts",
-    [F_OUT_MC] = "out-multicast-pkts", [F_OUT_BC] = "out-broadcast-pkts",
-    [F_LAST_CLEAR] = "last-clear",     [F_HIGH_SPEED] = "high-speed",
-    [F_PORT_SPEED] = "port-speed",
+#define BIT(f)        (1u << (f))
+#define COUNTER_BITS  (BIT(F_LAST_CLEAR) - 1) /* F_IN_OCT .. F_OUT_BC */
+#define SPEED_BITS    (BIT(F_HIGH_SPEED) | BIT(F_PORT_SPEED))
+#define NS_PER_CS     10000000ULL
+#define MAX_EXACT_DBL 9007199254740992.0 /* 2^53 */
+
+/* Last path element (module prefix removed) -> field: OpenConfig and SR Linux native names. */
+static const struct {
+    const char *leaf;
+    enum field f;
+} leaves[] = {
+    {"in-octets", F_IN_OCT},
+    {"out-octets", F_OUT_OCT},
+    {"in-pkts", F_IN_PKTS},
+    {"out-pkts", F_OUT_PKTS},
+    {"in-packets", F_IN_PKTS}, /* SR Linux */
+    {"out-packets", F_OUT_PKTS},
+    {"in-unicast-pkts", F_IN_UC},
+    {"in-multicast-pkts", F_IN_MC},
+    {"in-broadcast-pkts", F_IN_BC},
+    {"out-unicast-pkts", F_OUT_UC},
+    {"out-multicast-pkts", F_OUT_MC},
+    {"out-broadcast-pkts", F_OUT_BC},
+    {"in-unicast-packets", F_IN_UC}, /* SR Linux */
+    {"in-multicast-packets", F_IN_MC},
+    {"in-broadcast-packets", F_IN_BC},
+    {"out-unicast-packets", F_OUT_UC},
+    {"out-multicast-packets", F_OUT_MC},
+    {"out-broadcast-packets", F_OUT_BC},
+    {"last-clear", F_LAST_CLEAR},
+    {"high-speed", F_HIGH_SPEED},
+    {"port-speed", F_PORT_SPEED},
+    {"negotiated-port-speed", F_PORT_SPEED},
+};
+
+struct pending {
+    bool active;
+    int64_t ts_ns;
+    int64_t touched_us; /* monotonic time of the last event merged */
+    uint64_t v[N_FIELDS];
+    uint32_t have;
 };
 
 struct link_state {
     const char *device, *interface;
-    uint64_t v[N_FIELDS];
-    uint32_t have;
-    bool dirty;    /* updated by the message being applied */
-    int64_t ts_ns; /* newest timestamp applied */
+    struct pending p;
+    int64_t emitted_ts_ns; /* newest timestamp emitted (or given up) */
+    bool has_port_speed, has_high_speed, has_clear;
+    uint64_t port_speed_bps, high_speed_mbps;
+    int64_t disc_cs; /* last-clear carried over */
 };
 
 struct gnmi_map {
     const struct cfg *cfg;
-    struct link_state *links; /* one per cfg link on a gNMI device (others unused) */
+    struct link_state *links; /* one per cfg link (those not on gNMI devices stay unused) */
 };
 
 struct gnmi_map *gnmi_map_new(const struct cfg *cfg)
@@ -104,286 +135,375 @@ static int find_link(const struct gnmi_map *m, const char *source, const char *i
     return -1;
 }
 
-/* An unsigned 64-bit integer from a JSON number (exact up to 2^53) or a decimal string. */
-static int json_u64(const cJSON *v, uint64_t *out)
+/* A non-negative integer from a JSON integer (exact to 2^64-1), an integral JSON float up to 2^53
+ * (gnmic's event-convert to float) or a decimal string (JSON_IETF encodes uint64 as strings). */
+static int value_u64(const struct jv *v, uint64_t *out)
 {
-    if (cJSON_IsNumber(v)) {
-        double d = v->valuedouble;
-        if (!(d >= 0) || d > 9007199254740992.0 || d != (double)(uint64_t)d)
-            return -1;
-        *out = (uint64_t)d;
-        return 0;
-    }
-    if (cJSON_IsString(v)) {
-        const char *s = v->valuestring;
-        if (!*s || strlen(s) > 20)
-            return -1;
-        for (const char *c = s; *c; c++)
-            if (!isdigit((unsigned char)*c))
+    if (v->type == JV_NUMBER) {
+        if (v->is_int) {
+            if (v->neg || v->overflow)
                 return -1;
-        errno = 0;
-        unsigned long long x = strtoull(s, NULL, 10);
-        if (errno == ERANGE)
+            *out = v->u;
+            return 0;
+        }
+        if (!(v->d >= 0) || v->d > MAX_EXACT_DBL || v->d != (double)(uint64_t)v->d)
             return -1;
-        *out = x;
+        *out = (uint64_t)v->d;
         return 0;
     }
-    return -1;
-}
-
-/* OpenConfig ethernet port-speed identity ("SPEED_100GB", maybe module-prefixed) in bit/s. */
-static int port_speed_bps(const char *s, uint64_t *bps)
-{
-    const char *p = strstr(s, "SPEED_");
-    if (!p)
+    if (v->type != JV_STRING || v->n == 0 || v->n > 20)
         return -1;
-    char *end;
-    unsigned long long n = strtoull(p + 6, &end, 10);
-    if (end == p + 6)
-        return -1;
-    if (strcmp(end, "MB") == 0)
-        *bps = n * 1000000ULL;
-    else if (strcmp(end, "GB") == 0)
-        *bps = n * 1000000000ULL;
-    else
-        return -1;
+    uint64_t x = 0;
+    for (uint32_t i = 0; i < v->n; i++) {
+        unsigned char c = (unsigned char)v->s[i];
+        if (c < '0' || c > '9' || __builtin_mul_overflow(x, 10, &x) ||
+            __builtin_add_overflow(x, (uint64_t)(c - '0'), &x))
+            return -1;
+    }
+    *out = x;
     return 0;
 }
 
-static int leaf_field(const char *path)
+/* OpenConfig ethernet port-speed identity ("SPEED_100GB", maybe module-prefixed) or SR Linux's
+ * port-speed ("100G", "10M", "1T") in bit/s. */
+static int port_speed_bps(const char *s, uint64_t *bps)
 {
-    const char *leaf = strrchr(path, '/');
-    leaf = leaf ? leaf + 1 : path;
-    const char *colon = strrchr(leaf, ':'); /* "openconfig-interfaces:in-octets" */
-    if (colon)
-        leaf = colon + 1;
-    for (int f = 0; f < N_FIELDS; f++)
-        if (strcmp(leaf, field_leaf[f]) == 0)
-            return f;
-    if (strcmp(leaf, "negotiated-port-speed") == 0)
-        return F_PORT_SPEED;
-    return -1;
+    const char *p = strstr(s, "SPEED_");
+    p = p ? p + 6 : s;
+    char *end;
+    unsigned long long n = strtoull(p, &end, 10);
+    if (end == p || *p == '-' || *p == '+')
+        return -1;
+    uint64_t mul;
+    if (strcmp(end, "MB") == 0 || strcmp(end, "M") == 0)
+        mul = 1000000ULL;
+    else if (strcmp(end, "GB") == 0 || strcmp(end, "G") == 0)
+        mul = 1000000000ULL;
+    else if (strcmp(end, "TB") == 0 || strcmp(end, "T") == 0)
+        mul = 1000000000000ULL;
+    else
+        return -1;
+    return __builtin_mul_overflow((uint64_t)n, mul, bps) ? -1 : 0;
+}
+
+/* last-clear: OpenConfig's ns since the epoch (number or string), or SR Linux's RFC 3339
+ * date-time ("2024-03-19T23:16:22.812Z"). */
+static int last_clear_ns(const struct jv *v, uint64_t *ns)
+{
+    if (value_u64(v, ns) == 0)
+        return 0;
+    int64_t us;
+    if (v->type != JV_STRING || tm_parse_rfc3339(v->s, &us) != 0 || us < 0)
+        return -1;
+    *ns = (uint64_t)us * 1000ULL;
+    return 0;
+}
+
+/* Whether path goes through a subinterface ("/interfaces/interface/subinterfaces/subinterface/
+ * state/counters/in-octets", SR Linux "/interface/subinterface/statistics/in-octets"); sets
+ * *leaf to the field of its last element or -1. */
+static bool path_info(const char *path, int *leaf)
+{
+    bool subif = false;
+    *leaf = -1;
+    const char *p = path;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        const char *e = p;
+        while (*e && *e != '/')
+            e++;
+        const char *name = p;
+        for (const char *c = p; c < e; c++)
+            if (*c == ':') /* "openconfig-interfaces:in-octets", "srl_nokia-interfaces:interface" */
+                name = c + 1;
+        size_t n = (size_t)(e - name);
+        if ((n == 12 && memcmp(name, "subinterface", 12) == 0) ||
+            (n == 13 && memcmp(name, "subinterfaces", 13) == 0))
+            subif = true;
+        if (!*e) {
+            for (size_t i = 0; i < sizeof(leaves) / sizeof(leaves[0]); i++)
+                if (strlen(leaves[i].leaf) == n && memcmp(leaves[i].leaf, name, n) == 0)
+                    *leaf = (int)leaves[i].f;
+        }
+        p = e;
+    }
+    return subif;
 }
 
 struct update {
-    int link; /* -1: unknown, ignored */
+    int link; /* -1: not applied */
     int64_t ts_ns;
     uint64_t v[N_FIELDS];
     uint32_t have;
+    bool subif;
 };
 
-/* Copies msg, quoting integer literals too long for a double (> 15 digits) so that cJSON keeps
- * them exact as strings; numbers in strings are accepted anyway. */
-static char *quote_big_ints(const char *msg, size_t len)
+static void value_text(const struct jv *v, char *buf, size_t len)
 {
-    char *out = malloc(len * 3 + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    bool in_str = false;
-    for (size_t i = 0; i < len;) {
-        char c = msg[i];
-        if (in_str) {
-            out[o++] = c;
-            if (c == '\\' && i + 1 < len)
-                out[o++] = msg[++i];
-            else if (c == '"')
-                in_str = false;
-            i++;
-            continue;
-        }
-        if (c == '"') {
-            in_str = true;
-            out[o++] = c;
-            i++;
-            continue;
-        }
-        if (isdigit((unsigned char)c) && (i == 0 || !isalnum((unsigned char)msg[i - 1])) &&
-            (i == 0 || (msg[i - 1] != '-' && msg[i - 1] != '.'))) {
-            size_t j = i;
-            while (j < len && isdigit((unsigned char)msg[j]))
-                j++;
-            bool plain = j - i > 15 && (j == len || !strchr(".eE", msg[j]));
-            if (plain)
-                out[o++] = '"';
-            memcpy(out + o, msg + i, j - i);
-            o += j - i;
-            if (plain)
-                out[o++] = '"';
-            i = j;
-            continue;
-        }
-        out[o++] = c;
-        i++;
-    }
-    out[o] = '\0';
-    return out;
+    if (v->type == JV_STRING)
+        snprintf(buf, len, "\"%.50s\"", v->s);
+    else if (v->type == JV_NUMBER && v->is_int && !v->overflow)
+        snprintf(buf, len, "%s%llu", v->neg ? "-" : "", (unsigned long long)v->u);
+    else if (v->type == JV_NUMBER)
+        snprintf(buf, len, "%.17g", v->d);
+    else
+        snprintf(buf, len, "%s", jv_type_name(v));
 }
 
-static int parse_event(const struct gnmi_map *m, const cJSON *ev, const char *at, struct update *u,
-                       char *err, size_t errlen)
+static int parse_values(const struct jv *values, const char *at, struct update *u, char *err,
+                        size_t errlen)
 {
-    if (!cJSON_IsObject(ev)) {
-        snprintf(err, errlen, "%s: expected an event object", at);
-        return -1;
-    }
-    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(ev, "timestamp");
-    uint64_t ts_ns;
-    if (!ts || json_u64(ts, &ts_ns) != 0 || ts_ns == 0) {
-        snprintf(err, errlen, "%s.timestamp: expected nanoseconds since the epoch", at);
-        return -1;
-    }
-    const cJSON *tags = cJSON_GetObjectItemCaseSensitive(ev, "tags");
-    const cJSON *values = cJSON_GetObjectItemCaseSensitive(ev, "values");
-    if (!cJSON_IsObject(tags)) {
-        snprintf(err, errlen, "%s.tags: expected an object", at);
-        return -1;
-    }
-    if (values && !cJSON_IsObject(values)) {
-        snprintf(err, errlen, "%s.values: expected an object", at);
-        return -1;
-    }
-    const cJSON *src = cJSON_GetObjectItemCaseSensitive(tags, "source");
-    if (!cJSON_IsString(src) || !*src->valuestring) {
-        snprintf(err, errlen, "%s.tags.source: expected the target name", at);
-        return -1;
-    }
-    const cJSON *ifn = cJSON_GetObjectItemCaseSensitive(tags, "interface_name");
-    memset(u, 0, sizeof(*u));
-    u->ts_ns = (int64_t)ts_ns;
-    const cJSON *val;
-    cJSON_ArrayForEach(val, values)
-    {
-        int f = leaf_field(val->string);
+    for (const struct jv *val = values ? values->child : NULL; val; val = val->next) {
+        int f;
+        if (path_info(val->key, &f)) {
+            if (f >= 0)
+                u->subif = true;
+            continue; /* a subinterface's counter is not the interface's */
+        }
         if (f < 0)
             continue;
         uint64_t x;
         int bad;
-        if (f == F_PORT_SPEED)
-            bad = !cJSON_IsString(val) || port_speed_bps(val->valuestring, &x) != 0;
-        else
-            bad = json_u64(val, &x) != 0;
+        const char *want = "a non-negative integer";
+        if (f == F_PORT_SPEED) {
+            bad = val->type != JV_STRING || port_speed_bps(val->s, &x) != 0;
+            want = "a speed (SPEED_100GB or 100G)";
+        } else if (f == F_LAST_CLEAR) {
+            bad = last_clear_ns(val, &x) != 0;
+            want = "ns since the epoch or an RFC 3339 date-time";
+        } else {
+            bad = value_u64(val, &x) != 0;
+        }
         if (bad) {
-            char *txt = cJSON_PrintUnformatted(val);
-            snprintf(err, errlen, "%s.values[\"%s\"]: expected %s, got %.60s", at, val->string,
-                     f == F_PORT_SPEED ? "a SPEED_* identity" : "a non-negative integer",
-                     txt ? txt : "?");
-            free(txt);
+            char txt[64];
+            value_text(val, txt, sizeof(txt));
+            snprintf(err, errlen, "%s.values[\"%.80s\"]: expected %s, got %s", at, val->key, want,
+                     txt);
             return -1;
         }
         u->v[f] = x;
-        u->have |= 1u << f;
+        u->have |= BIT(f);
     }
-    if (!cJSON_IsString(ifn)) {
+    return 0;
+}
+
+static int parse_event(const struct gnmi_map *m, const struct jv *ev, const char *at,
+                       struct update *u, char *err, size_t errlen)
+{
+    memset(u, 0, sizeof(*u));
+    u->link = -1;
+    if (ev->type != JV_OBJECT) {
+        snprintf(err, errlen, "%s: expected an event object, got %s", at, jv_type_name(ev));
+        return -1;
+    }
+    const struct jv *ts = jv_get(ev, "timestamp");
+    if (!ts || ts->type != JV_NUMBER || !ts->is_int || ts->neg || ts->overflow || ts->u == 0 ||
+        ts->u > (uint64_t)INT64_MAX) {
+        snprintf(err, errlen, "%s.timestamp: expected nanoseconds since the epoch", at);
+        return -1;
+    }
+    u->ts_ns = (int64_t)ts->u;
+    const struct jv *tags = jv_get(ev, "tags");
+    const struct jv *values = jv_get(ev, "values");
+    if (!tags || tags->type != JV_OBJECT) {
+        snprintf(err, errlen, "%s.tags: expected an object", at);
+        return -1;
+    }
+    if (values && values->type != JV_OBJECT) {
+        snprintf(err, errlen, "%s.values: expected an object", at);
+        return -1;
+    }
+    const struct jv *src = jv_get(tags, "source");
+    if (!src || src->type != JV_STRING || src->n == 0) {
+        snprintf(err, errlen, "%s.tags.source: expected the target name", at);
+        return -1;
+    }
+    if (parse_values(values, at, u, err, errlen) != 0)
+        return -1;
+    const struct jv *sub = jv_get(tags, "subinterface_index");
+    if (sub && u->have) {
+        u->subif = true; /* the keys came in the tags: every value here is the subinterface's */
+        u->have = 0;
+    }
+    const struct jv *ifn = jv_get(tags, "interface_name");
+    if (!ifn || ifn->type != JV_STRING) {
         if (u->have) {
             snprintf(err, errlen, "%s.tags.interface_name: expected the interface name", at);
             return -1;
         }
-        u->link = -1; /* not an interface event: ignored */
-        return 0;
+        return 0; /* not an interface event: ignored */
     }
-    u->link = find_link(m, src->valuestring, ifn->valuestring);
+    if (u->have)
+        u->link = find_link(m, src->s, ifn->s);
     return 0;
 }
 
-static void emit(struct gnmi_map *m, struct link_state *ls, struct poll_batch *out)
+static void emit(struct link_state *ls, struct poll_batch *out, struct gnmi_stats *st)
 {
-    const uint32_t oct = (1u << F_IN_OCT) | (1u << F_OUT_OCT);
-    ls->dirty = false;
-    if ((ls->have & oct) != oct)
+    struct pending *p = &ls->p;
+    p->active = false;
+    ls->emitted_ts_ns = p->ts_ns;
+    if (p->have & BIT(F_LAST_CLEAR)) {
+        ls->disc_cs = (int64_t)(p->v[F_LAST_CLEAR] / NS_PER_CS);
+        ls->has_clear = true;
+    }
+    const uint32_t oct = BIT(F_IN_OCT) | BIT(F_OUT_OCT);
+    if ((p->have & oct) != oct) {
+        st->partial++;
         return;
-    (void)m;
+    }
     struct poll_sample s = {0};
     snprintf(s.device, sizeof(s.device), "%s", ls->device);
     snprintf(s.interface, sizeof(s.interface), "%s", ls->interface);
-    s.at_us = ls->ts_ns / 1000;
-    s.in_octets = ls->v[F_IN_OCT];
-    s.out_octets = ls->v[F_OUT_OCT];
+    s.at_us = p->ts_ns / 1000;
+    s.in_octets = p->v[F_IN_OCT];
+    s.out_octets = p->v[F_OUT_OCT];
     s.counter_bits = 64;
-    if ((ls->have & (1u << F_IN_PKTS)) && (ls->have & (1u << F_OUT_PKTS))) {
+    const uint32_t pk = BIT(F_IN_PKTS) | BIT(F_OUT_PKTS), uc = BIT(F_IN_UC) | BIT(F_OUT_UC);
+    if ((p->have & pk) == pk) {
         s.has_pkts = true;
-        s.in_pkts = ls->v[F_IN_PKTS];
-        s.out_pkts = ls->v[F_OUT_PKTS];
-    } else if ((ls->have & (1u << F_IN_UC)) && (ls->have & (1u << F_OUT_UC))) {
+        s.in_pkts = p->v[F_IN_PKTS];
+        s.out_pkts = p->v[F_OUT_PKTS];
+    } else if ((p->have & uc) == uc) {
+        /* sums of 64-bit counters wrap consistently modulo 2^64 */
         s.has_pkts = true;
-        s.in_pkts = ls->v[F_IN_UC] + ls->v[F_IN_MC] + ls->v[F_IN_BC];
-        s.out_pkts = ls->v[F_OUT_UC] + ls->v[F_OUT_MC] + ls->v[F_OUT_BC];
+        s.in_pkts = p->v[F_IN_UC] + p->v[F_IN_MC] + p->v[F_IN_BC];
+        s.out_pkts = p->v[F_OUT_UC] + p->v[F_OUT_MC] + p->v[F_OUT_BC];
     }
-    if (ls->have & (1u << F_PORT_SPEED))
-        s.speed_bps = ls->v[F_PORT_SPEED];
-    else if (ls->have & (1u << F_HIGH_SPEED))
-        s.speed_bps = ls->v[F_HIGH_SPEED] * 1000000ULL;
-    /* last-clear is ns since the epoch; any change in it must change discontinuity_cs */
-    s.discontinuity_cs = (int64_t)(ls->v[F_LAST_CLEAR] / 10000000ULL);
+    if (ls->has_port_speed)
+        s.speed_bps = ls->port_speed_bps;
+    else if (ls->has_high_speed)
+        s.speed_bps = ls->high_speed_mbps * 1000000ULL;
+    s.discontinuity_cs = ls->has_clear ? ls->disc_cs : 0;
     if (poll_batch_add(out, &s) != 0)
-        return;
+        st->partial++;
 }
 
-int gnmi_map_message(struct gnmi_map *m, const char *msg, size_t len, int64_t max_at_us,
-                     struct poll_batch *out, struct gnmi_stats *st, char *err, size_t errlen)
+static void apply(struct link_state *ls, const struct update *u, int64_t now_us,
+                  struct poll_batch *out, struct gnmi_stats *st)
 {
-    int rc = -1;
+    /* speed is state, not a counter of this timestamp: carried whatever its timestamp */
+    if (u->have & BIT(F_PORT_SPEED)) {
+        ls->has_port_speed = true;
+        ls->port_speed_bps = u->v[F_PORT_SPEED];
+    }
+    if (u->have & BIT(F_HIGH_SPEED)) {
+        ls->has_high_speed = true;
+        ls->high_speed_mbps = u->v[F_HIGH_SPEED];
+    }
+    uint32_t have = u->have & ~SPEED_BITS;
+    if (!have)
+        return;
+    if (u->ts_ns <= ls->emitted_ts_ns || (ls->p.active && u->ts_ns < ls->p.ts_ns)) {
+        st->stale++; /* older than what is pending or already reported */
+        return;
+    }
+    if (ls->p.active && u->ts_ns > ls->p.ts_ns)
+        emit(ls, out, st); /* the timestamp moved on: the previous one is complete */
+    if (!ls->p.active) {
+        memset(&ls->p, 0, sizeof(ls->p));
+        ls->p.active = true;
+        ls->p.ts_ns = u->ts_ns;
+    }
+    for (int f = 0; f < N_FIELDS; f++)
+        if (have & BIT(f))
+            ls->p.v[f] = u->v[f];
+    ls->p.have |= have;
+    ls->p.touched_us = now_us;
+}
+
+/* gnmic's plain `format: json` (formatters/json.go NotificationRspMsg: source, timestamp,
+ * updates[{Path, values}]): an object with "updates", or with "source" and no "tags". */
+static bool is_format_json(const struct jv *root)
+{
+    const struct jv *first = root;
+    if (root->type == JV_ARRAY)
+        first = root->child;
+    if (!first || first->type != JV_OBJECT || jv_get(first, "tags"))
+        return false;
+    return jv_get(first, "updates") || jv_get(first, "source");
+}
+
+enum gnmi_rc gnmi_map_message(struct gnmi_map *m, const char *msg, size_t len, int64_t now_us,
+                              int64_t max_at_us, struct poll_batch *out, struct gnmi_stats *st,
+                              char *err, size_t errlen)
+{
+    enum gnmi_rc rc = GNMI_MALFORMED;
     struct update *ups = NULL;
-    char *text = quote_big_ints(msg, len);
-    cJSON *root = text ? cJSON_ParseWithLength(text, strlen(text)) : NULL;
+    struct jv *root = NULL;
+    size_t n_roots = 0;
+    struct jv_error je;
     memset(st, 0, sizeof(*st));
-    if (!root) {
-        snprintf(err, errlen, "$: not valid JSON");
+    struct jv_doc *doc = jv_parse(msg, len, false, &root, &n_roots, &je);
+    if (!doc) {
+        snprintf(err, errlen, "%s: not valid JSON: %s", je.path, je.msg);
+        return GNMI_MALFORMED;
+    }
+    if (is_format_json(root)) {
+        snprintf(err, errlen, "a gnmic `format: json` message (gnmic's default output format)");
+        rc = GNMI_FORMAT_JSON;
         goto done;
     }
-    size_t n = cJSON_IsArray(root) ? (size_t)cJSON_GetArraySize(root) : 1;
+    size_t n = root->type == JV_ARRAY ? root->n : 1;
     ups = calloc(n ? n : 1, sizeof(*ups));
     if (!ups) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
     /* validate everything first: a malformed message changes nothing */
-    if (cJSON_IsArray(root)) {
+    if (root->type == JV_ARRAY) {
         size_t i = 0;
-        const cJSON *ev;
-        cJSON_ArrayForEach(ev, root)
-        {
+        for (const struct jv *ev = root->child; ev && i < n; ev = ev->next, i++) {
             char at[32];
             snprintf(at, sizeof(at), "$[%zu]", i);
             if (parse_event(m, ev, at, &ups[i], err, errlen) != 0)
                 goto done;
-            i++;
         }
     } else if (parse_event(m, root, "$", &ups[0], err, errlen) != 0) {
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
-        struct update *u = &ups[i];
+        const struct update *u = &ups[i];
+        if (u->subif)
+            st->subif++;
         if (u->link < 0) {
-            st->ignored++;
+            if (!u->subif)
+                st->ignored++;
             continue;
         }
         if (u->ts_ns / 1000 > max_at_us) {
             st->future++;
             continue;
         }
-        struct link_state *ls = &m->links[u->link];
-        if (ls->dirty && u->ts_ns != ls->ts_ns)
-            emit(m, ls, out); /* a new timestamp closes the previous sample */
-        if (u->ts_ns < ls->ts_ns) {
-            st->ignored++; /* older than what we already reported */
-            continue;
-        }
-        for (int f = 0; f < N_FIELDS; f++)
-            if (u->have & (1u << f))
-                ls->v[f] = u->v[f];
-        ls->have |= u->have;
-        ls->ts_ns = u->ts_ns;
-        if (u->have)
-            ls->dirty = true;
+        apply(&m->links[u->link], u, now_us, out, st);
     }
-    for (size_t l = 0; l < m->cfg->n_links; l++)
-        if (m->links[l].dirty)
-            emit(m, &m->links[l], out);
-    rc = 0;
+    rc = GNMI_OK;
 done:
-    cJSON_Delete(root);
-    free(text);
+    jv_doc_free(doc);
     free(ups);
     return rc;
+}
+
+size_t gnmi_map_flush(struct gnmi_map *m, int64_t now_us, int64_t quiet_us, struct poll_batch *out,
+                      struct gnmi_stats *st)
+{
+    size_t before = out->n;
+    for (size_t l = 0; l < m->cfg->n_links; l++) {
+        struct link_state *ls = &m->links[l];
+        if (ls->p.active && (quiet_us < 0 || ls->p.touched_us + quiet_us <= now_us))
+            emit(ls, out, st);
+    }
+    return out->n - before;
+}
+
+int64_t gnmi_map_next_due(const struct gnmi_map *m, int64_t quiet_us)
+{
+    int64_t due = -1;
+    for (size_t l = 0; l < m->cfg->n_links; l++) {
+        const struct link_state *ls = &m->links[l];
+        if (ls->p.active && (due < 0 || ls->p.touched_us + quiet_us < due))
+            due = ls->p.touched_us + quiet_us;
+    }
+    return due;
 }

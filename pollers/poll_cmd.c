@@ -10,8 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "flow_collect.h"
 #include "gnmi_listen.h"
 #include "log.h"
+#include "poll_metrics.h"
 #include "poll_sink.h"
 #include "snmp_poller.h"
 
@@ -27,7 +29,11 @@ static void usage(FILE *f)
                "  --device NAME     poll only this SNMP device (repeatable)\n"
                "  --gnmi-tcp H:P    listen for gnmic's tcp output (default: gnmi_tcp_listen)\n"
                "  --gnmi-udp H:P    listen for gnmic's udp output (default: gnmi_udp_listen)\n"
+               "  --gnmi-delimiter S  gnmic tcp output's `delimiter` (default: gnmi_delimiter)\n"
+               "  --gnmi-quiet-ms N  emit a gNMI sample after N ms without events (default 500)\n"
                "  --no-snmp         do not poll SNMP devices (gNMI listener only)\n"
+               "  --metrics H:P     serve /metrics here (default: metrics_listen, "
+               "else " POLL_METRICS_DEFAULT ")\n"
                "  --flush-ms N      batch samples for N ms before spooling (default 1000)\n"
                "  --max-varbinds N  varbinds per SNMP GET to start with (default 100)\n");
 }
@@ -44,43 +50,64 @@ static void on_once_done(void *arg)
     event_base_loopbreak(arg);
 }
 
-int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
+struct poll_opts {
+    bool once, to_stdout, no_snmp;
+    const char *spool_dir, *tcp, *udp, *name, *delimiter, *metrics_addr;
+    char host[256];
+    char *only[MAX_ONLY];
+    size_t n_only;
+    int flush_ms, max_vb, quiet_ms;
+};
+
+/* The command line over the config's defaults: -1 to go on, else the exit code. */
+static int parse_opts(const struct cfg *cfg, int argc, char **argv, struct poll_opts *o)
 {
     static const struct option opts[] = {
-        {"once", no_argument, NULL, 'o'},           {"stdout", no_argument, NULL, 's'},
-        {"spool", required_argument, NULL, 'S'},    {"name", required_argument, NULL, 'n'},
-        {"device", required_argument, NULL, 'd'},   {"gnmi-tcp", required_argument, NULL, 't'},
-        {"gnmi-udp", required_argument, NULL, 'u'}, {"no-snmp", no_argument, NULL, 'N'},
-        {"flush-ms", required_argument, NULL, 'f'}, {"max-varbinds", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"once", no_argument, NULL, 'o'},
+        {"stdout", no_argument, NULL, 's'},
+        {"spool", required_argument, NULL, 'S'},
+        {"name", required_argument, NULL, 'n'},
+        {"device", required_argument, NULL, 'd'},
+        {"gnmi-tcp", required_argument, NULL, 't'},
+        {"gnmi-udp", required_argument, NULL, 'u'},
+        {"no-snmp", no_argument, NULL, 'N'},
+        {"flush-ms", required_argument, NULL, 'f'},
+        {"max-varbinds", required_argument, NULL, 'm'},
+        {"gnmi-delimiter", required_argument, NULL, 'D'},
+        {"gnmi-quiet-ms", required_argument, NULL, 'q'},
+        {"metrics", required_argument, NULL, 'M'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    bool once = false, to_stdout = false, no_snmp = false;
-    const char *spool_dir = cfg->spool_dir, *tcp = cfg->gnmi_tcp_listen,
-               *udp = cfg->gnmi_udp_listen;
-    char host[256] = "poller";
-    gethostname(host, sizeof(host) - 1);
-    const char *name = host;
-    char *only[MAX_ONLY];
-    size_t n_only = 0;
-    int flush_ms = 1000, max_vb = 100;
+    *o = (struct poll_opts){.spool_dir = cfg->spool_dir,
+                            .tcp = cfg->gnmi_tcp_listen,
+                            .udp = cfg->gnmi_udp_listen,
+                            .delimiter = cfg->gnmi_delimiter,
+                            .metrics_addr = cfg->metrics_listen,
+                            .flush_ms = 1000,
+                            .max_vb = 100,
+                            .quiet_ms = GNMI_QUIET_MS_DEFAULT};
+    snprintf(o->host, sizeof(o->host), "poller");
+    gethostname(o->host, sizeof(o->host) - 1);
+    o->name = o->host;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 'o':
-            once = true;
+            o->once = true;
             break;
         case 's':
-            to_stdout = true;
+            o->to_stdout = true;
             break;
         case 'S':
-            spool_dir = optarg;
+            o->spool_dir = optarg;
             break;
         case 'n':
-            name = optarg;
+            o->name = optarg;
             break;
         case 'd':
-            if (n_only == MAX_ONLY) {
+            if (o->n_only == MAX_ONLY) {
                 fprintf(stderr, "wanledger poll: at most %d --device options\n", MAX_ONLY);
                 return 2;
             }
@@ -89,27 +116,37 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
                         cfg->path);
                 return 2;
             }
-            only[n_only++] = optarg;
+            o->only[o->n_only++] = optarg;
             break;
         case 't':
-            tcp = optarg;
+            o->tcp = optarg;
             break;
         case 'u':
-            udp = optarg;
+            o->udp = optarg;
             break;
         case 'N':
-            no_snmp = true;
+            o->no_snmp = true;
+            break;
+        case 'D':
+            o->delimiter = optarg;
+            break;
+        case 'M':
+            o->metrics_addr = optarg;
             break;
         case 'f':
-        case 'm': {
+        case 'm':
+        case 'q': {
             char *end;
             long v = strtol(optarg, &end, 10);
             if (*end || v <= 0 || v > 1000000) {
                 fprintf(stderr, "wanledger poll: --%s %s: expected a positive integer\n",
-                        c == 'f' ? "flush-ms" : "max-varbinds", optarg);
+                        c == 'f'   ? "flush-ms"
+                        : c == 'm' ? "max-varbinds"
+                                   : "gnmi-quiet-ms",
+                        optarg);
                 return 2;
             }
-            *(c == 'f' ? &flush_ms : &max_vb) = (int)v;
+            *(c == 'f' ? &o->flush_ms : c == 'm' ? &o->max_vb : &o->quiet_ms) = (int)v;
             break;
         }
         case 'h':
@@ -125,17 +162,53 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (once) {
-        tcp = udp = NULL; /* --once is one SNMP poll */
-        if (no_snmp) {
+    if (o->once) {
+        o->tcp = o->udp = NULL; /* --once is one SNMP poll */
+        if (o->no_snmp) {
             fprintf(stderr, "wanledger poll: --once polls SNMP devices; drop --no-snmp\n");
             return 2;
         }
     }
-    if (!to_stdout && !spool_dir) {
+    if (!o->to_stdout && !o->spool_dir) {
         fprintf(stderr, "wanledger poll: no spool directory (spool_dir or --spool)\n");
         return 2;
     }
+    return -1;
+}
+
+/* /metrics, except in --once: the default port taken (a second poller on this host) is a
+ * warning, a configured address that cannot be bound an error (-1). */
+static int start_metrics(struct event_base *base, const struct cfg *cfg, const struct poll_opts *o,
+                         const struct snmp_poller *sp, const struct gnmi_listen *gl,
+                         struct poll_metrics **out)
+{
+    char err[512];
+    const char *addr = o->metrics_addr ? o->metrics_addr : POLL_METRICS_DEFAULT;
+    *out = NULL;
+    if (o->once)
+        return 0;
+    *out = poll_metrics_new(base, addr, cfg, sp, gl, o->to_stdout ? NULL : o->spool_dir, err,
+                            sizeof(err));
+    if (!*out && o->metrics_addr) {
+        log_error(NULL, "%s", err);
+        return -1;
+    }
+    if (!*out)
+        log_warn(NULL, "%s; running without /metrics", err);
+    else
+        log_info(NULL, "metrics on http://%s/metrics", addr);
+    return 0;
+}
+
+int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
+{
+    struct poll_opts opt;
+    int prc = parse_opts(cfg, argc, argv, &opt);
+    if (prc >= 0)
+        return prc;
+    const struct poll_opts *o = &opt;
+    bool once = o->once, to_stdout = o->to_stdout;
+    const char *spool_dir = o->spool_dir, *tcp = o->tcp, *udp = o->udp;
     char url[1024];
     const char *base_url = cfg->reconciler_url ? cfg->reconciler_url : "";
     size_t bl = strlen(base_url);
@@ -154,29 +227,31 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
     struct poll_sink *sink = NULL;
     struct snmp_poller *sp = NULL;
     struct gnmi_listen *gl = NULL;
+    struct flow_collect *fc = NULL;
     struct event *sig_int = NULL, *sig_term = NULL;
+    struct poll_metrics *metrics = NULL;
     if (!base) {
         log_error(NULL, "cannot create the event loop");
         return 1;
     }
     struct poll_sink_opts so = {
-        .poller = name,
+        .poller = o->name,
         .out = to_stdout ? stdout : NULL,
         .spool_dir = spool_dir,
         .spool_max_bytes = cfg->spool_max_bytes ? cfg->spool_max_bytes : (256ULL << 20),
         .url = url,
         .token = token,
-        .flush_ms = flush_ms,
+        .flush_ms = o->flush_ms,
     };
     sink = poll_sink_new(base, &so, err, sizeof(err));
     if (!sink) {
         log_error(NULL, "%s", err);
         goto done;
     }
-    if (!no_snmp) {
+    if (!o->no_snmp) {
         struct snmp_poller_opts po = {
-            .once = once, .done = on_once_done, .done_arg = base, .max_varbinds = max_vb};
-        sp = snmp_poller_new(base, cfg, sink, &po, only, n_only, err, sizeof(err));
+            .once = once, .done = on_once_done, .done_arg = base, .max_varbinds = o->max_vb};
+        sp = snmp_poller_new(base, cfg, sink, &po, opt.only, o->n_only, err, sizeof(err));
         if (!sp) {
             log_error(NULL, "%s", err);
             rc = 2;
@@ -184,7 +259,9 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
         }
     }
     if (tcp || udp) {
-        gl = gnmi_listen_new(base, cfg, sink, tcp, udp, err, sizeof(err));
+        struct gnmi_listen_opts go = {
+            .tcp_addr = tcp, .udp_addr = udp, .delimiter = o->delimiter, .quiet_ms = o->quiet_ms};
+        gl = gnmi_listen_new(base, cfg, sink, &go, err, sizeof(err));
         if (!gl) {
             log_error(NULL, "%s", err);
             goto done;
@@ -192,9 +269,24 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
         log_info(NULL, "gnmi: listening for gnmic on%s%s%s%s", tcp ? " tcp " : "", tcp ? tcp : "",
                  udp ? " udp " : "", udp ? udp : "");
     }
-    if ((!sp || snmp_poller_devices(sp) == 0) && !gl) {
+    struct flow_collect_opts fo = {.poller = o->name,
+                                   .spool_dir = spool_dir,
+                                   .spool_max_bytes = so.spool_max_bytes,
+                                   .reconciler_url = base_url,
+                                   .token = token,
+                                   .out = so.out};
+    if (!once && flow_collect_devices(cfg) > 0 &&
+        !(fc = flow_collect_new(base, cfg, &fo, err, sizeof(err)))) {
+        log_error(NULL, "%s", err);
+        goto done;
+    }
+    if ((!sp || snmp_poller_devices(sp) == 0) && !gl && !fc) {
         log_error(NULL, "nothing to poll: no SNMP device selected and no gNMI listener in %s",
                   cfg->path);
+        rc = 2;
+        goto done;
+    }
+    if (start_metrics(base, cfg, o, sp, gl, &metrics) != 0) {
         rc = 2;
         goto done;
     }
@@ -215,12 +307,14 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
         rc = 1;
     }
 done:
+    poll_metrics_free(metrics);
     if (sig_int)
         event_free(sig_int);
     if (sig_term)
         event_free(sig_term);
     snmp_poller_free(sp);
     gnmi_listen_free(gl);
+    (void)flow_collect_free(fc, 2000);
     if (sink) {
         size_t left = poll_sink_close(sink, once && !to_stdout);
         if (once && left > 0 && rc == 0) {

@@ -22,7 +22,9 @@
 #include <net-snmp/library/large_fd_set.h>
 
 #include "log.h"
+#include "snmp_clock.h"
 #include "snmp_session.h"
+#include "snmp_wrap.h"
 #include "timeutil.h"
 
 /* Per-interface columns, in the order they are requested. */
@@ -73,11 +75,19 @@ static const struct colspec if_name_col = {IFX(1), 11};
 static const struct colspec if_descr_col = {IFT(2), 10};
 static const oid sys_uptime_oid[] = {1, 3, 6, 1, 2, 1, 1, 3, 0};
 
+const double snmp_duration_buckets[SNMP_N_DURATION_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1,
+                                                               0.25,  0.5,  1,     2.5,  10};
+
 struct snmp_if {
-    const char *name; /* configured interface name */
-    long ifindex;     /* 0 = not resolved */
-    bool by_descr;    /* resolved through ifDescr */
+    const char *name;  /* configured interface name */
+    long ifindex;      /* 0 = not resolved */
+    long prev_ifindex; /* before the last resolution, to log a move */
+    bool by_descr;     /* resolved through ifDescr */
     bool warned_missing;
+    bool not_up;         /* last poll: ifOperStatus was not up(1) */
+    unsigned down_polls; /* consecutive polls not up, for periodic re-resolution */
+    int64_t last_invalid_disc;
+    bool warned_wrap; /* 32-bit counters that can wrap twice in an interval: logged once */
     /* this poll */
     uint64_t v[N_COLS];
     uint32_t have; /* bit per column */
@@ -92,6 +102,7 @@ struct req {
     unsigned gen;
     int reqid;       /* net-snmp request id: a reused slot ignores its old request's answer */
     size_t from, to; /* active[] range of a GET */
+    int64_t send_us; /* wall clock when first sent: the agent read it no earlier */
 };
 
 struct snmp_dev {
@@ -122,6 +133,9 @@ struct snmp_dev {
     bool rebooted;
     int64_t cycle_start_ns; /* monotonic, for the poll-duration log line */
     int64_t last_uptime_cs;
+    struct snmp_clock clock; /* device time of responses from sysUpTime */
+    bool need_reopen;        /* a transport error: a new session before the next cycle */
+    struct snmp_dev_stats st;
     /* state for logging once per change */
     int up; /* -1 unknown, 0 down, 1 up */
     unsigned fails;
@@ -164,8 +178,8 @@ static const char *dname(const struct snmp_dev *d)
     return d->cd->name;
 }
 
-static void cycle_fail(struct snmp_dev *d, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static void cycle_fail(struct snmp_dev *d, enum snmp_fail_reason why, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static bool probe_learnt(struct snmp_dev *d);
 
 /* Re-arms the net-snmp retry timer from the session's earliest pending timeout. A cycle in
@@ -190,10 +204,12 @@ static void arm_timeout(struct snmp_dev *d)
         netsnmp_session *s = snmp_sess_session(d->sess);
         int e = s ? s->s_snmp_errno : 0;
         if (d->cd->snmp.version == 3)
-            cycle_fail(d, "request rejected: %s (wrong SNMPv3 user, password or protocol?)",
+            cycle_fail(d, SNMP_FAIL_AUTH,
+                       "request rejected: %s (wrong SNMPv3 user, password or protocol?)",
                        e ? snmp_api_errstring(e) : "no answer");
         else
-            cycle_fail(d, "request dropped: %s", e ? snmp_api_errstring(e) : "no answer");
+            cycle_fail(d, SNMP_FAIL_TRANSPORT, "request dropped: %s",
+                       e ? snmp_api_errstring(e) : "no answer");
     }
 }
 
@@ -206,6 +222,16 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
     NETSNMP_LARGE_FD_SET(fd, &fds);
     snmp_sess_read2(d->sess, &fds);
     netsnmp_large_fd_set_cleanup(&fds);
+    netsnmp_transport *t = snmp_sess_transport(d->sess);
+    if (!t || t->sock != fd) {
+        /* net-snmp closed a stream transport (the agent went away): stop watching the old fd,
+         * fail the cycle in progress, reopen the session before the next one */
+        event_del(d->rd_ev);
+        d->need_reopen = true;
+        if (d->phase != PH_IDLE)
+            cycle_fail(d, SNMP_FAIL_TRANSPORT, "connection closed by the agent");
+        return;
+    }
     arm_timeout(d);
 }
 
@@ -259,8 +285,9 @@ static void cycle_end(struct snmp_dev *d, bool ok)
 }
 
 /* The poll failed: log once per state change (or when the reason changes), back off. */
-static void cycle_fail(struct snmp_dev *d, const char *fmt, ...)
+static void cycle_fail(struct snmp_dev *d, enum snmp_fail_reason why, const char *fmt, ...)
 {
+    d->st.failures[why]++;
     char msg[256];
     va_list ap;
     va_start(ap, fmt);
@@ -283,15 +310,23 @@ static void cycle_ok(struct snmp_dev *d)
     d->up = 1;
     d->fails = 0;
     d->last_err[0] = '\0';
+    double secs = (double)(tm_mono_ns() - d->cycle_start_ns) / 1e9;
     log_debug(dname(d), "polled %zu interface(s) in %.1f ms (%d varbinds per GET)", d->n_active,
-              (double)(tm_mono_ns() - d->cycle_start_ns) / 1e6, d->max_vb);
+              secs * 1e3, d->max_vb);
+    d->st.polls_ok++;
+    d->st.last_success_us = tm_now_us();
+    d->st.duration_sum_s += secs;
+    for (size_t b = 0; b < SNMP_N_DURATION_BUCKETS; b++)
+        if (secs <= snmp_duration_buckets[b])
+            d->st.duration_le[b]++;
     cycle_end(d, true);
 }
 
 static void report_error(struct snmp_dev *d, netsnmp_pdu *resp)
 {
     if (resp->command == SNMP_MSG_REPORT) {
-        cycle_fail(d, "agent reported: %s", snmp_api_errstring(snmpv3_get_report_type(resp)));
+        cycle_fail(d, SNMP_FAIL_AUTH, "agent reported: %s",
+                   snmp_api_errstring(snmpv3_get_report_type(resp)));
         return;
     }
     char o[128] = "?";
@@ -300,7 +335,8 @@ static void report_error(struct snmp_dev *d, netsnmp_pdu *resp)
         v = v->next_variable;
     if (v)
         snprint_objid(o, sizeof(o), v->name, v->name_length);
-    cycle_fail(d, "agent answered %s (at %s)", snmp_errstring(resp->errstat), o);
+    cycle_fail(d, SNMP_FAIL_AGENT_ERROR, "agent answered %s (at %s)", snmp_errstring(resp->errstat),
+               o);
 }
 
 /* A callback without a response: timeout, SNMPv3 security failure (wrong user, password or
@@ -310,27 +346,32 @@ static void op_fail(struct snmp_dev *d, int op, netsnmp_session *s, netsnmp_pdu 
     int e =
         resp && resp->command == SNMP_MSG_REPORT ? snmpv3_get_report_type(resp) : s->s_snmp_errno;
     const char *why = e ? snmp_api_errstring(e) : "rejected";
+    if (op == NETSNMP_CALLBACK_OP_TIMED_OUT || op == NETSNMP_CALLBACK_OP_SEND_FAILED ||
+        op == NETSNMP_CALLBACK_OP_DISCONNECT)
+        d->need_reopen = true; /* a restarted agent (unix: stream) needs a new connection */
     if (op == NETSNMP_CALLBACK_OP_TIMED_OUT)
-        cycle_fail(d, "no response after %d tries of %d ms", d->cd->snmp.retries + 1,
-                   d->cd->snmp.timeout_ms);
+        cycle_fail(d, SNMP_FAIL_TIMEOUT, "no response after %d tries of %d ms",
+                   d->cd->snmp.retries + 1, d->cd->snmp.timeout_ms);
     else if (op == NETSNMP_CALLBACK_OP_SEC_ERROR)
-        cycle_fail(d,
+        cycle_fail(d, SNMP_FAIL_AUTH,
                    "SNMPv3 security error for user \"%s\": %s (wrong SNMPv3 user, password or "
                    "protocol?)",
                    d->cd->snmp.user ? d->cd->snmp.user : "", why);
     else if (op == NETSNMP_CALLBACK_OP_SEND_FAILED || op == NETSNMP_CALLBACK_OP_DISCONNECT)
-        cycle_fail(d, "send failed: %s", why);
+        cycle_fail(d, SNMP_FAIL_TRANSPORT, "send failed: %s", why);
 }
 
 static bool send_pdu(struct snmp_dev *d, netsnmp_pdu *pdu, struct req *r, netsnmp_callback cb)
 {
+    r->send_us = tm_now_us();
     int reqid = snmp_sess_async_send(d->sess, pdu, cb, r);
     if (!reqid) {
         int liberr = 0, snmperr = 0;
         char *errstr = NULL;
         snmp_sess_error(d->sess, &liberr, &snmperr, &errstr);
         snmp_free_pdu(pdu);
-        cycle_fail(d, "cannot send: %s", errstr ? errstr : "unknown error");
+        d->need_reopen = true;
+        cycle_fail(d, SNMP_FAIL_TRANSPORT, "cannot send: %s", errstr ? errstr : "unknown error");
         free(errstr);
         return false;
     }
@@ -371,6 +412,8 @@ static void start_resolve(struct snmp_dev *d)
 {
     d->phase = PH_RESOLVE;
     for (size_t i = 0; i < d->n_ifs; i++) {
+        if (d->ifs[i].ifindex)
+            d->ifs[i].prev_ifindex = d->ifs[i].ifindex;
         d->ifs[i].ifindex = 0;
         d->ifs[i].by_descr = false;
     }
@@ -385,6 +428,11 @@ static void resolve_done(struct snmp_dev *d)
         if (f->ifindex > 0) {
             d->active[d->n_active++] = i;
             f->warned_missing = false;
+            if (f->prev_ifindex && f->prev_ifindex != f->ifindex)
+                log_info(dname(d),
+                         "%s moved from ifIndex %ld to %ld: the interval across the move is "
+                         "reported invalid",
+                         f->name, f->prev_ifindex, f->ifindex);
             log_debug(dname(d), "%s is ifIndex %ld (by %s)", f->name, f->ifindex,
                       f->by_descr ? "ifDescr" : "ifName");
         } else if (!f->warned_missing) {
@@ -395,8 +443,8 @@ static void resolve_done(struct snmp_dev *d)
     }
     d->need_resolve = false;
     if (d->n_active == 0) {
-        cycle_fail(d, "none of its %zu configured interface(s) found in ifName or ifDescr",
-                   d->n_ifs);
+        cycle_fail(d, SNMP_FAIL_NO_INTERFACE,
+                   "none of its %zu configured interface(s) found in ifName or ifDescr", d->n_ifs);
         return;
     }
     start_poll(d);
@@ -433,8 +481,11 @@ static int walk_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, voi
             size_t n = v->val_len;
             for (size_t i = 0; i < d->n_ifs; i++) {
                 struct snmp_if *f = &d->ifs[i];
-                if (f->ifindex == 0 && strlen(f->name) == n &&
-                    memcmp(f->name, v->val.string, n) == 0) {
+                /* a name on several rows (snmpd keeps a deleted interface's row, oper down,
+                 * counters frozen, when one of that name is created again): the newest,
+                 * highest ifIndex, wins */
+                bool mine = f->ifindex == 0 || (f->by_descr == d->walk_descr && idx > f->ifindex);
+                if (mine && strlen(f->name) == n && memcmp(f->name, v->val.string, n) == 0) {
                     f->ifindex = idx;
                     f->by_descr = d->walk_descr;
                 }
@@ -446,11 +497,9 @@ static int walk_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, voi
     bool all = true;
     for (size_t i = 0; i < d->n_ifs; i++)
         all = all && d->ifs[i].ifindex > 0;
-    if (all)
-        resolve_done(d);
-    else if (!column_end)
-        send_walk(d);
-    else if (!d->walk_descr)
+    if (!column_end)
+        send_walk(d); /* the whole column: a later row may carry the same name */
+    else if (!d->walk_descr && !all)
         walk_column(d, true);
     else
         resolve_done(d);
@@ -522,11 +571,59 @@ static uint64_t var_u64(const netsnmp_variable_list *v)
     }
 }
 
+/* discontinuity_cs of an SNMP sample. A valid one: ifIndex x 2^32 + ifCounterDiscontinuityTime,
+ * so counters that moved to another row (an interface deleted and created again under its name)
+ * are a discontinuity too. An invalid one (ifOperStatus not up: the row may be a deleted
+ * interface's, frozen, or the link carries nothing we can vouch for): its sysUpTime, below 2^32,
+ * different from every valid value and from the invalid samples before and after it, so the
+ * reconciler discards both intervals that touch it: the window is `incomplete`, never zero. */
+static int64_t sample_disc(struct snmp_if *f, bool valid, int64_t uptime_cs)
+{
+    if (!valid) {
+        int64_t disc = uptime_cs & 0xffffffffLL;
+        if (disc == f->last_invalid_disc) /* two answers within one centisecond */
+            disc = (disc + 1) & 0xffffffffLL;
+        f->last_invalid_disc = disc;
+        return disc;
+    }
+    uint64_t disc = (f->have & (1u << C_DISC)) ? (f->v[C_DISC] & 0xffffffffULL) : 0;
+    return (int64_t)(((uint64_t)f->ifindex << 32) | disc);
+}
+
+/* 32-bit counters that can wrap twice in an interval: said once per interface (snmp_wrap.h). */
+static void check_wraps(struct snmp_dev *d, struct snmp_if *f)
+{
+    if (d->hc || f->warned_wrap)
+        return;
+    char msg[400];
+    int ivl = d->cd->snmp.interval_seconds > 0 ? d->cd->snmp.interval_seconds : 30;
+    if (!snmp_wrap_check((f->have & (1u << C_SPEED)) ? f->v[C_SPEED] : 0, ivl, msg, sizeof(msg)))
+        return;
+    f->warned_wrap = true;
+    d->st.wrap_ambiguous++;
+    log_warn(dname(d), "%s: %s", f->name, msg);
+}
+
 static void emit(struct snmp_dev *d, struct snmp_if *f, int64_t at_us, int64_t uptime_cs)
 {
     const uint32_t need = (1u << C_IN_OCT) | (1u << C_OUT_OCT);
     if ((f->have & need) != need)
         return;
+    bool up = !(f->have & (1u << C_OPER)) || f->v[C_OPER] == 1;
+    if (up != !f->not_up)
+        log_info(dname(d), "%s (ifIndex %ld) is %s (ifOperStatus %" PRIu64 ")%s", f->name,
+                 f->ifindex, up ? "up again" : "not up", f->v[C_OPER],
+                 up ? "" : ": its intervals are reported invalid until it is up");
+    if (!up) {
+        /* the name may have moved to a new row (re-created interface): look again on each of
+         * the first 5 polls it is down, then on the 8th, 16th, 32nd, ... */
+        unsigned n = ++f->down_polls;
+        if (n <= 5 || (n & (n - 1)) == 0)
+            d->need_resolve = true;
+    }
+    if (up)
+        f->down_polls = 0;
+    f->not_up = !up;
     struct poll_sample s = {0};
     snprintf(s.device, sizeof(s.device), "%s", dname(d));
     snprintf(s.interface, sizeof(s.interface), "%s", f->name);
@@ -538,8 +635,7 @@ static void emit(struct snmp_dev *d, struct snmp_if *f, int64_t at_us, int64_t u
     s.counter_bits = d->hc ? 64 : 32;
     if (f->have & (1u << C_SPEED))
         s.speed_bps = d->hc ? f->v[C_SPEED] * 1000000ULL : f->v[C_SPEED];
-    if (f->have & (1u << C_DISC))
-        s.discontinuity_cs = (int64_t)f->v[C_DISC];
+    s.discontinuity_cs = sample_disc(f, up, uptime_cs);
     if (d->hc && (f->have & (1u << C_IN_UC)) && (f->have & (1u << C_OUT_UC))) {
         /* packets = unicast + multicast + broadcast (the latter two when the agent has them);
          * sums of 64-bit counters wrap consistently modulo 2^64 */
@@ -547,6 +643,10 @@ static void emit(struct snmp_dev *d, struct snmp_if *f, int64_t at_us, int64_t u
         s.in_pkts = f->v[C_IN_UC] + f->v[C_IN_MC] + f->v[C_IN_BC];
         s.out_pkts = f->v[C_OUT_UC] + f->v[C_OUT_MC] + f->v[C_OUT_BC];
     }
+    check_wraps(d, f);
+    d->st.samples++;
+    if (!up)
+        d->st.invalid_samples++;
     poll_sink_add(d->p->sink, &s);
 }
 
@@ -559,7 +659,7 @@ static void restart_poll(struct snmp_dev *d)
 
 static int get_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, void *magic)
 {
-    int64_t at_us = tm_now_us();
+    int64_t recv_us = tm_now_us();
     struct req *r = magic;
     struct snmp_dev *d = r->d;
     if (r->reqid != reqid || r->gen != d->gen || d->phase != PH_POLL)
@@ -591,7 +691,7 @@ static int get_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, void
         snmp_oid_compare(v->name, v->name_length, sys_uptime_oid, OID_LENGTH(sys_uptime_oid)) !=
             0 ||
         v->type != ASN_TIMETICKS) {
-        cycle_fail(d, "response without sysUpTime");
+        cycle_fail(d, SNMP_FAIL_AGENT_ERROR, "response without sysUpTime");
         return 1;
     }
     int64_t uptime_cs = (int64_t)var_u64(v);
@@ -604,6 +704,10 @@ static int get_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, void
         d->need_resolve = true;
     }
     d->last_uptime_cs = uptime_cs;
+    /* the sample's time is when the agent read it (device clock), not when the answer came */
+    int64_t at_us = snmp_clock_at(&d->clock, r->send_us, recv_us, uptime_cs);
+    log_debug(dname(d), "response: sent +0, received +%.1f ms, agent read at +%.1f ms",
+              (double)(recv_us - r->send_us) / 1e3, (double)(at_us - r->send_us) / 1e3);
     bool no_hc = false;
     /* varbinds come back in request order: interface by interface, column by column */
     v = v->next_variable;
@@ -674,7 +778,7 @@ static bool probe_learnt(struct snmp_dev *d)
     if (!s || s->securityEngineIDLen == 0)
         return false;
     if (create_user_from_session(s) != SNMPERR_SUCCESS) {
-        cycle_fail(d, "cannot set up SNMPv3 user \"%s\"", d->cd->snmp.user);
+        cycle_fail(d, SNMP_FAIL_AUTH, "cannot set up SNMPv3 user \"%s\"", d->cd->snmp.user);
         return true;
     }
     d->engine_known = true;
@@ -721,8 +825,39 @@ static int probe_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, vo
     if (op != NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE)
         op_fail(d, op, s, resp);
     else
-        cycle_fail(d, "no SNMPv3 engine ID in the agent's answer to discovery");
+        cycle_fail(d, SNMP_FAIL_AUTH, "no SNMPv3 engine ID in the agent's answer to discovery");
     return 1;
+}
+
+/* A new session (and socket) for d: after a transport error, or the agent closed a unix:
+ * stream; the old session is closed first (its callbacks see a stale generation). */
+static int dev_open(struct snmp_dev *d, char *err, size_t errlen)
+{
+    if (d->rd_ev) {
+        event_free(d->rd_ev);
+        d->rd_ev = NULL;
+    }
+    if (d->to_ev)
+        evtimer_del(d->to_ev);
+    d->gen++;
+    if (d->sess) {
+        snmp_sess_close(d->sess);
+        d->sess = NULL;
+    }
+    d->sess = snmp_session_open(d->cd, err, errlen);
+    if (!d->sess)
+        return -1;
+    netsnmp_transport *t = snmp_sess_transport(d->sess);
+    d->rd_ev = t ? event_new(d->p->base, t->sock, EV_READ | EV_PERSIST, on_readable, d) : NULL;
+    if (!d->rd_ev) {
+        snprintf(err, errlen, "device %s: out of memory", dname(d));
+        return -1;
+    }
+    event_add(d->rd_ev, NULL);
+    d->need_reopen = false;
+    d->engine_known = false; /* a restarted v3 agent may have a new engine ID and boots */
+    snmp_clock_reset(&d->clock);
+    return 0;
 }
 
 static void dev_tick(evutil_socket_t fd, short what, void *arg)
@@ -732,6 +867,17 @@ static void dev_tick(evutil_socket_t fd, short what, void *arg)
     struct snmp_dev *d = arg;
     if (d->phase != PH_IDLE)
         return;
+    if (d->need_reopen) {
+        char err[512];
+        d->st.reopens++;
+        if (dev_open(d, err, sizeof(err)) != 0) {
+            d->phase = PH_PROBE; /* cycle_fail ends a cycle */
+            cycle_fail(d, SNMP_FAIL_TRANSPORT, "cannot reopen the session: %s", err);
+            d->need_reopen = true;
+            return;
+        }
+        log_debug(dname(d), "SNMP session reopened after a transport error");
+    }
     d->gen++;
     d->reresolves = 0;
     d->cycle_start_ns = tm_mono_ns();
@@ -796,16 +942,12 @@ struct snmp_poller *snmp_poller_new(struct event_base *base, const struct cfg *c
         for (size_t l = 0; l < cfg->n_links; l++)
             if (strcmp(cfg->links[l].device, cd->name) == 0)
                 d->ifs[k++].name = cfg->links[l].interface;
-        d->sess = snmp_session_open(cd, err, errlen);
-        if (!d->sess)
-            goto fail;
-        netsnmp_transport *t = snmp_sess_transport(d->sess);
-        d->rd_ev = event_new(base, t->sock, EV_READ | EV_PERSIST, on_readable, d);
         d->to_ev = evtimer_new(base, on_timer, d);
         d->tick_ev = evtimer_new(base, dev_tick, d);
-        if (!d->rd_ev || !d->to_ev || !d->tick_ev)
+        if (!d->to_ev || !d->tick_ev)
             goto oom;
-        event_add(d->rd_ev, NULL);
+        if (dev_open(d, err, errlen) != 0)
+            goto fail;
         if (d->n_ifs == 0) {
             log_warn(cd->name, "SNMP device %s has no links; not polled", cd->name);
             d->finished_once = true;
@@ -834,6 +976,16 @@ size_t snmp_poller_failures(const struct snmp_poller *p)
 size_t snmp_poller_devices(const struct snmp_poller *p)
 {
     return p->n_devs;
+}
+
+const char *snmp_poller_device_name(const struct snmp_poller *p, size_t i)
+{
+    return p->devs[i].cd->name;
+}
+
+const struct snmp_dev_stats *snmp_poller_device_stats(const struct snmp_poller *p, size_t i)
+{
+    return &p->devs[i].st;
 }
 
 void snmp_poller_free(struct snmp_poller *p)

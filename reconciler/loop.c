@@ -11,6 +11,7 @@
 #include "db.h"
 #include "log.h"
 #include "recon_db.h"
+#include "throttle_propose.h"
 #include "timeutil.h"
 
 #define PENDING_BATCH 512 /* windows listed per query; a pass repeats the query */
@@ -63,6 +64,9 @@ int loop_pass(PGconn *db, const struct cfg *cfg, struct metrics *m, int64_t now_
         if (n < PENDING_BATCH || st->reconciled == done_before)
             break;
     }
+    char terr[512];
+    if (st->reconciled && thr_propose_run(db, cfg, terr, sizeof(terr)) < 0)
+        log_error("throttle", "proposals: %s", terr);
     return 0;
 }
 

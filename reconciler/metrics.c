@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flowin.h"
+
 /* Latency histogram buckets, seconds. */
 static const double BUCKETS[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 #define N_BUCKETS (sizeof(BUCKETS) / sizeof(BUCKETS[0]))
@@ -204,4 +206,5 @@ void metrics_render(struct metrics *m, PGconn *db, struct evbuffer *out)
                         (unsigned long long)atomic_load(&m->webhook_failed),
                         (unsigned long long)atomic_load(&m->webhook_alerts));
     render_db_gauges(db, out);
+    flowin_metrics(db, out); /* the flow collectors' drops, reported with their batches */
 }

@@ -67,26 +67,53 @@ struct link_counts {
     struct counter_part in, out;
 };
 
-/* delta of a cumulative counter; 32-bit counters wrap once at 2^32; false if it went back. */
-static bool counter_delta(uint64_t prev, uint64_t cur, int bits, uint64_t *d)
+/* Delta of a cumulative counter; false when the interval must be discarded. 64-bit: false if it
+ * went back. 32-bit: the delta is d0 = (cur - prev) mod 2^32 plus k wraps of 2^32, and the true
+ * delta cannot exceed max (what the interface can carry over the interval): only k = 0 is
+ * possible when d0 + 2^32 > max, and then the delta is d0 (one wrap at most, decided by the
+ * speed); otherwise k is ambiguous and the interval is discarded (never undercounted). */
+static bool counter_delta(uint64_t prev, uint64_t cur, int bits, uint64_t max, uint64_t *d)
 {
-    if (cur >= prev) {
+    if (bits != 32) {
+        if (cur < prev)
+            return false;
         *d = cur - prev;
         return true;
     }
-    if (bits == 32 && prev <= UINT32_MAX && cur <= UINT32_MAX) {
-        *d = cur + (UINT64_C(1) << 32) - prev;
-        return true;
-    }
-    return false;
+    if (prev > UINT32_MAX || cur > UINT32_MAX)
+        return false;
+    uint64_t d0 = (cur - prev) & UINT32_MAX;
+    if (d0 + (UINT64_C(1) << 32) <= max)
+        return false; /* more than one wrap fits in the interval: the wrap count is unknown */
+    *d = d0;
+    return true;
 }
 
+/* Most octets a 32-bit counter's interface can count over dt_us: its speed (the larger of the two
+ * samples' speed_bps; 32-bit ifSpeed saturates at 2^32-1, which bounds nothing), else the link's
+ * configured capacity, plus 1%; UINT64_MAX when neither is known. */
+static uint64_t max_octets(const struct cfg_link *link, uint64_t speed0, uint64_t speed1,
+                           int64_t dt_us)
+{
+    uint64_t bps = speed0 > speed1 ? speed0 : speed1;
+    if (bps >= UINT32_MAX)
+        bps = 0;
+    if (!bps)
+        bps = link->capacity_bps;
+    if (!bps || dt_us <= 0)
+        return UINT64_MAX;
+    unsigned __int128 b = (unsigned __int128)bps * (uint64_t)dt_us * 101 / (8 * 100 * 1000000ULL);
+    return b > UINT64_MAX - 1 ? UINT64_MAX : (uint64_t)b + 1;
+}
+
+/* max: most octets the interface can carry over the interval (see counter_delta); packets are
+ * bounded by it over 60 bytes (Ethernet's 64-byte minimum frame, less slack). */
 static void add_interval(const struct cfg *cfg, struct counter_part *part, int64_t ws, int64_t we,
                          int64_t t0, int64_t t1, bool has_oct, uint64_t oct0, uint64_t oct1,
-                         bool has_pkt, uint64_t pkt0, uint64_t pkt1, int bits)
+                         bool has_pkt, uint64_t pkt0, uint64_t pkt1, int bits, uint64_t max)
 {
     uint64_t doct, dpkt;
-    if (!has_oct || !counter_delta(oct0, oct1, bits, &doct))
+    if (!has_oct || !counter_delta(oct0, oct1, bits, max, &doct))
         return;
     int64_t lo = t0 > ws ? t0 : ws, hi = t1 < we ? t1 : we;
     if (hi <= lo)
@@ -94,7 +121,8 @@ static void add_interval(const struct cfg *cfg, struct counter_part *part, int64
     uint64_t oct = recon_spread(doct, t0, t1, ws, we);
     part->covered_us += hi - lo;
     part->octets += oct;
-    if (has_pkt && counter_delta(pkt0, pkt1, bits, &dpkt)) {
+    uint64_t max_pkts = max == UINT64_MAX ? UINT64_MAX : max / 60 + 1;
+    if (has_pkt && counter_delta(pkt0, pkt1, bits, max_pkts, &dpkt)) {
         uint64_t pkts = recon_spread(dpkt, t0, t1, ws, we);
         part->payload += (double)oct - (double)pkts * cfg->bytes_per_packet;
     } else {
@@ -148,12 +176,16 @@ static int count_links(const struct cfg *cfg, const struct recon_input *in, stru
             continue;
         if (c->at_us <= ws || p->at_us >= we)
             continue;
+        uint64_t max = c->counter_bits == 32 ? max_octets(&cfg->links[c->link], p->speed_bps,
+                                                          c->speed_bps, c->at_us - p->at_us)
+                                             : UINT64_MAX;
         add_interval(cfg, &l->in, ws, we, p->at_us, c->at_us, p->has_in_octets && c->has_in_octets,
                      p->in_octets, c->in_octets, p->has_in_pkts && c->has_in_pkts, p->in_pkts,
-                     c->in_pkts, c->counter_bits);
+                     c->in_pkts, c->counter_bits, max);
         add_interval(cfg, &l->out, ws, we, p->at_us, c->at_us,
                      p->has_out_octets && c->has_out_octets, p->out_octets, c->out_octets,
-                     p->has_out_pkts && c->has_out_pkts, p->out_pkts, c->out_pkts, c->counter_bits);
+                     p->has_out_pkts && c->has_out_pkts, p->out_pkts, c->out_pkts, c->counter_bits,
+                     max);
     }
     free(order);
     return 0;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hm_unrec.h"
 #include "recon_db_internal.h"
 
 /* A (kind, pair) whose alerts this window may change. */
@@ -223,6 +224,10 @@ static int queue_action(PGconn *db, const struct cfg *cfg, const struct cand *c,
     } else {
         alerts_summary_cells(summary, sizeof summary, c->kind, rdb_site_name(cfg, c->src),
                              rdb_site_name(cfg, c->dst), e, cfg->window_seconds);
+        if (c->kind == ALERT_GAP) /* name the top host pair behind the gap (sampled flows) */
+            hm_unrec_note(db, cfg, rdb_site_name(cfg, c->src), rdb_site_name(cfg, c->dst),
+                          e->last_window_us, e->last_window_us + cfg->window_seconds * 1000000LL,
+                          summary, sizeof summary);
     }
     char first[TM_RFC3339_LEN], last[TM_RFC3339_LEN], peak[RDB_NUM_LEN], ratio[40];
     rdb_fmt_ts(first, e->first_window_us);

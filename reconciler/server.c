@@ -14,12 +14,15 @@
 
 #include "api.h"
 #include "api_deps.h"
+#include "flowin.h"
 #include "hm_pages.h"
 #include "hostport.h"
 #include "ingest.h"
 #include "jsonw.h"
 #include "log.h"
+#include "throttle_api.h"
 #include "timeutil.h"
+#include "unrec.h"
 #include "workers.h"
 
 struct srv {
@@ -47,7 +50,9 @@ enum handler {
     H_HEATMAP,
     H_CELL,
     H_DEPS,
-    H_DEPS_PAGE
+    H_DEPS_PAGE,
+    H_FLOWS,
+    H_UNREC
 };
 
 struct route {
@@ -67,6 +72,10 @@ static const struct route ROUTES[] = {
      METRICS_EP_COUNTERS},
     {"/v1/transfers", EVHTTP_REQ_POST, ACCESS_ROLE, SRV_ROLE_SERVICE, H_INGEST, INGEST_TRANSFERS,
      METRICS_EP_TRANSFERS},
+    {"/v1/flowsamples", EVHTTP_REQ_POST, ACCESS_ROLE, SRV_ROLE_POLLER, H_FLOWS, 0,
+     METRICS_EP_OTHER},
+    {"/api/v1/unrecorded", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_UNREC, 0,
+     METRICS_EP_API},
     {"/healthz", EVHTTP_REQ_GET, ACCESS_OPEN, 0, H_HEALTHZ, 0, METRICS_EP_OTHER},
     {"/metrics", EVHTTP_REQ_GET, ACCESS_OPEN, 0, H_METRICS, 0, METRICS_EP_OTHER},
     {"/api/v1/cells", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_CELLS, 0, METRICS_EP_API},
@@ -78,7 +87,8 @@ static const struct route ROUTES[] = {
      METRICS_EP_PAGES},
 };
 
-static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader"};
+static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader",
+                                                   "operator"};
 
 /* ---- authentication ----------------------------------------------------------------------- */
 
@@ -97,8 +107,8 @@ static bool ct_equal(const char *given, size_t glen, const char *token)
 int srv_role_of_token(const struct cfg *cfg, const char *token, size_t len)
 {
     const struct cfg_tokens *t = &cfg->tokens;
-    char **lists[SRV_ROLE_N] = {t->agent, t->poller, t->service, t->reader};
-    size_t ns[SRV_ROLE_N] = {t->n_agent, t->n_poller, t->n_service, t->n_reader};
+    char **lists[SRV_ROLE_N] = {t->agent, t->poller, t->service, t->reader, t->operator};
+    size_t ns[SRV_ROLE_N] = {t->n_agent, t->n_poller, t->n_service, t->n_reader, t->n_operator};
     int role = -1;
     /* every token is compared, so the time does not tell which one matched */
     for (int r = 0; r < SRV_ROLE_N; r++)
@@ -156,6 +166,12 @@ static const char *reason_of(int status)
     switch (status) {
     case 200:
         return "OK";
+    case 201:
+        return "Created";
+    case 409:
+        return "Conflict";
+    case 429:
+        return "Too Many Requests";
     case 400:
         return "Bad Request";
     case 401:
@@ -306,12 +322,57 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
         case H_DEPS_PAGE:
             status = api_deps_page(db, s->cfg, query, out, &ct);
             break;
+        case H_UNREC:
+            status = unrec_api(db, s->cfg, query, out);
+            break;
+        case H_FLOWS: { /* sampled flows: small batches, stored on the loop (reconciler/flowin.c) */
+            struct evbuffer *in = evhttp_request_get_input_buffer(req);
+            size_t len = evbuffer_get_length(in);
+            status = flowin_post(db, s->cfg, len ? (const char *)evbuffer_pullup(in, -1) : "", len,
+                                 tm_now_us(), out);
+            break;
+        }
         default:
             status = 500;
         }
     }
     reply(s, req, rt->ep, t0, status, ct, out);
     evbuffer_free(out);
+}
+
+/* /v1/throttles...: any known token; the module decides per role (throttle_api.h). */
+static void handle_throttle(struct srv *s, struct evhttp_request *req, const char *path, int64_t t0)
+{
+    int role = request_role(s->cfg, req);
+    if (role < 0) {
+        reply_error(s, req, METRICS_EP_API, t0, 401, "missing or unknown bearer token",
+                    "Authorization");
+        return;
+    }
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    const char *method = m == EVHTTP_REQ_GET      ? "GET"
+                         : m == EVHTTP_REQ_POST   ? "POST"
+                         : m == EVHTTP_REQ_DELETE ? "DELETE"
+                                                  : "OTHER";
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    char *body = malloc(len + 1);
+    struct evbuffer *out = evbuffer_new();
+    if (!body || !out) {
+        free(body);
+        if (out)
+            evbuffer_free(out);
+        reply_error(s, req, METRICS_EP_API, t0, 503, "out of memory", "$");
+        return;
+    }
+    evbuffer_remove(in, body, len);
+    body[len] = 0;
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    int status =
+        thr_api_handle(store_db(s->store), ROLE_NAMES[role], method, path, query, body, len, out);
+    reply(s, req, METRICS_EP_API, t0, status, "application/json", out);
+    evbuffer_free(out);
+    free(body);
 }
 
 static void on_request(struct evhttp_request *req, void *arg)
@@ -322,6 +383,10 @@ static void on_request(struct evhttp_request *req, void *arg)
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (!path || !*path)
         path = "/";
+    if (thr_api_owns(path)) {
+        handle_throttle(s, req, path, t0);
+        return;
+    }
     const struct route *rt = NULL;
     bool path_known = false;
     enum evhttp_cmd_type method = evhttp_request_get_command(req);

@@ -27,7 +27,14 @@ int srv_port(const struct srv *s);
 
 /* Role names in the tokens file, and the role a presented token belongs to (-1 for none),
  * compared in constant time against every configured token. */
-enum srv_role { SRV_ROLE_AGENT, SRV_ROLE_POLLER, SRV_ROLE_SERVICE, SRV_ROLE_READER, SRV_ROLE_N };
+enum srv_role {
+    SRV_ROLE_AGENT,
+    SRV_ROLE_POLLER,
+    SRV_ROLE_SERVICE,
+    SRV_ROLE_READER,
+    SRV_ROLE_OPERATOR,
+    SRV_ROLE_N
+};
 int srv_role_of_token(const struct cfg *cfg, const char *token, size_t len);
 
 #endif

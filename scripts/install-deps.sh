@@ -6,7 +6,11 @@ PKGS=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev 
       libzstd-dev libsnmp-dev snmpd snmp libpq-dev postgresql libevent-dev libcjson-dev
       libcmocka-dev iproute2 iperf3 ethtool procps psmisc curl python3 chromium
       libxml2-utils clang-format docker-compose busybox-static qemu-system-x86 cpio bpftrace
+<<<<<<< HEAD
       prometheus-snmp-exporter prometheus)
+=======
+      prometheus-snmp-exporter softflowd pmacct nfdump tshark tcpdump prometheus)
+>>>>>>> main
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -93,7 +93,7 @@ static void test_events_over_tcp_and_udp(void **state)
              "out-unicast-pkts\":20,\"/interfaces/interface/ethernet/state/port-speed\":"
              "\"openconfig-if-ethernet:SPEED_100GB\"}}]\n");
     /* T2: counters beyond 2^53, as strings and as a bare number */
-    send_all(fd, "[{\"name\":\"if\",\"timestamp\":\"" T2 "\",\"tags\":{\"source\":\"clab-leaf1\","
+    send_all(fd, "[{\"name\":\"if\",\"timestamp\":" T2 ",\"tags\":{\"source\":\"clab-leaf1\","
                  "\"interface_name\":\"Ethernet1\"},\"values\":{\"" CNT
                  "in-octets\":\"18446744073709551000\",\"" CNT
                  "out-octets\":9007199254740993,\"" CNT "in-unicast-pkts\":11,\"" CNT

@@ -1,0 +1,267 @@
+/* The agent's throttle loop (see throttle_agent.h). */
+#include "throttle_agent.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "agent_opts.h"
+#include "httpc.h"
+#include "procmeta.h"
+#include "log.h"
+#include "throttle_probe.h"
+#include "throttle_rules.h"
+#include "throttle_set.h"
+#include "timeutil.h"
+
+#define FETCH_TIMEOUT_MS 2000
+
+struct throttle_agent {
+    struct throttle_agent_opts o;
+    char rules_url[1024], report_url[1024];
+    struct throttle_probe *tp;
+    struct throttle_set *ts;
+    struct event *tick, *events;
+    struct throttle_rules rules; /* the last fetched */
+    int64_t last_ok_mono;        /* last answer from the reconciler (monotonic ns) */
+    int64_t last_fetch_mono;
+    bool failed_open;
+    uint64_t fetches, fetch_errors, reports, report_errors, fail_opens, expired;
+};
+
+static void report(struct throttle_agent *ta)
+{
+    struct throttle_rule_stat st[THROTTLE_MAX_CLASSES];
+    char err[256];
+    size_t n = throttle_set_stats(ta->ts, st, THROTTLE_MAX_CLASSES);
+    if (n == 0)
+        return;
+    char *body = throttle_rules_report(ta->o.host, ta->o.agent_id, st, n);
+    struct httpc_response resp = {0};
+    if (!body) {
+        ta->report_errors++;
+        return;
+    }
+    if (httpc_post(ta->report_url, ta->o.token, body, strlen(body), FETCH_TIMEOUT_MS, &resp, err,
+                   sizeof(err)) != 0 ||
+        resp.status / 100 != 2) {
+        ta->report_errors++;
+        log_debug("throttle", "report: %s", resp.status ? "refused" : err);
+    } else {
+        ta->reports++;
+    }
+    httpc_response_free(&resp);
+    free(body);
+}
+
+static void fetch(struct throttle_agent *ta)
+{
+    struct httpc_response resp = {0};
+    char err[512];
+    ta->fetches++;
+    if (httpc_get(ta->rules_url, ta->o.token, FETCH_TIMEOUT_MS, &resp, err, sizeof(err)) != 0) {
+        ta->fetch_errors++;
+        log_debug("throttle", "GET %s: %s", ta->rules_url, err);
+        httpc_response_free(&resp);
+        return;
+    }
+    if (resp.status != 200 || !resp.body) {
+        ta->fetch_errors++;
+        log_warn("throttle", "GET %s: HTTP %d", ta->rules_url, resp.status);
+        httpc_response_free(&resp);
+        return;
+    }
+    /* an answer, even one we cannot use, is contact: rules stay as they are then */
+    ta->last_ok_mono = tm_mono_ns();
+    if (throttle_rules_parse(resp.body, tm_now_us(), &ta->rules, err, sizeof(err)) != 0) {
+        ta->fetch_errors++;
+        log_warn("throttle", "GET %s: %s; keeping the rules applied", ta->rules_url, err);
+        httpc_response_free(&resp);
+        return;
+    }
+    httpc_response_free(&resp);
+    size_t had = throttle_set_count(ta->ts);
+    if (ta->rules.kill_switch)
+        ta->rules.n = 0;
+    size_t n = throttle_set_apply(ta->ts, ta->rules.rule, ta->rules.n, ta->rules.allow,
+                                  ta->rules.n_allow, tm_now_us());
+    if (n != had || ta->failed_open)
+        log_info("throttle", "%zu rules applied%s", n,
+                 ta->rules.kill_switch ? " (kill switch on)" : "");
+    ta->failed_open = false;
+    report(ta);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct throttle_agent *ta = arg;
+    (void)fd;
+    (void)what;
+    int64_t now = tm_mono_ns();
+    ta->expired += throttle_set_expire(ta->ts, tm_now_us());
+    if (now - ta->last_fetch_mono >= (int64_t)ta->o.interval_s * 1000000000LL) {
+        ta->last_fetch_mono = now;
+        fetch(ta);
+    }
+    if (!ta->failed_open && throttle_set_count(ta->ts) > 0 &&
+        now - ta->last_ok_mono >= (int64_t)ta->o.fail_open_s * 1000000000LL) {
+        log_warn("throttle", "no answer from the reconciler for %d s: removing every rule",
+                 ta->o.fail_open_s);
+        throttle_set_clear(ta->ts);
+        ta->failed_open = true;
+        ta->fail_opens++;
+    }
+}
+
+static void on_events(evutil_socket_t fd, short what, void *arg)
+{
+    struct throttle_agent *ta = arg;
+    (void)fd;
+    (void)what;
+    throttle_set_on_events(ta->ts);
+}
+
+struct throttle_agent *throttle_agent_start(struct event_base *base,
+                                            const struct throttle_agent_opts *o, char *err,
+                                            size_t errlen)
+{
+    struct throttle_agent *ta = calloc(1, sizeof(*ta));
+    if (!ta) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    ta->o = *o;
+    size_t bl = strlen(o->base_url);
+    while (bl && o->base_url[bl - 1] == '/')
+        bl--;
+    const char *sfx = "/v1/attributions";
+    if (bl >= strlen(sfx) && strncmp(o->base_url + bl - strlen(sfx), sfx, strlen(sfx)) == 0)
+        bl -= strlen(sfx);
+    snprintf(ta->rules_url, sizeof(ta->rules_url), "%.*s/v1/throttles?host=%s", (int)bl,
+             o->base_url, o->host);
+    snprintf(ta->report_url, sizeof(ta->report_url), "%.*s/v1/throttles/report", (int)bl,
+             o->base_url);
+    ta->tp = throttle_probe_open(o->cgroup_dir, err, errlen);
+    if (!ta->tp)
+        goto fail;
+    ta->ts =
+        throttle_set_new(ta->tp, o->workflow_env, o->n_workflow_env, o->netns_ino, err, errlen);
+    if (!ta->ts)
+        goto fail;
+    ta->tick = event_new(base, -1, EV_PERSIST, on_tick, ta);
+    ta->events =
+        event_new(base, throttle_probe_events_fd(ta->tp), EV_READ | EV_PERSIST, on_events, ta);
+    struct timeval one = {.tv_sec = 1};
+    if (!ta->tick || !ta->events || event_add(ta->tick, &one) != 0 ||
+        event_add(ta->events, NULL) != 0) {
+        snprintf(err, errlen, "cannot add its events to the loop");
+        goto fail;
+    }
+    ta->last_ok_mono = tm_mono_ns();
+    ta->last_fetch_mono = tm_mono_ns();
+    fetch(ta);
+    return ta;
+fail:
+    throttle_agent_stop(ta);
+    return NULL;
+}
+
+void throttle_agent_stop(struct throttle_agent *ta)
+{
+    if (!ta)
+        return;
+    if (ta->tick)
+        event_free(ta->tick);
+    if (ta->events)
+        event_free(ta->events);
+    throttle_set_free(ta->ts);
+    throttle_probe_close(ta->tp);
+    free(ta);
+}
+
+char *throttle_agent_metrics(const struct throttle_agent *ta)
+{
+    struct throttle_rule_stat st[THROTTLE_MAX_CLASSES];
+    size_t n = throttle_set_stats(ta->ts, st, THROTTLE_MAX_CLASSES);
+    size_t cap = 2048 + n * 1024, len = 0;
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
+#define PUT(...) len += (size_t)snprintf(out + len, cap - len, __VA_ARGS__)
+    PUT("# HELP wanledger_agent_throttle_rules Throttle rules applied on this host.\n"
+        "# TYPE wanledger_agent_throttle_rules gauge\n"
+        "wanledger_agent_throttle_rules %zu\n",
+        n);
+    PUT("# TYPE wanledger_agent_throttle_fetches_total counter\n"
+        "wanledger_agent_throttle_fetches_total %llu\n"
+        "# TYPE wanledger_agent_throttle_fetch_errors_total counter\n"
+        "wanledger_agent_throttle_fetch_errors_total %llu\n"
+        "# TYPE wanledger_agent_throttle_report_errors_total counter\n"
+        "wanledger_agent_throttle_report_errors_total %llu\n"
+        "# HELP wanledger_agent_throttle_fail_opens_total Times every rule was removed because "
+        "the reconciler did not answer.\n"
+        "# TYPE wanledger_agent_throttle_fail_opens_total counter\n"
+        "wanledger_agent_throttle_fail_opens_total %llu\n"
+        "# TYPE wanledger_agent_throttle_expired_total counter\n"
+        "wanledger_agent_throttle_expired_total %llu\n",
+        (unsigned long long)ta->fetches, (unsigned long long)ta->fetch_errors,
+        (unsigned long long)ta->report_errors, (unsigned long long)ta->fail_opens,
+        (unsigned long long)ta->expired);
+    PUT("# HELP wanledger_agent_throttle_bytes_total Bytes of throttled sockets by what the rule "
+        "did (dry-run rules: what enforcement would have done).\n"
+        "# TYPE wanledger_agent_throttle_bytes_total counter\n");
+    for (size_t i = 0; i < n; i++) {
+        const char *mode = st[i].mode == THROTTLE_DRY_RUN ? "dry_run" : "enforce";
+        long long id = (long long)st[i].id;
+        PUT("wanledger_agent_throttle_bytes_total{rule=\"%lld\",mode=\"%s\",action=\"passed\"} "
+            "%llu\n",
+            id, mode, (unsigned long long)st[i].c.pass_bytes);
+        PUT("wanledger_agent_throttle_bytes_total{rule=\"%lld\",mode=\"%s\",action=\"delayed\"} "
+            "%llu\n",
+            id, mode, (unsigned long long)st[i].c.delay_bytes);
+        PUT("wanledger_agent_throttle_bytes_total{rule=\"%lld\",mode=\"%s\",action=\"dropped\"} "
+            "%llu\n",
+            id, mode, (unsigned long long)st[i].c.drop_bytes);
+    }
+#undef PUT
+    return out;
+}
+
+struct throttle_agent *throttle_agent_from_opts(struct event_base *base, const struct agent_opts *o,
+                                                const char *agent_id, uint32_t netns_ino)
+{
+    char root[PATH_MAX], err[512];
+    if (o->throttle_off)
+        return NULL;
+    if (!o->reconciler) {
+        log_info("throttle", "off: no --reconciler to fetch rules from");
+        return NULL;
+    }
+    if (!o->cgroup && procmeta_cgroup2_root(root, sizeof(root)) != 0) {
+        log_warn("throttle", "off: this host has no cgroup v2 mount to attach to");
+        return NULL;
+    }
+    struct throttle_agent_opts to = {
+        .base_url = o->reconciler,
+        .token = o->token,
+        .host = o->host,
+        .agent_id = agent_id,
+        .cgroup_dir = o->cgroup ? o->cgroup : root,
+        .netns_ino = netns_ino,
+        .workflow_env = (const char *const *)o->workflow_env,
+        .n_workflow_env = o->n_workflow_env,
+        .interval_s = o->throttle_interval,
+        .fail_open_s = o->throttle_fail_open,
+    };
+    struct throttle_agent *ta = throttle_agent_start(base, &to, err, sizeof(err));
+    if (!ta)
+        log_warn("throttle", "off: %s", err);
+    else
+        log_info("throttle", "on: rules from %s every %d s, removed after %d s without an answer",
+                 ta->rules_url, to.interval_s, to.fail_open_s);
+    return ta;
+}

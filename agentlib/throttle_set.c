@@ -1,0 +1,342 @@
+/* Rules -> kernel classes, and processes -> rules (see throttle_set.h). */
+#include "throttle_set.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "flowset.h"
+#include "log.h"
+#include "procmeta.h"
+
+#define MAX_ALLOW   64
+#define PRUNE_SCANS 3
+
+struct applied {
+    bool used;
+    struct throttle_rule r;
+};
+
+struct mapped {
+    uint32_t pid;
+    int cls;
+};
+
+struct throttle_set {
+    struct throttle_probe *tp;
+    struct procmeta *pm;
+    uint32_t netns_ino;
+    uint32_t self;
+    struct applied slot[THROTTLE_MAX_CLASSES];
+    struct throttle_selector allow[MAX_ALLOW];
+    size_t n_allow;
+    struct mapped *map; /* processes mapped in the kernel, sorted by pid */
+    size_t n_map, cap_map;
+};
+
+static const char *const sel_names[] = {"workflow", "user", "program", "container"};
+
+int throttle_sel_parse(const char *s, enum throttle_sel *out)
+{
+    for (size_t i = 0; i < sizeof(sel_names) / sizeof(sel_names[0]); i++)
+        if (strcmp(s, sel_names[i]) == 0) {
+            *out = (enum throttle_sel)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *throttle_sel_name(enum throttle_sel k)
+{
+    return (unsigned)k < 4 ? sel_names[k] : "?";
+}
+
+struct throttle_set *throttle_set_new(struct throttle_probe *tp, const char *const *workflow_env,
+                                      size_t n_env, uint32_t netns_ino, char *err, size_t errlen)
+{
+    struct throttle_set *ts = calloc(1, sizeof(*ts));
+    if (!ts) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    ts->pm = procmeta_new(workflow_env, n_env, NULL, NULL, err, errlen);
+    if (!ts->pm) {
+        free(ts);
+        return NULL;
+    }
+    ts->tp = tp;
+    ts->netns_ino = netns_ino;
+    ts->self = (uint32_t)getpid();
+    return ts;
+}
+
+void throttle_set_free(struct throttle_set *ts)
+{
+    if (!ts)
+        return;
+    throttle_set_clear(ts);
+    procmeta_free(ts->pm);
+    free(ts->map);
+    free(ts);
+}
+
+static bool sel_matches(const struct throttle_selector *s, const struct flow_meta *m,
+                        const char *comm)
+{
+    const char *have = s->kind == THROTTLE_SEL_WORKFLOW    ? m->workflow
+                       : s->kind == THROTTLE_SEL_USER      ? m->user
+                       : s->kind == THROTTLE_SEL_PROGRAM   ? comm
+                       : s->kind == THROTTLE_SEL_CONTAINER ? m->container
+                                                           : "";
+    return have[0] && strcmp(have, s->value) == 0;
+}
+
+static bool in_netns(const struct throttle_set *ts, uint32_t pid)
+{
+    if (!ts->netns_ino)
+        return true;
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof(path), "/proc/%u/ns/net", pid);
+    return stat(path, &st) == 0 && (uint32_t)st.st_ino == ts->netns_ino;
+}
+
+/* The class of a live process: the slowest matching rule; -1 for none, allow-listed or gone. */
+static int class_of(struct throttle_set *ts, uint32_t pid)
+{
+    const struct flow_meta *m;
+    char comm[32];
+    if (pid == ts->self || !in_netns(ts, pid) ||
+        procmeta_live(ts->pm, pid, &m, comm, sizeof(comm)) != 0)
+        return -1;
+    for (size_t i = 0; i < ts->n_allow; i++)
+        if (sel_matches(&ts->allow[i], m, comm))
+            return -1;
+    int best = -1;
+    for (int c = 0; c < THROTTLE_MAX_CLASSES; c++) {
+        const struct applied *a = &ts->slot[c];
+        if (a->used && sel_matches(&a->r.sel, m, comm) &&
+            (best < 0 || a->r.rate_bps < ts->slot[best].r.rate_bps))
+            best = c;
+    }
+    return best;
+}
+
+static int cmp_mapped(const void *a, const void *b)
+{
+    uint32_t x = ((const struct mapped *)a)->pid, y = ((const struct mapped *)b)->pid;
+    return x < y ? -1 : x > y;
+}
+
+static struct mapped *find_mapped(struct throttle_set *ts, uint32_t pid)
+{
+    struct mapped key = {.pid = pid};
+    return ts->n_map ? bsearch(&key, ts->map, ts->n_map, sizeof(key), cmp_mapped) : NULL;
+}
+
+static unsigned active_count(const struct throttle_set *ts)
+{
+    unsigned n = 0;
+    for (int c = 0; c < THROTTLE_MAX_CLASSES; c++)
+        n += ts->slot[c].used;
+    return n;
+}
+
+void throttle_set_rescan(struct throttle_set *ts)
+{
+    struct mapped *next = NULL;
+    size_t n = 0, cap = 0;
+    if (active_count(ts)) {
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+            char *end;
+            unsigned long pid = strtoul(de->d_name, &end, 10);
+            if (*end || pid == 0 || pid > UINT32_MAX)
+                continue;
+            int cls = class_of(ts, (uint32_t)pid);
+            if (cls < 0)
+                continue;
+            if (n == cap) {
+                size_t nc = cap ? cap * 2 : 64;
+                struct mapped *g = realloc(next, nc * sizeof(*g));
+                if (!g)
+                    break;
+                next = g;
+                cap = nc;
+            }
+            next[n++] = (struct mapped){.pid = (uint32_t)pid, .cls = cls};
+        }
+        if (d)
+            closedir(d);
+        if (n)
+            qsort(next, n, sizeof(*next), cmp_mapped);
+    }
+    /* kernel: drop the ones gone, set the new and changed */
+    size_t i = 0, j = 0;
+    while (i < ts->n_map || j < n) {
+        if (j == n || (i < ts->n_map && ts->map[i].pid < next[j].pid)) {
+            if (throttle_probe_map_tgid(ts->tp, ts->map[i].pid, -1) != 0)
+                log_warn("throttle", "cannot unmap pid %u", ts->map[i].pid);
+            throttle_probe_forget(ts->tp, ts->map[i].pid);
+            i++;
+        } else {
+            bool same = i < ts->n_map && ts->map[i].pid == next[j].pid;
+            if ((!same || ts->map[i].cls != next[j].cls) &&
+                throttle_probe_map_tgid(ts->tp, next[j].pid, next[j].cls) != 0)
+                log_warn("throttle", "cannot map pid %u (%u processes mapped)", next[j].pid,
+                         (unsigned)n);
+            i += same;
+            j++;
+        }
+    }
+    free(ts->map);
+    ts->map = next;
+    ts->n_map = n;
+    ts->cap_map = cap;
+    throttle_probe_commit(ts->tp);
+    struct flowset none = {0};
+    procmeta_join(ts->pm, &none); /* one scan = one "window" for pruning */
+    procmeta_prune(ts->pm, PRUNE_SCANS);
+}
+
+static void on_tgid(uint32_t tgid, void *arg)
+{
+    struct throttle_set *ts = arg;
+    if (find_mapped(ts, tgid))
+        return;
+    int cls = class_of(ts, tgid);
+    if (cls < 0)
+        return;
+    if (ts->n_map == ts->cap_map) {
+        size_t nc = ts->cap_map ? ts->cap_map * 2 : 64;
+        struct mapped *g = realloc(ts->map, nc * sizeof(*g));
+        if (!g)
+            return;
+        ts->map = g;
+        ts->cap_map = nc;
+    }
+    if (throttle_probe_map_tgid(ts->tp, tgid, cls) != 0)
+        return;
+    ts->map[ts->n_map++] = (struct mapped){.pid = tgid, .cls = cls};
+    qsort(ts->map, ts->n_map, sizeof(*ts->map), cmp_mapped);
+    throttle_probe_commit(ts->tp);
+    log_debug("throttle", "pid %u -> rule %lld", tgid, (long long)ts->slot[cls].r.id);
+}
+
+void throttle_set_on_events(struct throttle_set *ts)
+{
+    throttle_probe_events(ts->tp, on_tgid, ts);
+}
+
+static void free_slot(struct throttle_set *ts, int c)
+{
+    if (throttle_probe_set_class(ts->tp, (unsigned)c, 0, THROTTLE_OFF, 0) != 0)
+        log_warn("throttle", "cannot turn off class %d", c);
+    ts->slot[c].used = false;
+}
+
+size_t throttle_set_apply(struct throttle_set *ts, const struct throttle_rule *rules, size_t n,
+                          const struct throttle_selector *allow, size_t n_allow, int64_t now_us)
+{
+    ts->n_allow = n_allow < MAX_ALLOW ? n_allow : MAX_ALLOW;
+    if (ts->n_allow)
+        memcpy(ts->allow, allow, ts->n_allow * sizeof(*allow));
+    /* remove what is no longer listed (or expired) */
+    for (int c = 0; c < THROTTLE_MAX_CLASSES; c++) {
+        if (!ts->slot[c].used)
+            continue;
+        bool keep = false;
+        for (size_t k = 0; k < n && !keep; k++)
+            keep = rules[k].id == ts->slot[c].r.id && rules[k].expires_at_us > now_us;
+        if (!keep)
+            free_slot(ts, c);
+    }
+    size_t applied = 0;
+    for (size_t k = 0; k < n; k++) {
+        const struct throttle_rule *r = &rules[k];
+        if (r->expires_at_us <= now_us || r->rate_bps == 0)
+            continue;
+        int c = -1, fresh = 0;
+        for (int s = 0; s < THROTTLE_MAX_CLASSES && c < 0; s++)
+            if (ts->slot[s].used && ts->slot[s].r.id == r->id)
+                c = s;
+        for (int s = 0; s < THROTTLE_MAX_CLASSES && c < 0; s++)
+            if (!ts->slot[s].used)
+                c = s, fresh = 1;
+        if (c < 0) {
+            log_warn("throttle", "rule %lld not applied: %d rules already", (long long)r->id,
+                     THROTTLE_MAX_CLASSES);
+            continue;
+        }
+        struct applied *a = &ts->slot[c];
+        /* a new mode is a new measurement: the counters start again */
+        int reset = fresh || a->r.mode != r->mode;
+        if (fresh || reset || a->r.rate_bps != r->rate_bps) {
+            if (throttle_probe_set_class(ts->tp, (unsigned)c, r->rate_bps, r->mode, reset) != 0) {
+                log_warn("throttle", "rule %lld: cannot set its class", (long long)r->id);
+                if (fresh)
+                    continue;
+            }
+        }
+        a->used = true;
+        a->r = *r;
+        applied++;
+    }
+    throttle_probe_set_active(ts->tp, active_count(ts));
+    throttle_set_rescan(ts);
+    return applied;
+}
+
+void throttle_set_clear(struct throttle_set *ts)
+{
+    for (int c = 0; c < THROTTLE_MAX_CLASSES; c++)
+        if (ts->slot[c].used)
+            free_slot(ts, c);
+    throttle_probe_set_active(ts->tp, 0);
+    throttle_set_rescan(ts);
+}
+
+size_t throttle_set_expire(struct throttle_set *ts, int64_t now_us)
+{
+    size_t n = 0;
+    for (int c = 0; c < THROTTLE_MAX_CLASSES; c++)
+        if (ts->slot[c].used && ts->slot[c].r.expires_at_us <= now_us) {
+            log_info("throttle", "rule %lld expired", (long long)ts->slot[c].r.id);
+            free_slot(ts, c);
+            n++;
+        }
+    if (n) {
+        throttle_probe_set_active(ts->tp, active_count(ts));
+        throttle_set_rescan(ts);
+    }
+    return n;
+}
+
+size_t throttle_set_count(const struct throttle_set *ts)
+{
+    return active_count(ts);
+}
+
+size_t throttle_set_stats(const struct throttle_set *ts, struct throttle_rule_stat *out, size_t max)
+{
+    size_t n = 0;
+    for (int c = 0; c < THROTTLE_MAX_CLASSES && n < max; c++) {
+        const struct applied *a = &ts->slot[c];
+        if (!a->used)
+            continue;
+        struct throttle_rule_stat *s = &out[n++];
+        memset(s, 0, sizeof(*s));
+        s->id = a->r.id;
+        s->mode = a->r.mode;
+        s->rate_bps = a->r.rate_bps;
+        for (size_t i = 0; i < ts->n_map; i++)
+            s->processes += ts->map[i].cls == c;
+        if (throttle_probe_counts(ts->tp, (unsigned)c, &s->c) != 0)
+            log_warn("throttle", "rule %lld: cannot read its counters", (long long)a->r.id);
+    }
+    return n;
+}

@@ -1,0 +1,111 @@
+/* The agent's reading of the reconciler's rules (throttle_rules.c): expiry on the agent's own
+ * clock, the host's share, the allow-list, the kill switch; bad input names its JSON path and
+ * leaves nothing applied; the report body carries every counter. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "throttle_rules.h"
+
+static void test_parse(void **state)
+{
+    (void)state;
+    static struct throttle_rules r;
+    char err[256];
+    const char *j = "{\"rules\":[{\"id\":7,\"selector\":{\"workflow\":\"bulk-1\"},\"mode\":"
+                    "\"enforce\",\"rate_bps\":40000000,\"expires_in_s\":600},{\"id\":8,"
+                    "\"selector\":{\"user\":\"alice\"},\"mode\":\"dry_run\",\"rate_bps\":1000,"
+                    "\"host_rate_bps\":250,\"expires_in_s\":5}],\"allow\":[{\"program\":"
+                    "\"wanledger-agent\"}],\"kill_switch\":false}";
+    assert_int_equal(throttle_rules_parse(j, 1000000, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.n, 2);
+    assert_int_equal(r.rule[0].id, 7);
+    assert_int_equal(r.rule[0].sel.kind, THROTTLE_SEL_WORKFLOW);
+    assert_string_equal(r.rule[0].sel.value, "bulk-1");
+    assert_int_equal(r.rule[0].rate_bps, 40000000);
+    assert_int_equal(r.rule[0].mode, THROTTLE_ENFORCE);
+    assert_int_equal(r.rule[0].expires_at_us, 1000000 + 600LL * 1000000);
+    assert_int_equal(r.rule[1].sel.kind, THROTTLE_SEL_USER);
+    assert_int_equal(r.rule[1].rate_bps, 250); /* the host's share wins */
+    assert_int_equal(r.rule[1].mode, THROTTLE_DRY_RUN);
+    assert_int_equal(r.n_allow, 1);
+    assert_int_equal(r.allow[0].kind, THROTTLE_SEL_PROGRAM);
+    assert_false(r.kill_switch);
+    assert_int_equal(
+        throttle_rules_parse("{\"rules\":[],\"kill_switch\":true}", 0, &r, err, sizeof(err)), 0);
+    assert_true(r.kill_switch);
+}
+
+static void test_refused(void **state)
+{
+    (void)state;
+    static struct throttle_rules r;
+    char err[256];
+    static const struct {
+        const char *json, *where;
+    } bad[] = {
+        {"[]", "$"},
+        {"{\"rules\":[{\"id\":1,\"selector\":{\"workflow\":\"w\"},\"mode\":\"enforce\","
+         "\"rate_bps\":1}]}",
+         "$.rules[0].expires_in_s"},
+        {"{\"rules\":[{\"id\":1,\"selector\":{\"host\":\"w\"},\"mode\":\"enforce\",\"rate_bps\":1,"
+         "\"expires_in_s\":5}]}",
+         "$.rules[0].selector.host"},
+        {"{\"rules\":[{\"id\":1,\"selector\":{\"workflow\":\"w\"},\"mode\":\"slow\",\"rate_bps\":"
+         "1,\"expires_in_s\":5}]}",
+         "$.rules[0].mode"},
+        {"{\"rules\":[{\"id\":1,\"selector\":{\"workflow\":\"w\"},\"mode\":\"enforce\","
+         "\"rate_bps\":0,\"expires_in_s\":5}]}",
+         "$.rules[0].rate_bps"},
+        {"{\"rules\":[],\"allow\":[{\"a\":\"b\",\"c\":\"d\"}]}", "$.allow[0]"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = 0;
+        assert_int_equal(throttle_rules_parse(bad[i].json, 0, &r, err, sizeof(err)), -1);
+        if (!strstr(err, bad[i].where))
+            fprintf(stderr, "case %zu: \"%s\" does not name %s\n", i, err, bad[i].where);
+        assert_non_null(strstr(err, bad[i].where));
+        assert_int_equal(r.n, 0);
+    }
+}
+
+static void test_report(void **state)
+{
+    (void)state;
+    struct throttle_rule_stat st = {
+        .id = 9, .mode = THROTTLE_DRY_RUN, .rate_bps = 5, .processes = 2};
+    st.c.pass_bytes = 1ULL << 52; /* exact in JSON */
+    st.c.delay_bytes = 3;
+    st.c.drop_pkts = 4;
+    char *s = throttle_rules_report("h1", "a1", &st, 1);
+    assert_non_null(s);
+    cJSON *j = cJSON_Parse(s);
+    free(s);
+    const cJSON *r0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "rules"), 0);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "host")), "h1");
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r0, "mode")),
+                        "dry_run");
+    assert_true(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(r0, "passed_bytes")) ==
+                4503599627370496.0);
+    assert_true(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(r0, "delayed_bytes")) == 3);
+    assert_true(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(r0, "dropped_packets")) == 4);
+    assert_true(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(r0, "processes")) == 2);
+    cJSON_Delete(j);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_report),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

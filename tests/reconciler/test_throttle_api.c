@@ -1,0 +1,360 @@
+/* Throttle rules through the real reconciler and PostgreSQL (issue 12): the API's roles and
+ * refusals, the agent's host view, reports and the audit; `wanledger throttle` end to end; the
+ * max-min level and a proposal from a saturation alert, with figures worked out by hand. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "config.h"
+#include "fixture.h"
+#include "harness.h"
+#include "throttle_cmd.h"
+#include "throttle_propose.h"
+
+#define TOKEN_OP "operator-token-0123456789abcdef"
+
+static struct fx g_fx;
+
+static void test_maxmin_and_parsing(void **state)
+{
+    (void)state;
+    /* demands 0.5, 3, 6 (Gbit/s) sharing 8.05: 8.05/3 = 2.683 > 0.5 -> 7.55 left for two;
+     * 7.55/2 = 3.775 > 3 -> 4.55 left for one; 4.55 < 6: the level is 4.55 */
+    double r[] = {6e9, 0.5e9, 3e9};
+    assert_float_equal(thr_maxmin_level(r, 3, 8.05e9, 1e6), 4.55e9, 1);
+    assert_float_equal(thr_maxmin_level(r, 3, 1e9, 1e6), 1e9 / 3, 1); /* all three capped */
+    assert_float_equal(thr_maxmin_level(r, 3, 1e9, 5e8), 5e8, 1);     /* never below the floor */
+    assert_true(thr_maxmin_level(r, 3, 10e9, 1e6) < 0);               /* everything fits */
+    uint64_t v;
+    assert_int_equal(thr_parse_rate("40Mbit", &v), 0);
+    assert_int_equal(v, 40000000);
+    assert_int_equal(thr_parse_rate("1.5Gbit", &v), 0);
+    assert_int_equal(v, 1500000000);
+    assert_int_equal(thr_parse_rate("500kbit", &v), 0);
+    assert_int_equal(v, 500000);
+    assert_int_equal(thr_parse_rate("12345", &v), 0);
+    assert_int_equal(v, 12345);
+    assert_int_equal(thr_parse_rate("40MB", &v), -1);
+    assert_int_equal(thr_parse_rate("-1", &v), -1);
+    assert_int_equal(thr_parse_ttl("10m", &v), 0);
+    assert_int_equal(v, 600);
+    assert_int_equal(thr_parse_ttl("2h", &v), 0);
+    assert_int_equal(v, 7200);
+    assert_int_equal(thr_parse_ttl("8d", &v), -1); /* longer than 7 days */
+    assert_int_equal(thr_parse_ttl("0", &v), -1);
+}
+
+static int post(const char *token, const char *path, const char *body, char **resp)
+{
+    return fx_http(&g_fx, "POST", path, token, NULL, body, body ? strlen(body) : 0, resp);
+}
+
+static void test_api(void **state)
+{
+    (void)state;
+    const char *rule = "{\"selector\":{\"workflow\":\"backtest-17\"},\"rate_bps\":40000000,"
+                       "\"ttl_seconds\":600,\"mode\":\"enforce\",\"reason\":\"saturating\","
+                       "\"scope\":{\"hosts\":[\"h1\"]}}";
+    char *resp = NULL;
+    /* roles */
+    assert_int_equal(post(NULL, "/v1/throttles", rule, NULL), 401);
+    assert_int_equal(post(FX_TOKEN_READER, "/v1/throttles", rule, NULL), 403);
+    assert_int_equal(post(FX_TOKEN_AGENT, "/v1/throttles", rule, NULL), 403);
+    /* refusals name the member and change nothing */
+    long long before = fx_num(&g_fx, "SELECT count(*) FROM throttle_rules");
+    assert_int_equal(post(TOKEN_OP, "/v1/throttles",
+                          "{\"selector\":{\"workflow\":\"x\"},\"rate_bps\":1,\"ttl_seconds\":"
+                          "999999,\"reason\":\"r\"}",
+                          &resp),
+                     400);
+    assert_non_null(strstr(resp, "$.ttl_seconds"));
+    free(resp);
+    assert_int_equal(post(TOKEN_OP, "/v1/throttles",
+                          "{\"selector\":{\"host\":\"x\"},\"rate_bps\":1,\"ttl_seconds\":60,"
+                          "\"reason\":\"r\"}",
+                          &resp),
+                     400);
+    assert_non_null(strstr(resp, "$.selector"));
+    free(resp);
+    assert_int_equal(post(TOKEN_OP, "/v1/throttles",
+                          "{\"selector\":{\"workflow\":\"x\"},\"rate_bps\":1,\"ttl_seconds\":60}",
+                          &resp),
+                     400);
+    assert_non_null(strstr(resp, "$.reason"));
+    free(resp);
+    assert_int_equal(post(TOKEN_OP, "/v1/throttles",
+                          "{\"selector\":{\"program\":\"wanledger-agent\"},\"rate_bps\":1,"
+                          "\"ttl_seconds\":60,\"reason\":\"r\"}",
+                          &resp),
+                     422);
+    free(resp);
+    assert_int_equal(fx_num(&g_fx, "SELECT count(*) FROM throttle_rules"), before);
+
+    /* create, list, the agent's host view */
+    int st = post(TOKEN_OP, "/v1/throttles", rule, &resp);
+    if (st != 201)
+        fprintf(stderr, "POST: %d %s\n", st, resp);
+    assert_int_equal(st, 201);
+    cJSON *j = cJSON_Parse(resp);
+    free(resp);
+    long long id = (long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "id"));
+    cJSON_Delete(j);
+    assert_true(id > 0);
+    assert_int_equal(fx_http(&g_fx, "GET", "/v1/throttles", FX_TOKEN_READER, NULL, NULL, 0, &resp),
+                     200);
+    assert_non_null(strstr(resp, "\"backtest-17\""));
+    free(resp);
+    assert_int_equal(
+        fx_http(&g_fx, "GET", "/v1/throttles?host=h1", FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 200);
+    j = cJSON_Parse(resp);
+    free(resp);
+    const cJSON *rules = cJSON_GetObjectItemCaseSensitive(j, "rules");
+    assert_int_equal(cJSON_GetArraySize(rules), 1);
+    const cJSON *r0 = cJSON_GetArrayItem(rules, 0);
+    assert_int_equal((long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(r0, "id")),
+                     id);
+    double left = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(r0, "expires_in_s"));
+    assert_true(left >= 590 && left <= 600);
+    assert_true(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "allow")) >= 1);
+    cJSON_Delete(j);
+    /* another host is outside the rule's scope */
+    assert_int_equal(
+        fx_http(&g_fx, "GET", "/v1/throttles?host=h2", FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 200);
+    assert_null(strstr(resp, "backtest-17"));
+    free(resp);
+
+    /* reports: first one is the application on that host */
+    char *rep = fx_fmt("{\"host\":\"h1\",\"agent_id\":\"a1\",\"rules\":[{\"id\":%lld,\"mode\":"
+                       "\"enforce\",\"processes\":2,\"passed_bytes\":1000,\"passed_packets\":3,"
+                       "\"delayed_bytes\":500,\"delayed_packets\":1,\"dropped_bytes\":7,"
+                       "\"dropped_packets\":1}]}",
+                       id);
+    assert_int_equal(post(FX_TOKEN_AGENT, "/v1/throttles/report", rep, NULL), 200);
+    assert_int_equal(post(FX_TOKEN_AGENT, "/v1/throttles/report", rep, NULL), 200);
+    free(rep);
+    char *sql = fx_fmt("SELECT count(*) FROM throttle_audit WHERE rule_id = %lld AND event = "
+                       "'application' AND host = 'h1'",
+                       id);
+    assert_int_equal(fx_num(&g_fx, sql), 1);
+    free(sql);
+
+    /* revoke: gone from the host view, audited with the bytes */
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/throttles/%lld", id);
+    assert_int_equal(fx_http(&g_fx, "DELETE", path, FX_TOKEN_READER, NULL, NULL, 0, NULL), 403);
+    assert_int_equal(fx_http(&g_fx, "DELETE", path, TOKEN_OP, NULL, NULL, 0, NULL), 200);
+    assert_int_equal(fx_http(&g_fx, "DELETE", path, TOKEN_OP, NULL, NULL, 0, NULL), 404);
+    assert_int_equal(
+        fx_http(&g_fx, "GET", "/v1/throttles?host=h1", FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 200);
+    assert_null(strstr(resp, "backtest-17"));
+    free(resp);
+    sql = fx_fmt("SELECT delayed_bytes FROM throttle_audit WHERE rule_id = %lld AND event = "
+                 "'revocation'",
+                 id);
+    assert_int_equal(fx_num(&g_fx, sql), 500);
+    free(sql);
+    /* the audit is append-only */
+    PGresult *pr = PQexec(g_fx.db, "UPDATE throttle_audit SET actor = 'x'");
+    assert_int_equal(PQresultStatus(pr), PGRES_FATAL_ERROR);
+    PQclear(pr);
+    pr = PQexec(g_fx.db, "DELETE FROM throttle_audit");
+    assert_int_equal(PQresultStatus(pr), PGRES_FATAL_ERROR);
+    PQclear(pr);
+
+    /* the kill switch: agents get it, nothing can be created */
+    assert_int_equal(post(TOKEN_OP, "/v1/throttles/kill_switch", "{\"on\":true}", NULL), 200);
+    assert_int_equal(post(TOKEN_OP, "/v1/throttles", rule, NULL), 409);
+    assert_int_equal(
+        fx_http(&g_fx, "GET", "/v1/throttles?host=h1", FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "\"kill_switch\":true"));
+    free(resp);
+    assert_int_equal(post(TOKEN_OP, "/v1/throttles/kill_switch", "{\"on\":false}", NULL), 200);
+}
+
+/* A canary rule applies to its one host until widened. */
+static void test_canary(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    assert_int_equal(fx_run(&g_fx,
+                            "throttle add --workflow can-1 --rate 1Mbit --ttl 5m --canary h7 "
+                            "--reason canary",
+                            &out),
+                     0);
+    long long id = atoll(out);
+    free(out);
+    assert_true(id > 0);
+    char *resp = NULL;
+    assert_int_equal(
+        fx_http(&g_fx, "GET", "/v1/throttles?host=h7", FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "can-1"));
+    free(resp);
+    assert_int_equal(
+        fx_http(&g_fx, "GET", "/v1/throttles?host=h8", FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 200);
+    assert_null(strstr(resp, "can-1"));
+    free(resp);
+    char cmd[64];
+    snprintf(cmd, sizeof(cmd), "throttle widen %lld", id);
+    assert_int_equal(fx_run(&g_fx, cmd, &out), 0);
+    free(out);
+    assert_int_equal(
+        fx_http(&g_fx, "GET", "/v1/throttles?host=h8", FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "can-1"));
+    free(resp);
+    snprintf(cmd, sizeof(cmd), "throttle revoke %lld", id);
+    assert_int_equal(fx_run(&g_fx, cmd, &out), 0);
+    free(out);
+}
+
+static void test_cli(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    assert_int_equal(fx_run(&g_fx,
+                            "throttle add --workflow bulk-9 --rate 40Mbit --ttl 10m --dry-run "
+                            "--reason 'cli test'",
+                            &out),
+                     0);
+    long long id = atoll(out);
+    assert_true(id > 0);
+    assert_non_null(strstr(out, "dry_run"));
+    free(out);
+    assert_int_equal(fx_run(&g_fx, "throttle list", &out), 0);
+    char want[64];
+    snprintf(want, sizeof(want), "%lld workflow=bulk-9 40000000bit/s", id);
+    assert_non_null(strstr(out, want));
+    free(out);
+    assert_int_equal(fx_run(&g_fx, "throttle list --json", &out), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    cJSON_Delete(j);
+    free(out);
+    char cmd[64];
+    snprintf(cmd, sizeof(cmd), "throttle approve %lld", id);
+    assert_int_equal(fx_run(&g_fx, cmd, &out), 0);
+    free(out);
+    char *sql = fx_fmt("SELECT mode FROM throttle_rules WHERE id = %lld", id);
+    assert_string_equal(fx_row(&g_fx, sql), "enforce");
+    free(sql);
+    snprintf(cmd, sizeof(cmd), "throttle revoke %lld", id);
+    assert_int_equal(fx_run(&g_fx, cmd, &out), 0);
+    free(out);
+    assert_int_equal(
+        fx_run(&g_fx, "throttle add --workflow x --rate 40MB --ttl 10m --reason r", &out), 2);
+    assert_non_null(strstr(out, "--rate"));
+    free(out);
+}
+
+static void test_proposal_from_alert(void **state)
+{
+    (void)state;
+    /* nyc->chi (10 Gbit/s, saturation 0.9) in the 60 s window: observed 10 Gbit/s (75e9 bytes);
+     * workflows a 6, b 3, c 0.5 Gbit/s, 0.5 unattributed. Aim 0.95 x 0.9 x 10 = 8.55 Gbit/s, so
+     * the three may use 8.05: level 4.55 Gbit/s (worked out in test_maxmin_and_parsing); only a
+     * is capped. b is tagged for automatic enforcement but is not above the level. */
+    PGresult *r = PQexec(
+        g_fx.db,
+        "INSERT INTO gap_alerts (kind, src_site, dst_site, state, first_window, last_window) "
+        "VALUES ('saturation', 'nyc', 'chi', 'open', '2026-01-05T10:00:00Z', "
+        "'2026-01-05T10:00:00Z');"
+        "INSERT INTO link_windows (window_start, circuit, src_site, dst_site, device, interface, "
+        "counter, observed_bytes, capacity_bps, utilization) VALUES ('2026-01-05T10:00:00Z', "
+        "'nyc-chi-1', 'nyc', 'chi', 'nyc-border-1', 'et-0/0/1', 'out', 75000000000, 10000000000, "
+        "1.0);"
+        "INSERT INTO attribution_rollup (window_start, src_site, dst_site, source, workflow, host, "
+        "bytes) VALUES ('2026-01-05T10:00:00Z', 'nyc', 'chi', 'socket', 'a', 'h1', 30000000000), "
+        "('2026-01-05T10:00:00Z', 'nyc', 'chi', 'socket', 'a', 'h2', 15000000000), "
+        "('2026-01-05T10:00:00Z', 'nyc', 'chi', 'socket', 'b', 'h1', 22500000000), "
+        "('2026-01-05T10:00:00Z', 'nyc', 'chi', 'socket', 'c', 'h3', 3750000000)");
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    struct cfg_errors errs;
+    struct cfg *cfg = cfg_load(g_fx.cfg_path, &errs);
+    assert_non_null(cfg);
+    char err[512];
+    int n = thr_propose_run(g_fx.db, cfg, err, sizeof(err));
+    if (n != 1)
+        fprintf(stderr, "propose: %d %s\n", n, err);
+    assert_int_equal(n, 1);
+    /* once per alert */
+    assert_int_equal(thr_propose_run(g_fx.db, cfg, err, sizeof(err)), 0);
+    cfg_free(cfg);
+    assert_string_equal(fx_row(&g_fx, "SELECT selector_value, rate_bps, mode, status, rate_scope "
+                                      "FROM throttle_rules WHERE alert_src = 'nyc'"),
+                        "a|4550000000|dry_run|proposed|total");
+    assert_int_equal(fx_num(&g_fx, "SELECT count(*) FROM throttle_audit a JOIN throttle_rules r "
+                                   "ON r.id = a.rule_id WHERE r.alert_src = 'nyc' AND a.event = "
+                                   "'proposal'"),
+                     1);
+    /* a 'total' rule: h1 sent 30 of a's 45 GB in that window, h2 15 */
+    char *resp = NULL;
+    assert_int_equal(
+        fx_http(&g_fx, "GET", "/v1/throttles?host=h1", FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "\"host_rate_bps\":3033333333"));
+    free(resp);
+    assert_int_equal(
+        fx_http(&g_fx, "GET", "/v1/throttles?host=h2", FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "\"host_rate_bps\":1516666666"));
+    free(resp);
+    char *out = NULL;
+    assert_int_equal(fx_run(&g_fx, "throttle proposals", &out), 0);
+    assert_non_null(strstr(out, "workflow=a 4550000000bit/s"));
+    free(out);
+    /* the weekly report of this week lists it */
+    char args[64], wk[16];
+    time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    strftime(wk, sizeof(wk), "%G-W%V", &tmv);
+    snprintf(args, sizeof(args), "report --week %s", wk);
+    assert_int_equal(fx_run(&g_fx, args, &out), 0);
+    char *sec = strstr(out, "## Throttle rules");
+    assert_non_null(sec);
+    assert_non_null(strstr(sec, "workflow a"));
+    assert_non_null(strstr(sec, "(proposal)"));
+    free(out);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    fx_setup(&g_fx, "throttle-api", "\"throttle\": {\"auto_enforce_workflows\": [\"b\"]},");
+    char path[600];
+    snprintf(path, sizeof(path), "%s/tokens.json", g_fx.dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"agent\": [\"" FX_TOKEN_AGENT "\"], \"operator\": [\"" TOKEN_OP "\"], "
+               "\"reader\": [\"" FX_TOKEN_READER "\"]}\n");
+    fclose(f);
+    PQclear(PQexec(g_fx.db, "UPDATE throttle_rules SET revoked_at = now() WHERE revoked_at IS "
+                            "NULL; UPDATE throttle_settings SET kill_switch = false"));
+    fx_start(&g_fx);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    fx_stop(&g_fx);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_maxmin_and_parsing),
+        cmocka_unit_test(test_api),
+        cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_canary),
+        cmocka_unit_test(test_proposal_from_alert),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
