@@ -30,6 +30,7 @@ void agentmetrics_drain_time(struct agentmetrics *m, uint64_t ns)
 {
     m->drain_ns[m->n_drain % AGENTMETRICS_DRAIN_SAMPLES] = ns;
     m->n_drain++;
+    m->drain_ns_sum += ns;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -305,7 +306,7 @@ static void render_nfs(FILE *f, const struct agentmetrics *m)
     }
     fputs("# HELP wanledger_nfs_latency_window_seconds NFS latency quantile over the last window "
           "(upper bound of its log-linear bucket, at most 6.25% above).\n"
-          "# TYPE wanledger_nfs_latency_window_seconds gauge\n",
+          "# TYPE wanledger_nfs_latency_window_seconds summary\n",
           f);
     static const struct {
         const char *label;
@@ -317,7 +318,7 @@ static void render_nfs(FILE *f, const struct agentmetrics *m)
         for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++) {
             fputs("wanledger_nfs_latency_window_seconds{", f);
             put_labels(f, v[i]);
-            fprintf(f, ",q=\"%s\"} ", qs[k].label);
+            fprintf(f, ",quantile=\"%s\"} ", qs[k].label);
             put_seconds(f, llhist_quantile(&v[i]->window_hist, qs[k].q, NULL));
             fputc('\n', f);
         }
@@ -361,32 +362,43 @@ char *agentmetrics_render(const struct agentmetrics *m)
             "# HELP wanledger_agent_nfs_probe NFS probe running (1) or not (0).\n"
             "# TYPE wanledger_agent_nfs_probe gauge\n"
             "wanledger_agent_nfs_probe %d\n"
+            "# HELP wanledger_agent_windows_total Windows counted and reported.\n"
             "# TYPE wanledger_agent_windows_total counter\n"
             "wanledger_agent_windows_total %llu\n"
             "# HELP wanledger_agent_events_total Socket send/receive calls counted.\n"
             "# TYPE wanledger_agent_events_total counter\n"
             "wanledger_agent_events_total %llu\n"
+            "# HELP wanledger_agent_bytes_total Socket payload bytes counted, by direction.\n"
             "# TYPE wanledger_agent_bytes_total counter\n"
             "wanledger_agent_bytes_total{direction=\"tx\"} %llu\n"
             "wanledger_agent_bytes_total{direction=\"rx\"} %llu\n"
             "# HELP wanledger_agent_dropped_events_total Events lost because a map was full.\n"
             "# TYPE wanledger_agent_dropped_events_total counter\n"
             "wanledger_agent_dropped_events_total %llu\n"
+            "# HELP wanledger_agent_flows_seen_total Flows seen in windows, before sampling.\n"
             "# TYPE wanledger_agent_flows_seen_total counter\n"
             "wanledger_agent_flows_seen_total %llu\n"
+            "# HELP wanledger_agent_flows_reported_total Flows put in reports.\n"
             "# TYPE wanledger_agent_flows_reported_total counter\n"
             "wanledger_agent_flows_reported_total %llu\n"
+            "# HELP wanledger_agent_reports_sent_total Reports the reconciler accepted.\n"
             "# TYPE wanledger_agent_reports_sent_total counter\n"
             "wanledger_agent_reports_sent_total %llu\n"
+            "# HELP wanledger_agent_reports_rejected_total Reports the reconciler refused for "
+            "good (4xx).\n"
             "# TYPE wanledger_agent_reports_rejected_total counter\n"
             "wanledger_agent_reports_rejected_total %llu\n"
+            "# HELP wanledger_agent_send_failures_total POSTs that failed and will be retried.\n"
             "# TYPE wanledger_agent_send_failures_total counter\n"
             "wanledger_agent_send_failures_total %llu\n"
             "# HELP wanledger_agent_reports_spooled Reports waiting in the spool.\n"
             "# TYPE wanledger_agent_reports_spooled gauge\n"
             "wanledger_agent_reports_spooled %llu\n"
+            "# HELP wanledger_agent_spool_dropped_total Reports dropped because the spool was "
+            "full.\n"
             "# TYPE wanledger_agent_spool_dropped_total counter\n"
             "wanledger_agent_spool_dropped_total %llu\n"
+            "# HELP wanledger_agent_drain_errors_total Map drains that failed.\n"
             "# TYPE wanledger_agent_drain_errors_total counter\n"
             "wanledger_agent_drain_errors_total %llu\n"
             "# HELP wanledger_agent_drain_seconds Time to flip, wait and read one map generation, "
@@ -395,6 +407,7 @@ char *agentmetrics_render(const struct agentmetrics *m)
             "wanledger_agent_drain_seconds{quantile=\"0.5\"} %.6f\n"
             "wanledger_agent_drain_seconds{quantile=\"0.99\"} %.6f\n"
             "wanledger_agent_drain_seconds{quantile=\"1\"} %.6f\n"
+            "wanledger_agent_drain_seconds_sum %.9f\n"
             "wanledger_agent_drain_seconds_count %zu\n",
             m->attach_mode ? m->attach_mode : "none", m->nfs ? 1 : 0,
             (unsigned long long)m->windows, (unsigned long long)m->events,
@@ -404,7 +417,7 @@ char *agentmetrics_render(const struct agentmetrics *m)
             (unsigned long long)m->reports_rejected, (unsigned long long)m->send_failures,
             (unsigned long long)m->reports_spooled, (unsigned long long)m->spool_dropped,
             (unsigned long long)m->drain_errors, cnt, (double)p50 / 1e9, (double)p99 / 1e9,
-            (double)pmax / 1e9, m->n_drain);
+            (double)pmax / 1e9, (double)m->drain_ns_sum / 1e9, m->n_drain);
     if (m->nfs || m->n_nfs_series)
         render_nfs(f, m);
     if (fclose(f) != 0) {

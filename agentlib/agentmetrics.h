@@ -26,7 +26,8 @@ struct agentmetrics {
     uint64_t reports_spooled; /* waiting now */
     uint64_t drain_errors;
     uint64_t drain_ns[AGENTMETRICS_DRAIN_SAMPLES];
-    size_t n_drain; /* total drains recorded (ring index = n % N) */
+    size_t n_drain;        /* total drains recorded (ring index = n % N) */
+    uint64_t drain_ns_sum; /* over every drain recorded */
     /* NFS per (server, export, op, workflow, user), from agentmetrics_nfs_window */
     struct agentmetrics_nfs_series *nfs_series;
     size_t n_nfs_series, cap_nfs_series;

@@ -30,6 +30,9 @@
 #include "jsonv.h"
 #include "jsonw.h"
 #include "log.h"
+#include "promhttp.h"
+#include "timeutil.h"
+#include "ship_metrics.h"
 
 #define SHIP_DEFAULT_BATCH    1000
 #define SHIP_MAX_BATCH_BYTES  (1024 * 1024)
@@ -58,7 +61,15 @@ struct ship {
     struct ship_log *logs;
     size_t n_logs;
     uint64_t shipped_lines, skipped_lines, posts;
+    struct ship_metrics m;  /* --metrics (ship_metrics.h); logs[i] is m.logs[i] */
+    uint64_t last_rejected; /* "rejected" of the last accepted POST's answer */
 };
+
+/* The metrics of log l. */
+static struct ship_log_metrics *lm(struct ship *s, const struct ship_log *l)
+{
+    return &s->m.logs[l - s->logs];
+}
 
 static volatile sig_atomic_t ship_stop;
 
@@ -291,11 +302,15 @@ static int post(struct ship *s, const char *body, size_t len, const char *ctx)
     s->posts++;
     if (httpc_post(s->url, s->token, body, len, SHIP_POST_TIMEOUT_MS, &resp, err, sizeof err) < 0) {
         log_warn(ctx, "POST %s: %s (will retry)", s->url, err);
+        atomic_fetch_add(&s->m.posts_failed, 1);
         return -1;
     }
     int status = resp.status, rc;
     if (status >= 200 && status < 300) {
         rc = 0;
+        atomic_fetch_add(&s->m.posts_ok, 1);
+        atomic_store(&s->m.last_success_us, tm_now_us());
+        s->last_rejected = ship_metrics_rejected_in(resp.body); /* quarantined there */
     } else if (status == 401 || status == 403 || status == 404 || status == 429 || status == 408 ||
                status >= 500 || status < 200) {
         /* Our credentials, the URL, the size or the server: not the data's fault. */
@@ -306,6 +321,8 @@ static int post(struct ship *s, const char *body, size_t len, const char *ctx)
         log_debug(ctx, "POST %s: HTTP %d %s", s->url, status, resp.body ? resp.body : "");
         rc = 1;
     }
+    if (rc != 0)
+        atomic_fetch_add(&s->m.posts_failed, 1);
     httpc_response_free(&resp);
     return rc;
 }
@@ -366,6 +383,7 @@ static long ship_batch(struct ship *s, struct ship_log *l)
             log_error(l->path, "byte %llu: line longer than %zu bytes, skipped",
                       (unsigned long long)l->offset, l->cap);
             s->skipped_lines++;
+            atomic_fetch_add(&lm(s, l)->rejected_here, 1);
             l->skipping = true;
             return (long)l->len;
         }
@@ -387,6 +405,7 @@ static long ship_batch(struct ship *s, struct ship_log *l)
             n_good++;
         } else {
             s->skipped_lines++;
+            atomic_fetch_add(&lm(s, l)->rejected_here, 1);
         }
         p += ll + 1;
     }
@@ -397,6 +416,9 @@ static long ship_batch(struct ship *s, struct ship_log *l)
             rc = -1;
         } else if (r == 0) {
             s->shipped_lines += n_good;
+            uint64_t there = s->last_rejected < n_good ? s->last_rejected : n_good;
+            atomic_fetch_add(&lm(s, l)->records_sent, n_good - there);
+            atomic_fetch_add(&lm(s, l)->rejected_there, there);
         } else {
             /* Rejected whole: send line by line to keep the good ones. */
             for (size_t p = 0; p < blen;) {
@@ -410,8 +432,12 @@ static long ship_batch(struct ship *s, struct ship_log *l)
                 }
                 if (r1 == 0) {
                     s->shipped_lines++;
+                    bool there = s->last_rejected > 0;
+                    atomic_fetch_add(there ? &lm(s, l)->rejected_there : &lm(s, l)->records_sent,
+                                     1);
                 } else {
                     s->skipped_lines++;
+                    atomic_fetch_add(&lm(s, l)->rejected_there, 1);
                     log_error(l->path, "the reconciler refused a record, skipped: %.*s",
                               (int)(ll - 1 > 200 ? 200 : ll - 1), body + p);
                 }
@@ -437,6 +463,11 @@ static int log_drain(struct ship *s, struct ship_log *l)
         if (used == 0)
             break;
         l->offset += (uint64_t)used;
+        uint64_t lines = 0;
+        for (long b = 0; b < used; b++)
+            lines += l->buf[b] == '\n';
+        atomic_fetch_add(&lm(s, l)->lines_read, lines);
+        atomic_store(&lm(s, l)->offset, l->offset);
         memmove(l->buf, l->buf + used, l->len - (size_t)used);
         l->len -= (size_t)used;
         if (state_save(s) < 0)
@@ -473,6 +504,7 @@ static int ship_round(struct ship *s)
                 r = r2 < 0 ? r2 : (r || r2);
             }
         }
+        atomic_store(&lm(s, l)->offset, l->offset);
         if (r < 0)
             return -1;
         result |= r;
@@ -498,21 +530,24 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: wanledger [--config FILE] ship [--once] [--state FILE] [--batch N]\n"
-            "                 [--interval-ms MS] LOG...\n"
+            "                 [--interval-ms MS] [--metrics ADDR:PORT] LOG...\n"
             "Tails data-transfer service logs (one JSON transfer record per line) and posts\n"
             "them to reconciler_url/v1/transfers with the first `service` token.\n"
             "  --once          ship what the logs hold now, then exit (1 if a post failed)\n"
             "  --state FILE    where the shipped offsets are kept (default: LOG.ship-state of\n"
             "                  the first LOG)\n"
             "  --batch N       records per POST (default %d)\n"
-            "  --interval-ms   how often the logs are checked for new lines (default %d)\n",
+            "  --interval-ms   how often the logs are checked for new lines (default %d)\n"
+            "  --metrics A:P   serve Prometheus text at http://A:P/metrics (lines read, records\n"
+            "                  sent and rejected, lag)\n",
             SHIP_DEFAULT_BATCH, SHIP_DEFAULT_INTERVAL);
 }
 
 int ship_cmd(const struct cfg *cfg, int argc, char **argv)
 {
     bool once = false;
-    const char *state = NULL;
+    const char *state = NULL, *metrics_addr = NULL;
+    struct promhttp *metrics = NULL;
     long batch = SHIP_DEFAULT_BATCH, interval = SHIP_DEFAULT_INTERVAL;
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
@@ -525,6 +560,8 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--state") && i + 1 < argc) {
             state = argv[++i];
+        } else if (!strcmp(a, "--metrics") && i + 1 < argc) {
+            metrics_addr = argv[++i];
         } else if (!strcmp(a, "--batch") && i + 1 < argc) {
             batch = strtol(argv[++i], &end, 10);
             if (*end || batch < 1 || batch > 100000) {
@@ -572,9 +609,11 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
     s.url = malloc(ul);
     s.n_logs = (size_t)(argc - i);
     s.logs = calloc(s.n_logs, sizeof *s.logs);
+    s.m.logs = calloc(s.n_logs, sizeof *s.m.logs);
+    s.m.n_logs = s.n_logs;
     char *state_buf = NULL;
     int rc = 1;
-    if (!s.url || !s.logs)
+    if (!s.url || !s.logs || !s.m.logs)
         goto cleanup;
     snprintf(s.url, ul, "%s", cfg->reconciler_url);
     size_t k = strlen(s.url);
@@ -587,6 +626,7 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
         s.logs[j].fd = -1;
         if (!s.logs[j].path)
             goto cleanup;
+        s.m.logs[j].path = s.logs[j].path;
     }
     if (!state) {
         size_t sl = strlen(s.logs[0].path) + sizeof ".ship-state";
@@ -608,6 +648,17 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    for (size_t j = 0; j < s.n_logs; j++)
+        atomic_store(&s.m.logs[j].offset, s.logs[j].offset);
+    if (metrics_addr) {
+        char err[300];
+        metrics = promhttp_start(metrics_addr, ship_metrics_render, &s.m, err, sizeof err);
+        if (!metrics) {
+            fprintf(stderr, "wanledger ship: --metrics: %s\n", err);
+            rc = 2;
+            goto cleanup;
+        }
+    }
     log_info(NULL, "shipping %zu log(s) to %s, state in %s", s.n_logs, s.url, s.state_path);
     int backoff = interval;
     for (;;) {
@@ -637,6 +688,8 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
              (unsigned long long)s.shipped_lines, (unsigned long long)s.posts,
              (unsigned long long)s.skipped_lines);
 cleanup:
+    promhttp_stop(metrics); /* before the counters it reads go */
+    free(s.m.logs);
     for (size_t j = 0; s.logs && j < s.n_logs; j++) {
         log_close(&s.logs[j]);
         free(s.logs[j].buf);

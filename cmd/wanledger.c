@@ -11,6 +11,7 @@
 #include "poll_cmd.h"
 #include "api_deps.h"
 #include "recon_cmd.h"
+#include "rejects.h"
 #include "throttle_cmd.h"
 #include "ship.h"
 #include "timeutil.h"
@@ -31,6 +32,7 @@ static void usage(FILE *f)
             "  top --src A --dst B   who used a site pair\n"
             "  deps --workflow W     what a workflow talks to (--move-to SITE: the circuits)\n"
             "  alerts [--open]       list gap, over and saturation alerts\n"
+            "  rejects               list transfer records refused from accepted batches\n"
             "  throttle add|list|proposals|approve|revoke|kill-switch   throttle rules\n"
             "\n"
             "The configuration defaults to $WANLEDGER_CONFIG, else /etc/wanledger/config.json.\n");
@@ -173,9 +175,9 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    static const char *const known[] = {"migrate", "prune",   "reconcile", "poll",
-                                        "ship",    "heatmap", "report",    "top",
-                                        "alerts",  "deps",    "throttle",  NULL};
+    static const char *const known[] = {"migrate",  "prune",   "reconcile", "poll",   "ship",
+                                        "heatmap",  "report",  "top",       "alerts", "deps",
+                                        "throttle", "rejects", NULL};
     int ok = 0;
     for (const char *const *k = known; *k; k++)
         ok |= strcmp(*k, sub) == 0;
@@ -208,6 +210,8 @@ int main(int argc, char **argv)
         rc = thr_cmd(cfg, sargc, sargv);
     else if (strcmp(sub, "deps") == 0)
         rc = api_deps_cmd(cfg, sargc, sargv);
+    else if (strcmp(sub, "rejects") == 0)
+        rc = rj_cmd(cfg, sargc, sargv);
     else
         rc = recon_cmd_alerts(cfg, sargc, sargv);
     cfg_free(cfg);

@@ -144,7 +144,7 @@ static void parse_alerts(struct cfg_pctx *c, const cJSON *root)
 {
     struct cfg *cfg = c->cfg;
     const cJSON *al = cfg_get_obj(c, root, "alerts", "$", 0);
-    cfg->resend_seconds = 300;
+    cfg->resend_seconds = 60;
     if (!al)
         return;
     static const char *const k[] = {"webhooks", "resend_seconds", NULL};
@@ -156,7 +156,7 @@ static void parse_alerts(struct cfg_pctx *c, const cJSON *root)
         if (!cfg_valid_http_url(cfg->webhooks[i]))
             cfg_err(c, cfg_jp_idx(p, sizeof(p), "$.alerts.webhooks", (int)i),
                     "expected an http:// URL, got \"%s\"", cfg->webhooks[i]);
-    cfg->resend_seconds = (int)cfg_get_num(c, al, "resend_seconds", "$.alerts", 1, 86400, 300, 1);
+    cfg->resend_seconds = (int)cfg_get_num(c, al, "resend_seconds", "$.alerts", 1, 86400, 60, 1);
 }
 
 static void parse_limits(struct cfg_pctx *c, const cJSON *root)

@@ -171,7 +171,7 @@ struct cfg {
     /* alerts */
     size_t n_webhooks;
     char **webhooks;
-    int resend_seconds; /* default 300 */
+    int resend_seconds; /* default 60; open alerts carry endsAt = now + 4 x this */
 
     /* limits */
     uint64_t max_body_bytes; /* default 64 MiB */

@@ -452,9 +452,20 @@ static int literal(struct parser *ps, const char *word, enum jv_type t, struct j
     return 0;
 }
 
+static int parse_value_at(struct parser *ps, struct jv *v);
+
+/* Parses a value and records where its text ends (struct jv's len; parse_value_at sets off). */
 static int parse_value(struct parser *ps, struct jv *v)
 {
     skip_ws(ps);
+    v->off = (size_t)(ps->p - ps->start); /* also when parse_value_at fails early */
+    int rc = parse_value_at(ps, v);
+    v->len = (size_t)(ps->p - ps->start) - v->off;
+    return rc;
+}
+
+static int parse_value_at(struct parser *ps, struct jv *v)
+{
     if (ps->p >= ps->end)
         return fail(ps, "truncated JSON: a value was expected");
     if (ps->depth >= JV_MAX_DEPTH)

@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "copyesc.h"
+#include "fluent.h"
 #include "jsonv.h"
+#include "quarantine.h"
 #include "timeutil.h"
 
 #define NAME_MAX_BYTES 1024 /* longest accepted name (host, program, interface, id, …) */
@@ -743,7 +745,25 @@ static int want_place(struct vctx *c, const struct jv *v, struct loc l, const st
     return bad(c, l, "expected an IP address or a configured site name, got \"%.80s\"", s);
 }
 
-static int one_transfer(struct vctx *c, const struct jv *t, long i)
+/* The end of a record without "end": the record time its shipper added (fluent.h), looked for
+ * in the record, then in the record it was unwrapped from. */
+static int shipper_time(struct vctx *c, const struct jv *t, const struct jv *outer, struct loc l,
+                        int64_t *us, const char **key)
+{
+    int r = fl_record_time(t, key, us);
+    if (r == 1 && outer != t)
+        r = fl_record_time(outer, key, us);
+    if (r == 1)
+        return bad(c, at_key(l, "end"), "missing: expected an RFC 3339 time or epoch seconds");
+    if (r < 0)
+        return bad(c, at_key(l, *key),
+                   "expected epoch seconds, ms, us or ns, RFC 3339, or \"YYYY-MM-DD HH:MM:SS\" "
+                   "(UTC)");
+    return 0;
+}
+
+/* One record t; outer is the record it was unwrapped from (fluent.h), or t itself. */
+static int transfer_record(struct vctx *c, const struct jv *t, const struct jv *outer, long i)
 {
     struct loc l = {.idx = i};
     const struct jv *service, *id, *requester, *workflow, *src, *dst;
@@ -766,15 +786,16 @@ static int one_transfer(struct vctx *c, const struct jv *t, long i)
         want_place(c, jv_get(t, "dst"), at_key(l, "dst"), &dst) < 0 ||
         want_time(c, jv_get(t, "start"), at_key(l, "start"), &start) < 0)
         return -1;
-    /* Fluent Bit adds the record time as "date"; it stands in for a missing "end". */
+    /* a missing "end" is the record time a shipper added (fluent.h: Fluent Bit's date key in
+     * every json_date_format, Vector's timestamp), in the record or around it */
     const struct jv *endv = jv_get(t, "end");
     const char *end_key = "end";
-    if (!endv && jv_get(t, "date")) {
-        endv = jv_get(t, "date");
-        end_key = "date";
-    }
-    if (want_time(c, endv, at_key(l, end_key), &end) < 0)
+    if (endv) {
+        if (want_time(c, endv, at_key(l, end_key), &end) < 0)
+            return -1;
+    } else if (shipper_time(c, t, outer, l, &end, &end_key) < 0) {
         return -1;
+    }
     if (end < start)
         return bad(c, at_key(l, end_key), "the transfer ends before it starts");
     if (not_future(c, at_key(l, end_key), end) < 0)
@@ -782,9 +803,18 @@ static int one_transfer(struct vctx *c, const struct jv *t, long i)
     uint64_t span_s = (uint64_t)((end - start + TM_USEC_PER_SEC - 1) / TM_USEC_PER_SEC);
     if (span_s < (uint64_t)c->cfg->window_seconds)
         span_s = (uint64_t)c->cfg->window_seconds;
-    if (want_uint(c, jv_get(t, "bytes"), at_key(l, "bytes"), max_bytes_over(c->cfg, span_s),
-                  &bytes) < 0)
+    const struct jv *bv = jv_get(t, "bytes");
+    uint64_t bmax = max_bytes_over(c->cfg, span_s);
+    if (bv && bv->type == JV_STRING) { /* numeric text, as shippers without a parser send it */
+        if (!fl_uint(bv, &bytes))
+            return bad(c, at_key(l, "bytes"), "expected a non-negative integer, got \"%.40s\"",
+                       bv->s);
+        if (bytes > bmax)
+            return bad(c, at_key(l, "bytes"), "%" PRIu64 " is larger than the maximum %" PRIu64,
+                       bytes, bmax);
+    } else if (want_uint(c, bv, at_key(l, "bytes"), bmax, &bytes) < 0) {
         return -1;
+    }
 
     /* service id requester workflow src dst bytes start_at end_at */
     struct ingest_batch *b = c->b;
@@ -812,6 +842,32 @@ static int one_transfer(struct vctx *c, const struct jv *t, long i)
     return row_end(c);
 }
 
+/* A record, or the JSON line a tail input left under "log"/"message" (fluent.h). Errors inside
+ * that line are addressed through it: "$[2].log.bytes". */
+static int one_transfer(struct vctx *c, const struct jv *t, long i)
+{
+    struct jv_doc *doc;
+    const struct jv *rec;
+    const char *key;
+    char msg[160];
+    const char *why = fl_unsupported(t);
+    if (why)
+        return bad(c, (struct loc){.idx = i}, "%s", why);
+    if (fl_unwrap(t, &doc, &rec, &key, msg, sizeof(msg)) < 0)
+        return bad(c, (struct loc){.idx = i, .key = key ? key : "log"}, "%s", msg);
+    int rc = transfer_record(c, rec, t, i);
+    jv_doc_free(doc);
+    if (rc < 0 && key && strchr(c->e->path, ']')) {
+        char *after = strchr(c->e->path, ']') + 1;
+        char tail[256];
+        snprintf(tail, sizeof(tail), "%s", after);
+        /* the outer record's own members (its date) keep their path */
+        if (strncmp(tail, ".date", 5) != 0 && strncmp(tail, ".timestamp", 10) != 0)
+            snprintf(after, sizeof(c->e->path) - (size_t)(after - c->e->path), ".%s%s", key, tail);
+    }
+    return rc;
+}
+
 /* ---- entry ------------------------------------------------------------------------------- */
 
 void ingest_batch_free(struct ingest_batch *b)
@@ -821,6 +877,9 @@ void ingest_batch_free(struct ingest_batch *b)
     for (int i = 0; i < INGEST_REPORT_PARAMS; i++)
         free(b->report[i]);
     free(b->copy);
+    for (size_t i = 0; i < b->n_rejects; i++)
+        free(b->rejects[i].raw);
+    free(b->rejects);
     memset(b, 0, sizeof(*b));
 }
 
@@ -864,8 +923,17 @@ int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body,
         }
         const struct jv *items = stream ? first : first->child;
         long i = 0;
-        for (const struct jv *t = items; t && rc == 0; t = t->next, i++)
+        for (const struct jv *t = items; t && rc == 0; t = t->next, i++) {
+            size_t copy_len = b->copy_len, n_rows = b->n_rows;
+            int64_t min_us = b->min_us, max_us = b->max_us;
+            b->n_records++;
             rc = one_transfer(&c, t, i);
+            if (rc < 0 && e->status == 422) { /* this record only: the others are kept */
+                b->copy_len = copy_len, b->n_rows = n_rows;
+                b->min_us = min_us, b->max_us = max_us;
+                rc = qr_keep(b, i, e, body + t->off, t->len);
+            }
+        }
         break;
     }
     default:

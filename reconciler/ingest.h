@@ -1,7 +1,9 @@
 /* Whole-request validation of the ingest API bodies (DESIGN.md "HTTP API"): an agent's report
  * (/v1/attributions), a poller's counter samples (/v1/counters) and service transfer records
  * (/v1/transfers). A request is either entirely valid, and turned into rows ready for COPY, or
- * rejected with one error naming what and where ({"error","path"}); nothing is partially kept. */
+ * rejected with one error naming what and where ({"error","path"}); nothing is partially kept,
+ * except in /v1/transfers, whose records stand alone: the invalid ones are listed with their
+ * reasons (ingest_batch.rejects, kept by quarantine.h) and the valid ones stored. */
 #ifndef WL_INGEST_H
 #define WL_INGEST_H
 
@@ -21,6 +23,15 @@ struct ingest_error {
     char path[256]; /* JSON path: "$.flows[3].tx_bytes", "$[2].start" */
 };
 
+/* A /v1/transfers record refused while the rest of its batch is kept (quarantine.h). */
+struct ingest_reject {
+    long index; /* $[index] in the batch */
+    char msg[200];
+    char path[256];
+    char *raw; /* the record's text as received, malloc'd */
+    size_t raw_len;
+};
+
 struct ingest_batch {
     enum ingest_kind kind;
     /* attributions: the flow_reports row, in the column order of store.c (NULL = SQL NULL):
@@ -34,10 +45,17 @@ struct ingest_batch {
     size_t n_rows;
     int64_t min_us, max_us; /* range of the rows' partition keys (for db_ensure_partitions) */
     bool oom;               /* internal: an allocation failed while building copy */
+    /* transfers: every record is checked on its own; the invalid ones (422) are listed here and
+     * the valid ones go to copy, so one bad record does not cost the batch */
+    size_t n_records;
+    struct ingest_reject *rejects;
+    size_t n_rejects;
 };
 
 /* Validates body (len bytes) as kind against cfg at wall-clock now_us. Returns 0 with *b filled
- * (free with ingest_batch_free), or -1 with *e filled and *b empty. */
+ * (free with ingest_batch_free), or -1 with *e filled and *b empty. Transfers: -1 only when the
+ * body's framing does not parse (400) or holds no record (422); invalid records are in
+ * b->rejects. */
 int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body, size_t len,
                  int64_t now_us, struct ingest_batch *b, struct ingest_error *e)
     __attribute__((warn_unused_result));

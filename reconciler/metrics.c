@@ -12,7 +12,7 @@ static const double BUCKETS[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 #define N_BUCKETS (sizeof(BUCKETS) / sizeof(BUCKETS[0]))
 
 /* Status codes kept apart; anything else is counted as its class ("2xx", …). */
-static const int CODES[] = {200, 400, 401, 403, 404, 405, 413, 415, 422, 500, 503};
+static const int CODES[] = {200, 400, 401, 403, 404, 405, 413, 415, 422, 429, 500, 503};
 #define N_CODES (sizeof(CODES) / sizeof(CODES[0]))
 
 static const char *const EP_NAMES[METRICS_EP_N] = {"attributions", "counters", "transfers",
@@ -29,10 +29,11 @@ struct metrics {
     struct histogram request_seconds[METRICS_EP_N];
     _Atomic uint64_t rows_received[METRICS_EP_N];
     _Atomic uint64_t rows_stored[METRICS_EP_N];
+    _Atomic uint64_t rows_rejected[METRICS_EP_N];
     _Atomic uint64_t reconcile_ok, reconcile_failed;
     struct histogram reconcile_seconds;
     _Atomic int64_t last_reconciled_window_us;
-    _Atomic uint64_t webhook_ok, webhook_failed, webhook_alerts;
+    _Atomic uint64_t webhook_ok, webhook_failed, webhook_alerts, webhook_refused;
 };
 
 struct metrics *metrics_new(void)
@@ -71,6 +72,16 @@ void metrics_rows(struct metrics *m, enum metrics_endpoint ep, uint64_t received
 {
     atomic_fetch_add(&m->rows_received[ep], received);
     atomic_fetch_add(&m->rows_stored[ep], stored);
+}
+
+void metrics_webhook_refused(struct metrics *m, uint64_t n)
+{
+    atomic_fetch_add(&m->webhook_refused, n);
+}
+
+void metrics_rejected(struct metrics *m, enum metrics_endpoint ep, uint64_t n)
+{
+    atomic_fetch_add(&m->rows_rejected[ep], n);
 }
 
 void metrics_reconcile(struct metrics *m, int ok, int64_t span_ns, int64_t window_start_us)
@@ -130,6 +141,14 @@ static void render_db_gauges(PGconn *db, struct evbuffer *out)
                                 PQgetvalue(r, i, 1));
     }
     PQclear(r);
+    r = PQexec(db, "SELECT count(*) FROM rejected_records");
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        evbuffer_add_printf(out,
+                            "# HELP wanledger_rejected_records Records kept in quarantine "
+                            "(wanledger rejects).\n# TYPE wanledger_rejected_records gauge\n"
+                            "wanledger_rejected_records %s\n",
+                            PQgetvalue(r, 0, 0));
+    PQclear(r);
     r = PQexec(db, "SELECT count(*) FROM window_state WHERE dirty");
     if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
         evbuffer_add_printf(out,
@@ -179,6 +198,12 @@ void metrics_render(struct metrics *m, PGconn *db, struct evbuffer *out)
         evbuffer_add_printf(out, "wanledger_ingest_rows_stored_total{endpoint=\"%s\"} %llu\n",
                             EP_NAMES[ep], (unsigned long long)atomic_load(&m->rows_stored[ep]));
     evbuffer_add_printf(out,
+                        "# HELP wanledger_ingest_rows_rejected_total Records of accepted "
+                        "batches refused one by one and kept in rejected_records.\n"
+                        "# TYPE wanledger_ingest_rows_rejected_total counter\n"
+                        "wanledger_ingest_rows_rejected_total{endpoint=\"transfers\"} %llu\n",
+                        (unsigned long long)atomic_load(&m->rows_rejected[METRICS_EP_TRANSFERS]));
+    evbuffer_add_printf(out,
                         "# HELP wanledger_reconcile_windows_total Window reconciliations.\n"
                         "# TYPE wanledger_reconcile_windows_total counter\n"
                         "wanledger_reconcile_windows_total{result=\"ok\"} %llu\n"
@@ -205,6 +230,12 @@ void metrics_render(struct metrics *m, PGconn *db, struct evbuffer *out)
                         (unsigned long long)atomic_load(&m->webhook_ok),
                         (unsigned long long)atomic_load(&m->webhook_failed),
                         (unsigned long long)atomic_load(&m->webhook_alerts));
+    evbuffer_add_printf(out,
+                        "# HELP wanledger_webhook_alerts_refused_total Alerts a webhook receiver "
+                        "refused on their own (400/422), logged and not re-sent for an hour.\n"
+                        "# TYPE wanledger_webhook_alerts_refused_total counter\n"
+                        "wanledger_webhook_alerts_refused_total %llu\n",
+                        (unsigned long long)atomic_load(&m->webhook_refused));
     render_db_gauges(db, out);
     flowin_metrics(db, out); /* the flow collectors' drops, reported with their batches */
 }

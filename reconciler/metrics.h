@@ -27,8 +27,12 @@ void metrics_free(struct metrics *m);
 void metrics_request(struct metrics *m, enum metrics_endpoint ep, int status, int64_t span_ns);
 /* Rows of an accepted ingest batch: received, and new to the database. */
 void metrics_rows(struct metrics *m, enum metrics_endpoint ep, uint64_t received, uint64_t stored);
+/* Records of an accepted transfers batch that were rejected (kept in quarantine.h's table). */
+void metrics_rejected(struct metrics *m, enum metrics_endpoint ep, uint64_t n);
 /* One window reconciled (ok) or failed, with its span. */
 void metrics_reconcile(struct metrics *m, int ok, int64_t span_ns, int64_t window_start_us);
+/* n alerts a webhook receiver refused on their own (400/422), logged and set aside. */
+void metrics_webhook_refused(struct metrics *m, uint64_t n);
 /* One webhook delivery attempt (ok or failed) carrying n alerts. */
 void metrics_webhook(struct metrics *m, int ok, uint64_t n_alerts);
 

@@ -14,12 +14,15 @@
 
 #include "api.h"
 #include "api_deps.h"
+#include "body.h"
 #include "flowin.h"
+#include "fluent.h"
 #include "hm_pages.h"
 #include "hostport.h"
 #include "ingest.h"
 #include "jsonw.h"
 #include "log.h"
+#include "rejects.h"
 #include "throttle_api.h"
 #include "timeutil.h"
 #include "unrec.h"
@@ -52,7 +55,8 @@ enum handler {
     H_DEPS,
     H_DEPS_PAGE,
     H_FLOWS,
-    H_UNREC
+    H_UNREC,
+    H_REJECTS
 };
 
 struct route {
@@ -85,6 +89,7 @@ static const struct route ROUTES[] = {
     {"/api/v1/deps", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_DEPS, 0, METRICS_EP_API},
     {"/heatmap/deps", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_DEPS_PAGE, 0,
      METRICS_EP_PAGES},
+    {"/rejects", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_REJECTS, 0, METRICS_EP_PAGES},
 };
 
 static const char *const ROLE_NAMES[SRV_ROLE_N] = {"agent", "poller", "service", "reader",
@@ -227,6 +232,8 @@ static void on_ingested(struct wk_job *job, void *arg)
     struct evbuffer *out = evbuffer_new();
     if (out && job->reply)
         evbuffer_add(out, job->reply, strlen(job->reply));
+    if (job->status == 503) /* the database did not commit: every client retries a 503 */
+        evhttp_add_header(evhttp_request_get_output_headers(job->req), "Retry-After", "5");
     reply(s, job->req, job->ep, job->t0_ns, job->status ? job->status : 500, "application/json",
           out);
     if (out)
@@ -238,10 +245,16 @@ static void handle_ingest(struct srv *s, struct evhttp_request *req, const struc
                           int64_t t0)
 {
     struct evkeyvalq *ih = evhttp_request_get_input_headers(req);
-    const char *enc = evhttp_find_header(ih, "Content-Encoding");
-    if (enc && strcasecmp(enc, "identity") != 0) {
-        reply_error(s, req, rt->ep, t0, 415, "Content-Encoding is not supported: send plain JSON",
-                    "$");
+    enum body_coding coding;
+    struct body_error be;
+    if (body_coding_of(evhttp_find_header(ih, "Content-Encoding"), &coding, &be) < 0) {
+        reply_error(s, req, rt->ep, t0, be.status, be.msg, "Content-Encoding");
+        return;
+    }
+    bool msgpack = false;
+    if (fl_content_type(rt->kind == INGEST_TRANSFERS, evhttp_find_header(ih, "Content-Type"),
+                        &msgpack, be.msg, sizeof(be.msg)) < 0) {
+        reply_error(s, req, rt->ep, t0, 415, be.msg, "Content-Type");
         return;
     }
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
@@ -261,6 +274,9 @@ static void handle_ingest(struct srv *s, struct evhttp_request *req, const struc
     evbuffer_remove(in, job->body, len);
     job->body[len] = 0;
     job->len = len;
+    job->coding = coding; /* decoded, within max_body_bytes, by the worker (body.h) */
+    job->msgpack = msgpack;
+    job->max_body = s->cfg->max_body_bytes; /* the received size's bound bounds the decoded one */
     job->req = req;
     job->kind = rt->kind;
     job->ep = rt->ep;
@@ -332,6 +348,9 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
                                  tm_now_us(), out);
             break;
         }
+        case H_REJECTS:
+            status = rj_page(db, query, out, &ct);
+            break;
         default:
             status = 500;
         }

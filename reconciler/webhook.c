@@ -14,13 +14,16 @@
 
 #define POLL_INTERVAL_MS 1000
 #define POST_TIMEOUT_S   10
+#define STR_(x)          #x
+#define STR(x)           STR_(x)
 
 /* What one target has received of one alert. */
 struct sent {
     int64_t id;
     int64_t last_sent_us;
     bool resolved_sent;
-    bool seen; /* still listed by the last poll */
+    bool refused; /* the receiver refused it alone (400/422): not re-sent before the retry time */
+    bool seen;    /* still listed by the last poll */
 };
 
 struct target {
@@ -37,6 +40,8 @@ struct target {
     int64_t *fl_id;
     bool *fl_resolved;
     size_t n_fl;
+    char *fl_body; /* its JSON, for the log when it is refused */
+    bool split;    /* a batch was refused: send one alert per POST until none is due */
 };
 
 struct webhook {
@@ -132,9 +137,11 @@ void webhook_alert_json(struct evbuffer *out, const struct cfg *cfg, const struc
     jw_end(&w);
 
     jw_kv_str(&w, "startsAt", tm_format_rfc3339(a->opened_at_us, t0));
-    if (a->resolved)
-        jw_kv_str(&w, "endsAt",
-                  tm_format_rfc3339(a->resolved_at_us ? a->resolved_at_us : tm_now_us(), t1));
+    /* open: valid for 4 re-sends, so Alertmanager's resolve_timeout never ends it early */
+    int64_t ends_us = a->resolved ? (a->resolved_at_us ? a->resolved_at_us : tm_now_us())
+                                  : tm_now_us() + (int64_t)WEBHOOK_ENDS_RESENDS *
+                                                      cfg->resend_seconds * TM_USEC_PER_SEC;
+    jw_kv_str(&w, "endsAt", tm_format_rfc3339(ends_us, t1));
     base_url(cfg, base, sizeof(base));
     char *src = evhttp_uriencode(a->src_site, -1, 0);
     char *dst = evhttp_uriencode(a->dst_site, -1, 0);
@@ -210,6 +217,44 @@ static void db_mark_sent(struct webhook *w, struct target *t)
     }
 }
 
+/* A 400/422: the receiver will never take this batch as it is. A batch is split into one POST
+ * per alert; a lone alert is logged and set aside (refused). */
+static void on_refused(struct target *t, struct evhttp_request *req, int code, int64_t now)
+{
+    struct evbuffer *in = req ? evhttp_request_get_input_buffer(req) : NULL;
+    size_t n = in ? evbuffer_get_length(in) : 0;
+    char answer[512] = "";
+    if (n)
+        evbuffer_copyout(in, answer, n < sizeof(answer) - 1 ? n : sizeof(answer) - 1);
+    for (char *p = answer; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            *p = ' ';
+    if (t->n_fl > 1) {
+        log_warn(t->url, "refused a batch of %zu alerts (HTTP %d: %s); sending them one by one",
+                 t->n_fl, code, answer);
+        t->split = true;
+        t->next_attempt_us = 0;
+        event_active(t->w->timer, 0, 0);
+        return;
+    }
+    log_error(t->url, "refused alert %lld (HTTP %d: %s); %s: %s", (long long)t->fl_id[0], code,
+              answer,
+              t->fl_resolved[0] ? "its resolution is given up"
+                                : "not offered again for " STR(WEBHOOK_REFUSED_RETRY_S) " s",
+              t->fl_body ? t->fl_body : "");
+    metrics_webhook_refused(t->w->metrics, 1);
+    struct sent *s = sent_find(t, t->fl_id[0], true);
+    if (s) {
+        s->last_sent_us = now;
+        s->refused = true;
+        s->seen = true;
+        if (t->fl_resolved[0])
+            s->resolved_sent = true;
+    }
+    db_mark_sent(t->w, t);
+    event_active(t->w->timer, 0, 0); /* the next alert of a split batch */
+}
+
 static void on_posted(struct evhttp_request *req, void *arg)
 {
     struct target *t = arg;
@@ -219,13 +264,16 @@ static void on_posted(struct evhttp_request *req, void *arg)
     t->in_flight = false;
     bool ok = code >= 200 && code < 300;
     metrics_webhook(w->metrics, ok, t->n_fl);
-    if (ok) {
+    if (code == 400 || code == 422) {
+        on_refused(t, req, code, now);
+    } else if (ok) {
         for (size_t i = 0; i < t->n_fl; i++) {
             struct sent *s = sent_find(t, t->fl_id[i], true);
             if (!s)
                 continue;
             s->last_sent_us = now;
             s->seen = true;
+            s->refused = false;
             if (t->fl_resolved[i])
                 s->resolved_sent = true;
         }
@@ -233,6 +281,8 @@ static void on_posted(struct evhttp_request *req, void *arg)
         t->next_attempt_us = 0;
         log_debug(t->url, "%zu alert(s) delivered", t->n_fl);
         db_mark_sent(w, t);
+        if (t->split)
+            event_active(w->timer, 0, 0); /* the next alert at once */
     } else {
         t->backoff_s = t->backoff_s ? t->backoff_s * 2 : WEBHOOK_BACKOFF_MIN_S;
         if (t->backoff_s > WEBHOOK_BACKOFF_MAX_S)
@@ -343,9 +393,10 @@ void webhook_poll(struct webhook *w)
             struct sent *s = sent_find(t, a.id, false);
             if (s)
                 s->seen = true;
-            bool due =
-                a.resolved ? !(s && s->resolved_sent) : !s || now - s->last_sent_us >= resend_us;
-            if (!due || !ready(t, now))
+            int64_t every =
+                s && s->refused ? (int64_t)WEBHOOK_REFUSED_RETRY_S * TM_USEC_PER_SEC : resend_us;
+            bool due = a.resolved ? !(s && s->resolved_sent) : !s || now - s->last_sent_us >= every;
+            if (!due || !ready(t, now) || (t->split && n_due == 1))
                 continue;
             if (n_due)
                 evbuffer_add(body, ",", 1);
@@ -362,8 +413,17 @@ void webhook_poll(struct webhook *w)
             if (t->sent[i].seen)
                 t->sent[keep++] = t->sent[i];
         t->n_sent = keep;
+        if (!n_due)
+            t->split = false; /* a split batch is through */
         if (n_due) {
             evbuffer_add(body, "]", 1);
+            free(t->fl_body);
+            size_t blen = evbuffer_get_length(body);
+            t->fl_body = malloc(blen + 1); /* a copy: body itself is sent */
+            if (t->fl_body) {
+                evbuffer_copyout(body, t->fl_body, blen);
+                t->fl_body[blen] = 0;
+            }
             free(t->fl_id);
             free(t->fl_resolved);
             t->fl_id = ids;
@@ -482,6 +542,7 @@ void webhook_free(struct webhook *w)
         free(t->sent);
         free(t->fl_id);
         free(t->fl_resolved);
+        free(t->fl_body);
     }
     free(w->targets);
     free(w);

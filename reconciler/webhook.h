@@ -1,9 +1,15 @@
 /* Delivery of gap/over/saturation alerts to every configured webhook in Alertmanager API v2
  * form (POST of a JSON array of alerts): an alert is sent when it opens, re-sent every
- * resend_seconds while open, and sent once more with endsAt when it resolves. A failing receiver
- * is retried with exponential backoff. Everything is non-blocking on the caller's event base
- * (evhttp client connections), so the reconcile loop is never held up; gap_alerts is polled once
- * a second and its last_sent_at / resolved_sent columns record deliveries. */
+ * resend_seconds while open with endsAt = now + 4 x resend_seconds (Prometheus' convention, so
+ * Alertmanager keeps it active across three lost re-sends whatever its resolve_timeout), and sent
+ * once more with its endsAt when it resolves. A failing receiver is retried with exponential
+ * backoff. A batch refused with 400/422 (Alertmanager refuses a whole batch for one invalid
+ * alert, after storing the valid ones) is sent again one alert at a time; an alert refused on
+ * its own is logged with its JSON and not re-sent for WEBHOOK_REFUSED_RETRY_S (a refused
+ * resolution counts as delivered: it never will be), so no resolution waits behind it. Everything
+ * is non-blocking on the caller's event base (evhttp client connections), so the reconcile loop is
+ * never held up; gap_alerts is polled once a second and its last_sent_at / resolved_sent columns
+ * record deliveries. */
 #ifndef WL_WEBHOOK_H
 #define WL_WEBHOOK_H
 
@@ -16,8 +22,10 @@
 #include "metrics.h"
 #include "store.h"
 
-#define WEBHOOK_BACKOFF_MIN_S 1
-#define WEBHOOK_BACKOFF_MAX_S 60
+#define WEBHOOK_BACKOFF_MIN_S   1
+#define WEBHOOK_BACKOFF_MAX_S   60
+#define WEBHOOK_ENDS_RESENDS    4    /* open alerts: endsAt = now + this many resend intervals */
+#define WEBHOOK_REFUSED_RETRY_S 3600 /* an open alert refused alone is offered again after this */
 
 struct webhook;
 

@@ -9,8 +9,10 @@
 
 #include <event2/buffer.h>
 
+#include "fluent.h"
 #include "jsonw.h"
 #include "log.h"
+#include "quarantine.h"
 #include "store.h"
 #include "timeutil.h"
 
@@ -50,6 +52,39 @@ static char *take_string(struct evbuffer *b)
     return s;
 }
 
+/* Replaces a msgpack body by its JSON array (fluent.h); -1 when it does not decode, with the job
+ * answered 400. */
+static int to_json(struct wk_job *j, struct evbuffer *out)
+{
+    struct evbuffer *js = evbuffer_new();
+    char msg[200];
+    long n = js ? fl_msgpack_to_json(j->body, j->len, js, msg, sizeof(msg)) : -1;
+    if (!js)
+        snprintf(msg, sizeof(msg), "out of memory");
+    if (n < 0) {
+        log_info(j->peer, "%s rejected (400): %s", j->path, msg);
+        j->status = js ? 400 : 500;
+        jw_error(out, msg, "$");
+        j->reply = take_string(out);
+        evbuffer_free(out);
+        if (js)
+            evbuffer_free(js);
+        return -1;
+    }
+    free(j->body);
+    j->len = evbuffer_get_length(js);
+    j->body = take_string(js);
+    evbuffer_free(js);
+    if (!j->body) {
+        j->status = 500;
+        jw_error(out, "out of memory", "$");
+        j->reply = take_string(out);
+        evbuffer_free(out);
+        return -1;
+    }
+    return 0;
+}
+
 /* Validates and commits one body; fills status and reply. Runs on a worker thread. */
 static void process(struct wk_pool *p, struct store *st, struct wk_job *j)
 {
@@ -60,6 +95,24 @@ static void process(struct wk_pool *p, struct store *st, struct wk_job *j)
         j->status = 500;
         return;
     }
+    if (j->coding != BODY_IDENTITY) {
+        struct body_error be;
+        char *plain;
+        size_t plain_len;
+        if (body_decode(j->coding, j->body, j->len, j->max_body, &plain, &plain_len, &be) < 0) {
+            log_info(j->peer, "%s rejected (%d): %s", j->path, be.status, be.msg);
+            j->status = be.status;
+            jw_error(out, be.msg, "$");
+            j->reply = take_string(out);
+            evbuffer_free(out);
+            return;
+        }
+        free(j->body);
+        j->body = plain;
+        j->len = plain_len;
+    }
+    if (j->msgpack && to_json(j, out) < 0)
+        return;
     int rc = ingest_parse(p->cfg, j->kind, j->body, j->len, tm_now_us(), &b, &e);
     free(j->body); /* the rows are in the batch now */
     j->body = NULL;
@@ -70,7 +123,8 @@ static void process(struct wk_pool *p, struct store *st, struct wk_job *j)
     } else {
         struct store_result res;
         char err[512];
-        if (store_write(st, &b, &res, err, sizeof(err)) < 0) {
+        if (store_write(st, &b, &res, err, sizeof(err)) < 0 ||
+            qr_write(store_db(st), &b, j->peer, err, sizeof(err)) < 0) {
             log_error(j->peer, "%s not stored: %s", j->path, err);
             char msg[600];
             snprintf(msg, sizeof(msg), "not stored: %s", err);
@@ -80,14 +134,25 @@ static void process(struct wk_pool *p, struct store *st, struct wk_job *j)
             metrics_rows(p->metrics, j->ep, res.received, res.stored);
             log_debug(j->peer, "%s: %zu rows, %zu new", j->path, res.received, res.stored);
             j->status = 200;
-            struct jw w;
-            jw_init(&w, out);
-            jw_begin_object(&w);
-            jw_kv_u64(&w, "received", res.received);
-            jw_kv_u64(&w, "stored", res.stored);
-            jw_kv_u64(&w, "duplicate", res.received - res.stored);
-            jw_end(&w);
-            evbuffer_add(out, "\n", 1);
+            if (j->kind == INGEST_TRANSFERS) {
+                metrics_rejected(p->metrics, j->ep, b.n_rejects);
+                if (b.n_rejects)
+                    log_info(j->peer,
+                             "%s: %zu of %zu records rejected (kept in rejected_records),"
+                             " first at %s: %s",
+                             j->path, b.n_rejects, b.n_records, b.rejects[0].path,
+                             b.rejects[0].msg);
+                qr_reply(out, &b, &res);
+            } else {
+                struct jw w;
+                jw_init(&w, out);
+                jw_begin_object(&w);
+                jw_kv_u64(&w, "received", res.received);
+                jw_kv_u64(&w, "stored", res.stored);
+                jw_kv_u64(&w, "duplicate", res.received - res.stored);
+                jw_end(&w);
+                evbuffer_add(out, "\n", 1);
+            }
         }
         ingest_batch_free(&b);
     }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "body.h"
 #include "config.h"
 #include "ingest.h"
 #include "metrics.h"
@@ -25,8 +26,11 @@ struct wk_job {
     const char *path;
     int64_t t0_ns;
     char peer[64];
-    char *body; /* owned by the job */
+    char *body; /* owned by the job; as received, still encoded with coding */
     size_t len;
+    enum body_coding coding; /* Content-Encoding, decoded by the worker (body.h) */
+    bool msgpack;            /* transfers in Fluent Bit's msgpack format (fluent.h) */
+    size_t max_body;         /* the endpoint's body limit, which bounds the decoded size too */
     /* the outcome, filled by a worker */
     int status;
     char *reply; /* JSON body, malloc'd */

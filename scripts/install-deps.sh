@@ -7,9 +7,14 @@ PKGS=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev 
       libcmocka-dev iproute2 iperf3 ethtool procps psmisc curl python3 chromium
       libxml2-utils clang-format docker-compose busybox-static qemu-system-x86 cpio bpftrace
 <<<<<<< HEAD
+<<<<<<< HEAD
       prometheus-snmp-exporter prometheus)
 =======
       prometheus-snmp-exporter softflowd pmacct nfdump tshark tcpdump prometheus)
+>>>>>>> main
+=======
+      prometheus-snmp-exporter softflowd pmacct nfdump tshark tcpdump prometheus
+      libmsgpack-dev zstd gzip prometheus-alertmanager)
 >>>>>>> main
 missing=()
 for p in "${PKGS[@]}"; do
@@ -35,4 +40,9 @@ elif [ -x /etc/init.d/snmpd ]; then
     /etc/init.d/snmpd stop >/dev/null 2>&1 || true
   fi
   update-rc.d snmpd disable >/dev/null 2>&1 || true
+fi
+# Debian's prometheus and prometheus-alertmanager packages start system services on :9090 and
+# :9093; the tests start their own on free ports (test_alertmanager) or only run promtool/amtool.
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+  systemctl disable --now prometheus.service prometheus-alertmanager.service >/dev/null 2>&1 || true
 fi

@@ -70,6 +70,16 @@ static void test_auto_picks_tp_btf_and_metrics_say_so(void **state)
     const char *w = strstr(resp.body, "\nwanledger_agent_windows_total ");
     assert_non_null(w);
     assert_true(atoi(w + strlen("\nwanledger_agent_windows_total ")) >= 2);
+    /* the exposition is what Prometheus' own linter accepts (HELP and TYPE for every metric) */
+    char prom[600];
+    snprintf(prom, sizeof(prom), "%s/metrics.txt", g_dir);
+    FILE *pf = fopen(prom, "w");
+    assert_non_null(pf);
+    fputs(resp.body, pf);
+    fclose(pf);
+    th_require(system("command -v promtool >/dev/null") == 0,
+               "promtool is needed (package prometheus, scripts/install-deps.sh)");
+    assert_int_equal(th_sh("promtool check metrics < %s", prom), 0);
     httpc_response_free(&resp);
     assert_int_equal(th_stop(p, 10000), 0);
 }

@@ -141,6 +141,13 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
+static __thread char g_last_headers[4096];
+
+const char *fx_last_headers(void)
+{
+    return g_last_headers;
+}
+
 int fx_http(struct fx *f, const char *method, const char *path, const char *token,
             const char *extra_headers, const char *body, size_t len, char **resp)
 {
@@ -159,9 +166,14 @@ int fx_http(struct fx *f, const char *method, const char *path, const char *toke
     char head[2048];
     int hn = snprintf(head, sizeof(head),
                       "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n"
-                      "Content-Type: application/json\r\n%s%s%s%s",
-                      method, path, f->port, token ? "Authorization: Bearer " : "",
-                      token ? token : "", token ? "\r\n" : "", extra_headers ? extra_headers : "");
+                      "%s%s%s%s%s",
+                      method, path, f->port,
+                      /* JSON unless the test sends its own Content-Type */
+                      extra_headers && strcasestr(extra_headers, "Content-Type:")
+                          ? ""
+                          : "Content-Type: application/json\r\n",
+                      token ? "Authorization: Bearer " : "", token ? token : "",
+                      token ? "\r\n" : "", extra_headers ? extra_headers : "");
     if (body || strcmp(method, "POST") == 0)
         hn += snprintf(head + hn, sizeof(head) - (size_t)hn, "Content-Length: %zu\r\n", len);
     hn += snprintf(head + hn, sizeof(head) - (size_t)hn, "\r\n");
@@ -187,10 +199,11 @@ int fx_http(struct fx *f, const char *method, const char *path, const char *toke
     int status = -1;
     if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
         status = -1;
-    if (resp) {
-        char *b = strstr(buf, "\r\n\r\n");
-        *resp = strdup(b ? b + 4 : "");
-    }
+    char *hend = strstr(buf, "\r\n\r\n");
+    snprintf(g_last_headers, sizeof(g_last_headers), "%.*s", hend ? (int)(hend - buf) : (int)n,
+             buf);
+    if (resp)
+        *resp = strdup(hend ? hend + 4 : "");
     free(buf);
     return status;
 }

@@ -39,6 +39,8 @@ void fx_stop(struct fx *f);
  * (malloc'd, NUL-terminated) when resp is not NULL. */
 int fx_http(struct fx *f, const char *method, const char *path, const char *token,
             const char *extra_headers, const char *body, size_t len, char **resp);
+/* The status line and headers of the last fx_http answer (this thread's, static buffer). */
+const char *fx_last_headers(void);
 /* A single-number query ("SELECT count(*) FROM …"). */
 long long fx_num(struct fx *f, const char *sql);
 /* Runs SQL and returns the first row's values joined by '|' (static buffer). */

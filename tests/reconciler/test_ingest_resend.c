@@ -154,9 +154,11 @@ static void test_transfer_framings(void **state)
                          "\"bytes\":10,\"start\":%.2f,\"end\":%.2f}]",
                          s0, e0, s1, e1);
     expect_post("/v1/transfers", FX_TOKEN_SERVICE, array,
-                "{\"received\":2,\"stored\":2,\"duplicate\":0}\n");
+                "{\"received\":2,\"stored\":2,\"duplicate\":0,\"rejected\":0,"
+                "\"errors_listed\":0,\"errors\":[]}\n");
     expect_post("/v1/transfers", FX_TOKEN_SERVICE, array,
-                "{\"received\":2,\"stored\":0,\"duplicate\":2}\n");
+                "{\"received\":2,\"stored\":0,\"duplicate\":2,\"rejected\":0,"
+                "\"errors_listed\":0,\"errors\":[]}\n");
     /* NDJSON with a final newline: x-2 again, x-3 new */
     char *nd = fx_fmt("{\"service\":\"dupedog\",\"id\":\"x-2\",\"src\":\"nyc\",\"dst\":\"chi\","
                       "\"bytes\":10,\"start\":%.2f,\"end\":%.2f}\n"
@@ -164,7 +166,8 @@ static void test_transfer_framings(void **state)
                       "\"bytes\":11,\"start\":\"%s\",\"end\":\"%s\"}\n",
                       s1, e1, s0, s0);
     expect_post("/v1/transfers", FX_TOKEN_SERVICE, nd,
-                "{\"received\":2,\"stored\":1,\"duplicate\":1}\n");
+                "{\"received\":2,\"stored\":1,\"duplicate\":1,\"rejected\":0,"
+                "\"errors_listed\":0,\"errors\":[]}\n");
     /* the same without the final newline, and CRLF line ends */
     char *nd2 = fx_fmt("{\"service\":\"dupedog\",\"id\":\"x-3\",\"src\":\"nyc\",\"dst\":\"chi\","
                        "\"bytes\":11,\"start\":\"%s\",\"end\":\"%s\"}\r\n"
@@ -172,7 +175,8 @@ static void test_transfer_framings(void **state)
                        "\"bytes\":12,\"start\":\"%s\",\"end\":\"%s\"}",
                        s0, s0, s0, s0);
     expect_post("/v1/transfers", FX_TOKEN_SERVICE, nd2,
-                "{\"received\":2,\"stored\":1,\"duplicate\":1}\n");
+                "{\"received\":2,\"stored\":1,\"duplicate\":1,\"rejected\":0,"
+                "\"errors_listed\":0,\"errors\":[]}\n");
     /* concatenated objects (Fluent Bit json_stream), with Fluent Bit's `date` standing in for a
      * missing end, and a numeric id */
     char *cat =
@@ -182,9 +186,11 @@ static void test_transfer_framings(void **state)
                "\"end\":\"%s\"}",
                e1, s1, s0, s0);
     expect_post("/v1/transfers", FX_TOKEN_SERVICE, cat,
-                "{\"received\":2,\"stored\":2,\"duplicate\":0}\n");
+                "{\"received\":2,\"stored\":2,\"duplicate\":0,\"rejected\":0,"
+                "\"errors_listed\":0,\"errors\":[]}\n");
     expect_post("/v1/transfers", FX_TOKEN_SERVICE, cat,
-                "{\"received\":2,\"stored\":0,\"duplicate\":2}\n");
+                "{\"received\":2,\"stored\":0,\"duplicate\":2,\"rejected\":0,"
+                "\"errors_listed\":0,\"errors\":[]}\n");
     /* x-1, x-2, x-3, x-4, r-9, 77 */
     assert_int_equal(fx_num(&F, "SELECT count(*) FROM transfers"), 6);
     assert_string_equal(fx_row(&F, "SELECT requester, workflow, src, dst, bytes,"
