@@ -634,8 +634,8 @@ int main(int argc, char **argv)
 #endif
     a.meta = procmeta_new((const char *const *)a.o.workflow_env, a.o.n_workflow_env, NULL, NULL,
                           err, sizeof(err));
-    if (!a.meta) {
-        log_error(NULL, "%s", err);
+    if (!a.meta || (a.o.kube_logs && procmeta_set_kube_logs(a.meta, a.o.kube_logs) != 0)) {
+        log_error(NULL, "%s", a.meta ? "out of memory" : err);
         goto cleanup;
     }
     char url[1024];

@@ -31,6 +31,7 @@ enum {
     OPT_MAP_ENTRIES,
     OPT_PIN_DIR,
     OPT_RELEASE_PINS,
+    OPT_KUBE_LOGS,
     OPT_THROTTLE,
     OPT_THROTTLE_INTERVAL,
     OPT_THROTTLE_FAIL_OPEN,
@@ -57,6 +58,7 @@ static const struct option long_opts[] = {
     {"metrics", required_argument, NULL, OPT_METRICS},
     {"attach", required_argument, NULL, OPT_ATTACH},
     {"spool", required_argument, NULL, OPT_SPOOL},
+    {"kube-logs", required_argument, NULL, OPT_KUBE_LOGS},
     {"spool-max-bytes", required_argument, NULL, OPT_SPOOL_MAX},
     {"agent-id", required_argument, NULL, OPT_AGENT_ID},
     {"host", required_argument, NULL, OPT_HOST},
@@ -102,6 +104,8 @@ void agent_opts_usage(FILE *f)
                "  --pin-dir DIR|none    bpffs directory keeping the probe across restarts\n"
                "                        (/sys/fs/bpf/wanledger/AGENT_ID)\n"
                "  --release-pins        on exit, remove the pins: the probe stops counting\n"
+               "  --kube-logs DIR       the kubelet's log root holding pods/ and containers/\n"
+               "                        (/var/log): pod namespace, name, container name\n"
                "  --throttle on|off     apply the reconciler's throttle rules (on; needs root)\n"
                "  --throttle-interval S seconds between rule fetches (5)\n"
                "  --throttle-fail-open S  remove every rule after S seconds without the\n"
@@ -115,7 +119,7 @@ void agent_opts_usage(FILE *f)
                "  --config FILE         JSON file with the same keys (reconciler, token_file,\n"
                "                        window_seconds, k, netns, cgroup, workflow_env, metrics,\n"
                "                        attach, spool, spool_max_bytes, agent_id, host,\n"
-               "                        exclude_ports, map_entries, pin_dir, throttle,\n"
+               "                        exclude_ports, map_entries, pin_dir, kube_logs, throttle,\n"
                "                        throttle_interval, throttle_fail_open, compress, ca_file,\n"
                "                        client_cert, client_key, allow_plain_http); flags win\n"
                "  -v, --verbose         debug logging\n");
@@ -246,6 +250,8 @@ static int apply(struct agent_opts *o, int id, const char *v, const char *where,
         return 0;
     case OPT_SPOOL:
         return set_str(&o->spool_dir, v);
+    case OPT_KUBE_LOGS:
+        return set_str(&o->kube_logs, v);
     case OPT_SPOOL_MAX:
         if (parse_u64(v, 4096, UINT64_MAX / 2, &o->spool_max_bytes)) {
             snprintf(err, errlen, "%s: expected bytes >= 4096, got \"%s\"", where, v);
@@ -342,6 +348,7 @@ static const struct {
     {"client_cert", OPT_CLIENT_CERT},
     {"client_key", OPT_CLIENT_KEY},
     {"allow_plain_http", OPT_ALLOW_PLAIN},
+    {"kube_logs", OPT_KUBE_LOGS},
     {"throttle", OPT_THROTTLE},
     {"throttle_interval", OPT_THROTTLE_INTERVAL},
     {"throttle_fail_open", OPT_THROTTLE_FAIL_OPEN},
@@ -561,6 +568,7 @@ void agent_opts_free(struct agent_opts *o)
         free(o->workflow_env[i]);
     free(o->metrics);
     free(o->spool_dir);
+    free(o->kube_logs);
     free(o->agent_id);
     free(o->host);
     free(o->pin_dir);

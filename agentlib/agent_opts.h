@@ -28,6 +28,7 @@ struct agent_opts {
     char *metrics; /* "127.0.0.1:9465" or NULL */
     enum sockprobe_attach attach;
     char *spool_dir;          /* default /var/lib/wanledger/agent-spool */
+    char *kube_logs;          /* the kubelet's log root; NULL: /var/log (kubepods.h) */
     uint64_t spool_max_bytes; /* default 64 MiB */
     char *agent_id;           /* default: kept in SPOOL/agent_id, created once */
     char *host;               /* default gethostname() */

@@ -9,11 +9,6 @@
 
 #include "report.h"
 
-/* Exported histogram buckets: le = 2^(i+1) us for slots i in [LO, HI], 32 us .. 16.777216 s
- * (a fixed set, as Prometheus wants); faster requests fall in the first, slower only in +Inf. */
-#define NFS_BUCKET_LO 4
-#define NFS_BUCKET_HI 23
-
 #define NFS_INDEX_SLOTS (2 * AGENTMETRICS_NFS_SERIES) /* a power of two, at most half full */
 
 struct agentmetrics_nfs_series {
@@ -23,10 +18,11 @@ struct agentmetrics_nfs_series {
     char op[sizeof(((struct flow_rec *)0)->op)];
     char workflow[sizeof(((struct flow_meta *)0)->workflow)];
     char user[sizeof(((struct flow_meta *)0)->user)];
-    uint64_t hash; /* of the five labels */
+    struct kube_identity kube; /* namespace, pod, container labels */
+    uint64_t hash;             /* of the eight labels */
     uint64_t ops, bytes, errors;
-    uint64_t hist[NFSOPS_HIST_SLOTS]; /* since the agent started */
-    uint64_t window_hist[NFSOPS_HIST_SLOTS];
+    struct llhist hist; /* since the agent started, microseconds */
+    struct llhist window_hist;
     uint64_t last_window; /* nfs_windows when last seen */
 };
 
@@ -65,15 +61,48 @@ static uint64_t fnv1a(uint64_t h, const char *s)
     }
 }
 
-static uint64_t labels_hash(const char *server, const char *export, const char *op,
-                            const char *workflow, const char *user)
+#define NFS_LABELS 8
+
+/* The label values of a record, in put_labels' order. */
+static void labels_of(const struct flow_rec *r, const char *v[NFS_LABELS])
+{
+    const struct flow_meta *m = r->meta;
+    v[0] = r->server;
+    v[1] = r->export_path;
+    v[2] = r->op;
+    v[3] = m ? m->workflow : "";
+    v[4] = m ? m->user : "";
+    v[5] = m ? m->kube.namespace_ : "";
+    v[6] = m ? m->kube.pod : "";
+    v[7] = m ? m->kube.container : "";
+}
+
+static void series_labels(const struct agentmetrics_nfs_series *x, const char *v[NFS_LABELS])
+{
+    v[0] = x->server;
+    v[1] = x->export_path;
+    v[2] = x->op;
+    v[3] = x->workflow;
+    v[4] = x->user;
+    v[5] = x->kube.namespace_;
+    v[6] = x->kube.pod;
+    v[7] = x->kube.container;
+}
+
+static uint64_t labels_hash(const char *const v[NFS_LABELS])
 {
     uint64_t h = 0xcbf29ce484222325ULL;
-    h = fnv1a(h, server);
-    h = fnv1a(h, export);
-    h = fnv1a(h, op);
-    h = fnv1a(h, workflow);
-    return fnv1a(h, user);
+    for (int i = 0; i < NFS_LABELS; i++)
+        h = fnv1a(h, v[i]);
+    return h;
+}
+
+static bool labels_equal(const char *const a[NFS_LABELS], const char *const b[NFS_LABELS])
+{
+    for (int i = 0; i < NFS_LABELS; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return false;
+    return true;
 }
 
 static void index_put(uint32_t *index, uint64_t hash, size_t series)
@@ -88,16 +117,16 @@ static void index_put(uint32_t *index, uint64_t hash, size_t series)
 static struct agentmetrics_nfs_series *nfs_series_of(struct agentmetrics *m,
                                                      const struct flow_rec *r)
 {
-    const char *wf = r->meta ? r->meta->workflow : "", *user = r->meta ? r->meta->user : "";
+    const char *lab[NFS_LABELS], *xl[NFS_LABELS];
+    labels_of(r, lab);
     if (!m->nfs_index && !(m->nfs_index = calloc(NFS_INDEX_SLOTS, sizeof(*m->nfs_index))))
         return NULL;
-    uint64_t h = labels_hash(r->server, r->export_path, r->op, wf, user);
+    uint64_t h = labels_hash(lab);
     for (size_t at = (size_t)h & (NFS_INDEX_SLOTS - 1); m->nfs_index[at];
          at = (at + 1) & (NFS_INDEX_SLOTS - 1)) {
         struct agentmetrics_nfs_series *x = &m->nfs_series[m->nfs_index[at] - 1];
-        if (x->hash == h && strcmp(x->server, r->server) == 0 &&
-            strcmp(x->export_path, r->export_path) == 0 && strcmp(x->op, r->op) == 0 &&
-            strcmp(x->workflow, wf) == 0 && strcmp(x->user, user) == 0)
+        series_labels(x, xl);
+        if (x->hash == h && labels_equal(xl, lab))
             return x;
     }
     if (m->n_nfs_series == AGENTMETRICS_NFS_SERIES)
@@ -115,8 +144,11 @@ static struct agentmetrics_nfs_series *nfs_series_of(struct agentmetrics *m,
     snprintf(x->server, sizeof(x->server), "%s", r->server);
     snprintf(x->export_path, sizeof(x->export_path), "%s", r->export_path);
     snprintf(x->op, sizeof(x->op), "%s", r->op);
-    snprintf(x->workflow, sizeof(x->workflow), "%s", wf);
-    snprintf(x->user, sizeof(x->user), "%s", user);
+    snprintf(x->workflow, sizeof(x->workflow), "%s", lab[3]);
+    snprintf(x->user, sizeof(x->user), "%s", lab[4]);
+    snprintf(x->kube.namespace_, sizeof(x->kube.namespace_), "%s", lab[5]);
+    snprintf(x->kube.pod, sizeof(x->kube.pod), "%s", lab[6]);
+    snprintf(x->kube.container, sizeof(x->kube.container), "%s", lab[7]);
     x->hash = h;
     index_put(m->nfs_index, x->hash, m->n_nfs_series);
     m->n_nfs_series++;
@@ -127,7 +159,7 @@ void agentmetrics_nfs_window(struct agentmetrics *m, const struct nfsops *ops)
 {
     m->nfs_windows++;
     for (size_t i = 0; i < m->n_nfs_series; i++)
-        memset(m->nfs_series[i].window_hist, 0, sizeof(m->nfs_series[i].window_hist));
+        memset(&m->nfs_series[i].window_hist, 0, sizeof(m->nfs_series[i].window_hist));
     for (size_t i = 0; i < ops->recs.n; i++) {
         const struct flow_rec *r = &ops->recs.v[i];
         const struct nfsop_detail *d = &ops->detail[i];
@@ -139,10 +171,8 @@ void agentmetrics_nfs_window(struct agentmetrics *m, const struct nfsops *ops)
         x->ops += r->ops;
         x->bytes += r->bytes;
         x->errors += d->errors;
-        for (int b = 0; b < NFSOPS_HIST_SLOTS; b++) {
-            x->hist[b] += d->latency_hist[b];
-            x->window_hist[b] += d->latency_hist[b];
-        }
+        llhist_merge(&x->hist, &d->latency);
+        llhist_merge(&x->window_hist, &d->latency);
         x->last_window = m->nfs_windows;
     }
     size_t kept = 0;
@@ -169,7 +199,7 @@ void agentmetrics_free(struct agentmetrics *m)
 /* A label value: cleaned to UTF-8 (report_clean_text), then \\, \" and \n escaped. */
 static void put_label(FILE *f, const char *name, const char *v, bool comma)
 {
-    char clean[REPORT_CLEAN_LEN(128)];
+    char clean[REPORT_CLEAN_LEN(256)];
     report_clean_text(v, clean, sizeof(clean));
     fprintf(f, "%s%s=\"", comma ? "," : "", name);
     for (const char *p = clean; *p; p++) {
@@ -185,50 +215,33 @@ static void put_label(FILE *f, const char *name, const char *v, bool comma)
 
 static void put_labels(FILE *f, const struct agentmetrics_nfs_series *x)
 {
-    put_label(f, "server", x->server, false);
-    put_label(f, "export", x->export_path, true);
-    put_label(f, "op", x->op, true);
-    put_label(f, "workflow", x->workflow, true);
-    put_label(f, "user", x->user, true);
+    static const char *const names[NFS_LABELS] = {"server", "export",    "op",  "workflow",
+                                                  "user",   "namespace", "pod", "container"};
+    const char *v[NFS_LABELS];
+    series_labels(x, v);
+    for (int i = 0; i < NFS_LABELS; i++)
+        put_label(f, names[i], v[i], i > 0);
 }
 
 static int cmp_series(const void *a, const void *b)
 {
-    const struct agentmetrics_nfs_series *x = *(const struct agentmetrics_nfs_series *const *)a;
-    const struct agentmetrics_nfs_series *y = *(const struct agentmetrics_nfs_series *const *)b;
-    int c = strcmp(x->server, y->server);
-    if (!c)
-        c = strcmp(x->export_path, y->export_path);
-    if (!c)
-        c = strcmp(x->op, y->op);
-    if (!c)
-        c = strcmp(x->workflow, y->workflow);
-    return c ? c : strcmp(x->user, y->user);
-}
-
-static uint64_t hist_total(const uint64_t *h)
-{
-    uint64_t t = 0;
-    for (int i = 0; i < NFSOPS_HIST_SLOTS; i++)
-        t += h[i];
-    return t;
-}
-
-/* Upper bound in seconds of the bucket holding quantile q (rank ceil(q x total)). */
-static double hist_quantile_s(const uint64_t *h, double q)
-{
-    uint64_t total = hist_total(h), seen = 0;
-    uint64_t rank = (uint64_t)(q * (double)total);
-    if ((double)rank < q * (double)total)
-        rank++;
-    if (rank < 1)
-        rank = 1;
-    for (int i = 0; i < NFSOPS_HIST_SLOTS; i++) {
-        seen += h[i];
-        if (seen >= rank)
-            return (double)((uint64_t)1 << (i + 1)) / 1e6;
+    const char *x[NFS_LABELS], *y[NFS_LABELS];
+    series_labels(*(const struct agentmetrics_nfs_series *const *)a, x);
+    series_labels(*(const struct agentmetrics_nfs_series *const *)b, y);
+    for (int i = 0; i < NFS_LABELS; i++) {
+        int c = strcmp(x[i], y[i]);
+        if (c)
+            return c;
     }
-    return (double)((uint64_t)1 << NFSOPS_HIST_SLOTS) / 1e6;
+    return 0;
+}
+
+static void put_seconds(FILE *f, uint64_t us)
+{
+    if (us == UINT64_MAX)
+        fputs("+Inf", f);
+    else
+        fprintf(f, "%.6f", (double)us / 1e6);
 }
 
 static void render_nfs(FILE *f, const struct agentmetrics *m)
@@ -263,51 +276,51 @@ static void render_nfs(FILE *f, const struct agentmetrics *m)
             fprintf(f, "} %llu\n", (unsigned long long)val);
         }
     }
-    fputs("# HELP wanledger_nfs_latency_seconds NFS request latency, initiate to done (log2 "
-          "buckets; _sum estimated from bucket midpoints).\n"
+    fputs("# HELP wanledger_nfs_latency_seconds NFS request latency, initiate to done (log-linear "
+          "buckets, 4 bounds per power of two exported; _sum estimated from bucket midpoints).\n"
           "# TYPE wanledger_nfs_latency_seconds histogram\n",
           f);
     for (size_t i = 0; i < n; i++) {
-        const uint64_t *h = v[i]->hist;
+        const struct llhist *h = &v[i]->hist;
         uint64_t cum = 0;
-        double sum_us = (double)h[0]; /* slot 0 is [0, 2) us: 1 us each */
-        for (int b = 1; b < NFSOPS_HIST_SLOTS; b++)
-            sum_us += (double)h[b] * 1.5 * (double)((uint64_t)1 << b);
-        for (int b = 0; b <= NFS_BUCKET_HI; b++) {
-            cum += h[b];
-            if (b < NFS_BUCKET_LO)
-                continue;
+        size_t b = 0;
+        for (size_t k = 0; k < LLHIST_PROM_BOUNDS; k++) {
+            for (; b <= llhist_prom_slot(k); b++)
+                cum += h->c[b];
             fputs("wanledger_nfs_latency_seconds_bucket{", f);
             put_labels(f, v[i]);
-            fprintf(f, ",le=\"%.6f\"} %llu\n", (double)((uint64_t)1 << (b + 1)) / 1e6,
-                    (unsigned long long)cum);
+            fputs(",le=\"", f);
+            put_seconds(f, llhist_upper(llhist_prom_slot(k)));
+            fprintf(f, "\"} %llu\n", (unsigned long long)cum);
         }
+        uint64_t total = llhist_total(h);
         fputs("wanledger_nfs_latency_seconds_bucket{", f);
         put_labels(f, v[i]);
-        fprintf(f, ",le=\"+Inf\"} %llu\n", (unsigned long long)hist_total(h));
+        fprintf(f, ",le=\"+Inf\"} %llu\n", (unsigned long long)total);
         fputs("wanledger_nfs_latency_seconds_sum{", f);
         put_labels(f, v[i]);
-        fprintf(f, "} %.6f\n", sum_us / 1e6);
+        fprintf(f, "} %.6f\n", llhist_sum_estimate(h) / 1e6);
         fputs("wanledger_nfs_latency_seconds_count{", f);
         put_labels(f, v[i]);
-        fprintf(f, "} %llu\n", (unsigned long long)hist_total(h));
+        fprintf(f, "} %llu\n", (unsigned long long)total);
     }
     fputs("# HELP wanledger_nfs_latency_window_seconds NFS latency quantile over the last window "
-          "(upper bound of its log2 bucket).\n"
+          "(upper bound of its log-linear bucket, at most 6.25% above).\n"
           "# TYPE wanledger_nfs_latency_window_seconds summary\n",
           f);
     static const struct {
         const char *label;
         double q;
-    } qs[] = {{"0.5", 0.5}, {"0.99", 0.99}, {"1", 1.0}};
+    } qs[] = {{"0.5", 0.5}, {"0.99", 0.99}, {"0.999", 0.999}, {"1", 1.0}};
     for (size_t i = 0; i < n; i++) {
-        if (!hist_total(v[i]->window_hist))
+        if (!llhist_total(&v[i]->window_hist))
             continue;
         for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++) {
             fputs("wanledger_nfs_latency_window_seconds{", f);
             put_labels(f, v[i]);
-            fprintf(f, ",quantile=\"%s\"} %.6f\n", qs[k].label,
-                    hist_quantile_s(v[i]->window_hist, qs[k].q));
+            fprintf(f, ",quantile=\"%s\"} ", qs[k].label);
+            put_seconds(f, llhist_quantile(&v[i]->window_hist, qs[k].q, NULL));
+            fputc('\n', f);
         }
     }
     fputs("# HELP wanledger_nfs_latency_window_requests NFS requests behind the last window's "
@@ -315,7 +328,7 @@ static void render_nfs(FILE *f, const struct agentmetrics *m)
           "# TYPE wanledger_nfs_latency_window_requests gauge\n",
           f);
     for (size_t i = 0; i < n; i++) {
-        uint64_t t = hist_total(v[i]->window_hist);
+        uint64_t t = llhist_total(&v[i]->window_hist);
         if (!t)
             continue;
         fputs("wanledger_nfs_latency_window_requests{", f);

@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kubepods.h"
+#include "llhist.h"
+
 enum flow_source { FLOW_SRC_SOCKET = 0, FLOW_SRC_NFS = 1 };
 
 /* Owner of a flow as the kernel recorded it (stays valid after the process exits). */
@@ -27,6 +30,7 @@ struct flow_meta {
     char cgroup[256];
     char container[80];
     char pod_uid[40];
+    struct kube_identity kube; /* namespace, pod, container name (kubepods.h); "" unknown */
     char unit[128];
     char slurm_job[32];
 };
@@ -46,6 +50,9 @@ struct flow_rec {
     char server[48]; /* "10.1.0.50:2049", "[fd00::50]:2049" */
     char export_path[128];
     char op[8]; /* "read" / "write" */
+    /* nfs: request latency in us, in the window's nfsops (valid until its next drain); NULL:
+     * not known */
+    const struct llhist *latency;
     uint64_t bytes, ops;
     /* filled after the drain: owned by the procmeta cache, valid until its next prune */
     const struct flow_meta *meta;

@@ -147,17 +147,7 @@ static __always_inline void on_initiate(__u32 op, __u32 dev, __u64 fileid, __s64
     }
 }
 
-static __always_inline __u32 log2_slot(__u64 us)
-{
-    __u32 slot = 0;
-    for (int i = 0; i < NFS_HIST_SLOTS - 1; i++) {
-        if (us < 2)
-            break;
-        us >>= 1;
-        slot++;
-    }
-    return slot;
-}
+static const struct nfs_stat_val zero_val;
 
 /* Runs in an rpciod worker: finds the initiation and credits its owner, never the worker. */
 static __always_inline void on_done(__u32 op, __u32 dev, __u64 fileid, __s64 offset, int error,
@@ -182,8 +172,8 @@ static __always_inline void on_done(__u32 op, __u32 dev, __u64 fileid, __s64 off
 
     struct nfs_stat_val *sv = bpf_map_lookup_elem(&stats, &sk);
     if (!sv) {
-        struct nfs_stat_val zero = {};
-        bpf_map_update_elem(&stats, &sk, &zero, BPF_NOEXIST); /* lost race: lookup finds it */
+        /* the value (1,376 bytes) is larger than the BPF stack: a zeroed global */
+        bpf_map_update_elem(&stats, &sk, &zero_val, BPF_NOEXIST); /* lost race: lookup finds it */
         sv = bpf_map_lookup_elem(&stats, &sk);
         if (!sv) {
             count_drop(NFS_DROP_STATS_FULL);
@@ -194,9 +184,10 @@ static __always_inline void on_done(__u32 op, __u32 dev, __u64 fileid, __s64 off
     __sync_fetch_and_add(&sv->ops, 1);
     if (error < 0)
         __sync_fetch_and_add(&sv->errors, 1);
-    __u32 slot = log2_slot(us);
-    if (slot < NFS_HIST_SLOTS)
-        __sync_fetch_and_add(&sv->latency_hist[slot], 1);
+    __u64 slot = llhist_index_of(us);
+    barrier_var(slot); /* the bound check below must be on the register that indexes */
+    if (slot < NFS_LAT_SLOTS)
+        __sync_fetch_and_add(&sv->latency[slot], 1);
 }
 
 SEC("tracepoint/nfs/nfs_initiate_read")

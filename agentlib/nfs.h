@@ -6,10 +6,14 @@
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
+#include "llhist_layout.h"
 
-#define NFS_COMM_LEN      16
-#define NFS_HIST_SLOTS    32 /* log2 buckets of microseconds: slot i holds [2^i, 2^(i+1)) us */
-#define NFS_STATS_ENTRIES 16384
+#define NFS_COMM_LEN 16
+/* Latency buckets: log-linear in microseconds, 16 per power of two (llhist_layout.h). */
+#define NFS_LAT_SLOTS LLHIST_SLOTS
+/* Records per generation: each value holds 337 32-bit bucket counters (1,376 bytes), so 4,096
+ * records preallocate about 6 MB of kernel memory. */
+#define NFS_STATS_ENTRIES 4096
 #define NFS_INFLIGHT_MAX  16384
 #define NFS_DIRTIER_MAX   65536
 
@@ -48,12 +52,14 @@ struct nfs_stat_key {
     __u8 pad;
 };
 
-/* Counters of one record; updated with atomic adds (one shared hash, not per-CPU). */
+/* Counters of one record; updated with atomic adds (one shared hash, not per-CPU). A window's
+ * record never sees 2^32 requests, so the bucket counters are 32-bit. */
 struct nfs_stat_val {
-    __u64 bytes;                        /* bytes of the completed requests without error */
-    __u64 ops;                          /* completed requests (RPCs), errors included */
-    __u64 errors;                       /* completed with an error */
-    __u64 latency_hist[NFS_HIST_SLOTS]; /* initiate -> done, log2 us; sums to ops */
+    __u64 bytes;                  /* bytes of the completed requests without error */
+    __u64 ops;                    /* completed requests (RPCs), errors included */
+    __u64 errors;                 /* completed with an error */
+    __u32 latency[NFS_LAT_SLOTS]; /* initiate -> done in us, llhist_index_of(); sums to ops */
+    __u32 pad;
 };
 
 /* A request between its initiate event (initiator's context) and its done event (rpciod). */

@@ -395,7 +395,7 @@ int nfs_probe_drain(struct nfs_probe *p, nfs_probe_record_fn fn, void *arg,
             .bytes = v.bytes,
             .ops = v.ops,
             .errors = v.errors,
-            .latency_hist = v.latency_hist,
+            .latency = v.latency,
         };
         fn(&rec, arg);
     }
@@ -406,25 +406,6 @@ cleanup:
     return rc;
 }
 
-uint64_t nfs_probe_hist_quantile_us(const __u64 hist[NFS_HIST_SLOTS], double q)
-{
-    uint64_t total = 0;
-    for (int i = 0; i < NFS_HIST_SLOTS; i++)
-        total += hist[i];
-    if (total == 0)
-        return 0;
-    uint64_t rank = (uint64_t)(q * (double)total + 0.999999);
-    if (rank < 1)
-        rank = 1;
-    uint64_t seen = 0;
-    for (int i = 0; i < NFS_HIST_SLOTS; i++) {
-        seen += hist[i];
-        if (seen >= rank)
-            return (uint64_t)1 << (i + 1);
-    }
-    return (uint64_t)1 << NFS_HIST_SLOTS;
-}
-
 /* agent_nfs_hook adapter. */
 
 static void *hook_open(const struct agent_opts *opts, char *why, size_t why_len)
@@ -433,12 +414,16 @@ static void *hook_open(const struct agent_opts *opts, char *why, size_t why_len)
     return nfs_probe_open(why, why_len);
 }
 
-_Static_assert(NFSOPS_HIST_SLOTS == NFS_HIST_SLOTS, "nfsops.h and nfs.h histograms differ");
+_Static_assert(NFS_LAT_SLOTS == LLHIST_SLOTS, "nfs.h and llhist.h histograms differ");
 
 struct hook_drain_ctx {
     struct flowset *out;
     struct nfsops *ops; /* NULL: the agent does not want them */
     uint64_t lost;      /* records the flowset had no room for */
+    /* (out index, ops index) of each flow with its detail in ops: the detail array may move
+     * while the drain adds to it, so the flows' latency pointers are set after it */
+    size_t (*pairs)[2];
+    size_t n_pairs, cap_pairs;
 };
 
 static void fill_flow(struct flow_rec *f, const struct nfs_probe_record *rec)
@@ -461,13 +446,15 @@ static void fill_flow(struct flow_rec *f, const struct nfs_probe_record *rec)
 static void hook_add_flow(const struct nfs_probe_record *rec, void *arg)
 {
     struct hook_drain_ctx *ctx = arg;
+    bool detail = false;
     if (ctx->ops) {
         struct nfsop_detail *d;
         struct flow_rec *f = nfsops_add(ctx->ops, &d);
         if (f) { /* /metrics only: a record it cannot keep is not a report's loss */
             fill_flow(f, rec);
             d->errors = rec->errors;
-            memcpy(d->latency_hist, rec->latency_hist, sizeof(d->latency_hist));
+            llhist_merge_u32(&d->latency, rec->latency);
+            detail = true;
         }
     }
     if (strcmp(rec->op, "commit") == 0)
@@ -478,6 +465,19 @@ static void hook_add_flow(const struct nfs_probe_record *rec, void *arg)
         return;
     }
     fill_flow(f, rec);
+    if (detail && ctx->n_pairs == ctx->cap_pairs) {
+        size_t cap = ctx->cap_pairs ? 2 * ctx->cap_pairs : 64;
+        size_t(*p)[2] = realloc(ctx->pairs, cap * sizeof(*p));
+        if (p) {
+            ctx->pairs = p;
+            ctx->cap_pairs = cap;
+        }
+    }
+    if (detail && ctx->n_pairs < ctx->cap_pairs) { /* else the flow goes without latency */
+        ctx->pairs[ctx->n_pairs][0] = ctx->out->n - 1;
+        ctx->pairs[ctx->n_pairs][1] = ctx->ops->recs.n - 1;
+        ctx->n_pairs++;
+    }
 }
 
 static int hook_drain(void *h, struct flowset *out, struct nfsops *ops, uint64_t *dropped,
@@ -485,7 +485,11 @@ static int hook_drain(void *h, struct flowset *out, struct nfsops *ops, uint64_t
 {
     struct nfs_probe_drops d = {0};
     struct hook_drain_ctx ctx = {.out = out, .ops = ops, .lost = 0};
-    if (nfs_probe_drain(h, hook_add_flow, &ctx, &d, err, err_len))
+    int rc = nfs_probe_drain(h, hook_add_flow, &ctx, &d, err, err_len);
+    for (size_t i = 0; i < ctx.n_pairs; i++)
+        out->v[ctx.pairs[i][0]].latency = &ops->detail[ctx.pairs[i][1]].latency;
+    free(ctx.pairs);
+    if (rc)
         return -1;
     *dropped += d.stats_full + d.unmatched + ctx.lost;
     return 0;

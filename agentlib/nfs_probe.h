@@ -32,7 +32,8 @@ struct nfs_probe_record {
     uint64_t bytes;                /* payload bytes of requests completed without error */
     uint64_t ops;                  /* completed requests (RPCs), errors included */
     uint64_t errors;
-    const __u64 *latency_hist; /* NFS_HIST_SLOTS log2 buckets, microseconds; sums to ops */
+    const __u32
+        *latency; /* NFS_LAT_SLOTS log-linear buckets of us (llhist_layout.h); sums to ops */
 };
 
 typedef void (*nfs_probe_record_fn)(const struct nfs_probe_record *rec, void *arg);
@@ -70,9 +71,5 @@ struct nfs_probe_mount {
 /* Parses one mountinfo line (without or with its newline). Returns 1 and fills m for an nfs or
  * nfs4 mount, 0 for any other filesystem, -1 for a malformed line. */
 int nfs_probe_parse_mountinfo_line(const char *line, struct nfs_probe_mount *m);
-
-/* Upper bound in microseconds of the bucket that holds quantile q (0 < q <= 1) of a latency
- * histogram, 0 when it is empty. Bucket i holds [2^i, 2^(i+1)) us (bucket 0 also holds 0). */
-uint64_t nfs_probe_hist_quantile_us(const __u64 hist[NFS_HIST_SLOTS], double q);
 
 #endif

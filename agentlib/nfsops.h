@@ -7,13 +7,11 @@
 #include <stdint.h>
 
 #include "flowset.h"
-
-/* log2 buckets of microseconds: slot i holds [2^i, 2^(i+1)) us, slot 0 also 0 (as nfs.h). */
-#define NFSOPS_HIST_SLOTS 32
+#include "llhist.h"
 
 struct nfsop_detail {
-    uint64_t errors;                          /* requests completed with an error */
-    uint64_t latency_hist[NFSOPS_HIST_SLOTS]; /* initiate -> done; sums to the record's ops */
+    uint64_t errors;       /* requests completed with an error */
+    struct llhist latency; /* initiate -> done, microseconds; sums to the record's ops */
 };
 
 /* recs.v[i] (source FLOW_SRC_NFS: owner, server, export_path, op "read"/"write"/"commit",

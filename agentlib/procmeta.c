@@ -46,6 +46,7 @@ struct procmeta {
     struct cg_path *cgs;
     size_t n_cgs, cap_cgs;
     unsigned cg_scanned_at; /* join number of the last full cgroup walk */
+    struct kubepods *kube;
 };
 
 int procmeta_cgroup2_root(char *out, size_t outlen)
@@ -101,6 +102,11 @@ struct procmeta *procmeta_new(const char *const *workflow_env, size_t n_env, con
     if (pm->ticks_per_sec <= 0)
         pm->ticks_per_sec = 100;
     pm->cg_scanned_at = UINT32_MAX;
+    if (!(pm->kube = kubepods_new(NULL))) {
+        snprintf(err, errlen, "out of memory");
+        procmeta_free(pm);
+        return NULL;
+    }
     return pm;
 }
 
@@ -121,7 +127,26 @@ void procmeta_free(struct procmeta *pm)
     for (size_t i = 0; i < pm->n_cgs; i++)
         free(pm->cgs[i].path);
     free(pm->cgs);
+    kubepods_free(pm->kube);
     free(pm);
+}
+
+int procmeta_set_kube_logs(struct procmeta *pm, const char *log_root)
+{
+    struct kubepods *k = kubepods_new(log_root);
+    if (!k)
+        return -1;
+    kubepods_free(pm->kube);
+    pm->kube = k;
+    return 0;
+}
+
+/* Namespace, pod and container name of a pod cgroup; retried on later joins while unknown (the
+ * kubelet's directories may appear after the process; kubepods rate-limits the rescans). */
+static void kube_of(struct procmeta *pm, struct flow_meta *m)
+{
+    if (m->pod_uid[0] && (!m->kube.namespace_[0] || !m->kube.container[0]))
+        kubepods_lookup(pm->kube, m->pod_uid, m->container, &m->kube);
 }
 
 static size_t bucket_of(uint32_t pid, uint64_t start_ns)
@@ -406,6 +431,7 @@ static struct proc_entry *resolve(struct procmeta *pm, uint32_t pid, uint64_t st
     struct proc_entry *e = find(pm, pid, start_ns);
     if (e && (!comm || strncmp(e->comm, comm, sizeof(e->comm)) == 0)) {
         e->last_used = pm->joins;
+        kube_of(pm, &e->m);
         return e;
     }
     bool fresh = !e;
@@ -470,6 +496,7 @@ static struct proc_entry *resolve(struct procmeta *pm, uint32_t pid, uint64_t st
         }
         procmeta_parse_cgroup(e->m.cgroup, &e->m);
     }
+    kube_of(pm, &e->m);
     /* else from the cgroup: a Slurm job is what SLURM_JOB_ID would have said */
     if (!e->m.workflow[0] && e->m.slurm_job[0]) {
         for (size_t i = 0; i < pm->n_env; i++)

@@ -22,6 +22,11 @@ struct procmeta *procmeta_new(const char *const *workflow_env, size_t n_env, con
     __attribute__((warn_unused_result));
 void procmeta_free(struct procmeta *pm);
 
+/* Where the kubelet's pod log directories are (the directory holding pods/ and containers/;
+ * default "/var/log"); pod namespace, name and container name come from there (kubepods.h). */
+int procmeta_set_kube_logs(struct procmeta *pm, const char *log_root)
+    __attribute__((warn_unused_result));
+
 /* Points every record's meta at its cached owner metadata (resolving new processes now). */
 void procmeta_join(struct procmeta *pm, struct flowset *fs);
 /* The same for another flowset of the window just joined (not counted as a window by prune). */

@@ -12,6 +12,7 @@
 #include <event2/buffer.h>
 
 #include "jsonw.h"
+#include "llhist_json.h"
 #include "socket.h"
 #include "timeutil.h"
 #include "utf8.h"
@@ -116,6 +117,10 @@ static bool flow_json(struct jw *w, const struct flow_rec *r)
         ok &= add_clean_str(w, "op", r->op);
         jw_kv_u64(w, "bytes", r->bytes);
         jw_kv_u64(w, "ops", r->ops);
+        if (r->latency) {
+            jw_key(w, "latency_us");
+            llhist_write_json(w, r->latency);
+        }
     }
     jw_kv_u64(w, "pid", r->owner.pid);
     jw_kv_u64(w, "ppid", r->owner.ppid);
@@ -128,6 +133,9 @@ static bool flow_json(struct jw *w, const struct flow_rec *r)
         ok &= add_str_if(w, "cgroup", r->meta->cgroup);
         ok &= add_str_if(w, "container", r->meta->container);
         ok &= add_str_if(w, "pod_uid", r->meta->pod_uid);
+        ok &= add_str_if(w, "namespace", r->meta->kube.namespace_);
+        ok &= add_str_if(w, "pod", r->meta->kube.pod);
+        ok &= add_str_if(w, "container_name", r->meta->kube.container);
         ok &= add_str_if(w, "unit", r->meta->unit);
         ok &= add_str_if(w, "slurm_job", r->meta->slurm_job);
     }

@@ -19,7 +19,7 @@ chmod 755 "$root"   # rpcbind refuses calls when / is not 755
 cp "$busybox" "$root/bin/busybox"
 for a in $("$busybox" --list); do [ "$a" = busybox ] || ln -sf busybox "$root/bin/$a"; done
 cp "$nfsvm" "$root/bin/nfsvm"
-for w in wl-reader wl-writer wl-flusher wl-syncer; do ln -sf nfsvm "$root/bin/$w"; done
+for w in wl-reader wl-writer wl-flusher wl-syncer wl-pod; do ln -sf nfsvm "$root/bin/$w"; done
 cp "$kdir"/modules/*.ko "$root/lib/modules/"
 cp "$init" "$root/init" && chmod 755 "$root/init"
 cp "$conf" "$root/etc/nfsvm.conf"

@@ -385,21 +385,25 @@ static void test_nfs_local(void **state)
 /* NFS /metrics from hand-made drain records. Two label sets:
  * A = 127.0.0.1:2049 /srv read wf-read alice, from two processes in one window:
  *     ops 3 + 1 = 4, bytes 12,288 + 4,096 = 16,384, errors 0 + 1 = 1;
- *     latency slots (slot i = [2^i, 2^(i+1)) us): slot 5 x1, slot 10 x2, slot 30 x1.
- *     Buckets le = 2^(i+1) us for i = 4..23: 0 up to le 32 us, 1 from le 64 us, 3 from
- *     le 2.048 ms, still 3 at le 16.777216 s; +Inf 4.
- *     _sum (midpoints 1.5 x 2^i us): 48 + 2 x 1,536 + 1,610,612,736 = 1,610,615,856 us.
- *     Window quantiles: p50 = rank 2 -> slot 10 -> 2^11 us = 0.002048 s; p99 = rank
- *     ceil(3.96) = 4 -> slot 30 -> 2^31 us = 2147.483648 s; max = the same.
+ *     latencies 50 us, 1,500 us x2, 20 s. Log-linear buckets (16 per power of two): 50 us is
+ *     in [50, 52) (octave 32..63 in steps of 2), 1,500 us in [1,472, 1,536) (steps of 64), 20 s
+ *     beyond 2^24 us in the overflow bucket. Exported le (every 4th bucket edge): 32, 40, 48,
+ *     56 us, ... 1,280, 1,536 us, ... 16.777216 s: 0 up to le 48 us, 1 from le 56 us, 1 at
+ *     le 1.28 ms, 3 from le 1.536 ms, still 3 at le 16.777216 s; +Inf 4; 78 bucket lines.
+ *     _sum (midpoints; the overflow bucket's lower bound): 51 + 2 x 1,504 + 16,777,216 =
+ *     16,780,275 us. Window quantiles: p50 = rank 2 -> [1,472, 1,536) -> 0.001536 s; p99 =
+ *     rank ceil(3.96) = 4 -> overflow -> +Inf (not a made-up number); p999, max the same.
  * B = [fd00::50]:2049, export /a "q" \b (quote and backslash escaped), write, no workflow,
- *     user "bo\xffb" (cleaned to U+FFFD): ops 2, bytes 1,000,000, slot 0 x2 ([0, 2) us):
- *     every bucket 2, _sum 2 x 1 us, quantiles 2 us. */
+ *     user "bo\xffb" (cleaned to U+FFFD): ops 2, bytes 1,000,000, 1 us x2 ([1, 2) us):
+ *     every bucket 2, _sum 2 x 1.5 us, quantiles 2 us. */
+#define NOKUBE ",namespace=\"\",pod=\"\",container=\"\""
 #define LA                                                                                         \
-    "server=\"127.0.0.1:2049\",export=\"/srv\",op=\"read\",workflow=\"wf-read\",user=\"alice\""
+    "server=\"127.0.0.1:2049\",export=\"/"                                                         \
+    "srv\",op=\"read\",workflow=\"wf-read\",user=\"alice\"" NOKUBE
 #define LB                                                                                         \
     "server=\"[fd00::50]:2049\",export=\"/a \\\"q\\\" \\\\b\",op=\"write\",workflow=\"\","         \
     "user=\"bo\xef\xbf\xbd"                                                                        \
-    "b\""
+    "b\"" NOKUBE
 
 static struct flow_rec *nfs_rec(struct nfsops *o, const char *server, const char *export,
                                 const char *op, uint64_t ops, uint64_t bytes, uint64_t errors,
@@ -418,10 +422,11 @@ static struct flow_rec *nfs_rec(struct nfsops *o, const char *server, const char
     return r;
 }
 
+/* Long: most of it is the expected text, as data. */
 static void test_nfs_metrics(void **state)
 {
     (void)state;
-    static const char expected[] =
+    static const char head[] =
         "# HELP wanledger_nfs_ops_total NFS requests completed (errors included).\n"
         "# TYPE wanledger_nfs_ops_total counter\n"
         "wanledger_nfs_ops_total{" LA "} 4\n"
@@ -434,63 +439,36 @@ static void test_nfs_metrics(void **state)
         "# TYPE wanledger_nfs_errors_total counter\n"
         "wanledger_nfs_errors_total{" LA "} 1\n"
         "wanledger_nfs_errors_total{" LB "} 0\n"
-        "# HELP wanledger_nfs_latency_seconds NFS request latency, initiate to done (log2 buckets; "
-        "_sum estimated from bucket midpoints).\n"
+        "# HELP wanledger_nfs_latency_seconds NFS request latency, initiate to done (log-linear "
+        "buckets, 4 bounds per power of two exported; _sum estimated from bucket midpoints).\n"
         "# TYPE wanledger_nfs_latency_seconds histogram\n"
         "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.000032\"} 0\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.000064\"} 1\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.000128\"} 1\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.000256\"} 1\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.000512\"} 1\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.001024\"} 1\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.002048\"} 3\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.004096\"} 3\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.008192\"} 3\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.016384\"} 3\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.032768\"} 3\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.065536\"} 3\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.131072\"} 3\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.262144\"} 3\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.524288\"} 3\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"1.048576\"} 3\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"2.097152\"} 3\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"4.194304\"} 3\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"8.388608\"} 3\n"
-        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"16.777216\"} 3\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.000040\"} 0\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.000048\"} 0\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.000056\"} 1\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.000064\"} 1\n";
+    static const char *const lines[] = {
+        "\nwanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.001280\"} 1\n"
+        "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"0.001536\"} 3\n",
+        "\nwanledger_nfs_latency_seconds_bucket{" LA ",le=\"16.777216\"} 3\n"
         "wanledger_nfs_latency_seconds_bucket{" LA ",le=\"+Inf\"} 4\n"
-        "wanledger_nfs_latency_seconds_sum{" LA "} 1610.615856\n"
+        "wanledger_nfs_latency_seconds_sum{" LA "} 16.780275\n"
         "wanledger_nfs_latency_seconds_count{" LA "} 4\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.000032\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.000064\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.000128\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.000256\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.000512\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.001024\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.002048\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.004096\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.008192\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.016384\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.032768\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.065536\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.131072\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.262144\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.524288\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"1.048576\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"2.097152\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"4.194304\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"8.388608\"} 2\n"
-        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"16.777216\"} 2\n"
+        "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"0.000032\"} 2\n",
+        "\nwanledger_nfs_latency_seconds_bucket{" LB ",le=\"16.777216\"} 2\n"
         "wanledger_nfs_latency_seconds_bucket{" LB ",le=\"+Inf\"} 2\n"
-        "wanledger_nfs_latency_seconds_sum{" LB "} 0.000002\n"
+        "wanledger_nfs_latency_seconds_sum{" LB "} 0.000003\n"
         "wanledger_nfs_latency_seconds_count{" LB "} 2\n"
         "# HELP wanledger_nfs_latency_window_seconds NFS latency quantile over the last window "
-        "(upper bound of its log2 bucket).\n"
+        "(upper bound of its log-linear bucket, at most 6.25% above).\n"
         "# TYPE wanledger_nfs_latency_window_seconds summary\n"
-        "wanledger_nfs_latency_window_seconds{" LA ",quantile=\"0.5\"} 0.002048\n"
-        "wanledger_nfs_latency_window_seconds{" LA ",quantile=\"0.99\"} 2147.483648\n"
-        "wanledger_nfs_latency_window_seconds{" LA ",quantile=\"1\"} 2147.483648\n"
+        "wanledger_nfs_latency_window_seconds{" LA ",quantile=\"0.5\"} 0.001536\n"
+        "wanledger_nfs_latency_window_seconds{" LA ",quantile=\"0.99\"} +Inf\n"
+        "wanledger_nfs_latency_window_seconds{" LA ",quantile=\"0.999\"} +Inf\n"
+        "wanledger_nfs_latency_window_seconds{" LA ",quantile=\"1\"} +Inf\n"
         "wanledger_nfs_latency_window_seconds{" LB ",quantile=\"0.5\"} 0.000002\n"
         "wanledger_nfs_latency_window_seconds{" LB ",quantile=\"0.99\"} 0.000002\n"
+        "wanledger_nfs_latency_window_seconds{" LB ",quantile=\"0.999\"} 0.000002\n"
         "wanledger_nfs_latency_window_seconds{" LB ",quantile=\"1\"} 0.000002\n"
         "# HELP wanledger_nfs_latency_window_requests NFS requests behind the last window's "
         "quantiles.\n"
@@ -500,7 +478,8 @@ static void test_nfs_metrics(void **state)
         "# HELP wanledger_nfs_series_overflow_total NFS records not exported: more than 4096 "
         "label sets.\n"
         "# TYPE wanledger_nfs_series_overflow_total counter\n"
-        "wanledger_nfs_series_overflow_total 0\n";
+        "wanledger_nfs_series_overflow_total 0\n",
+    };
     struct agentmetrics m;
     memset(&m, 0, sizeof(m));
     m.nfs = "nfs";
@@ -515,18 +494,26 @@ static void test_nfs_metrics(void **state)
     struct nfsops o = {0};
     struct nfsop_detail *d;
     nfs_rec(&o, "[fd00::50]:2049", "/a \"q\" \\b", "write", 2, 1000000, 0, &bob, &d);
-    d->latency_hist[0] = 2;
+    llhist_record(&d->latency, 1, 2);
     nfs_rec(&o, "127.0.0.1:2049", "/srv", "read", 3, 12288, 0, &alice, &d);
-    d->latency_hist[5] = 1;
-    d->latency_hist[10] = 2;
+    llhist_record(&d->latency, 50, 1);
+    llhist_record(&d->latency, 1500, 2);
     nfs_rec(&o, "127.0.0.1:2049", "/srv", "read", 1, 4096, 1, &alice, &d);
-    d->latency_hist[30] = 1;
+    llhist_record(&d->latency, 20000000, 1);
     agentmetrics_nfs_window(&m, &o);
     char *text = agentmetrics_render(&m);
     assert_non_null(text);
     const char *nfs = strstr(text, "# HELP wanledger_nfs_ops_total");
     assert_non_null(nfs);
-    assert_string_equal(nfs, expected);
+    assert_memory_equal(nfs, head, strlen(head));
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+        if (!strstr(nfs, lines[i]))
+            fail_msg("missing from /metrics:\n%s\n--- got:\n%s", lines[i], nfs);
+    assert_string_equal(strstr(nfs, lines[2]), lines[2]); /* the last block ends the text */
+    size_t n_bucket = 0;
+    for (const char *p = nfs; (p = strstr(p, "wanledger_nfs_latency_seconds_bucket{" LA)); p++)
+        n_bucket++;
+    assert_int_equal(n_bucket, 78);
     /* the whole exposition passes Prometheus' linter (odd label values included) */
     th_require(system("command -v promtool >/dev/null") == 0,
                "promtool is needed (package prometheus, scripts/install-deps.sh)");
@@ -536,14 +523,14 @@ static void test_nfs_metrics(void **state)
     assert_int_equal(pclose(pr), 0);
     free(text);
 
-    /* Next window: B once more (1 op in slot 1, [2, 4) us), A idle. Counters add up; A keeps its
+    /* Next window: B once more (1 op of 3 us, [3, 4) us), A idle. Counters add up; A keeps its
      * counters but has no last-window quantiles; B's window is only the new op (4 us). A record
      * without owner metadata gets empty workflow and user labels. */
     nfsops_clear(&o);
     nfs_rec(&o, "[fd00::50]:2049", "/a \"q\" \\b", "write", 1, 10, 0, &bob, &d);
-    d->latency_hist[1] = 1;
+    llhist_record(&d->latency, 3, 1); /* [3, 4) us */
     nfs_rec(&o, "10.0.0.1:2049", "/x", "commit", 1, 0, 0, NULL, &d);
-    d->latency_hist[3] = 1;
+    llhist_record(&d->latency, 8, 1);
     agentmetrics_nfs_window(&m, &o);
     text = agentmetrics_render(&m);
     assert_non_null(text);
@@ -556,7 +543,7 @@ static void test_nfs_metrics(void **state)
         strstr(text, "\nwanledger_nfs_latency_window_seconds{" LB ",quantile=\"1\"} 0.000004\n"));
     assert_non_null(strstr(text, "\nwanledger_nfs_latency_window_requests{" LB "} 1\n"));
     assert_non_null(strstr(text, "\nwanledger_nfs_ops_total{server=\"10.0.0.1:2049\",export=\"/x\","
-                                 "op=\"commit\",workflow=\"\",user=\"\"} 1\n"));
+                                 "op=\"commit\",workflow=\"\",user=\"\"" NOKUBE "} 1\n"));
     free(text);
 
     /* A label set idle for AGENTMETRICS_NFS_IDLE windows is removed: after 59 more empty

@@ -72,22 +72,6 @@ static void test_mountinfo_other_and_malformed(void **state)
     assert_int_equal(nfs_probe_parse_mountinfo_line("22 1 x / / rw - nfs a:/b addr=a", &m), -1);
 }
 
-/* 10 ops: 5 in [4,8) us, 4 in [64,128) us, 1 in [1024,2048) us. p50 = 5th -> bucket 2 -> 8;
- * p90 = 9th -> bucket 6 -> 128; p99 and max = 10th -> bucket 10 -> 2048. */
-static void test_hist_quantile(void **state)
-{
-    (void)state;
-    __u64 h[NFS_HIST_SLOTS] = {0};
-    assert_int_equal(nfs_probe_hist_quantile_us(h, 0.5), 0);
-    h[2] = 5;
-    h[6] = 4;
-    h[10] = 1;
-    assert_int_equal(nfs_probe_hist_quantile_us(h, 0.5), 8);
-    assert_int_equal(nfs_probe_hist_quantile_us(h, 0.9), 128);
-    assert_int_equal(nfs_probe_hist_quantile_us(h, 0.99), 2048);
-    assert_int_equal(nfs_probe_hist_quantile_us(h, 1.0), 2048);
-}
-
 /* This machine's kernel has no NFS (FACTS.md): the probe must refuse with a reason, not fail
  * obscurely. On a kernel with NFS the same test needs root and expects the probe to load. */
 static void test_open_says_why(void **state)
@@ -120,7 +104,6 @@ int main(void)
         cmocka_unit_test(test_mountinfo_v3_port_and_escape),
         cmocka_unit_test(test_mountinfo_ipv6_and_major),
         cmocka_unit_test(test_mountinfo_other_and_malformed),
-        cmocka_unit_test(test_hist_quantile),
         cmocka_unit_test(test_open_says_why),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

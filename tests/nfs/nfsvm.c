@@ -20,9 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "llhist.h"
 #include "nfs_probe.h"
 
 #define CHUNK (64 * 1024)
+/* The pod workload (nfs_vm_test.c has the same numbers) */
+#define POD_WRITE (512 * 1024 + 99)
+#define POD_READS 400
 
 static int die(const char *what)
 {
@@ -128,9 +132,71 @@ static long dirty_kb(void)
     return total;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* wl-pod DIR WFILE WSIZE RFILE N LABEL: joins the pod-shaped cgroup $NFSVM_POD_CGROUP (created
+ * by vm-init.sh with the kubelet's layout), writes WSIZE bytes and fsync()s, then makes N
+ * O_DIRECT reads of one CHUNK each from RFILE (one READ RPC each: rsize >= CHUNK), timing each
+ * read() itself; prints "NFSPODLAT label=L n=N p50_us=.. p99_us=.. p999_us=.. max_us=.." (rank
+ * ceil(q n) of the sorted timings, as the agent ranks its buckets). */
+static int pod_workload(char **argv)
+{
+    const char *cg = getenv("NFSVM_POD_CGROUP");
+    char path[512];
+    if (!cg || !*cg) {
+        fprintf(stderr, "wl-pod: NFSVM_POD_CGROUP is not set\n");
+        return 1;
+    }
+    snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+    FILE *f = fopen(path, "w");
+    if (!f || fprintf(f, "0\n") < 0 || fclose(f) != 0)
+        return die(path);
+    int fd;
+    snprintf(path, sizeof(path), "%s/%s", argv[1], argv[2]);
+    if (write_file(path, atol(argv[3]), &fd))
+        return 1;
+    if (fsync(fd) || close(fd))
+        return die("fsync");
+    snprintf(path, sizeof(path), "%s/%s", argv[1], argv[4]);
+    int n = atoi(argv[5]);
+    void *buf = NULL;
+    double *t = calloc((size_t)n, sizeof(*t));
+    fd = open(path, O_RDONLY | O_DIRECT);
+    if (fd < 0 || !t || n < 1 || posix_memalign(&buf, 4096, CHUNK))
+        return die(path);
+    for (int i = 0; i < n; i++) {
+        off_t off = (off_t)(i % 32) * CHUNK; /* the file is at least 32 chunks */
+        double a = now_s();
+        if (pread(fd, buf, CHUNK, off) != CHUNK)
+            return die("O_DIRECT pread");
+        t[i] = (now_s() - a) * 1e6;
+    }
+    close(fd);
+    qsort(t, (size_t)n, sizeof(*t), cmp_double);
+    const double qs[] = {0.5, 0.99, 0.999, 1.0};
+    double v[4];
+    for (int k = 0; k < 4; k++) {
+        int rank = (int)(qs[k] * n);
+        if ((double)rank < qs[k] * n)
+            rank++;
+        v[k] = t[(rank < 1 ? 1 : rank) - 1];
+    }
+    fprintf(stderr, "NFSPODLAT label=%s n=%d p50_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f\n",
+            argv[6], n, v[0], v[1], v[2], v[3]);
+    free(buf);
+    free(t);
+    return report_done_and_wait();
+}
+
 static int workload(const char *name, int argc, char **argv)
 {
     char path[512];
+    if (strcmp(name, "wl-pod") == 0 && argc == 7)
+        return pod_workload(argv);
     if (strcmp(name, "wl-reader") == 0 && argc == 2) {
         const char *kind[] = {"read-a", "read-b", "read-c"};
         int (*fn[])(const char *) = {read_all, mmap_all, readahead_all};
@@ -271,19 +337,18 @@ struct print_ctx {
 static void print_record(const struct nfs_probe_record *r, void *arg)
 {
     struct print_ctx *pc = arg;
-    __u64 hist_total = 0;
-    for (int i = 0; i < NFS_HIST_SLOTS; i++)
-        hist_total += r->latency_hist[i];
+    struct llhist h = {0};
+    llhist_merge_u32(&h, r->latency);
+    uint64_t hist_total = llhist_total(&h);
     printf("NFSREC label=%s wf=%s comm=%.16s tgid=%u uid=%u op=%s credit=%s bytes=%llu "
            "ops=%llu errors=%llu hist_total=%llu p50_us=%llu p99_us=%llu server=%s export=%s "
            "mnt=%s fstype=%s\n",
            pc->label, workflow_of(pc->wc, r->owner->tgid), r->owner->comm, r->owner->tgid,
            r->owner->uid, r->op, r->credit, (unsigned long long)r->bytes,
            (unsigned long long)r->ops, (unsigned long long)r->errors,
-           (unsigned long long)hist_total,
-           (unsigned long long)nfs_probe_hist_quantile_us(r->latency_hist, 0.5),
-           (unsigned long long)nfs_probe_hist_quantile_us(r->latency_hist, 0.99), r->server,
-           r->export, r->mountpoint, r->fstype);
+           (unsigned long long)hist_total, (unsigned long long)llhist_quantile(&h, 0.5, NULL),
+           (unsigned long long)llhist_quantile(&h, 0.99, NULL), r->server, r->export, r->mountpoint,
+           r->fstype);
 }
 
 static int drain(struct nfs_probe *p, struct print_ctx *pc)
@@ -326,11 +391,17 @@ static int run(int argc, char **argv)
     char *writer[] = {"wl-writer", (char *)dir, wfile, argv[4], NULL};
     char *flusher[] = {"wl-flusher", (char *)dir, ffile, argv[5], NULL};
     char *syncer[] = {"wl-syncer", (char *)dir, sfile, argv[6], NULL};
-    enum { N_KIDS = 4 };
+    char pfile[64], pwrite[32], pod_n[16];
+    snprintf(pfile, sizeof(pfile), "pod-%s", label);
+    snprintf(pwrite, sizeof(pwrite), "%d", POD_WRITE);
+    snprintf(pod_n, sizeof(pod_n), "%d", POD_READS);
+    char *pod[] = {"wl-pod", (char *)dir, pfile, pwrite, "read-a", pod_n, (char *)label, NULL};
+    enum { N_KIDS = 5 };
     struct child kids[N_KIDS];
     double start = now_s();
     if (spawn(&kids[0], "wf-read", reader) || spawn(&kids[1], "wf-close", writer) ||
-        spawn(&kids[2], "wf-flush", flusher) || spawn(&kids[3], "wf-sync", syncer))
+        spawn(&kids[2], "wf-flush", flusher) || spawn(&kids[3], "wf-sync", syncer) ||
+        spawn(&kids[4], "wf-pod", pod))
         return 1;
     for (int i = 0; i < N_KIDS; i++) {
         char c = 0;

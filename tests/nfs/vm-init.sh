@@ -71,6 +71,21 @@ echo 100 > /proc/sys/vm/dirty_expire_centisecs || fail "dirty_expire_centisecs"
 echo 50 > /proc/sys/vm/dirty_writeback_centisecs || fail "dirty_writeback_centisecs"
 say "server up uptime_s=$(cut -d' ' -f1 /proc/uptime)"
 
+# A Kubernetes pod as a node shows it: its cgroup (systemd driver, containerd) and the kubelet's
+# log directories (kubernetes pkg/kubelet/kuberuntime/helpers.go BuildContainerLogsDirectory,
+# kuberuntime_container.go legacyLogSymlink). nfsvm's wl-pod workload joins the cgroup.
+POD_UID=5f3c2a10-7b7e-4c1e-9d2a-0123456789ab
+POD_UID_=5f3c2a10_7b7e_4c1e_9d2a_0123456789ab
+POD_CID=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+mkdir -p /sys/fs/cgroup
+mount -t cgroup2 cgroup2 /sys/fs/cgroup || fail "mount cgroup2"
+NFSVM_POD_CGROUP=/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod$POD_UID_.slice/cri-containerd-$POD_CID.scope
+mkdir -p "$NFSVM_POD_CGROUP" || fail "pod cgroup"
+export NFSVM_POD_CGROUP
+mkdir -p /var/log/pods/nas-test_loader-0_$POD_UID/loader /var/log/pods/nas-test_loader-0_$POD_UID/sidecar /var/log/containers
+: > /var/log/pods/nas-test_loader-0_$POD_UID/loader/0.log
+ln -s /var/log/pods/nas-test_loader-0_$POD_UID/loader/0.log /var/log/containers/loader-0_nas-test_loader-$POD_CID.log
+
 for phase in $PHASES; do
   case $phase in
     v4) nfsvm mount 127.0.0.1:/ /mnt/v4 nfs4 "vers=4.2,addr=127.0.0.1,proto=tcp" || fail "mount v4" ;;
