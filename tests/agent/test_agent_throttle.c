@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -271,6 +272,7 @@ static int setup(void **state)
     snprintf(path, sizeof(path), "%s/tokens.json", g_dir);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
+    fchmod(fileno(f), 0600);
     fprintf(f, "{\"agent\": [\"" FX_TOKEN_AGENT "\"], \"operator\": [\"" TOKEN_OP "\"], "
                "\"reader\": [\"" FX_TOKEN_READER "\"]}\n");
     fclose(f);

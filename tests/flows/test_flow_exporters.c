@@ -65,7 +65,7 @@ static char *slurp(const char *path)
 static void write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
-    if (!f || fputs(text, f) < 0) {
+    if (!f || fchmod(fileno(f), 0600) != 0 || fputs(text, f) < 0) {
         fprintf(stderr, "cannot write %s\n", path);
         exit(1);
     }

@@ -108,6 +108,7 @@ void pt_write(const char *path, const char *text)
     FILE *f = fopen(path, "w");
     if (!f)
         return;
+    fchmod(fileno(f), 0600); /* secret files (tokens, communities) must not be group-readable */
     fputs(text, f);
     fclose(f);
 }
