@@ -155,9 +155,10 @@ static void parse_alerts(struct cfg_pctx *c, const cJSON *root)
                                      "$.alerts.webhooks", &cfg->n_webhooks);
     char p[256];
     for (size_t i = 0; i < cfg->n_webhooks; i++)
-        if (!cfg_valid_http_url(cfg->webhooks[i]) || strncmp(cfg->webhooks[i], "http://", 7))
+        if (!cfg_valid_http_url(cfg->webhooks[i]) ||
+            (strncmp(cfg->webhooks[i], "http://", 7) && strncmp(cfg->webhooks[i], "https://", 8)))
             cfg_err(c, cfg_jp_idx(p, sizeof(p), "$.alerts.webhooks", (int)i),
-                    "expected an http:// URL, got \"%s\"", cfg->webhooks[i]);
+                    "expected an http:// or https:// URL, got \"%s\"", cfg->webhooks[i]);
     cfg->resend_seconds = (int)cfg_get_num(c, al, "resend_seconds", "$.alerts", 1, 86400, 60, 1);
 }
 

@@ -1,6 +1,11 @@
 /* Alertmanager API v2 delivery of gap_alerts (see webhook.h). */
 #include "webhook.h"
 
+#include <arpa/inet.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
 #include <event2/http.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,6 +36,7 @@ struct target {
     struct webhook *w;
     char *url, *host, *path;
     int port;
+    bool tls; /* https: verified against $.delivery.ca_file (else the system CAs) and the host */
     struct evhttp_connection *conn;
     bool in_flight;
     int64_t next_attempt_us;
@@ -54,6 +60,7 @@ struct webhook {
     struct target *targets;
     size_t n_targets;
     const struct leader *leader; /* only the leader delivers (NULL: always) */
+    SSL_CTX *ssl_ctx;            /* for https:// webhooks */
     uint64_t term;               /* leader_term when the sent state was started */
 };
 
@@ -298,10 +305,46 @@ static void on_posted(struct evhttp_request *req, void *arg)
     t->n_fl = 0;
 }
 
+/* A connection over TLS that checks the certificate chain and the host name (or IP address). */
+static struct evhttp_connection *tls_connection(struct target *t)
+{
+    SSL *ssl = SSL_new(t->w->ssl_ctx);
+    if (!ssl)
+        return NULL;
+    SSL_set_tlsext_host_name(ssl, t->host);
+    X509_VERIFY_PARAM *vp = SSL_get0_param(ssl);
+    unsigned char ip[16];
+    int is_ip = inet_pton(AF_INET, t->host, ip) == 1 || inet_pton(AF_INET6, t->host, ip) == 1;
+    if ((is_ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, t->host)
+               : X509_VERIFY_PARAM_set1_host(vp, t->host, 0)) != 1) {
+        SSL_free(ssl);
+        return NULL;
+    }
+    struct bufferevent *bev = bufferevent_openssl_socket_new(
+        t->w->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+    if (!bev) {
+        SSL_free(ssl);
+        return NULL;
+    }
+    struct evhttp_connection *c = evhttp_connection_base_bufferevent_new(
+        t->w->base, NULL, bev, t->host, (ev_uint16_t)t->port);
+    if (!c)
+        bufferevent_free(bev);
+    return c;
+}
+
 static int post(struct target *t, struct evbuffer *body)
 {
+    if (t->tls && t->conn) {
+        /* a TLS bufferevent cannot be reconnected: a new connection for every POST (the previous
+         * one has completed: posts to a target never overlap) */
+        evhttp_connection_free(t->conn);
+        t->conn = NULL;
+    }
     if (!t->conn) {
-        t->conn = evhttp_connection_base_new(t->w->base, NULL, t->host, (ev_uint16_t)t->port);
+        t->conn = t->tls
+                      ? tls_connection(t)
+                      : evhttp_connection_base_new(t->w->base, NULL, t->host, (ev_uint16_t)t->port);
         if (!t->conn)
             return -1;
         evhttp_connection_set_timeout(t->conn, POST_TIMEOUT_S);
@@ -488,6 +531,35 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 /* ---- life cycle --------------------------------------------------------------------------- */
 
+/* The TLS client context of https:// webhooks: TLS 1.2 or later, the peer verified against
+ * $.delivery.ca_file (else the system's CAs), $.delivery.client_cert/key for mutual TLS. */
+static SSL_CTX *client_ctx(const struct cfg *cfg, char *err, size_t errlen)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) {
+        snprintf(err, errlen, "webhooks: no TLS context");
+        return NULL;
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    const char *ca = cfg->delivery.ca_file;
+    if ((ca ? SSL_CTX_load_verify_locations(ctx, ca, NULL)
+            : SSL_CTX_set_default_verify_paths(ctx)) != 1) {
+        snprintf(err, errlen, "webhooks: cannot load the CA file %s", ca ? ca : "(system)");
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    if (cfg->delivery.client_cert && cfg->delivery.client_key &&
+        (SSL_CTX_use_certificate_chain_file(ctx, cfg->delivery.client_cert) != 1 ||
+         SSL_CTX_use_PrivateKey_file(ctx, cfg->delivery.client_key, SSL_FILETYPE_PEM) != 1)) {
+        snprintf(err, errlen, "webhooks: cannot load the client certificate %s",
+                 cfg->delivery.client_cert);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
 static int target_init(struct target *t, struct webhook *w, const char *url, char *err,
                        size_t errlen)
 {
@@ -496,14 +568,16 @@ static int target_init(struct target *t, struct webhook *w, const char *url, cha
     struct evhttp_uri *u = evhttp_uri_parse(url);
     const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
     const char *host = u ? evhttp_uri_get_host(u) : NULL;
-    if (!u || !scheme || strcmp(scheme, "http") != 0 || !host || !*host) {
-        snprintf(err, errlen, "webhook %s: expected http://HOST[:PORT]/PATH", url);
+    if (!u || !scheme || (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) || !host ||
+        !*host) {
+        snprintf(err, errlen, "webhook %s: expected http(s)://HOST[:PORT]/PATH", url);
         if (u)
             evhttp_uri_free(u);
         return -1;
     }
     t->host = strdup(host);
-    t->port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : 80;
+    t->tls = strcmp(scheme, "https") == 0;
+    t->port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : t->tls ? 443 : 80;
     const char *path = evhttp_uri_get_path(u);
     const char *query = evhttp_uri_get_query(u);
     if (asprintf(&t->path, "%s%s%s", path && *path ? path : "/", query ? "?" : "",
@@ -535,6 +609,12 @@ struct webhook *webhook_new(struct event_base *base, const struct cfg *cfg, stru
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    for (size_t i = 0; i < cfg->n_webhooks; i++)
+        if (strncmp(cfg->webhooks[i], "https://", 8) == 0 && !w->ssl_ctx &&
+            !(w->ssl_ctx = client_ctx(cfg, err, errlen))) {
+            webhook_free(w);
+            return NULL;
+        }
     for (size_t i = 0; i < cfg->n_webhooks; i++) {
         w->n_targets++;
         if (target_init(&w->targets[i], w, cfg->webhooks[i], err, errlen) < 0) {
@@ -573,5 +653,7 @@ void webhook_free(struct webhook *w)
         free(t->fl_body);
     }
     free(w->targets);
+    if (w->ssl_ctx)
+        SSL_CTX_free(w->ssl_ctx);
     free(w);
 }
