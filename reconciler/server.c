@@ -456,8 +456,24 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
         case H_FLOWS: { /* sampled flows: small batches, stored on the loop (reconciler/flowin.c) */
             struct evbuffer *in = evhttp_request_get_input_buffer(req);
             size_t len = evbuffer_get_length(in);
-            status = flowin_post(db, s->cfg, len ? (const char *)evbuffer_pullup(in, -1) : "", len,
+            const char *text = len ? (const char *)evbuffer_pullup(in, -1) : "";
+            enum body_coding coding;
+            struct body_error be;
+            char *plain = NULL;
+            size_t plain_len = 0;
+            if (body_coding_of(
+                    evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Encoding"),
+                    &coding, &be) < 0 ||
+                (coding != BODY_IDENTITY &&
+                 body_decode(coding, text, len, (size_t)s->cfg->max_body_role[SRV_ROLE_POLLER],
+                             &plain, &plain_len, &be) < 0)) {
+                jw_error(out, be.msg, "Content-Encoding");
+                status = be.status;
+                break;
+            }
+            status = flowin_post(db, s->cfg, plain ? plain : text, plain ? plain_len : len,
                                  tm_now_us(), out);
+            free(plain);
             break;
         }
         case H_REJECTS:

@@ -156,6 +156,20 @@ static void test_codings_store(void **state)
     assert_string_equal(fx_row(&F, "SELECT string_agg(id || ':' || bytes, ',' ORDER BY id) FROM "
                                    "transfers WHERE id LIKE 'e-%'"),
                         "e-1:5000000000,e-2:7");
+    /* /v1/flowsamples decodes too: a gzip'd batch naming a device without flows is read and
+     * refused for its content (422 at the cell), not for its coding; a corrupt one is 400 */
+    const char *fs = "{\"version\":1,\"poller\":\"p\",\"batch\":\"p:1:1\",\"window_seconds\":60,"
+                     "\"cells\":[{\"device\":\"nyc-border-1\"}]}";
+    z = filter("gzip -c", fs, strlen(fs), &zlen);
+    char *ans = NULL;
+    assert_int_equal(post("/v1/flowsamples", FX_TOKEN_POLLER, "gzip", z, zlen, &ans), 422);
+    assert_null(strstr(ans, "Content-Encoding"));
+    free(ans);
+    ans = NULL;
+    assert_int_equal(post("/v1/flowsamples", FX_TOKEN_POLLER, "gzip", z, zlen / 2, &ans), 400);
+    assert_non_null(strstr(ans, "Content-Encoding"));
+    free(ans);
+    free(z);
     free(arr);
     free(nd);
 }
