@@ -99,20 +99,9 @@ static void add_str(cJSON *o, const char *k, const char *v)
         cJSON_AddStringToObject(o, k, v);
 }
 
-char *cfg_to_json(const struct cfg *cfg)
+/* sites, devices, links and routes */
+static void dump_topology(cJSON *r, const struct cfg *cfg)
 {
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddNumberToObject(r, "window_seconds", cfg->window_seconds);
-    cJSON_AddNumberToObject(r, "grace_seconds", cfg->grace_seconds);
-    cJSON_AddNumberToObject(r, "tick_seconds", cfg->tick_seconds);
-    cJSON_AddNumberToObject(r, "max_future_seconds", cfg->max_future_seconds);
-    add_str(r, "database", cfg->database);
-    add_str(r, "database_password_file", cfg->database_password_file);
-    add_str(r, "listen", cfg->listen);
-    add_str(r, "tokens_file", cfg->tokens_file);
-    add_str(r, "reconciler_url", cfg->reconciler_url);
-    add_str(r, "public_url", cfg->public_url);
-    cJSON_AddBoolToObject(r, "open_on_loopback", cfg->open_on_loopback);
     cJSON *sites = cJSON_AddArrayToObject(r, "sites");
     for (size_t i = 0; i < cfg->n_sites; i++) {
         cJSON *s = cJSON_CreateObject();
@@ -183,6 +172,11 @@ char *cfg_to_json(const struct cfg *cfg)
         cJSON_AddItemToObject(o, "via", str_array(cfg->routes[i].via, cfg->routes[i].n_via));
         cJSON_AddItemToArray(routes, o);
     }
+}
+
+/* dedup and the dependency map's endpoint names */
+static void dump_dedup(cJSON *r, const struct cfg *cfg)
+{
     cJSON *dd = cJSON_AddObjectToObject(r, "dedup");
     cJSON_AddItemToObject(dd, "nfs_ports", port_array(cfg->nfs_ports, cfg->n_nfs_ports));
     cJSON *svcs = cJSON_AddArrayToObject(dd, "services");
@@ -207,6 +201,24 @@ char *cfg_to_json(const struct cfg *cfg)
             cJSON_AddItemToArray(eps, o);
         }
     }
+}
+
+char *cfg_to_json(const struct cfg *cfg)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddNumberToObject(r, "window_seconds", cfg->window_seconds);
+    cJSON_AddNumberToObject(r, "grace_seconds", cfg->grace_seconds);
+    cJSON_AddNumberToObject(r, "tick_seconds", cfg->tick_seconds);
+    cJSON_AddNumberToObject(r, "max_future_seconds", cfg->max_future_seconds);
+    add_str(r, "database", cfg->database);
+    add_str(r, "database_password_file", cfg->database_password_file);
+    add_str(r, "listen", cfg->listen);
+    add_str(r, "tokens_file", cfg->tokens_file);
+    add_str(r, "reconciler_url", cfg->reconciler_url);
+    add_str(r, "public_url", cfg->public_url);
+    cJSON_AddBoolToObject(r, "open_on_loopback", cfg->open_on_loopback);
+    dump_topology(r, cfg);
+    dump_dedup(r, cfg);
     cJSON *ov = cJSON_AddObjectToObject(r, "overhead");
     cJSON_AddNumberToObject(ov, "bytes_per_packet", cfg->bytes_per_packet);
     cJSON_AddNumberToObject(ov, "ratio_without_packets", cfg->ratio_without_packets);
