@@ -310,8 +310,6 @@ static void submit_report(struct agent *a, const char *ctx, const char *body, bo
         save_seq(a);
     if (sender_submit(a->sender, body, len, err, sizeof(err)) != 0)
         log_error(ctx, "report lost: %s", err);
-    else if (err[0])
-        log_warn(ctx, "report spooled: %s", err);
     if (collected && sockprobe_commit(a->probe, err, sizeof(err)) != 0)
         log_error("socket", "drain: %s", err);
     next.drops_seen = sockprobe_drops_seen(a->probe);

@@ -109,7 +109,7 @@ static void outage_run(const char *tag, const char *agent_id, const char *spool_
     assert_non_null(f);
     assert_int_equal(fscanf(f, "%lld", &out->last_seq), 1);
     fclose(f);
-    assert_int_equal(atl_wait_contains(alog, "report spooled", 0), 0);
+    assert_int_equal(atl_wait_contains(alog, "retrying with backoff", 0), 0); /* it was down */
 }
 
 static void test_outage_loses_nothing(void **state)
