@@ -23,9 +23,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memset(&out, 0, sizeof(out));
         struct gnmi_stats st = {0};
         char err[256];
-        int rc = gnmi_map_message(m, (const char *)data + start, i - start, INT64_MAX, &out, &st,
-                                  err, sizeof(err));
+        /* monotonic time = line number (the quiet-time flush sees time move), no future bound */
+        int rc = gnmi_map_message(m, (const char *)data + start, i - start, (int64_t)i, INT64_MAX,
+                                  &out, &st, err, sizeof(err));
         (void)rc;
+        (void)gnmi_map_flush(m, (int64_t)i, 0, &out, &st);
         poll_batch_free(&out);
         start = i + 1;
     }
