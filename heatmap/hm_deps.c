@@ -258,10 +258,7 @@ static void json_sankey(struct jw *w, const struct cfg *cfg, const struct hm_dep
     jw_key(w, "links");
     jw_begin_array(w);
     for (size_t s = 0; s < ns; s++) { /* owner -> local site */
-        uint64_t bytes = 0;
-        for (size_t i = 0; i < p->n_endpoints; i++)
-            if (p->endpoints[i].local_site == (int)s)
-                bytes += p->endpoints[i].bytes_out + p->endpoints[i].bytes_in;
+        uint64_t bytes = hm_deps_site_bytes(p, (int)s, -1);
         if (!bytes)
             continue;
         jw_begin_object(w);
@@ -272,10 +269,7 @@ static void json_sankey(struct jw *w, const struct cfg *cfg, const struct hm_dep
     }
     for (size_t a = 0; a < ns; a++) /* local site -> remote site */
         for (size_t b = 0; b < ns; b++) {
-            uint64_t bytes = 0;
-            for (size_t i = 0; i < p->n_endpoints; i++)
-                if (p->endpoints[i].local_site == (int)a && p->endpoints[i].remote_site == (int)b)
-                    bytes += p->endpoints[i].bytes_out + p->endpoints[i].bytes_in;
+            uint64_t bytes = hm_deps_site_bytes(p, (int)a, (int)b);
             if (!bytes)
                 continue;
             jw_begin_object(w);

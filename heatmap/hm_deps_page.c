@@ -103,10 +103,7 @@ static void sankey(struct evbuffer *out, const struct cfg *cfg, const struct hm_
             sk_link(out, &n[0], &n[1 + s], n[1 + s].bytes, p->total_bytes);
     for (size_t a = 0; a < ns; a++)
         for (size_t b = 0; b < ns; b++) {
-            uint64_t bytes = 0;
-            for (size_t i = 0; i < p->n_endpoints; i++)
-                if (p->endpoints[i].local_site == (int)a && p->endpoints[i].remote_site == (int)b)
-                    bytes += p->endpoints[i].bytes_out + p->endpoints[i].bytes_in;
+            uint64_t bytes = hm_deps_site_bytes(p, (int)a, (int)b);
             if (bytes)
                 sk_link(out, &n[1 + a], &n[1 + ns + b], bytes, p->total_bytes);
         }

@@ -251,3 +251,13 @@ void hm_deps_plan_free(struct hm_dep_plan *p)
     free(p->circuits);
     memset(p, 0, sizeof *p);
 }
+
+uint64_t hm_deps_site_bytes(const struct hm_dep_plan *p, int local_site, int remote_site)
+{
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < p->n_endpoints; i++)
+        if (p->endpoints[i].local_site == local_site &&
+            (remote_site < 0 || p->endpoints[i].remote_site == remote_site))
+            bytes += p->endpoints[i].bytes_out + p->endpoints[i].bytes_in;
+    return bytes;
+}

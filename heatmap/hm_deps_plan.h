@@ -65,5 +65,8 @@ int hm_deps_plan(const struct cfg *cfg, const struct hm_dep_row *rows, size_t n_
                  struct hm_dep_plan *out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 void hm_deps_plan_free(struct hm_dep_plan *p);
+/* Bytes (both ways) of the endpoints with this local site and, when remote_site >= 0, this remote
+ * site: the Sankey's owner -> site and site -> site links (JSON and page). */
+uint64_t hm_deps_site_bytes(const struct hm_dep_plan *p, int local_site, int remote_site);
 
 #endif
