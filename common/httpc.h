@@ -17,6 +17,15 @@ struct httpc_tls {
     bool allow_plain_remote; /* allow http:// to non-loopback hosts (tokens in clear text!) */
 };
 
+/* For other TLS clients (the webhooks' libevent connections): the context every HTTPS client here
+ * uses — TLS 1.2+, the peer verified against tls->ca_file (else the system store), optional
+ * client certificate — or NULL with err; and the peer name an SSL must match (SAN IP for an
+ * address, else SNI and the DNS name), 0 or -1. */
+struct ssl_ctx_st;
+struct ssl_st;
+struct ssl_ctx_st *httpc_tls_ctx_new(const struct httpc_tls *tls, char *err, size_t errlen);
+int httpc_tls_set_peer(struct ssl_st *ssl, const char *host);
+
 struct httpc_req {
     const char *method; /* "POST" (default when NULL) or "GET" */
     const char *url;    /* http[s]://HOST[:PORT]/PATH */

@@ -58,6 +58,32 @@ static int load_ctx(SSL_CTX *ctx, const struct httpc_tls *tls, char *err, size_t
     return 0;
 }
 
+SSL_CTX *httpc_tls_ctx_new(const struct httpc_tls *tls, char *err, size_t errlen)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) {
+        snprintf(err, errlen, "TLS: cannot create a context");
+        return NULL;
+    }
+    if (load_ctx(ctx, tls, err, errlen) != 0) {
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+int httpc_tls_set_peer(SSL *ssl, const char *host)
+{
+    unsigned char addr[16];
+    int is_ip = inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1;
+    X509_VERIFY_PARAM *vp = SSL_get0_param(ssl);
+    if (is_ip)
+        return X509_VERIFY_PARAM_set1_ip_asc(vp, host) == 1 ? 0 : -1;
+    SSL_set_tlsext_host_name(ssl, host);
+    X509_VERIFY_PARAM_set_hostflags(vp, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    return X509_VERIFY_PARAM_set1_host(vp, host, 0) == 1 ? 0 : -1;
+}
+
 /* Drives one SSL call that may want I/O until it completes or the deadline passes. */
 static int ssl_wait(struct httpc_conn *c, int r)
 {
@@ -74,14 +100,10 @@ static int ssl_wait(struct httpc_conn *c, int r)
 int httpc_tls_start(struct httpc_conn *c, const char *host, const struct httpc_tls *tls, char *err,
                     size_t errlen)
 {
-    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-    if (!ctx) {
-        snprintf(err, errlen, "TLS: cannot create a context");
+    SSL_CTX *ctx = httpc_tls_ctx_new(tls, err, errlen);
+    if (!ctx)
         return -1;
-    }
     c->ssl_ctx = ctx;
-    if (load_ctx(ctx, tls, err, errlen) != 0)
-        return -1;
     SSL *ssl = SSL_new(ctx);
     if (!ssl) {
         snprintf(err, errlen, "TLS: out of memory");
@@ -89,16 +111,7 @@ int httpc_tls_start(struct httpc_conn *c, const char *host, const struct httpc_t
     }
     c->ssl = ssl;
     SSL_set_fd(ssl, c->fd);
-    unsigned char addr[16];
-    int is_ip = inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1;
-    X509_VERIFY_PARAM *vp = SSL_get0_param(ssl);
-    if (is_ip) {
-        X509_VERIFY_PARAM_set1_ip_asc(vp, host);
-    } else {
-        SSL_set_tlsext_host_name(ssl, host);
-        X509_VERIFY_PARAM_set_hostflags(vp, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-        X509_VERIFY_PARAM_set1_host(vp, host, 0);
-    }
+    httpc_tls_set_peer(ssl, host);
     for (;;) {
         ERR_clear_error();
         int r = SSL_connect(ssl);

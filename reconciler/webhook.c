@@ -1,10 +1,8 @@
 /* Alertmanager API v2 delivery of gap_alerts (see webhook.h). */
 #include "webhook.h"
 
-#include <arpa/inet.h>
 #include <event2/bufferevent_ssl.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 
 #include <event2/http.h>
 #include <stdbool.h>
@@ -13,6 +11,7 @@
 #include <string.h>
 
 #include "hostport.h"
+#include "httpc.h"
 #include "jsonw.h"
 #include "leader.h"
 #include "log.h"
@@ -311,12 +310,7 @@ static struct evhttp_connection *tls_connection(struct target *t)
     SSL *ssl = SSL_new(t->w->ssl_ctx);
     if (!ssl)
         return NULL;
-    SSL_set_tlsext_host_name(ssl, t->host);
-    X509_VERIFY_PARAM *vp = SSL_get0_param(ssl);
-    unsigned char ip[16];
-    int is_ip = inet_pton(AF_INET, t->host, ip) == 1 || inet_pton(AF_INET6, t->host, ip) == 1;
-    if ((is_ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, t->host)
-               : X509_VERIFY_PARAM_set1_host(vp, t->host, 0)) != 1) {
+    if (httpc_tls_set_peer(ssl, t->host) != 0) {
         SSL_free(ssl);
         return NULL;
     }
@@ -531,32 +525,17 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 /* ---- life cycle --------------------------------------------------------------------------- */
 
-/* The TLS client context of https:// webhooks: TLS 1.2 or later, the peer verified against
- * $.delivery.ca_file (else the system's CAs), $.delivery.client_cert/key for mutual TLS. */
+/* The TLS client context of https:// webhooks: the HTTP client's (common/httpc_tls.c) with
+ * $.delivery's CA file and client certificate. */
 static SSL_CTX *client_ctx(const struct cfg *cfg, char *err, size_t errlen)
 {
-    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-    if (!ctx) {
-        snprintf(err, errlen, "webhooks: no TLS context");
-        return NULL;
-    }
-    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-    const char *ca = cfg->delivery.ca_file;
-    if ((ca ? SSL_CTX_load_verify_locations(ctx, ca, NULL)
-            : SSL_CTX_set_default_verify_paths(ctx)) != 1) {
-        snprintf(err, errlen, "webhooks: cannot load the CA file %s", ca ? ca : "(system)");
-        SSL_CTX_free(ctx);
-        return NULL;
-    }
-    if (cfg->delivery.client_cert && cfg->delivery.client_key &&
-        (SSL_CTX_use_certificate_chain_file(ctx, cfg->delivery.client_cert) != 1 ||
-         SSL_CTX_use_PrivateKey_file(ctx, cfg->delivery.client_key, SSL_FILETYPE_PEM) != 1)) {
-        snprintf(err, errlen, "webhooks: cannot load the client certificate %s",
-                 cfg->delivery.client_cert);
-        SSL_CTX_free(ctx);
-        return NULL;
-    }
+    struct httpc_tls tls = {.ca_file = cfg->delivery.ca_file,
+                            .cert_file = cfg->delivery.client_cert,
+                            .key_file = cfg->delivery.client_key};
+    char e[400];
+    SSL_CTX *ctx = httpc_tls_ctx_new(&tls, e, sizeof e);
+    if (!ctx)
+        snprintf(err, errlen, "webhooks: %s", e);
     return ctx;
 }
 
