@@ -73,6 +73,8 @@ struct gate {
     bool starved;
     struct conn **by_fd; /* gate_answered finds a request's connection by its descriptor */
     int n_by_fd;
+    size_t n_live; /* connections not yet freed: the gate outlives the last of them */
+    bool released; /* gate_free was called; the last free_conn frees the rest */
     uint64_t n_open, refused_cap, refused_emfile, emfile_pauses, deadline_head, deadline_body;
     uint64_t refused[N_CODES];
     int64_t log_sec;
@@ -251,6 +253,12 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     kill_conn(c); /* a body too slow, a refusal never read, or the linger is over */
 }
 
+static void gate_destroy(struct gate *g)
+{
+    free(g->by_fd);
+    free(g);
+}
+
 static void free_conn(void *arg)
 {
     struct conn *c = arg;
@@ -266,6 +274,9 @@ static void free_conn(void *arg)
     if (c->fd >= 0 && c->fd < g->n_by_fd && g->by_fd[c->fd] == c)
         g->by_fd[c->fd] = NULL;
     free(c);
+    /* evhttp_free leaves bufferevents to finalize later (as late as event_base_free) */
+    if (--g->n_live == 0 && g->released)
+        gate_destroy(g);
 }
 
 /* ---- the request head ---------------------------------------------------------------------- */
@@ -581,6 +592,7 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
         return NULL;
     c->g = g;
     c->fd = -1;
+    g->n_live++;
     if (g->o.ssl) {
         SSL *ssl = SSL_new(g->o.ssl);
         c->under = ssl ? bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
@@ -600,6 +612,7 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
         if (c->under)
             bufferevent_free(c->under);
         free(c);
+        g->n_live--;
         return NULL; /* evhttp then makes a plain socket bufferevent; rare (out of memory) */
     }
     if (g->starved) {
@@ -760,8 +773,11 @@ void gate_free(struct gate *g)
         event_free(g->resume_ev);
     if (g->reserve_fd >= 0)
         close(g->reserve_fd);
-    free(g->by_fd);
-    free(g);
+    g->resume_ev = NULL;
+    g->reserve_fd = -1;
+    g->released = true;
+    if (g->n_live == 0)
+        gate_destroy(g);
 }
 
 struct gate_conn *gate_conn_of(struct gate *g, struct evhttp_request *req)
