@@ -105,7 +105,8 @@ write_config() {
   if [ ! -f "$RUN/tokens.json" ]; then
     cat >"$RUN/tokens.json" <<EOF
 {"agent": ["agent-$(token)"], "poller": ["poller-$(token)"],
- "service": ["service-$(token)"], "reader": ["reader-$(token)"]}
+ "service": ["service-$(token)"], "reader": ["reader-$(token)"],
+ "operator": ["operator-$(token)"]}
 EOF
   fi
   sed -n 's/.*"agent": \["\([^"]*\)".*/\1/p' "$RUN/tokens.json" >"$RUN/agent.token"
