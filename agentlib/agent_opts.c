@@ -35,6 +35,7 @@ enum {
     OPT_THROTTLE,
     OPT_THROTTLE_INTERVAL,
     OPT_THROTTLE_FAIL_OPEN,
+    OPT_SITE,
     OPT_CONFIG,
     OPT_HELP,
     /* delivery (common/deliver.h) */
@@ -69,6 +70,7 @@ static const struct option long_opts[] = {
     {"throttle", required_argument, NULL, OPT_THROTTLE},
     {"throttle-interval", required_argument, NULL, OPT_THROTTLE_INTERVAL},
     {"throttle-fail-open", required_argument, NULL, OPT_THROTTLE_FAIL_OPEN},
+    {"site", required_argument, NULL, OPT_SITE},
     {"config", required_argument, NULL, OPT_CONFIG},
     {"compress", required_argument, NULL, OPT_COMPRESS},
     {"ca-file", required_argument, NULL, OPT_CA_FILE},
@@ -82,47 +84,50 @@ static const struct option long_opts[] = {
 
 void agent_opts_usage(FILE *f)
 {
-    fprintf(f, "usage: wanledger-agent [options]\n"
-               "  --reconciler URL      reconciler base URL (POST URL/v1/attributions)\n"
-               "  --token-file F        file holding the agent bearer token\n"
-               "  --window S            window length in seconds (default 60)\n"
-               "  --k N                 flows kept per window before priority sampling (1000)\n"
-               "  --netns PATH          count only this network namespace (/run/netns/x)\n"
-               "  --cgroup PATH         count only this cgroup v2 subtree\n"
-               "  --workflow-env A,B    environment variables naming the workflow\n"
-               "                        (WANLEDGER_WORKFLOW,SLURM_JOB_ID)\n"
-               "  --stdout              print each report as one JSON line instead of posting\n"
-               "  --once                stop after the first report\n"
-               "  --metrics ADDR:PORT   serve Prometheus text at /metrics\n"
-               "  --attach MODE         tp_btf | fentry | kprobe | auto (default auto)\n"
-               "  --spool DIR           on-disk spool (/var/lib/wanledger/agent-spool)\n"
-               "  --spool-max-bytes N   spool bound (67108864)\n"
-               "  --agent-id ID         default: created once in SPOOL/agent_id\n"
-               "  --host NAME           default: the host name\n"
-               "  --exclude-ports P,Q   ports never counted (at most 16)\n"
-               "  --map-entries N       flows per map generation (65536)\n"
-               "  --pin-dir DIR|none    bpffs directory keeping the probe across restarts\n"
-               "                        (/sys/fs/bpf/wanledger/AGENT_ID)\n"
-               "  --release-pins        on exit, remove the pins: the probe stops counting\n"
-               "  --kube-logs DIR       the kubelet's log root holding pods/ and containers/\n"
-               "                        (/var/log): pod namespace, name, container name\n"
-               "  --throttle on|off     apply the reconciler's throttle rules (on; needs root)\n"
-               "  --throttle-interval S seconds between rule fetches (5)\n"
-               "  --throttle-fail-open S  remove every rule after S seconds without the\n"
-               "                        reconciler (60)\n"
-               "  --compress ALG        report bodies as zstd (default), gzip or none\n"
-               "  --ca-file F           CA bundle (PEM) an https:// reconciler must chain to\n"
-               "  --client-cert F       client certificate (PEM) for mutual TLS\n"
-               "  --client-key F        its private key (default: in --client-cert)\n"
-               "  --allow-plain-http yes  allow http:// to a non-loopback reconciler (the token\n"
-               "                        then crosses the network in clear text)\n"
-               "  --config FILE         JSON file with the same keys (reconciler, token_file,\n"
-               "                        window_seconds, k, netns, cgroup, workflow_env, metrics,\n"
-               "                        attach, spool, spool_max_bytes, agent_id, host,\n"
-               "                        exclude_ports, map_entries, pin_dir, kube_logs, throttle,\n"
-               "                        throttle_interval, throttle_fail_open, compress, ca_file,\n"
-               "                        client_cert, client_key, allow_plain_http); flags win\n"
-               "  -v, --verbose         debug logging\n");
+    fprintf(
+        f,
+        "usage: wanledger-agent [options]\n"
+        "  --reconciler URL      reconciler base URL (POST URL/v1/attributions)\n"
+        "  --token-file F        file holding the agent bearer token\n"
+        "  --window S            window length in seconds (default 60)\n"
+        "  --k N                 flows kept per window before priority sampling (1000)\n"
+        "  --netns PATH          count only this network namespace (/run/netns/x)\n"
+        "  --cgroup PATH         count only this cgroup v2 subtree\n"
+        "  --workflow-env A,B    environment variables naming the workflow\n"
+        "                        (WANLEDGER_WORKFLOW,SLURM_JOB_ID)\n"
+        "  --stdout              print each report as one JSON line instead of posting\n"
+        "  --once                stop after the first report\n"
+        "  --metrics ADDR:PORT   serve Prometheus text at /metrics\n"
+        "  --attach MODE         tp_btf | fentry | kprobe | auto (default auto)\n"
+        "  --spool DIR           on-disk spool (/var/lib/wanledger/agent-spool)\n"
+        "  --spool-max-bytes N   spool bound (67108864)\n"
+        "  --agent-id ID         default: created once in SPOOL/agent_id\n"
+        "  --host NAME           default: the host name\n"
+        "  --exclude-ports P,Q   ports never counted (at most 16)\n"
+        "  --map-entries N       flows per map generation (65536)\n"
+        "  --pin-dir DIR|none    bpffs directory keeping the probe across restarts\n"
+        "                        (/sys/fs/bpf/wanledger/AGENT_ID)\n"
+        "  --release-pins        on exit, remove the pins: the probe stops counting\n"
+        "  --kube-logs DIR       the kubelet's log root holding pods/ and containers/\n"
+        "                        (/var/log): pod namespace, name, container name\n"
+        "  --throttle on|off     apply the reconciler's throttle rules (on; needs root)\n"
+        "  --throttle-interval S seconds between rule fetches (5)\n"
+        "  --throttle-fail-open S  remove every rule after S seconds without the\n"
+        "                        reconciler (60)\n"
+        "  --site S              this host's site (throttle rules scoped to a site)\n"
+        "  --compress ALG        report bodies as zstd (default), gzip or none\n"
+        "  --ca-file F           CA bundle (PEM) an https:// reconciler must chain to\n"
+        "  --client-cert F       client certificate (PEM) for mutual TLS\n"
+        "  --client-key F        its private key (default: in --client-cert)\n"
+        "  --allow-plain-http yes  allow http:// to a non-loopback reconciler (the token\n"
+        "                        then crosses the network in clear text)\n"
+        "  --config FILE         JSON file with the same keys (reconciler, token_file,\n"
+        "                        window_seconds, k, netns, cgroup, workflow_env, metrics,\n"
+        "                        attach, spool, spool_max_bytes, agent_id, host,\n"
+        "                        exclude_ports, map_entries, pin_dir, kube_logs, throttle,\n"
+        "                        throttle_interval, throttle_fail_open, site, compress, ca_file,\n"
+        "                        client_cert, client_key, allow_plain_http); flags win\n"
+        "  -v, --verbose         debug logging\n");
 }
 
 static int set_str(char **dst, const char *v)
@@ -262,6 +267,8 @@ static int apply(struct agent_opts *o, int id, const char *v, const char *where,
         return set_str(&o->agent_id, v);
     case OPT_HOST:
         return set_str(&o->host, v);
+    case OPT_SITE:
+        return set_str(&o->site, v);
     case OPT_EXCLUDE_PORTS:
         return set_ports(o, v, err, errlen, where);
     case OPT_PIN_DIR:
@@ -352,6 +359,7 @@ static const struct {
     {"throttle", OPT_THROTTLE},
     {"throttle_interval", OPT_THROTTLE_INTERVAL},
     {"throttle_fail_open", OPT_THROTTLE_FAIL_OPEN},
+    {"site", OPT_SITE},
 };
 
 /* A JSON value as the flag text: strings as is, integers in decimal (exact), arrays
@@ -571,6 +579,7 @@ void agent_opts_free(struct agent_opts *o)
     free(o->kube_logs);
     free(o->agent_id);
     free(o->host);
+    free(o->site);
     free(o->pin_dir);
     free(o->ca_file);
     free(o->client_cert);

@@ -32,6 +32,7 @@ struct agent_opts {
     uint64_t spool_max_bytes; /* default 64 MiB */
     char *agent_id;           /* default: kept in SPOOL/agent_id, created once */
     char *host;               /* default gethostname() */
+    char *site;               /* --site: the site throttle rules scoped to a site match; NULL */
     uint16_t excl_ports[SOCKPROBE_MAX_EXCL_PORTS];
     size_t n_excl_ports;
     uint32_t map_entries;   /* per generation; default 65536 */

@@ -7,6 +7,7 @@
  * nothing) and UDP as a silent drop. Dry-run classes run the same bucket, count, and pass
  * everything. */
 #include <vmlinux.h>
+#include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
@@ -67,6 +68,14 @@ struct {
 } thr_state_in SEC(".maps");
 
 struct {
+    __uint(type, BPF_MAP_TYPE_LPM_TRIE);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __uint(max_entries, WL_THR_MAX_SCOPE);
+    __type(key, struct thr_scope_key);
+    __type(value, __u8);
+} thr_scope SEC(".maps");
+
+struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
     __uint(max_entries, WL_THR_MAX_CLASSES);
     __type(key, __u32);
@@ -112,12 +121,12 @@ int thr_sock_create(struct bpf_sock *ctx)
     return 1;
 }
 
-/* Sockets created before the rules (or the agent): tagged by their first writer. */
-SEC("tp_btf/sock_send_length")
-int BPF_PROG(thr_send, struct sock *sk, int ret, int flags)
+/* Sockets created before the rules (or the agent): tagged by the first process that writes to
+ * or reads from them while rules are active (a download's socket may never write again). */
+static __always_inline void tag(struct sock *sk)
 {
     if (!n_active || !sk)
-        return 0;
+        return;
     struct thr_sk *st = bpf_sk_storage_get(&thr_socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
     if (st && !st->tgid) {
         __u32 tgid = bpf_get_current_pid_tgid() >> 32;
@@ -126,6 +135,19 @@ int BPF_PROG(thr_send, struct sock *sk, int ret, int flags)
         st->cls = -1;
         announce(tgid);
     }
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(thr_send, struct sock *sk, int ret, int flags)
+{
+    tag(sk);
+    return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(thr_recv, struct sock *sk, int ret, int flags)
+{
+    tag(sk);
     return 0;
 }
 
@@ -186,9 +208,33 @@ static __always_inline enum verdict bucket(struct thr_state *s, const struct thr
     return v;
 }
 
-/* The class of skb's socket and its bucket; -1 when the packet is not limited. */
+#define ETH_P_IP_   0x0800
+#define ETH_P_IPV6_ 0x86DD
+
+/* Whether the far end of skb (egress: its destination, ingress: its source) is in class k's
+ * scope. The packet starts at its IP header. */
+static __always_inline int in_scope(struct __sk_buff *skb, __u32 k, int ingress)
+{
+    struct thr_scope_key key = {.prefixlen = 32 + 128, .cls = k};
+    if (skb->protocol == bpf_htons(ETH_P_IP_)) {
+        key.addr[10] = 0xff;
+        key.addr[11] = 0xff;
+        if (bpf_skb_load_bytes(skb, ingress ? 12 : 16, &key.addr[12], 4) != 0)
+            return 0;
+    } else if (skb->protocol == bpf_htons(ETH_P_IPV6_)) {
+        if (bpf_skb_load_bytes(skb, ingress ? 8 : 24, key.addr, 16) != 0)
+            return 0;
+    } else {
+        return 0;
+    }
+    return bpf_map_lookup_elem(&thr_scope, &key) != NULL;
+}
+
+/* The class of skb's socket and its bucket; -1 when the packet is not limited (no class, or
+ * outside the class's scope). */
 static __always_inline int classify(struct __sk_buff *skb, struct thr_sk **stp,
-                                    struct thr_cfg **cfgp, struct thr_counts **np, __u32 *kp)
+                                    struct thr_cfg **cfgp, struct thr_counts **np, __u32 *kp,
+                                    int ingress)
 {
     struct bpf_sock *sk = skb->sk;
     if (!sk)
@@ -206,6 +252,8 @@ static __always_inline int classify(struct __sk_buff *skb, struct thr_sk **stp,
     struct thr_cfg *cfg = bpf_map_lookup_elem(&thr_cfg, &k);
     struct thr_counts *n = bpf_map_lookup_elem(&thr_counts, &k);
     if (!cfg || !n || cfg->mode == WL_THR_MODE_OFF)
+        return -1;
+    if (cfg->scoped && !in_scope(skb, k, ingress))
         return -1;
     *stp = st;
     *cfgp = cfg;
@@ -235,7 +283,7 @@ int thr_egress(struct __sk_buff *skb)
     struct thr_cfg *cfg;
     struct thr_counts *n;
     __u32 k;
-    int tcp = classify(skb, &st, &cfg, &n, &k);
+    int tcp = classify(skb, &st, &cfg, &n, &k, 0);
     if (tcp < 0)
         return V_PASS;
     struct thr_state *s = bpf_map_lookup_elem(&thr_state, &k);
@@ -284,7 +332,7 @@ int thr_ingress(struct __sk_buff *skb)
     struct thr_cfg *cfg;
     struct thr_counts *n;
     __u32 k;
-    int tcp = classify(skb, &st, &cfg, &n, &k);
+    int tcp = classify(skb, &st, &cfg, &n, &k, 1);
     if (tcp < 0)
         return V_PASS;
     struct thr_state *s = bpf_map_lookup_elem(&thr_state_in, &k);
@@ -301,6 +349,28 @@ int thr_ingress(struct __sk_buff *skb)
     n->pass_bytes += len;
     n->pass_pkts++;
     return V_PASS;
+}
+
+#define AF_INET_  2
+#define AF_INET6_ 10
+
+/* Whether a TCP socket's peer is in class k's scope (in_scope for a connection). */
+static __always_inline int sock_in_scope(struct bpf_sock_ops *skops, __u32 k)
+{
+    struct thr_scope_key key = {.prefixlen = 32 + 128, .cls = k};
+    if (skops->family == AF_INET_) {
+        __u32 a = skops->remote_ip4;
+        key.addr[10] = 0xff;
+        key.addr[11] = 0xff;
+        __builtin_memcpy(&key.addr[12], &a, 4);
+    } else if (skops->family == AF_INET6_) {
+        __u32 w[4] = {skops->remote_ip6[0], skops->remote_ip6[1], skops->remote_ip6[2],
+                      skops->remote_ip6[3]};
+        __builtin_memcpy(key.addr, w, 16);
+    } else {
+        return 0;
+    }
+    return bpf_map_lookup_elem(&thr_scope, &key) != NULL;
 }
 
 /* TCP pacing: on every RTT sample of a TCP socket, an enforced class's active sockets get
@@ -320,7 +390,8 @@ static __always_inline void pace(struct bpf_sock_ops *skops)
         __u32 k = (__u32)cls;
         struct thr_cfg *cfg = bpf_map_lookup_elem(&thr_cfg, &k);
         struct thr_state *s = bpf_map_lookup_elem(&thr_state, &k);
-        if (cfg && s && cfg->mode == WL_THR_MODE_ENFORCE) {
+        if (cfg && s && cfg->mode == WL_THR_MODE_ENFORCE &&
+            (!cfg->scoped || sock_in_scope(skops, k))) {
             __u32 a = s->tcp_now > s->tcp_prev ? s->tcp_now : s->tcp_prev;
             want = cfg->rate_Bps / (a ? a : 1);
             if (!want)

@@ -17,7 +17,16 @@ struct thr_cfg {
     __u64 burst;    /* bytes of credit a class can save up */
     __u64 queue;    /* TCP: bytes beyond the credit still sent, with a congestion signal */
     __u32 mode;     /* WL_THR_MODE_* */
-    __u32 pad;
+    __u32 scoped;   /* only packets whose far end is in thr_scope for this class */
+};
+
+/* thr_scope (LPM trie): class and far-end address (IPv6 form, IPv4 as ::ffff:a.b.c.d); prefixlen
+ * = 32 (the class, always whole) + the address prefix's length. */
+#define WL_THR_MAX_SCOPE (WL_THR_MAX_CLASSES * 16)
+struct thr_scope_key {
+    __u32 prefixlen;
+    __u32 cls;
+    __u8 addr[16];
 };
 
 /* The bucket (guarded by lock). credit < 0 is the virtual queue. */

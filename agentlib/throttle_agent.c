@@ -141,8 +141,8 @@ struct throttle_agent *throttle_agent_start(struct event_base *base,
     const char *sfx = "/v1/attributions";
     if (bl >= strlen(sfx) && strncmp(o->base_url + bl - strlen(sfx), sfx, strlen(sfx)) == 0)
         bl -= strlen(sfx);
-    snprintf(ta->rules_url, sizeof(ta->rules_url), "%.*s/v1/throttles?host=%s", (int)bl,
-             o->base_url, o->host);
+    snprintf(ta->rules_url, sizeof(ta->rules_url), "%.*s/v1/throttles?host=%s%s%s", (int)bl,
+             o->base_url, o->host, o->site ? "&site=" : "", o->site ? o->site : "");
     snprintf(ta->report_url, sizeof(ta->report_url), "%.*s/v1/throttles/report", (int)bl,
              o->base_url);
     ta->tp = throttle_probe_open(o->cgroup_dir, err, errlen);
@@ -249,6 +249,7 @@ struct throttle_agent *throttle_agent_from_opts(struct event_base *base, const s
         .base_url = o->reconciler,
         .token = o->token,
         .host = o->host,
+        .site = o->site,
         .agent_id = agent_id,
         .cgroup_dir = o->cgroup ? o->cgroup : root,
         .netns_ino = netns_ino,

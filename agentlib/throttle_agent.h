@@ -14,6 +14,7 @@ struct throttle_agent_opts {
     const char *base_url; /* reconciler base URL ("http://127.0.0.1:7070") */
     const char *token;
     const char *host;
+    const char *site; /* NULL: rules scoped to a site do not apply here */
     const char *agent_id;
     const char *cgroup_dir; /* cgroup v2 directory the programs attach to (the root) */
     uint32_t netns_ino;     /* only processes of this network namespace (0: all) */

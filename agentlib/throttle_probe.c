@@ -29,11 +29,16 @@ _Static_assert(THROTTLE_MAX_CLASSES == WL_THR_MAX_CLASSES, "class count");
 struct throttle_probe {
     struct throttle *skel;
     int cg_fd;
-    struct bpf_link *links[5];
+    struct bpf_link *links[6];
     struct ring_buffer *rb;
     throttle_tgid_fn fn;
     void *fn_arg;
     int ncpu;
+    struct { /* what thr_scope holds per class (to remove it again) */
+        bool scoped;
+        size_t n;
+        struct throttle_prefix p[THROTTLE_MAX_PREFIXES];
+    } scope[WL_THR_MAX_CLASSES];
 };
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -82,7 +87,8 @@ struct throttle_probe *throttle_probe_open(const char *cgroup_dir, char *err, si
         tp->links[2] ? bpf_program__attach_cgroup(tp->skel->progs.thr_sockops, tp->cg_fd) : NULL;
     tp->links[4] =
         tp->links[3] ? bpf_program__attach_cgroup(tp->skel->progs.thr_ingress, tp->cg_fd) : NULL;
-    if (!tp->links[4]) {
+    tp->links[5] = tp->links[4] ? bpf_program__attach(tp->skel->progs.thr_recv) : NULL;
+    if (!tp->links[5]) {
         snprintf(err, errlen, "attach to %s: %s", cgroup_dir, strerror(errno));
         goto fail;
     }
@@ -102,7 +108,7 @@ void throttle_probe_close(struct throttle_probe *tp)
     if (!tp)
         return;
     ring_buffer__free(tp->rb);
-    for (size_t i = 0; i < 5; i++)
+    for (size_t i = 0; i < 6; i++)
         bpf_link__destroy(tp->links[i]);
     if (tp->cg_fd >= 0)
         close(tp->cg_fd);
@@ -117,6 +123,7 @@ int throttle_probe_set_class(struct throttle_probe *tp, unsigned cls, uint64_t r
         return -1;
     __u32 k = cls;
     struct thr_cfg c = {.rate_Bps = rate_bps / 8, .mode = (__u32)mode};
+    c.scoped = tp->scope[cls].scoped;
     c.burst = c.rate_Bps * BURST_NS / 1000000000ULL;
     if (c.burst < MIN_BURST)
         c.burst = MIN_BURST;
@@ -142,6 +149,46 @@ int throttle_probe_set_class(struct throttle_probe *tp, unsigned cls, uint64_t r
             return -1;
     }
     return bpf_map_update_elem(bpf_map__fd(tp->skel->maps.thr_cfg), &k, &c, 0) ? -1 : 0;
+}
+
+static void scope_key(struct thr_scope_key *k, unsigned cls, const struct throttle_prefix *p)
+{
+    memset(k, 0, sizeof(*k));
+    k->prefixlen = 32 + p->len;
+    k->cls = cls;
+    memcpy(k->addr, p->addr, sizeof(k->addr));
+}
+
+int throttle_probe_set_scope(struct throttle_probe *tp, unsigned cls, bool scoped,
+                             const struct throttle_prefix *p, size_t n)
+{
+    if (cls >= WL_THR_MAX_CLASSES || n > THROTTLE_MAX_PREFIXES)
+        return -1;
+    int fd = bpf_map__fd(tp->skel->maps.thr_scope), rc = 0;
+    struct thr_scope_key k;
+    __u8 one = 1;
+    for (size_t i = 0; i < tp->scope[cls].n; i++) {
+        scope_key(&k, cls, &tp->scope[cls].p[i]);
+        bpf_map_delete_elem(fd, &k);
+    }
+    tp->scope[cls].n = 0;
+    for (size_t i = 0; scoped && i < n; i++) {
+        scope_key(&k, cls, &p[i]);
+        if (bpf_map_update_elem(fd, &k, &one, 0) != 0)
+            rc = -1;
+        tp->scope[cls].p[tp->scope[cls].n++] = p[i];
+    }
+    tp->scope[cls].scoped = scoped;
+    /* the class's cfg carries the flag: read, set, write back */
+    __u32 key = cls;
+    struct thr_cfg c;
+    int cfd = bpf_map__fd(tp->skel->maps.thr_cfg);
+    if (bpf_map_lookup_elem(cfd, &key, &c) != 0)
+        return -1;
+    c.scoped = scoped;
+    if (bpf_map_update_elem(cfd, &key, &c, 0) != 0)
+        return -1;
+    return rc;
 }
 
 void throttle_probe_set_active(struct throttle_probe *tp, unsigned n)
@@ -220,11 +267,11 @@ void throttle_probe_events(struct throttle_probe *tp, throttle_tgid_fn fn, void 
 
 size_t throttle_probe_prog_ids(const struct throttle_probe *tp, uint32_t *ids, size_t max)
 {
-    const struct bpf_program *p[] = {tp->skel->progs.thr_egress, tp->skel->progs.thr_sock_create,
-                                     tp->skel->progs.thr_send, tp->skel->progs.thr_sockops,
-                                     tp->skel->progs.thr_ingress};
+    const struct bpf_program *p[] = {tp->skel->progs.thr_egress,  tp->skel->progs.thr_sock_create,
+                                     tp->skel->progs.thr_send,    tp->skel->progs.thr_sockops,
+                                     tp->skel->progs.thr_ingress, tp->skel->progs.thr_recv};
     size_t n = 0;
-    for (size_t i = 0; i < 5 && n < max; i++) {
+    for (size_t i = 0; i < 6 && n < max; i++) {
         struct bpf_prog_info info;
         __u32 len = sizeof(info);
         memset(&info, 0, sizeof(info));

@@ -4,6 +4,7 @@
 #ifndef WL_THROTTLE_PROBE_H
 #define WL_THROTTLE_PROBE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,13 @@ struct throttle_counts {
     uint64_t drop_bytes, drop_pkts;   /* other protocols: refused packets, lost */
 };
 
+/* An address prefix in IPv6 form (IPv4 as ::ffff:a.b.c.d, len counted over the 128 bits). */
+#define THROTTLE_MAX_PREFIXES 16
+struct throttle_prefix {
+    uint8_t addr[16];
+    uint8_t len;
+};
+
 struct throttle_probe;
 
 /* Loads and attaches to cgroup_dir (a cgroup v2 directory). NULL with err on failure. */
@@ -33,6 +41,11 @@ void throttle_probe_close(struct throttle_probe *tp);
  * (bucket full, counters zero). 0 or -1. */
 int throttle_probe_set_class(struct throttle_probe *tp, unsigned cls, uint64_t rate_bps,
                              enum throttle_mode mode, int reset)
+    __attribute__((warn_unused_result));
+/* Class cls limits only packets whose far end is in p[0..n) (scoped), or every packet (not
+ * scoped: p ignored). Kept across throttle_probe_set_class. 0 or -1. */
+int throttle_probe_set_scope(struct throttle_probe *tp, unsigned cls, bool scoped,
+                             const struct throttle_prefix *p, size_t n)
     __attribute__((warn_unused_result));
 /* Classes in use: 0 makes every hook return at once (no rule, no cost beyond the call). */
 void throttle_probe_set_active(struct throttle_probe *tp, unsigned n);

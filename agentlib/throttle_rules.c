@@ -1,7 +1,9 @@
 /* Parsing the reconciler's rules for this host and writing the counter report. */
 #include "throttle_rules.h"
 
+#include <arpa/inet.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,6 +50,60 @@ static int num_field(const cJSON *o, const char *name, bool required, double min
     return 0;
 }
 
+/* "remote_prefixes": ["10.1.0.0/16", "2001:db8::/32", ...]: the rule is scoped to them. */
+static int parse_prefixes(const cJSON *a, struct throttle_rule *r, const char *where, char *err,
+                          size_t errlen)
+{
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > THROTTLE_MAX_PREFIXES) {
+        snprintf(err, errlen, "%s.remote_prefixes: expected a list of at most %d prefixes", where,
+                 THROTTLE_MAX_PREFIXES);
+        return -1;
+    }
+    r->scoped = true;
+    int i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, a)
+    {
+        struct throttle_prefix *p = &r->remote[r->n_remote];
+        char buf[64], *slash;
+        const char *s = cJSON_GetStringValue(it);
+        long len = -1;
+        memset(p, 0, sizeof(*p));
+        if (s && strlen(s) < sizeof(buf)) {
+            snprintf(buf, sizeof(buf), "%s", s);
+            slash = strchr(buf, '/');
+            char *end = NULL;
+            if (slash) {
+                *slash = 0;
+                len = strtol(slash + 1, &end, 10);
+                if (!end || *end || end == slash + 1)
+                    len = -1;
+            }
+            struct in_addr v4;
+            if (inet_pton(AF_INET, buf, &v4) == 1) {
+                p->addr[10] = p->addr[11] = 0xff;
+                memcpy(&p->addr[12], &v4, 4);
+                len = !slash ? 32 : len <= 32 ? len : -1;
+                if (len >= 0)
+                    len += 96;
+            } else if (inet_pton(AF_INET6, buf, p->addr) == 1) {
+                len = !slash ? 128 : len <= 128 ? len : -1;
+            } else {
+                len = -1;
+            }
+        }
+        if (len < 0) {
+            snprintf(err, errlen, "%s.remote_prefixes[%d]: expected an address/length prefix",
+                     where, i);
+            return -1;
+        }
+        p->len = (uint8_t)len;
+        r->n_remote++;
+        i++;
+    }
+    return 0;
+}
+
 static int parse_rule(const cJSON *o, int64_t now_us, struct throttle_rule *r, const char *where,
                       char *err, size_t errlen)
 {
@@ -78,6 +134,9 @@ static int parse_rule(const cJSON *o, int64_t now_us, struct throttle_rule *r, c
         snprintf(err, errlen, "%s.mode: expected \"enforce\" or \"dry_run\"", where);
         return -1;
     }
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(o, "remote_prefixes");
+    if (rp && parse_prefixes(rp, r, where, err, errlen) != 0)
+        return -1;
     r->id = (int64_t)id;
     r->rate_bps = (uint64_t)(h == 0 ? host_rate : rate);
     r->expires_at_us = now_us + (int64_t)ttl * 1000000;

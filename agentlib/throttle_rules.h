@@ -21,9 +21,10 @@ struct throttle_rules {
 };
 
 /* Parses {"rules":[{"id":N,"selector":{"workflow":"W"},"mode":"enforce"|"dry_run",
- * "rate_bps":N,"host_rate_bps":N,"expires_in_s":N},...],"allow":[{"program":"P"},...],
+ * "rate_bps":N,"host_rate_bps":N,"expires_in_s":N,"remote_prefixes":["10.1.0.0/16"]},...],"allow":[{"program":"P"},...],
  * "kill_switch":false}. A rule's expiry is now_us + expires_in_s on this host's clock (immune to
- * clock skew); host_rate_bps, when present, is this host's share. 0, or -1 with err naming the
+ * clock skew); host_rate_bps, when present, is this host's share; remote_prefixes, when
+ * present, scope the rule to traffic whose far end is in them. 0, or -1 with err naming the
  * JSON path; out is then empty. */
 int throttle_rules_parse(const char *json, int64_t now_us, struct throttle_rules *out, char *err,
                          size_t errlen) __attribute__((warn_unused_result));

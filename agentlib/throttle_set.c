@@ -232,9 +232,16 @@ void throttle_set_on_events(struct throttle_set *ts)
     throttle_probe_events(ts->tp, on_tgid, ts);
 }
 
+static bool same_scope(const struct throttle_rule *a, const struct throttle_rule *b)
+{
+    return a->scoped == b->scoped && a->n_remote == b->n_remote &&
+           memcmp(a->remote, b->remote, a->n_remote * sizeof(a->remote[0])) == 0;
+}
+
 static void free_slot(struct throttle_set *ts, int c)
 {
-    if (throttle_probe_set_class(ts->tp, (unsigned)c, 0, THROTTLE_OFF, 0) != 0)
+    if (throttle_probe_set_class(ts->tp, (unsigned)c, 0, THROTTLE_OFF, 0) != 0 ||
+        throttle_probe_set_scope(ts->tp, (unsigned)c, false, NULL, 0) != 0)
         log_warn("throttle", "cannot turn off class %d", c);
     ts->slot[c].used = false;
 }
@@ -282,6 +289,9 @@ size_t throttle_set_apply(struct throttle_set *ts, const struct throttle_rule *r
                     continue;
             }
         }
+        if ((fresh || !same_scope(&a->r, r)) &&
+            throttle_probe_set_scope(ts->tp, (unsigned)c, r->scoped, r->remote, r->n_remote) != 0)
+            log_warn("throttle", "rule %lld: cannot set all of its scope", (long long)r->id);
         a->used = true;
         a->r = *r;
         applied++;

@@ -30,6 +30,11 @@ struct throttle_rule {
     uint64_t rate_bps; /* this host's share */
     enum throttle_mode mode;
     int64_t expires_at_us; /* wall clock */
+    /* scoped: only traffic whose far end (egress: destination, ingress: source) is in one of
+     * remote[0..n_remote) is limited (the rule's dst_sites; none listed: nothing is) */
+    bool scoped;
+    size_t n_remote;
+    struct throttle_prefix remote[THROTTLE_MAX_PREFIXES];
 };
 
 /* What a rule did on this host since it was applied here. */

@@ -348,6 +348,7 @@ void cfg_free(struct cfg *cfg)
     cfg_free_server(cfg);
     cfg_names_free(cfg->site_names);
     cfg_names_free(cfg->device_names);
+    free_list(cfg->tokens.agent_host, cfg->tokens.agent_host ? cfg->tokens.n_agent : 0);
     free_list(cfg->tokens.agent, cfg->tokens.n_agent);
     free_list(cfg->tokens.poller, cfg->tokens.n_poller);
     free_list(cfg->tokens.service, cfg->tokens.n_service);

@@ -46,6 +46,48 @@ static void refuse_shared_tokens(struct cfg_pctx *c, const char *base)
     free(refs);
 }
 
+/* "agent_hosts": {"HOST": [tokens]}: agent tokens bound to one host each (the throttle API
+ * gives them that host's rules only), appended to the agent tokens. */
+static void parse_agent_hosts(struct cfg_pctx *c, const cJSON *j, const char *base)
+{
+    struct cfg_tokens *t = &c->cfg->tokens;
+    const cJSON *ah = cfg_get_obj(c, j, "agent_hosts", base, 0);
+    const cJSON *h;
+    char p[600], pk[600];
+    cJSON_ArrayForEach(h, ah)
+    {
+        cfg_jp_key(p, sizeof(p), base, "agent_hosts");
+        cfg_jp_key(pk, sizeof(pk), p, h->string);
+        size_t n = 0;
+        char **toks = cfg_get_str_list(c, h, pk, &n);
+        if (!h->string[0] || !cJSON_IsArray(h)) {
+            cfg_err(c, pk, "expected a host name and a list of its tokens");
+            n = 0;
+        }
+        char **a = n ? realloc(t->agent, (t->n_agent + n) * sizeof(*a)) : t->agent;
+        char **hs = n ? realloc(t->agent_host, (t->n_agent + n) * sizeof(*hs)) : t->agent_host;
+        if (a)
+            t->agent = a;
+        if (hs) {
+            /* entries for the unbound tokens before these */
+            if (!t->agent_host)
+                memset(hs, 0, t->n_agent * sizeof(*hs));
+            t->agent_host = hs;
+        }
+        for (size_t k = 0; k < n && a && hs; k++) {
+            if (strlen(toks[k]) < 16)
+                cfg_err(c, cfg_jp_idx(p, sizeof(p), pk, (int)k),
+                        "tokens must be at least 16 characters");
+            a[t->n_agent] = toks[k];
+            hs[t->n_agent++] = strdup(h->string);
+            toks[k] = NULL;
+        }
+        for (size_t k = 0; k < n; k++)
+            free(toks[k]);
+        free(toks);
+    }
+}
+
 void cfg_parse_tokens(struct cfg_pctx *c)
 {
     struct cfg *cfg = c->cfg;
@@ -68,9 +110,11 @@ void cfg_parse_tokens(struct cfg_pctx *c)
     }
     struct cfg_pctx tc = *c; /* errors inside the tokens file name the file and its own paths */
     static const char *const roles[] = {"agent", "poller", "service", "reader", "operator", NULL};
+    static const char *const keys[] = {"agent",    "poller",      "service", "reader",
+                                       "operator", "agent_hosts", NULL};
     char base[512];
     snprintf(base, sizeof(base), "%s: $", full);
-    cfg_check_keys(&tc, j, base, roles);
+    cfg_check_keys(&tc, j, base, keys);
     char p[600], pk[600];
     size_t *ns[] = {&cfg->tokens.n_agent, &cfg->tokens.n_poller, &cfg->tokens.n_service,
                     &cfg->tokens.n_reader, &cfg->tokens.n_operator};
@@ -86,6 +130,7 @@ void cfg_parse_tokens(struct cfg_pctx *c)
                     cfg_jp_idx(pk, sizeof(pk), cfg_jp_key(p, sizeof(p), base, roles[r]), (int)k),
                     "tokens must be at least 16 characters");
     }
+    parse_agent_hosts(&tc, j, base);
     cJSON_Delete(j);
     refuse_shared_tokens(&tc, base);
 }

@@ -107,6 +107,9 @@ struct cfg_tokens {
     char **agent, **poller, **service, **reader;
     size_t n_operator; /* throttle rules: create, approve, revoke */
     char **operator;
+    /* per agent token (n_agent entries, or NULL when none is bound): the host it is bound to
+     * ("agent_hosts": {"HOST": [tokens]} in the tokens file; NULL entry: any host) */
+    char **agent_host;
 };
 
 /* $.delivery (common/cfg_delivery.c): how the poller and `ship` send to reconciler_url. */

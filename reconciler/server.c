@@ -137,20 +137,39 @@ static int request_role(const struct cfg *cfg, struct evhttp_request *req)
         cfg, evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"));
 }
 
-/* The role of an Authorization header's bearer token, or -1. */
-static int role_of_header(const struct cfg *cfg, const char *h)
+/* The bearer token of an Authorization header (*len bytes), or NULL. */
+static const char *bearer(const char *h, size_t *len)
 {
     if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-        return -1;
+        return NULL;
     const char *tok = h + 7;
     while (*tok == ' ')
         tok++;
-    size_t len = strlen(tok);
-    while (len && (tok[len - 1] == ' ' || tok[len - 1] == '\t'))
-        len--;
-    if (len == 0)
-        return -1;
-    return srv_role_of_token(cfg, tok, len);
+    *len = strlen(tok);
+    while (*len && (tok[*len - 1] == ' ' || tok[*len - 1] == '\t'))
+        (*len)--;
+    return *len ? tok : NULL;
+}
+
+/* The role of an Authorization header's bearer token, or -1. */
+static int role_of_header(const struct cfg *cfg, const char *h)
+{
+    size_t len;
+    const char *tok = bearer(h, &len);
+    return tok ? srv_role_of_token(cfg, tok, len) : -1;
+}
+
+/* The host the request's agent token is bound to (tokens file "agent_hosts"), or NULL. */
+static const char *request_agent_host(const struct cfg *cfg, struct evhttp_request *req)
+{
+    size_t len;
+    const char *tok =
+        bearer(evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"), &len);
+    const char *host = NULL;
+    for (size_t i = 0; tok && cfg->tokens.agent_host && i < cfg->tokens.n_agent; i++)
+        if (ct_equal(tok, len, cfg->tokens.agent[i]))
+            host = cfg->tokens.agent_host[i];
+    return host;
 }
 
 static bool peer_is_loopback(struct evhttp_request *req)
@@ -515,8 +534,9 @@ static void handle_throttle(struct srv *s, struct evhttp_request *req, const cha
     evbuffer_remove(in, body, len);
     body[len] = 0;
     const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-    int status =
-        thr_api_handle(store_db(s->store), ROLE_NAMES[role], method, path, query, body, len, out);
+    int status = thr_api_handle(store_db(s->store), ROLE_NAMES[role],
+                                role == SRV_ROLE_AGENT ? request_agent_host(s->cfg, req) : NULL,
+                                method, path, query, body, len, out);
     reply(s, req, METRICS_EP_API, t0, status, "application/json", out);
     evbuffer_free(out);
     free(body);

@@ -197,98 +197,107 @@ static int safety_checks(PGconn *db, const char *kind, const char *value, struct
     return 0;
 }
 
-static int create(PGconn *db, const char *body, struct evbuffer *out)
-{
-    cJSON *j = cJSON_Parse(body);
-    int st;
+/* A rule as POST /v1/throttles gives it (create's checks passed). */
+struct new_rule {
+    int kind;
+    const char *value, *mode, *reason, *by, *rscope, *site;
     char rate[32], ttl[32], hosts[2048], dsts[1024];
-    if (!cJSON_IsObject(j)) {
-        st = error(out, 400, "expected a JSON object", "$");
-        goto done;
-    }
+    bool has_hosts, has_dsts, propose;
+};
+
+static bool whole(const cJSON *v, double min, double max)
+{
+    return cJSON_IsNumber(v) && v->valuedouble >= min && v->valuedouble <= max &&
+           v->valuedouble == floor(v->valuedouble);
+}
+
+/* The selector, rate and ttl, mode and reason of body j into nr; 0, or the error's status. */
+static int parse_what(const cJSON *j, struct new_rule *nr, struct evbuffer *out)
+{
     const cJSON *sel = cJSON_GetObjectItemCaseSensitive(j, "selector");
     const cJSON *kv = cJSON_IsObject(sel) ? sel->child : NULL;
-    int kind = -1;
+    nr->kind = -1;
     for (int i = 0; kv && !kv->next && SEL_KINDS[i]; i++)
         if (strcmp(kv->string, SEL_KINDS[i]) == 0)
-            kind = i;
-    if (kind < 0 || !cJSON_IsString(kv) || !kv->valuestring[0]) {
-        st = error(out, 400,
-                   "expected one of {\"workflow\"|\"user\"|\"program\"|\"container\": NAME}",
-                   "$.selector");
-        goto done;
-    }
+            nr->kind = i;
+    if (nr->kind < 0 || !cJSON_IsString(kv) || !kv->valuestring[0])
+        return error(out, 400,
+                     "expected one of {\"workflow\"|\"user\"|\"program\"|\"container\": NAME}",
+                     "$.selector");
+    nr->value = kv->valuestring;
     const cJSON *rv = cJSON_GetObjectItemCaseSensitive(j, "rate_bps");
     const cJSON *tv = cJSON_GetObjectItemCaseSensitive(j, "ttl_seconds");
-    if (!cJSON_IsNumber(rv) || rv->valuedouble < 1 || rv->valuedouble > 1e15 ||
-        rv->valuedouble != floor(rv->valuedouble)) {
-        st = error(out, 400, "expected an integer 1-1e15 (bits per second)", "$.rate_bps");
-        goto done;
-    }
-    if (!cJSON_IsNumber(tv) || tv->valuedouble < 1 || tv->valuedouble > THR_MAX_TTL_S ||
-        tv->valuedouble != floor(tv->valuedouble)) {
-        st = error(out, 400, "expected seconds 1-604800 (every rule expires within 7 days)",
-                   "$.ttl_seconds");
-        goto done;
-    }
-    const char *mode = str_member(j, "mode");
-    if (!mode)
-        mode = "enforce";
-    if (strcmp(mode, "enforce") != 0 && strcmp(mode, "dry_run") != 0) {
-        st = error(out, 400, "expected \"enforce\" or \"dry_run\"", "$.mode");
-        goto done;
-    }
-    const char *reason = str_member(j, "reason");
-    if (!reason || !reason[0]) {
-        st = error(out, 400, "every rule needs a reason", "$.reason");
-        goto done;
-    }
-    const char *by = str_member(j, "created_by");
-    const char *rscope = str_member(j, "rate_scope");
-    if (rscope && strcmp(rscope, "per_host") != 0 && strcmp(rscope, "total") != 0) {
-        st = error(out, 400, "expected \"per_host\" or \"total\"", "$.rate_scope");
-        goto done;
-    }
+    if (!whole(rv, 1, 1e15))
+        return error(out, 400, "expected an integer 1-1e15 (bits per second)", "$.rate_bps");
+    if (!whole(tv, 1, THR_MAX_TTL_S))
+        return error(out, 400, "expected seconds 1-604800 (every rule expires within 7 days)",
+                     "$.ttl_seconds");
+    snprintf(nr->rate, sizeof(nr->rate), "%.0f", rv->valuedouble);
+    snprintf(nr->ttl, sizeof(nr->ttl), "%.0f", tv->valuedouble);
+    nr->mode = str_member(j, "mode");
+    if (!nr->mode)
+        nr->mode = "enforce";
+    if (strcmp(nr->mode, "enforce") != 0 && strcmp(nr->mode, "dry_run") != 0)
+        return error(out, 400, "expected \"enforce\" or \"dry_run\"", "$.mode");
+    nr->reason = str_member(j, "reason");
+    if (!nr->reason || !nr->reason[0])
+        return error(out, 400, "every rule needs a reason", "$.reason");
+    nr->by = str_member(j, "created_by");
+    if (!nr->by || !nr->by[0])
+        nr->by = "operator";
+    nr->rscope = str_member(j, "rate_scope");
+    if (!nr->rscope)
+        nr->rscope = "per_host";
+    if (strcmp(nr->rscope, "per_host") != 0 && strcmp(nr->rscope, "total") != 0)
+        return error(out, 400, "expected \"per_host\" or \"total\"", "$.rate_scope");
+    nr->propose = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "propose"));
+    if (nr->propose)
+        nr->mode = "dry_run";
+    return 0;
+}
+
+/* The scope (hosts, site, destination sites) and the canary host; 0, or the error's status. */
+static int parse_scope(const cJSON *j, struct new_rule *nr, struct evbuffer *out)
+{
     const cJSON *scope = cJSON_GetObjectItemCaseSensitive(j, "scope");
-    bool has_hosts = false, has_dsts = false;
     if ((scope && !cJSON_IsObject(scope)) ||
-        text_array(cJSON_GetObjectItemCaseSensitive(scope, "hosts"), hosts, sizeof(hosts),
-                   &has_hosts) != 0 ||
-        text_array(cJSON_GetObjectItemCaseSensitive(scope, "dst_sites"), dsts, sizeof(dsts),
-                   &has_dsts) != 0) {
-        st = error(out, 400, "expected {\"hosts\":[names],\"site\":NAME,\"dst_sites\":[names]}",
-                   "$.scope");
-        goto done;
-    }
-    const char *site = str_member(scope, "site");
+        text_array(cJSON_GetObjectItemCaseSensitive(scope, "hosts"), nr->hosts, sizeof(nr->hosts),
+                   &nr->has_hosts) != 0 ||
+        text_array(cJSON_GetObjectItemCaseSensitive(scope, "dst_sites"), nr->dsts, sizeof(nr->dsts),
+                   &nr->has_dsts) != 0)
+        return error(out, 400, "expected {\"hosts\":[names],\"site\":NAME,\"dst_sites\":[names]}",
+                     "$.scope");
+    const cJSON *site = cJSON_GetObjectItemCaseSensitive(scope, "site");
+    if (site && (!cJSON_IsString(site) || !site->valuestring[0]))
+        return error(out, 400, "expected a site name", "$.scope.site");
+    nr->site = site ? site->valuestring : NULL;
     /* canary: one host first; POST /v1/throttles/ID/widen lifts the host scope later */
     const char *canary = str_member(j, "canary_host");
     if (canary) {
-        if (has_hosts || !canary[0] || strpbrk(canary, "\"\\{},")) {
-            st = error(out, 400, "expected one host name (and no scope.hosts)", "$.canary_host");
-            goto done;
-        }
-        snprintf(hosts, sizeof(hosts), "{\"%s\"}", canary);
-        has_hosts = true;
+        if (nr->has_hosts || !canary[0] || strpbrk(canary, "\"\\{},"))
+            return error(out, 400, "expected one host name (and no scope.hosts)", "$.canary_host");
+        snprintf(nr->hosts, sizeof(nr->hosts), "{\"%s\"}", canary);
+        nr->has_hosts = true;
     }
-    bool propose = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "propose"));
-    st = safety_checks(db, SEL_KINDS[kind], kv->valuestring, out);
-    if (st != 0)
-        goto done;
-    snprintf(rate, sizeof(rate), "%.0f", rv->valuedouble);
-    snprintf(ttl, sizeof(ttl), "%.0f", tv->valuedouble);
-    const char *p[] = {SEL_KINDS[kind],
-                       kv->valuestring,
-                       has_hosts ? hosts : NULL,
-                       site,
-                       has_dsts ? dsts : NULL,
-                       rate,
-                       rscope ? rscope : "per_host",
-                       propose ? "dry_run" : mode,
-                       propose ? "proposed" : "active",
-                       reason,
-                       by && by[0] ? by : "operator",
-                       ttl};
+    return 0;
+}
+
+/* Writes the rule and its audit entry; answers 201 {"id","expires_at","mode","status"}. */
+static int insert_rule(PGconn *db, const struct new_rule *nr, struct evbuffer *out)
+{
+    const char *kind = SEL_KINDS[nr->kind], *status = nr->propose ? "proposed" : "active";
+    const char *p[] = {kind,
+                       nr->value,
+                       nr->has_hosts ? nr->hosts : NULL,
+                       nr->site,
+                       nr->has_dsts ? nr->dsts : NULL,
+                       nr->rate,
+                       nr->rscope,
+                       nr->mode,
+                       status,
+                       nr->reason,
+                       nr->by,
+                       nr->ttl};
     PGresult *r =
         q(db,
           "INSERT INTO throttle_rules (selector_kind, selector_value, scope_hosts, scope_site, "
@@ -296,26 +305,37 @@ static int create(PGconn *db, const char *body, struct evbuffer *out)
           "($1, $2, $3::text[], $4, $5::text[], $6::bigint, $7, $8, $9, $10, $11, "
           "now() + make_interval(secs => $12::bigint)) RETURNING id, " TS("expires_at"),
           12, p);
-    if (!ok(r) || PQntuples(r) != 1) {
-        st = db_error(out, r);
-        goto done;
-    }
-    char id[32], exp[40];
+    if (!ok(r) || PQntuples(r) != 1)
+        return db_error(out, r);
+    char id[32], exp[40], detail[512];
     snprintf(id, sizeof(id), "%s", PQgetvalue(r, 0, 0));
     snprintf(exp, sizeof(exp), "%s", PQgetvalue(r, 0, 1));
     PQclear(r);
-    char detail[512];
-    snprintf(detail, sizeof(detail), "%s %s at %s bit/s (%s), %s, until %s: %s", SEL_KINDS[kind],
-             kv->valuestring, rate, rscope ? rscope : "per_host", propose ? "dry_run" : mode, exp,
-             reason);
-    audit(db, id, propose ? "proposal" : "creation", NULL, by && by[0] ? by : "operator", detail);
+    snprintf(detail, sizeof(detail), "%s %s at %s bit/s (%s), %s, until %s: %s", kind, nr->value,
+             nr->rate, nr->rscope, nr->mode, exp, nr->reason);
+    audit(db, id, nr->propose ? "proposal" : "creation", NULL, nr->by, detail);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "id", atof(id));
     cJSON_AddStringToObject(o, "expires_at", exp);
-    cJSON_AddStringToObject(o, "mode", propose ? "dry_run" : mode);
-    cJSON_AddStringToObject(o, "status", propose ? "proposed" : "active");
-    st = send_json(out, 201, o);
-done:
+    cJSON_AddStringToObject(o, "mode", nr->mode);
+    cJSON_AddStringToObject(o, "status", status);
+    return send_json(out, 201, o);
+}
+
+static int create(PGconn *db, const char *body, struct evbuffer *out)
+{
+    cJSON *j = cJSON_Parse(body);
+    struct new_rule nr;
+    memset(&nr, 0, sizeof(nr));
+    int st = cJSON_IsObject(j) ? 0 : error(out, 400, "expected a JSON object", "$");
+    if (st == 0)
+        st = parse_what(j, &nr, out);
+    if (st == 0)
+        st = parse_scope(j, &nr, out);
+    if (st == 0)
+        st = safety_checks(db, SEL_KINDS[nr.kind], nr.value, out);
+    if (st == 0)
+        st = insert_rule(db, &nr, out);
     cJSON_Delete(j);
     return st;
 }
@@ -349,18 +369,39 @@ static double host_share(PGconn *db, const char *kind, const char *value, const 
     return v > 0 ? v : 1;
 }
 
-/* The rules an agent applies on host. */
-static int list_for_host(PGconn *db, const char *host, struct evbuffer *out)
+/* A rule's destination sites as the prefixes the agent matches the far end against. */
+static void add_prefixes(cJSON *e, const char *csv)
 {
-    const char *p[] = {host};
+    cJSON *a = cJSON_AddArrayToObject(e, "remote_prefixes");
+    for (const char *s = csv; a && s && *s;) {
+        const char *c = strchr(s, ',');
+        size_t n = c ? (size_t)(c - s) : strlen(s);
+        char one[64];
+        if (n > 0 && n < sizeof(one)) {
+            snprintf(one, sizeof(one), "%.*s", (int)n, s);
+            cJSON_AddItemToArray(a, cJSON_CreateString(one));
+        }
+        s = c ? c + 1 : NULL;
+    }
+}
+
+/* The rules an agent applies on host, at site (NULL: the agent did not say; site-scoped rules
+ * then do not apply to it). A rule with dst_sites carries their prefixes (sites table):
+ * the agent limits only the traffic whose far end is in one of them. */
+static int list_for_host(PGconn *db, const char *host, const char *site, struct evbuffer *out)
+{
+    const char *p[] = {host, site};
     PGresult *r =
         q(db,
           "SELECT id, selector_kind, selector_value, rate_bps, mode, "
           "GREATEST(0, floor(extract(epoch FROM expires_at - now())))::bigint, rate_scope, "
-          "(SELECT count(DISTINCT h.host) FROM throttle_host_stats h WHERE h.rule_id = r.id) "
+          "(SELECT count(DISTINCT h.host) FROM throttle_host_stats h WHERE h.rule_id = r.id), "
+          "dst_sites IS NOT NULL, coalesce((SELECT string_agg(x, ',') FROM sites s, "
+          "unnest(s.prefixes) x WHERE s.name = ANY (r.dst_sites)), '') "
           "FROM throttle_rules r WHERE revoked_at IS NULL AND expires_at > now() "
-          "AND (scope_hosts IS NULL OR $1 = ANY (scope_hosts)) ORDER BY id",
-          1, p);
+          "AND (scope_hosts IS NULL OR $1 = ANY (scope_hosts)) "
+          "AND (scope_site IS NULL OR scope_site = $2) ORDER BY id",
+          2, p);
     if (!ok(r))
         return db_error(out, r);
     cJSON *o = cJSON_CreateObject();
@@ -379,6 +420,8 @@ static int list_for_host(PGconn *db, const char *host, struct evbuffer *out)
                                                rate, atof(PQgetvalue(r, i, 7))));
         cJSON_AddStringToObject(e, "mode", PQgetvalue(r, i, 4));
         cJSON_AddNumberToObject(e, "expires_in_s", atof(PQgetvalue(r, i, 5)));
+        if (PQgetvalue(r, i, 8)[0] == 't')
+            add_prefixes(e, PQgetvalue(r, i, 9));
     }
     PQclear(r);
     cJSON *allow = cJSON_AddArrayToObject(o, "allow");
@@ -518,7 +561,7 @@ static int num(const cJSON *o, const char *name, char *buf, size_t len)
     return 0;
 }
 
-static int report(PGconn *db, const char *body, struct evbuffer *out)
+static int report(PGconn *db, const char *bound, const char *body, struct evbuffer *out)
 {
     cJSON *j = cJSON_Parse(body);
     const char *host = str_member(j, "host");
@@ -526,6 +569,10 @@ static int report(PGconn *db, const char *body, struct evbuffer *out)
     int st;
     if (!host || !host[0] || !cJSON_IsArray(rules)) {
         st = error(out, 400, "expected {\"host\":NAME,\"rules\":[...]}", "$");
+        goto done;
+    }
+    if (bound && strcmp(host, bound) != 0) {
+        st = error(out, 403, "this agent token is bound to another host", "$.host");
         goto done;
     }
     const char *agent_id = str_member(j, "agent_id");
@@ -620,8 +667,24 @@ static int kill_switch(PGconn *db, const char *body, struct evbuffer *out)
     return st;
 }
 
-int thr_api_handle(PGconn *db, const char *role, const char *method, const char *path,
-                   const char *query, const char *body, size_t len, struct evbuffer *out)
+/* GET /v1/throttles with an agent token: the rules of its host (its bound host, if any). */
+static int agent_view(PGconn *db, const char *bound, const char *query, struct evbuffer *out)
+{
+    char host[256], site[256];
+    bool has_host = query_get(query, "host", host, sizeof(host)) && host[0];
+    if (bound && !has_host)
+        snprintf(host, sizeof(host), "%s", bound);
+    else if (!has_host)
+        return error(out, 400, "an agent asks for its host's rules: ?host=NAME", "host");
+    if (bound && strcmp(host, bound) != 0)
+        return error(out, 403, "this agent token is bound to another host", "host");
+    bool has_site = query_get(query, "site", site, sizeof(site)) && site[0];
+    return list_for_host(db, host, has_site ? site : NULL, out);
+}
+
+int thr_api_handle(PGconn *db, const char *role, const char *bound_host, const char *method,
+                   const char *path, const char *query, const char *body, size_t len,
+                   struct evbuffer *out)
 {
     (void)len;
     bool op = strcmp(role, "operator") == 0, agent = strcmp(role, "agent") == 0;
@@ -638,12 +701,8 @@ int thr_api_handle(PGconn *db, const char *role, const char *method, const char 
                       : error(out, 403, "creating a rule needs an operator token", "Authorization");
         if (strcmp(method, "GET") != 0)
             return error(out, 405, "method not allowed here", path);
-        if (agent) {
-            char host[256];
-            if (!query_get(query, "host", host, sizeof(host)) || !host[0])
-                return error(out, 400, "an agent asks for its host's rules: ?host=NAME", "host");
-            return list_for_host(db, host, out);
-        }
+        if (agent)
+            return agent_view(db, bound_host, query, out);
         if (op || strcmp(role, "reader") == 0)
             return list_all(db, query, out);
         return error(out, 403, "listing rules needs an operator, reader or agent token",
@@ -652,7 +711,7 @@ int thr_api_handle(PGconn *db, const char *role, const char *method, const char 
     if (strcmp(rest, "/report") == 0) {
         if (strcmp(method, "POST") != 0)
             return error(out, 405, "method not allowed here", path);
-        return agent ? report(db, body ? body : "", out)
+        return agent ? report(db, bound_host, body ? body : "", out)
                      : error(out, 403, "reports come from agent tokens", "Authorization");
     }
     if (strcmp(rest, "/kill_switch") == 0) {

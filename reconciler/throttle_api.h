@@ -2,8 +2,9 @@
  *   POST   /v1/throttles              operator: a rule -> 201 {"id":N}
  *   GET    /v1/throttles              operator, reader: every rule with its hosts' counters
  *                                     (?proposals=1: only proposals waiting for approval);
- *                                     agent (?host=H): the live rules for that host, the
- *                                     allow-list and the kill switch, as the agent applies them
+ *                                     agent (?host=H[&site=S]): the live rules for that host
+ *                                     (and site), the allow-list and the kill switch, as the
+ *                                     agent applies them
  *   DELETE /v1/throttles/ID           operator: revokes
  *   POST   /v1/throttles/ID/revoke    operator: the same as DELETE
  *   POST   /v1/throttles/ID/approve   operator: a proposal (dry_run) becomes enforced
@@ -27,9 +28,12 @@
 /* True for the paths this module answers. */
 bool thr_api_owns(const char *path);
 
-/* role: the bearer token's role name ("operator", "reader", "agent", ...). method: "GET",
- * "POST", "DELETE". Writes JSON to out; returns the HTTP status. */
-int thr_api_handle(PGconn *db, const char *role, const char *method, const char *path,
-                   const char *query, const char *body, size_t len, struct evbuffer *out);
+/* role: the bearer token's role name ("operator", "reader", "agent", ...); bound_host: the host
+ * an agent token is bound to (NULL: any host): such a token gets that host's rules only (?host=
+ * may be left out) and reports for it only (403 otherwise). method: "GET", "POST", "DELETE".
+ * Writes JSON to out; returns the HTTP status. */
+int thr_api_handle(PGconn *db, const char *role, const char *bound_host, const char *method,
+                   const char *path, const char *query, const char *body, size_t len,
+                   struct evbuffer *out);
 
 #endif

@@ -6,9 +6,11 @@
  * within +-10% of the cap, a download of the workflow (iperf3 -R, policed where it is received)
  * at 75-110% of it; UDP offered at 100 Mbit/s arrives at the cap +-10% and the agent
  * reports the excess dropped; another workflow keeps >= 10x the cap; an allow-listed program is
- * never limited; dry-run leaves the rate >= 10x the cap and reports would-delay bytes; after
- * revocation and after expiry the rate is back (>= 10x the cap) two fetch intervals later; with
- * the reconciler stopped the agent removes its rules after --throttle-fail-open. */
+ * never limited; a rule scoped to another destination site or to another site's hosts leaves
+ * the rate alone, one scoped to B's site holds it at the cap; dry-run leaves the rate >= 10x the
+ * cap and reports would-delay bytes; after revocation and after expiry the rate is back (>= 10x the
+ * cap) two fetch intervals later; with the reconciler stopped the agent removes its rules after
+ * --throttle-fail-open. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -108,14 +110,14 @@ static void assert_free(double bps)
     assert_true(bps >= 10 * CAP);
 }
 
-/* POST /v1/throttles; returns the rule id. */
-static long long add_rule(const char *selector, const char *mode, int ttl)
+/* POST /v1/throttles (scope: a JSON object or NULL); returns the rule id. */
+static long long add_scoped_rule(const char *selector, const char *mode, int ttl, const char *scope)
 {
-    char body[512], *resp = NULL;
+    char body[768], *resp = NULL;
     snprintf(body, sizeof(body),
              "{\"selector\":%s,\"rate_bps\":%.0f,\"ttl_seconds\":%d,\"mode\":\"%s\","
-             "\"reason\":\"test\",\"created_by\":\"test\"}",
-             selector, CAP, ttl, mode);
+             "\"reason\":\"test\",\"created_by\":\"test\"%s%s}",
+             selector, CAP, ttl, mode, scope ? ",\"scope\":" : "", scope ? scope : "");
     int st = fx_http(&g_fx, "POST", "/v1/throttles", TOKEN_OP, NULL, body, strlen(body), &resp);
     if (st != 201)
         fprintf(stderr, "POST /v1/throttles: %d %s\n", st, resp ? resp : "");
@@ -126,6 +128,11 @@ static long long add_rule(const char *selector, const char *mode, int ttl)
     free(resp);
     assert_true(id > 0);
     return id;
+}
+
+static long long add_rule(const char *selector, const char *mode, int ttl)
+{
+    return add_scoped_rule(selector, mode, ttl, NULL);
 }
 
 static void revoke_rule(long long id)
@@ -252,6 +259,33 @@ static void test_dry_run(void **state)
     revoke_rule(id);
 }
 
+/* Scope: a rule for traffic to another site (nyc: 10.1.0.0/16, the fixture's) or for hosts of
+ * a site this agent is not at (it has no --site) leaves the rate alone; a rule for traffic to
+ * the site of B's address (lab: 10.204.0.0/16) holds it at the cap. */
+static void test_scope(void **state)
+{
+    (void)state;
+    no_rules();
+    assert_int_equal(fx_num(&g_fx, "WITH i AS (INSERT INTO sites VALUES ('lab', "
+                                   "'{10.204.0.0/16}') ON CONFLICT DO NOTHING RETURNING 1) "
+                                   "SELECT count(*) FROM i"),
+                     1);
+    long long other =
+        add_scoped_rule("{\"workflow\":\"bulk-1\"}", "enforce", 300, "{\"dst_sites\":[\"nyc\"]}");
+    long long away =
+        add_scoped_rule("{\"workflow\":\"bulk-1\"}", "enforce", 300, "{\"site\":\"chi\"}");
+    wait_applied(other);
+    assert_free(iperf("bulk-1", 5201, 1, NULL));
+    assert_true(stat_of(away, "processes") < 0); /* never sent to this agent */
+    revoke_rule(other);
+    revoke_rule(away);
+    long long lab =
+        add_scoped_rule("{\"workflow\":\"bulk-1\"}", "enforce", 300, "{\"dst_sites\":[\"lab\"]}");
+    wait_applied(lab);
+    assert_near_cap(iperf("bulk-1", 5201, 1, NULL));
+    revoke_rule(lab);
+}
+
 static void test_expiry(void **state)
 {
     (void)state;
@@ -360,6 +394,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_baseline_and_enforce),
         cmocka_unit_test(test_dry_run),
+        cmocka_unit_test(test_scope),
         cmocka_unit_test(test_expiry),
         cmocka_unit_test(test_fail_open),
     };

@@ -65,6 +65,15 @@ static void test_refused(void **state)
          "\"rate_bps\":0,\"expires_in_s\":5}]}",
          "$.rules[0].rate_bps"},
         {"{\"rules\":[],\"allow\":[{\"a\":\"b\",\"c\":\"d\"}]}", "$.allow[0]"},
+        {"{\"rules\":[{\"id\":1,\"selector\":{\"workflow\":\"w\"},\"mode\":\"enforce\","
+         "\"rate_bps\":1,\"expires_in_s\":5,\"remote_prefixes\":[\"10.1.0.0/33\"]}]}",
+         "$.rules[0].remote_prefixes[0]"},
+        {"{\"rules\":[{\"id\":1,\"selector\":{\"workflow\":\"w\"},\"mode\":\"enforce\","
+         "\"rate_bps\":1,\"expires_in_s\":5,\"remote_prefixes\":[\"chi\"]}]}",
+         "$.rules[0].remote_prefixes[0]"},
+        {"{\"rules\":[{\"id\":1,\"selector\":{\"workflow\":\"w\"},\"mode\":\"enforce\","
+         "\"rate_bps\":1,\"expires_in_s\":5,\"remote_prefixes\":\"10.1.0.0/16\"}]}",
+         "$.rules[0].remote_prefixes"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err[0] = 0;
@@ -74,6 +83,36 @@ static void test_refused(void **state)
         assert_non_null(strstr(err, bad[i].where));
         assert_int_equal(r.n, 0);
     }
+}
+
+/* A rule's destination prefixes: IPv4 as ::ffff:a.b.c.d with the length over 128 bits; an
+ * empty list scopes the rule to nothing; no list: not scoped. */
+static void test_scope(void **state)
+{
+    (void)state;
+    static struct throttle_rules r;
+    char err[256];
+    const char *j = "{\"rules\":[{\"id\":1,\"selector\":{\"workflow\":\"w\"},\"mode\":\"enforce\","
+                    "\"rate_bps\":1,\"expires_in_s\":5,\"remote_prefixes\":[\"10.1.0.0/16\","
+                    "\"2001:db8::/32\",\"192.0.2.7\"]},{\"id\":2,\"selector\":{\"workflow\":"
+                    "\"w\"},\"mode\":\"enforce\",\"rate_bps\":1,\"expires_in_s\":5,"
+                    "\"remote_prefixes\":[]},{\"id\":3,\"selector\":{\"workflow\":\"w\"},"
+                    "\"mode\":\"enforce\",\"rate_bps\":1,\"expires_in_s\":5}]}";
+    assert_int_equal(throttle_rules_parse(j, 0, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.n, 3);
+    assert_true(r.rule[0].scoped);
+    assert_int_equal(r.rule[0].n_remote, 3);
+    static const uint8_t v4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 1, 0, 0};
+    assert_memory_equal(r.rule[0].remote[0].addr, v4, 16);
+    assert_int_equal(r.rule[0].remote[0].len, 96 + 16);
+    assert_int_equal(r.rule[0].remote[1].addr[0], 0x20);
+    assert_int_equal(r.rule[0].remote[1].addr[1], 0x01);
+    assert_int_equal(r.rule[0].remote[1].len, 32);
+    assert_int_equal(r.rule[0].remote[2].len, 128); /* one address */
+    assert_int_equal(r.rule[0].remote[2].addr[15], 7);
+    assert_true(r.rule[1].scoped);
+    assert_int_equal(r.rule[1].n_remote, 0);
+    assert_false(r.rule[2].scoped);
 }
 
 static void test_report(void **state)
@@ -105,6 +144,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_scope),
         cmocka_unit_test(test_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,6 @@
 /* Throttle rules through the real reconciler and PostgreSQL (issue 12): the API's roles and
- * refusals, the agent's host view, reports and the audit; `wanledger throttle` end to end; the
+ * refusals, the agent's host view (scope: hosts, site, destination prefixes; tokens bound to a
+ * host), reports and the audit; `wanledger throttle` end to end; the
  * max-min level and a proposal from a saturation alert, with figures worked out by hand. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include "throttle_propose.h"
 
 #define TOKEN_OP "operator-token-0123456789abcdef"
+#define TOKEN_H1 "agent-bound-to-h1-0123456789" /* tokens file: "agent_hosts": {"h1": [...]} */
 
 static struct fx g_fx;
 
@@ -323,6 +325,65 @@ static void test_proposal_from_alert(void **state)
     free(out);
 }
 
+/* Scope: a rule for site chi and destination nyc reaches only agents that say they are at chi,
+ * with nyc's prefixes (the fixture's sites) to match the far end against. A token bound to h1
+ * gets h1's rules without asking, and neither another host's rules nor its reports. */
+static void test_scope_and_bound_token(void **state)
+{
+    (void)state;
+    char *resp = NULL;
+    assert_int_equal(post(TOKEN_OP, "/v1/throttles",
+                          "{\"selector\":{\"workflow\":\"w\"},\"rate_bps\":1000,\"ttl_seconds\":60,"
+                          "\"reason\":\"r\",\"scope\":{\"site\":7}}",
+                          &resp),
+                     400);
+    assert_non_null(strstr(resp, "$.scope.site"));
+    free(resp);
+    assert_int_equal(post(TOKEN_OP, "/v1/throttles",
+                          "{\"selector\":{\"workflow\":\"scoped-1\"},\"rate_bps\":1000,"
+                          "\"ttl_seconds\":60,\"reason\":\"r\",\"scope\":{\"site\":\"chi\","
+                          "\"dst_sites\":[\"nyc\"]}}",
+                          &resp),
+                     201);
+    free(resp);
+    static const struct {
+        const char *query;
+        int found;
+    } views[] = {{"host=h3&site=chi", 1}, {"host=h3&site=osl", 0}, {"host=h3", 0}};
+    for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
+        char path[96];
+        snprintf(path, sizeof(path), "/v1/throttles?%s", views[i].query);
+        assert_int_equal(fx_http(&g_fx, "GET", path, FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 200);
+        const char *r = strstr(resp, "\"scoped-1\"");
+        if ((r != NULL) != views[i].found)
+            fail_msg("%s: scoped-1 %s: %s", views[i].query, r ? "listed" : "missing", resp);
+        if (r)
+            assert_non_null(strstr(r, "\"remote_prefixes\":[\"10.1.0.0/16\"]"));
+        free(resp);
+    }
+    /* the bound token: its own host without asking; another host's rules and reports refused */
+    assert_int_equal(fx_http(&g_fx, "GET", "/v1/throttles", TOKEN_H1, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "\"rules\""));
+    free(resp);
+    assert_int_equal(fx_http(&g_fx, "GET", "/v1/throttles?host=h1", TOKEN_H1, NULL, NULL, 0, &resp),
+                     200);
+    free(resp);
+    assert_int_equal(fx_http(&g_fx, "GET", "/v1/throttles?host=h2", TOKEN_H1, NULL, NULL, 0, &resp),
+                     403);
+    assert_non_null(strstr(resp, "bound to another host"));
+    free(resp);
+    assert_int_equal(
+        post(TOKEN_H1, "/v1/throttles/report", "{\"host\":\"h2\",\"rules\":[]}", &resp), 403);
+    free(resp);
+    assert_int_equal(
+        post(TOKEN_H1, "/v1/throttles/report", "{\"host\":\"h1\",\"rules\":[]}", &resp), 200);
+    free(resp);
+    /* an unbound agent token still asks for any host (one token shared by a fleet) */
+    assert_int_equal(
+        fx_http(&g_fx, "GET", "/v1/throttles?host=h2", FX_TOKEN_AGENT, NULL, NULL, 0, &resp), 200);
+    free(resp);
+}
+
 /* Another alert, chi->osl (1 Gbit/s, the 60 s window of 10:10): x 0.7, y 0.2 and a 0.1 Gbit/s.
  * a already has a live rule (the proposal above): no second one, its bytes are a fixed load.
  * y sent 0.3 Gbit/s in the window before the saturation began (squeezed since): its demand is
@@ -380,7 +441,8 @@ static int setup(void **state)
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fprintf(f, "{\"agent\": [\"" FX_TOKEN_AGENT "\"], \"operator\": [\"" TOKEN_OP "\"], "
-               "\"reader\": [\"" FX_TOKEN_READER "\"]}\n");
+               "\"reader\": [\"" FX_TOKEN_READER "\"], \"agent_hosts\": {\"h1\": [\"" TOKEN_H1
+               "\"]}}\n");
     fclose(f);
     PQclear(PQexec(g_fx.db, "UPDATE throttle_rules SET revoked_at = now() WHERE revoked_at IS "
                             "NULL; UPDATE throttle_settings SET kill_switch = false"));
@@ -404,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_canary),
         cmocka_unit_test(test_proposal_from_alert),
         cmocka_unit_test(test_proposal_demand),
+        cmocka_unit_test(test_scope_and_bound_token),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
