@@ -46,6 +46,12 @@ long long fx_num(struct fx *f, const char *sql);
 /* Runs SQL and returns the first row's values joined by '|' (static buffer). */
 const char *fx_row(struct fx *f, const char *sql);
 
+/* A test case's text with its placeholders replaced (malloc'd): @AGENT@ @POLLER@ @SERVICE@
+ * @READER@ (the tokens above), @T<s>@ (RFC 3339 of base_us + s seconds), @E<s>@ (the same in
+ * epoch seconds), @CTL@ (U+0001), @X<hh>@ (the byte 0xhh), @SP<n>@ (n spaces). Anything else
+ * between two @ stays as it is. */
+char *fx_expand(const char *in, int64_t base_us);
+
 /* Time helpers: the start of the window n windows before the current one. */
 /* vasprintf into a malloc'd string the caller frees (NULL on allocation failure). */
 char *fx_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
