@@ -345,3 +345,36 @@ char *fx_expand(const char *in, int64_t base_us)
     out[n] = 0;
     return out;
 }
+
+void fx_post_ok(struct fx *f, const char *path, const char *token, char *body)
+{
+    char *resp = NULL;
+    int st = fx_http(f, "POST", path, token, NULL, body, strlen(body), &resp);
+    if (st != 200)
+        die("POST %s -> %d %s", path, st, resp ? resp : "");
+    free(resp);
+    free(body);
+}
+
+void fx_gap_samples(struct fx *f, const int64_t *w, int first, int last)
+{
+    for (int i = first; i <= last; i++)
+        fx_post_ok(f, "/v1/counters", FX_TOKEN_POLLER,
+                   fx_fmt("{\"version\":1,\"poller\":\"p1\",\"samples\":[{\"device\":"
+                          "\"nyc-border-1\",\"interface\":\"et-0/0/1\",\"at\":\"%s\","
+                          "\"uptime_cs\":%d,\"in_octets\":0,\"out_octets\":%lld,\"in_pkts\":0,"
+                          "\"out_pkts\":%lld}]}",
+                          fx_ts(w[i]), 100000 + i * 6000, (long long)(i - 1) * 1000000000LL,
+                          (long long)(i - 1) * 1000000LL));
+}
+
+void fx_gap_report(struct fx *f, const int64_t *w, int i, long long tx)
+{
+    fx_post_ok(f, "/v1/attributions", FX_TOKEN_AGENT,
+               fx_fmt("{\"version\":1,\"host\":\"nyc-gpu-17\",\"agent_id\":\"agent-nyc\","
+                      "\"seq\":%d,\"window_start\":\"%s\",\"flows\":[{\"source\":\"socket\","
+                      "\"proto\":\"tcp\",\"local\":\"10.1.0.2:41522\",\"remote\":"
+                      "\"10.2.0.2:5201\",\"role\":\"client\",\"tx_bytes\":%lld,\"rx_bytes\":0,"
+                      "\"user\":\"alice\",\"workflow\":\"train-42\"}]}",
+                      i, fx_ts(w[i]), tx));
+}
