@@ -31,8 +31,9 @@ static const char SQL_STAGING[] =
 
 static const char SQL_REPORT[] =
     "INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds, dropped_events,"
-    " sampling_k, sampling_threshold, flows_seen, n_flows)"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING RETURNING 1";
+    " sampling_k, sampling_threshold, flows_seen, n_flows, ch_pending)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::boolean AND $10::int > 0)"
+    " ON CONFLICT DO NOTHING RETURNING 1";
 
 static char copy_flows[1024];
 
@@ -180,8 +181,12 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
     char wsec[16];
     snprintf(wsec, sizeof(wsec), "%d", st->cfg->window_seconds);
     int fresh = 0;
-    if (run(st->db, "flow_reports", SQL_REPORT, INGEST_REPORT_PARAMS,
-            (const char *const *)b->report, NULL, &fresh, err, errlen) < 0)
+    /* the report's row, and whether its flows still have to reach ClickHouse (chstore_flush.h) */
+    const char *params[INGEST_REPORT_PARAMS + 1];
+    memcpy(params, b->report, sizeof b->report);
+    params[INGEST_REPORT_PARAMS] = st->cfg->clickhouse.enabled ? "true" : "false";
+    if (run(st->db, "flow_reports", SQL_REPORT, INGEST_REPORT_PARAMS + 1, params, NULL, &fresh, err,
+            errlen) < 0)
         return -1;
     if (!fresh)
         return 0; /* a resend: the report and its flows are already stored */
