@@ -39,8 +39,8 @@ int chstore_exec(const struct cfg_clickhouse *ch, const char *sql, const char *d
     if (len)
         memcpy(body + sl + 1, data, len);
     char url[512], auth[600] = "";
-    snprintf(url, sizeof url, "%s/?database=%s%s", ch->url, ch->database,
-             url_params ? url_params : "");
+    snprintf(url, sizeof url, "%s/%s%s", ch->url, url_params ? "?" : "",
+             url_params ? url_params : ""); /* tables are named with their database */
     if (ch->user) {
         char cred[400];
         int n = snprintf(cred, sizeof cred, "%s:%s", ch->user, ch->password ? ch->password : "");

@@ -22,7 +22,7 @@
 #include "httpc.h"
 
 /* Runs one statement over the HTTP interface: POST body = sql, then (for INSERT … FORMAT) a
- * newline and data[0..len). url_params: extra "&k=v" settings or NULL. 0 on HTTP 200 (resp
+ * newline and data[0..len). url_params: settings "k=v&k2=v2" or NULL. 0 on HTTP 200 (resp
  * holds the answer; free it with httpc_response_free), -1 with err ("clickhouse: …" and the
  * server's first message line) otherwise; resp is then empty. */
 int chstore_exec(const struct cfg_clickhouse *ch, const char *sql, const char *data, size_t len,

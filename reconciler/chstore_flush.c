@@ -142,8 +142,8 @@ static int ship(PGconn *db, const struct cfg *cfg, struct chflush_batch *b, char
         snprintf(ins, sizeof ins, "INSERT INTO %s (%s) FORMAT TabSeparated", chstore_table(ch),
                  names);
         struct httpc_response resp;
-        rc = chstore_exec(ch, ins, data.p, data.n,
-                          ch->cluster ? "&insert_distributed_sync=1" : NULL, &resp, err, errlen);
+        rc = chstore_exec(ch, ins, data.p, data.n, ch->cluster ? "insert_distributed_sync=1" : NULL,
+                          &resp, err, errlen);
         free(data.p);
         if (rc < 0)
             return -1;
