@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -99,6 +100,7 @@ void th_ch_start(struct th_ch *ch, const char *extra_xml)
                            "<quota>default</quota></default></users>\n"
                            " <quotas><default></default></quotas>\n</yandex>\n");
     rc |= write_file(ch->password_file, TH_CH_PASSWORD "\n");
+    rc |= chmod(ch->password_file, 0600); /* a secret file: cfg_load_secret refuses others' */
     th_require(rc == 0, "cannot write the ClickHouse config");
     if (g_n == 0)
         atexit(stop_all);
