@@ -190,8 +190,6 @@ int chflush_once(PGconn *db, const struct cfg *cfg, struct chflush_batch *b, cha
 
 int chflush_drain(PGconn *db, const struct cfg *cfg, char *err, size_t errlen)
 {
-    if (chstore_ensure_schema(&cfg->clickhouse, err, errlen) < 0)
-        return -1;
     for (int i = 0; i < 1000000; i++) { /* bounded: each round ships at least one report */
         struct chflush_batch b;
         if (chflush_once(db, cfg, &b, err, errlen) < 0)

@@ -27,7 +27,8 @@ struct chflush_batch {
  * marked; the block is sent again later). */
 int chflush_once(PGconn *db, const struct cfg *cfg, struct chflush_batch *b, char *err,
                  size_t errlen) __attribute__((warn_unused_result));
-/* Ships blocks until the outbox is empty (`reconcile --once`, tests). 0 or -1 with err. */
+/* Ships blocks until the outbox is empty (`reconcile --once`, tests; the tables must exist:
+ * chstore_ensure_schema). 0 or -1 with err. */
 int chflush_drain(PGconn *db, const struct cfg *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 /* A thread that runs chflush_once until the outbox is empty, then every 200 ms; after a failure

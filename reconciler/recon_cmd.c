@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "chstore.h"
 #include "chstore_flush.h"
 #include "db.h"
 #include "log.h"
@@ -90,7 +91,8 @@ static int run_once(const struct cfg *cfg, struct store *st, struct metrics *m)
 {
     char err[1024];
     struct loop_pass_stats ps;
-    if (cfg->clickhouse.enabled && chflush_drain(store_db(st), cfg, err, sizeof(err)) < 0)
+    if (cfg->clickhouse.enabled && (chstore_ensure_schema(&cfg->clickhouse, err, sizeof(err)) < 0 ||
+                                    chflush_drain(store_db(st), cfg, err, sizeof(err)) < 0))
         log_error("reconcile", "--once: %s", err); /* windows still in the outbox wait */
     if (loop_pass(store_db(st), cfg, m, tm_now_us(), &ps, err, sizeof(err)) < 0) {
         log_error("reconcile", "%s", err);

@@ -337,8 +337,12 @@ static char *run_scenario(const char *path, bool ch, size_t *n_windows)
             struct cfg_errors errs = {0};
             cfg = cfg_parse(path, config ? config : default_config, &errs);
             assert_non_null(cfg);
-            if (ch)
+            if (ch) {
                 use_clickhouse(cfg, CH.url);
+                char err[512];
+                if (chstore_ensure_schema(&cfg->clickhouse, err, sizeof err) != 0)
+                    fail_msg("%s", err);
+            }
         }
         struct kv kv;
         split(p, &kv);
