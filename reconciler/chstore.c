@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "flow_row.h"
 
@@ -106,4 +107,36 @@ int chstore_ensure_schema(const struct cfg_clickhouse *ch, char *err, size_t err
              " ENGINE = Distributed(%s, %s, flow_records_local, cityHash64(agent_id, seq))",
              db, db, ch->cluster, db);
     return exec_simple(ch, sql, err, errlen);
+}
+
+int chstore_prune(const struct cfg_clickhouse *ch, int keep_days, int64_t now_us, int *dropped,
+                  char *err, size_t errlen)
+{
+    *dropped = 0;
+    const char *table = ch->cluster ? "flow_records_local" : "flow_records";
+    time_t cut = (time_t)(now_us / 1000000) - (time_t)keep_days * 86400;
+    struct tm tm;
+    gmtime_r(&cut, &tm);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT DISTINCT partition FROM system.parts WHERE database = '%s' AND table = '%s'"
+             " AND active AND toUInt32(partition) < %04d%02d%02d ORDER BY partition",
+             ch->database, table, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+    struct httpc_response r;
+    if (chstore_exec(ch, sql, NULL, 0, NULL, &r, err, errlen) < 0)
+        return -1;
+    int rc = 0;
+    for (char *line = r.body, *next; line && *line && rc == 0; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = 0;
+        if (strspn(line, "0123456789") != 8 || line[8]) /* toYYYYMMDD: 8 digits */
+            continue;
+        snprintf(sql, sizeof sql, "ALTER TABLE %s.%s DROP PARTITION %s", ch->database, table, line);
+        rc = exec_simple(ch, sql, err, errlen);
+        if (rc == 0)
+            (*dropped)++;
+    }
+    httpc_response_free(&r);
+    return rc;
 }

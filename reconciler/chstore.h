@@ -17,6 +17,7 @@
 #define WL_CHSTORE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "httpc.h"
@@ -32,6 +33,11 @@ int chstore_exec(const struct cfg_clickhouse *ch, const char *sql, const char *d
  * that node too — run the same on every shard, see README). 0 or -1 with err. */
 int chstore_ensure_schema(const struct cfg_clickhouse *ch, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+/* Retention without TTL: drops the day partitions (toYYYYMMDD) older than keep_days before
+ * now_us from the table that holds the rows (the local one: on the configured node). *dropped
+ * gets their number. 0 or -1 with err. */
+int chstore_prune(const struct cfg_clickhouse *ch, int keep_days, int64_t now_us, int *dropped,
+                  char *err, size_t errlen) __attribute__((warn_unused_result));
 /* The table every read and write goes through: "DB.flow_records" (static buffer per thread). */
 const char *chstore_table(const struct cfg_clickhouse *ch);
 

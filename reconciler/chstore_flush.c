@@ -232,7 +232,7 @@ static void *run(void *arg)
     PGconn *db = NULL;
     bool schema = false;
     long backoff = 0;
-    int64_t last_log = 0;
+    int64_t last_log = 0, last_prune = INT64_MIN / 2; /* once an hour, first at start */
     char err[512];
     for (;;) {
         int rc = -1;
@@ -246,6 +246,16 @@ static void *run(void *arg)
             schema = chstore_ensure_schema(&cfg->clickhouse, err, sizeof err) == 0;
         if (db && schema)
             rc = chflush_once(db, cfg, &b, err, sizeof err);
+        if (schema && tm_mono_ns() - last_prune > 3600 * INT64_C(1000000000)) {
+            int dropped = 0;
+            char perr[512];
+            last_prune = tm_mono_ns();
+            if (chstore_prune(&cfg->clickhouse, cfg->retention_raw_days, tm_now_us(), &dropped,
+                              perr, sizeof perr) < 0)
+                log_error("clickhouse", "retention: %s", perr);
+            else if (dropped)
+                log_info("clickhouse", "retention: dropped %d day partition(s)", dropped);
+        }
         if (rc == 0) {
             if (backoff)
                 log_info("clickhouse", "outbox flushing again");

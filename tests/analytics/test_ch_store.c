@@ -571,6 +571,36 @@ static void test_retry_after_timeout_not_doubled(void **state)
     cfg_free(pg_cfg);
 }
 
+/* Retention without TTL: a day partition older than retention.raw_days is dropped whole, a
+ * recent one stays. */
+static void test_prune_drops_old_days(void **state)
+{
+    (void)state;
+    struct cfg_errors errs = {0};
+    struct cfg *cfg = cfg_parse("prune.json", default_config, &errs);
+    assert_non_null(cfg);
+    use_clickhouse(cfg, CH.url);
+    char err[512], sql[512];
+    free(th_ch_query(&CH, "DROP TABLE IF EXISTS wanledger.flow_records"));
+    assert_int_equal(chstore_ensure_schema(&cfg->clickhouse, err, sizeof err), 0);
+    int64_t now = tm_now_us() / TM_USEC_PER_SEC;
+    snprintf(sql, sizeof sql,
+             "INSERT INTO wanledger.flow_records (window_start, agent_id, seq, idx, host, source)"
+             " VALUES (toDateTime(%" PRId64 "), 'a', 1, 0, 'h', 'socket'),"
+             " (toDateTime(%" PRId64 "), 'a', 2, 0, 'h', 'socket')",
+             now - 40 * 86400, now - 3600);
+    char *v = th_ch_query(&CH, sql);
+    assert_non_null(v);
+    free(v);
+    int dropped = -1;
+    assert_int_equal(chstore_prune(&cfg->clickhouse, 30, tm_now_us(), &dropped, err, sizeof err),
+                     0);
+    assert_int_equal(dropped, 1);
+    assert_int_equal(th_ch_num(&CH, "SELECT count() FROM wanledger.flow_records"), 1);
+    assert_int_equal(th_ch_num(&CH, "SELECT max(seq) FROM wanledger.flow_records"), 2);
+    cfg_free(cfg);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -598,6 +628,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths_identical),
         cmocka_unit_test(test_retry_after_timeout_not_doubled),
+        cmocka_unit_test(test_prune_drops_old_days),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
