@@ -64,7 +64,7 @@ void cfg_parse_analytics(struct cfg_pctx *c, const cJSON *root)
                     "expected null or a name of letters, digits and _, got \"%s\"", ch->cluster);
     }
     ch->user = cfg_get_str(c, o, "user", p, 0, "default");
-    ch->password = cfg_load_secret(c, o, "password_file", p, NULL);
+    ch->password = cfg_load_secret(c, o, "password_file", p, &ch->password_file);
     ch->batch_rows = (int)cfg_get_num(c, o, "batch_rows", p, 1000, 1e7, 100000, 1);
     ch->timeout_ms = (int)cfg_get_num(c, o, "timeout_ms", p, 100, 600000, 10000, 1);
 }
@@ -79,6 +79,7 @@ void cfg_free_analytics(struct cfg *cfg)
     if (ch->password)
         memset(ch->password, 0, strlen(ch->password));
     free(ch->password);
+    free(ch->password_file);
     memset(ch, 0, sizeof *ch);
 }
 
@@ -94,7 +95,9 @@ void cfg_dump_analytics(const struct cfg *cfg, cJSON *root)
         cJSON_AddStringToObject(o, "cluster", ch->cluster);
     else
         cJSON_AddNullToObject(o, "cluster");
-    cJSON_AddStringToObject(o, "user", ch->user); /* the password is not dumped */
+    cJSON_AddStringToObject(o, "user", ch->user);
+    if (ch->password_file) /* its file, never the password */
+        cJSON_AddStringToObject(o, "password_file", ch->password_file);
     cJSON_AddNumberToObject(o, "batch_rows", ch->batch_rows);
     cJSON_AddNumberToObject(o, "timeout_ms", ch->timeout_ms);
 }

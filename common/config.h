@@ -122,6 +122,7 @@ struct cfg_clickhouse {
     char *url;    /* "http://127.0.0.1:8123" (no trailing /) */
     char *database, *cluster; /* cluster NULL: no Distributed table */
     char *user, *password;    /* password from password_file, or NULL */
+    char *password_file;      /* resolved path, or NULL */
     int batch_rows;           /* rows per INSERT, default 100000 */
     int timeout_ms;           /* per request, default 10000 */
 };
