@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "chstore_flush.h"
 #include "db.h"
 #include "log.h"
 #include "recon_db.h"
@@ -51,6 +52,11 @@ int loop_pass(PGconn *db, const struct cfg *cfg, struct metrics *m, int64_t now_
             int64_t span = tm_mono_ns() - t0;
             if (m)
                 metrics_reconcile(m, rc == 0, span, due[i]);
+            if (rc > 0) { /* its flows are not all in ClickHouse yet: stays due */
+                chflush_note_deferred();
+                log_debug(ctx, "waiting: %s", werr);
+                continue;
+            }
             if (rc < 0) {
                 log_error(ctx, "reconciliation failed: %s", werr);
                 st->failed++;
