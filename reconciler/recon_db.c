@@ -32,15 +32,17 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
         return -1;
     PQclear(r);
     in_tx = true;
-    /* one reconciliation at a time: alert rows are read, then written */
-    r = rdb_q(db, "locking", err, errlen,
-              "SELECT pg_advisory_xact_lock(hashtext('wanledger.reconcile'))", 0, NULL);
-    if (!r)
-        goto cleanup;
-    PQclear(r);
     char from[TM_RFC3339_LEN];
     rdb_fmt_ts(from, window_start_us);
     const char *p1[] = {from};
+    /* one reconciliation of this window at a time (two-key lock space: never the global one) */
+    r = rdb_q(db, "locking the window", err, errlen,
+              "SELECT pg_advisory_xact_lock(hashtext('wanledger.reconcile.window'),"
+              " hashtext($1::timestamptz::text))",
+              1, p1);
+    if (!r)
+        goto cleanup;
+    PQclear(r);
     /* read before the inputs: data committed after this keeps the window dirty */
     r = rdb_q(db, "reading window_state", err, errlen,
               "SELECT (extract(epoch from last_data_at) * 1000000)::bigint FROM window_state WHERE "
@@ -77,6 +79,14 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
         rdb_write_deps(db, cfg, window_start_us, &res, err, errlen))
         goto cleanup;
     int64_t t3 = tm_mono_ns();
+    /* one alert evaluation at a time, held to COMMIT: alert rows are read, then written, from the
+     * cells of the windows committed before (recon_par.h). Loading, computing and writing this
+     * window's own rows overlap with other windows' (no row is shared). */
+    r = rdb_q(db, "locking", err, errlen,
+              "SELECT pg_advisory_xact_lock(hashtext('wanledger.reconcile'))", 0, NULL);
+    if (!r)
+        goto cleanup;
+    PQclear(r);
     if (rdb_evaluate_alerts(db, cfg, window_start_us, &res, st, err, errlen))
         goto cleanup;
     int64_t t4 = tm_mono_ns();
