@@ -177,6 +177,7 @@ static void summary(const char *what, int64_t *v, int n)
 
 int main(int argc, char **argv)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a long run's figures survive an interruption */
     int runs = argc > 1 ? atoi(argv[1]) : 3;
     long max_flows = argc > 2 ? atol(argv[2]) : 1000000;
     if (runs < 1 || runs > MAX_RUNS || max_flows < 100000 || max_flows > 20000000)
@@ -243,6 +244,30 @@ int main(int argc, char **argv)
         us_per_flow[i] = pct(t, (size_t)runs, 0.5) / 1e3 / (double)st.n_flows;
         printf("      last run: load %.3f s, compute %.3f s, write %.3f s; %.2f us per flow\n",
                st.load_us / 1e6, st.compute_us / 1e6, st.write_us / 1e6, us_per_flow[i]);
+    }
+    /* what the hourly rollups' triggers (sql/013) cost: the largest window without them */
+    {
+        int64_t t[MAX_RUNS];
+        const char *off = "ALTER TABLE heatmap_cells DISABLE TRIGGER USER; ALTER TABLE "
+                          "attribution_rollup DISABLE TRIGGER USER",
+                   *on = "ALTER TABLE heatmap_cells ENABLE TRIGGER USER; ALTER TABLE "
+                         "attribution_rollup ENABLE TRIGGER USER";
+        if (pgc_exec(db, off, err, sizeof(err)) < 0)
+            die("%s", err);
+        struct recon_db_stats st = {0};
+        for (int k = 0; k < runs; k++) {
+            int64_t a = tm_mono_ns();
+            if (recon_db_reconcile_window(db, cfg, win[n_sizes - 1], &st, err, sizeof(err)) < 0)
+                die("reconcile: %s", err);
+            t[k] = tm_mono_ns() - a;
+        }
+        if (pgc_exec(db, on, err, sizeof(err)) < 0)
+            die("%s", err);
+        char what[160];
+        snprintf(what, sizeof(what), "   %zu flows, hourly rollup triggers disabled", st.n_flows);
+        summary(what, t, runs);
+        printf("      last run: load %.3f s, compute %.3f s, write %.3f s\n", st.load_us / 1e6,
+               st.compute_us / 1e6, st.write_us / 1e6);
     }
     for (int i = 1; i < n_sizes; i++)
         printf("   growth %ld -> %ld flows (x%.0f): time x%.2f\n", sizes[i - 1], sizes[i],
