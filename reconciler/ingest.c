@@ -476,8 +476,6 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         want_name(c, s[F_WORKFLOW], at_key(l, "workflow"), true, &workflow) < 0 ||
         want_name(c, s[F_CONTAINER], at_key(l, "container"), true, &container) < 0)
         return -1;
-    if (has_uid && uid > INT32_MAX)
-        return bad(c, at_key(l, "uid"), "uid %" PRIu64 " does not fit the uid column", uid);
     if (!is_socket) { /* the NAS view's detail (nasin.h) */
         struct nasin_flow_args na = {.ws_text = ws_text,
                                      .host = host->s,
@@ -493,6 +491,8 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         if (nasin_flow(&c->b->nas, f, i, &na, c->e) < 0)
             return -1;
     }
+    if (has_uid && uid > INT32_MAX)
+        return bad(c, at_key(l, "uid"), "uid %" PRIu64 " does not fit the uid column", uid);
 
     /* window_start agent_id seq idx host source proto local_addr local_port remote_addr
      * remote_port role tx_bytes rx_bytes nfs_server nfs_port nfs_export nfs_op nfs_bytes nfs_ops

@@ -175,10 +175,10 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
     if (b->n_rows &&
         pgc_copy_in(st->db, "flow_records", SQL_COPY_FLOWS, b->copy, b->copy_len, err, errlen) < 0)
         return -1;
-    if (nasin_store(st->db, b->nas, st->cfg->window_seconds, err, errlen) < 0)
-        return -1;
     const char *mark[2] = {wsec, b->report[3]};
     if (run(st->db, "window_state", SQL_MARK_ONE, 2, mark, NULL, NULL, err, errlen) < 0)
+        return -1;
+    if (nasin_store(st->db, b->nas, st->cfg->window_seconds, err, errlen) < 0)
         return -1;
     long gaps = 0;
     if (gaps_record(st->db, b, st->cfg->window_seconds, &gaps, err, errlen) < 0)
