@@ -8,7 +8,9 @@
  * - a resent report changes nothing (same answer byte for byte, same table);
  * - a report with a malformed latency histogram is refused (422 naming the member), nothing of
  *   it stored;
- * - /heatmap/nas (reader token) parsed by xmllint: the busiest pod first, its p99 the API's.
+ * - /heatmap/nas (reader token) parsed by xmllint: the busiest pod first, its p99 the API's;
+ *   after `reconcile --once` the cell page of chi -> nyc (the reads: client 10.1.0.7 in nyc)
+ *   links the NAS view over its window.
  *
  * Windows W0 = 3 windows ago and W1 = 4 windows ago, 60 s each. Filer 10.2.0.50:2049 /data:
  *   host k8s-a, pod ml/train-7f9c/trainer, workflow train-42, alice, python3: W0 reads 3000
@@ -17,7 +19,9 @@
  *     (another agent: its histogram merges with the first's);
  *   host bare-1 (no pod), workflow backup, root, tar: W0 writes 250, no latency kept.
  * Filer 10.2.0.51:2049 /scratch: k8s-b's loader, W0 reads 100. */
+#include <arpa/inet.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -129,6 +134,8 @@ static struct flow_rec *nfs(struct flowset *fs, const char *server, const char *
     r->owner.pid = pid;
     snprintf(r->owner.comm, sizeof r->owner.comm, "%s", comm);
     r->meta = m;
+    r->family = AF_INET; /* the client, in nyc (fixture.h): the reads load chi -> nyc */
+    assert_int_equal(inet_pton(AF_INET, "10.1.0.7", r->laddr), 1);
     return r;
 }
 
@@ -414,6 +421,20 @@ static void test_nas_view(void **state)
     assert_non_null(strstr(list, "Which pods and workflows load"));
     free(list);
     free(get("/api/v1/nas?server=not-an-address", FX_TOKEN_READER, 400));
+
+    /* the cell page of a pair with NFS bytes links the NAS view over the same windows */
+    char *rec = NULL;
+    assert_int_equal(fx_run(&F, "reconcile --once", &rec), 0);
+    free(rec);
+    char *cell_path = fx_fmt("/heatmap/cell?src=chi&dst=nyc&window=%s", fx_ts(w0));
+    char *cell = get(cell_path, FX_TOKEN_READER, 200);
+    char *link =
+        fx_fmt("<a href=\"nas?from=%s&amp;to=%s\">", fx_ts(w0), fx_ts(w0 + 60 * TM_USEC_PER_SEC));
+    if (!strstr(cell, link))
+        fail_msg("the cell page lacks %s", link);
+    free(link);
+    free(cell);
+    free(cell_path);
 
     cJSON_Delete(doc);
     free(all);
