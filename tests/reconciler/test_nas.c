@@ -197,9 +197,15 @@ static uint64_t num(const cJSON *o, const char *k)
 
 /* The reported quantile lies in the bucket of the true one: true < reported <= true * 17/16
  * (true + 1 below 16 us, where buckets are 1 us wide). */
+static double worst_rel_error; /* the largest (reported - true) / true seen, printed at the end */
+static int n_quantiles;
+
 static void check_quantile(const char *what, const cJSON *lat, const char *key, uint64_t truth)
 {
     uint64_t got = num(lat, key);
+    double rel = truth ? (double)(got - truth) / (double)truth : 0;
+    worst_rel_error = rel > worst_rel_error ? rel : worst_rel_error;
+    n_quantiles++;
     uint64_t hi = truth < 16 ? truth + 1 : truth + truth / 16;
     if (got <= truth || got > hi)
         fail_msg("%s %s: reported %llu us, true %llu us (bucket error allows (%llu, %llu])", what,
@@ -367,6 +373,9 @@ static void test_nas_view(void **state)
     assert_true(num(cJSON_GetObjectItem(find(owners, "pod", "ingest-0", NULL, NULL), "latency_us"),
                     "p99") > num(cJSON_GetObjectItem(oa, "latency_us"), "p99"));
 
+    printf("NAS quantiles: %d checked (p50/p99/p999/max of 8 sets of 100-5,400 samples), "
+           "largest error %.2f %% above the true value (bucket bound 6.25 %%)\n",
+           n_quantiles, 100 * worst_rel_error);
     /* one instance by server and export */
     char *one_path = fx_fmt("/api/v1/nas?server=10.2.0.51&export=/scratch&from=%s&to=%s", fx_ts(w1),
                             fx_ts(w0 + 60 * TM_USEC_PER_SEC));
