@@ -74,6 +74,8 @@ void hm_nas_result_free(struct hm_nas_result *r);
  * one, or has more than LLHIST_SLOTS elements. */
 int hm_nas_parse_buckets(const char *text, struct llhist *h);
 void hm_nas_json(struct evbuffer *out, const struct hm_nas_result *r);
+/* `wanledger nas`: the same as text for a terminal. */
+void hm_nas_print(struct evbuffer *out, const struct hm_nas_result *r);
 /* "which pods and workflows load this filer right now": instances, then per instance its owners
  * with the latency they see, its operations and its windows. */
 void hm_nas_page(struct evbuffer *out, const struct hm_nas_result *r);

@@ -6,11 +6,13 @@
 #include <arpa/inet.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "api.h"
+#include "db.h"
 #include "hm_nas.h"
 #include "jsonw.h"
 #include "log.h"
@@ -122,4 +124,78 @@ int api_nas_page(PGconn *db, const struct cfg *cfg, const char *query, struct ev
                  const char **content_type)
 {
     return from_query(db, cfg, query, out, content_type, true);
+}
+
+int api_nas_cmd(const struct cfg *cfg, int argc, char **argv)
+{
+    static const struct option opts[] = {{"server", required_argument, NULL, 's'},
+                                         {"export", required_argument, NULL, 'e'},
+                                         {"from", required_argument, NULL, 'f'},
+                                         {"to", required_argument, NULL, 't'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *server = NULL, *export_path = NULL, *from = NULL, *to = NULL;
+    bool json = false;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            server = optarg;
+            break;
+        case 'e':
+            export_path = optarg;
+            break;
+        case 'f':
+            from = optarg;
+            break;
+        case 't':
+            to = optarg;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'h':
+            printf("usage: wanledger nas [--server ADDR] [--export PATH] [--from T] [--to T] "
+                   "[--json]\n  T: RFC 3339, epoch seconds, or a duration ago (90m, 2h, 7d); "
+                   "default the last hour of reported windows\n");
+            return 0;
+        default:
+            return 2;
+        }
+    }
+    struct hm_nas_query q;
+    char server_buf[INET6_ADDRSTRLEN];
+    const char *msg, *path;
+    if (nas_args(cfg, server, export_path, from, to, server_buf, &q, &msg, &path) < 0) {
+        fprintf(stderr, "wanledger nas: --%s: %s\n", path, msg);
+        return 2;
+    }
+    char err[1024];
+    PGconn *db = db_connect(cfg, err, sizeof err);
+    if (!db) {
+        log_error("nas", "%s", err);
+        return 1;
+    }
+    struct hm_nas_result r;
+    int rc = 0;
+    struct evbuffer *out = evbuffer_new();
+    if (!out) {
+        rc = 1;
+    } else if (hm_nas_run(db, cfg, &q, &r, err, sizeof err) < 0) {
+        log_error("nas", "%s", err);
+        rc = 1;
+    } else {
+        if (json)
+            hm_nas_json(out, &r);
+        else
+            hm_nas_print(out, &r);
+        hm_nas_result_free(&r);
+        fwrite(evbuffer_pullup(out, -1), 1, evbuffer_get_length(out), stdout);
+    }
+    if (out)
+        evbuffer_free(out);
+    PQfinish(db);
+    return rc;
 }

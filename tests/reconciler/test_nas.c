@@ -17,7 +17,7 @@
  *     (two processes, 1800 + 1200: one row), writes 400 with 9 errors; W1 reads 500;
  *   host k8s-b, pod etl/ingest-0/loader, workflow etl-nightly, bob, rsync: W0 reads 1500
  *     (another agent: its histogram merges with the first's);
- *   host bare-1 (no pod), workflow backup, root, tar: W0 writes 250, no latency kept.
+ *   on k8s-a outside any pod, workflow backup, root, tar: W0 writes 250, no latency kept.
  * Filer 10.2.0.51:2049 /scratch: k8s-b's loader, W0 reads 100. */
 #include <arpa/inet.h>
 #include <math.h>
@@ -430,6 +430,23 @@ static void test_nas_view(void **state)
     assert_non_null(strstr(list, "Which pods and workflows load"));
     free(list);
     free(get("/api/v1/nas?server=not-an-address", FX_TOKEN_READER, 400));
+
+    /* `wanledger nas`: the same JSON as the API, and the owners as text for a terminal */
+    char *cli = NULL, *args = fx_fmt("nas --from %s --to %s --json", fx_ts(w1),
+                                     fx_ts(w0 + 60 * TM_USEC_PER_SEC));
+    assert_int_equal(fx_run(&F, args, &cli), 0);
+    assert_string_equal(cli, all);
+    free(cli);
+    free(args);
+    args = fx_fmt("nas --server 10.2.0.50 --export /data --from %s --to %s", fx_ts(w1),
+                  fx_ts(w0 + 60 * TM_USEC_PER_SEC));
+    assert_int_equal(fx_run(&F, args, &cli), 0);
+    if (!strstr(cli, "ml/train-7f9c/trainer train-42 alice python3 @k8s-a") ||
+        !strstr(cli, "(no pod) backup root tar @k8s-a") || strstr(cli, "/scratch"))
+        fail_msg("wanledger nas printed:\n%s", cli);
+    free(cli);
+    free(args);
+    assert_int_equal(fx_run(&F, "nas --server nope", NULL), 2);
 
     /* the cell page of a pair with NFS bytes links the NAS view over the same windows */
     char *rec = NULL;
