@@ -1,7 +1,8 @@
 /* The NAS view's read side (docs/design.md "NAS view"): per NAS instance (NFS server address,
  * port, export) over the windows starting in [from, to), from nas_windows (sql/011): ops, bytes,
  * errors, IOPS, throughput and latency quantiles with their sample count, computed from the
- * merged log-linear buckets (common/llhist.h) — per window, per operation and per owner (host,
+ * log-linear buckets (common/llhist.h) merged here, rows streamed from two ordered queries
+ * (merging 10^4 arrays in SQL took ~0.1 ms each) — per window, per operation and per owner (host,
  * workflow, user, program, Kubernetes namespace/pod/container). GET /api/v1/nas and the
  * /heatmap/nas page (reconciler/api_nas.c) print it. */
 #ifndef WL_HM_NAS_H
@@ -50,20 +51,19 @@ struct hm_nas_instance {
     const char *server, *export_path;
     int port;
     struct hm_nas_figures total, read, write;
-    struct llhist hist;            /* the span's merged buckets (total.lat comes from it) */
-    struct hm_nas_window *windows; /* newest first */
-    size_t n_windows;
+    struct llhist hist, read_hist, write_hist; /* the span's merged buckets */
+    struct hm_nas_window *windows;             /* newest first */
+    size_t n_windows, cap_windows;
     struct hm_nas_owner *owners; /* by ops, descending; at most HM_NAS_MAX_OWNERS */
-    size_t n_owners, n_owners_all;
+    size_t n_owners, n_owners_all, cap_owners;
 };
 
 struct hm_nas_result {
     struct hm_nas_query q;
     int window_seconds;
     int64_t span_seconds; /* window starts in [from, to) times window_seconds: IOPS = ops / span */
-    struct hm_nas_instance *inst; /* by ops over the span, descending */
-    size_t n_inst;
-    PGresult *res[3]; /* own the strings above */
+    struct hm_nas_instance *inst; /* by ops over the span, descending; owns every string */
+    size_t n_inst, cap_inst;
 };
 
 int hm_nas_run(PGconn *db, const struct cfg *cfg, const struct hm_nas_query *q,

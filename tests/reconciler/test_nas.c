@@ -527,10 +527,70 @@ static void test_nas_bad_latency(void **state)
     assert_int_equal(fx_num(&F, "SELECT count(*) FROM nas_windows"), rows);
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A figure, not a bound: 5 reports of 1,000 NFS records (1,000 pods, 64 latency buckets each)
+ * posted one after another (wall time of each POST, answer included), then the API over the
+ * 5,000 rows; every record is stored and counted. */
+static void test_nas_load(void **state)
+{
+    (void)state;
+    enum { REPORTS = 5, RECORDS = 1000 };
+    int64_t ws = fx_window_ago(6, 60);
+    static struct flow_meta m[RECORDS];
+    static struct llhist h;
+    memset(&h, 0, sizeof h);
+    for (size_t b = 0; b < 64; b++)
+        h.c[100 + b] = 3; /* 192 requests in 64 buckets */
+    int64_t took[REPORTS];
+    for (int r = 0; r < REPORTS; r++) {
+        struct flowset fs = {0};
+        for (int i = 0; i < RECORDS; i++) {
+            char pod[64];
+            snprintf(pod, sizeof pod, "worker-%d-%d", r, i);
+            meta(&m[i], "svc", "sweep", "batch", pod, "main");
+            nfs(&fs, "10.2.0.60:2049", "/load", "read", "worker", 100 + (uint32_t)i, 192, &h, 0,
+                &m[i]);
+        }
+        char agent[32];
+        snprintf(agent, sizeof agent, "load-%d", r);
+        char *body = encode("k8s-load", agent, 1, ws, &fs);
+        int64_t t0 = tm_now_us();
+        post_ok(body, "\"stored\":1000");
+        took[r] = tm_now_us() - t0;
+        free(body);
+        flowset_free(&fs);
+    }
+    char *path = fx_fmt("/api/v1/nas?server=10.2.0.60&from=%s&to=%s", fx_ts(ws),
+                        fx_ts(ws + 60 * TM_USEC_PER_SEC));
+    int64_t t0 = tm_now_us();
+    char *resp = get(path, FX_TOKEN_READER, 200);
+    int64_t api_us = tm_now_us() - t0;
+    cJSON *doc = cJSON_Parse(resp);
+    const cJSON *in = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "instances"), 0);
+    assert_int_equal(num(in, "ops"), (uint64_t)REPORTS * RECORDS * 192);
+    assert_int_equal(num(in, "owners_total"), REPORTS * RECORDS);
+    assert_int_equal(num(cJSON_GetObjectItem(in, "latency_us"), "count"),
+                     (uint64_t)REPORTS * RECORDS * 192);
+    qsort(took, REPORTS, sizeof took[0], cmp_i64);
+    printf("NAS ingest (sanitizer build): POST of a report with %d NFS records, n=%d: min %.1f ms, "
+           "median %.1f ms, max %.1f ms; GET /api/v1/nas over %d rows: %.1f ms\n",
+           RECORDS, REPORTS, took[0] / 1e3, took[REPORTS / 2] / 1e3, took[REPORTS - 1] / 1e3,
+           REPORTS * RECORDS, api_us / 1e3);
+    cJSON_Delete(doc);
+    free(resp);
+    free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nas_view),
+        cmocka_unit_test(test_nas_load),
         cmocka_unit_test(test_nas_bad_latency),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
