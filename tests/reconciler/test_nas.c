@@ -533,13 +533,13 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* A figure, not a bound: 5 reports of 1,000 NFS records (1,000 pods, 64 latency buckets each)
+/* A figure, not a bound: 3 reports of 1,000 NFS records (1,000 pods, 64 latency buckets each)
  * posted one after another (wall time of each POST, answer included), then the API over the
- * 5,000 rows; every record is stored and counted. */
+ * 3,000 rows; every record is stored and counted. */
 static void test_nas_load(void **state)
 {
     (void)state;
-    enum { REPORTS = 5, RECORDS = 1000 };
+    enum { REPORTS = 3, RECORDS = 1000 };
     int64_t ws = fx_window_ago(6, 60);
     static struct flow_meta m[RECORDS];
     static struct llhist h;
