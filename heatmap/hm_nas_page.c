@@ -56,13 +56,17 @@ static const char FIG_HEAD[] =
     "<th class=\"num\">p99</th><th class=\"num\">p999</th><th class=\"num\">max</th>"
     "<th class=\"num\">samples</th><th class=\"num\">errors</th>";
 
-static void instance_link(struct evbuffer *out, const struct hm_nas_instance *in)
+/* The instance's own page over the same span. */
+static void instance_link(struct evbuffer *out, const struct hm_nas_result *r,
+                          const struct hm_nas_instance *in)
 {
+    char a[HM_FMT_LEN], b[HM_FMT_LEN];
     evbuffer_add_printf(out, "<a href=\"nas?server=");
     hm_esc_url(out, in->server);
     evbuffer_add_printf(out, "&amp;export=");
     hm_esc_url(out, in->export_path);
-    evbuffer_add_printf(out, "\">");
+    evbuffer_add_printf(out, "&amp;from=%s&amp;to=%s\">", hm_fmt_rfc3339(r->q.from_us, a),
+                        hm_fmt_rfc3339(r->q.to_us, b));
     hm_esc_html(out, in->server);
     evbuffer_add_printf(out, ":%d ", in->port);
     hm_esc_html(out, in->export_path[0] ? in->export_path : "(export unknown)");
@@ -77,7 +81,7 @@ static void instances_table(struct evbuffer *out, const struct hm_nas_result *r)
                         FIG_HEAD);
     for (size_t i = 0; i < r->n_inst; i++) {
         evbuffer_add_printf(out, "<tr class=\"instance\"><td>");
-        instance_link(out, &r->inst[i]);
+        instance_link(out, r, &r->inst[i]);
         evbuffer_add_printf(out, "</td>");
         figure_cells(out, &r->inst[i].total, r->span_seconds);
         evbuffer_add_printf(out, "</tr>");
@@ -97,7 +101,7 @@ static void instance_detail(struct evbuffer *out, const struct hm_nas_result *r,
 {
     char t[HM_FMT_LEN];
     evbuffer_add_printf(out, "<div class=\"panel nas-instance\"><h2>Who loads ");
-    instance_link(out, in);
+    instance_link(out, r, in);
     evbuffer_add_printf(out,
                         " (%zu of %zu owners, busiest first)</h2>"
                         "<table class=\"nas-owners\"><tr><th>namespace</th><th>pod</th>"

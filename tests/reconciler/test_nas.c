@@ -428,6 +428,7 @@ static void test_nas_view(void **state)
     /* every instance is listed without a filter */
     char *list = get("/heatmap/nas", FX_TOKEN_READER, 200);
     assert_non_null(strstr(list, "Which pods and workflows load"));
+    assert_non_null(strstr(list, "href=\"nas?server=10.2.0.50&amp;export=%2Fdata&amp;from="));
     free(list);
     free(get("/api/v1/nas?server=not-an-address", FX_TOKEN_READER, 400));
 
