@@ -14,6 +14,7 @@
 #include "flow_row.h"
 #include "fluent.h"
 #include "jsonv.h"
+#include "nasin.h"
 #include "srv_limits.h"
 #include "quarantine.h"
 #include "timeutil.h"
@@ -480,6 +481,21 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         want_name(c, s[F_WORKFLOW], at_key(l, "workflow"), true, &workflow) < 0 ||
         want_name(c, s[F_CONTAINER], at_key(l, "container"), true, &container) < 0)
         return -1;
+    if (!is_socket) { /* the NAS view's detail (nasin.h) */
+        struct nasin_flow_args na = {.ws_text = ws_text,
+                                     .host = host->s,
+                                     .server = raddr,
+                                     .port = rport,
+                                     .op = op->s,
+                                     .bytes = nbytes,
+                                     .ops = has_ops ? nops : 0};
+        na.export_path = export ? export->s : NULL;
+        na.workflow = workflow ? workflow->s : NULL;
+        na.user = user ? user->s : NULL;
+        na.program = program ? program->s : NULL;
+        if (nasin_flow(&c->b->nas, f, i, &na, c->e) < 0)
+            return -1;
+    }
     if (has_uid && uid > INT32_MAX)
         return bad(c, at_key(l, "uid"), "uid %" PRIu64 " does not fit the uid column", uid);
 
@@ -923,6 +939,7 @@ void ingest_batch_free(struct ingest_batch *b)
         free(b->report[i]);
     free(b->lost_reason);
     free(b->copy);
+    nasin_free(b->nas);
     for (size_t i = 0; i < b->n_rejects; i++)
         free(b->rejects[i].raw);
     free(b->rejects);

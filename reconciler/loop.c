@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "chstore_flush.h"
 #include "db.h"
 #include "log.h"
 #include "recon_db.h"

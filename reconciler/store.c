@@ -10,6 +10,7 @@
 #include "db.h"
 #include "flow_row.h"
 #include "gaps.h"
+#include "nasin.h"
 #include "recon_db.h"
 #include "timeutil.h"
 
@@ -195,6 +196,8 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
         return -1;
     const char *mark[2] = {wsec, b->report[3]};
     if (run(st->db, "window_state", SQL_MARK_ONE, 2, mark, NULL, NULL, err, errlen) < 0)
+        return -1;
+    if (nasin_store(st->db, b->nas, st->cfg->window_seconds, err, errlen) < 0)
         return -1;
     long gaps = 0;
     if (gaps_record(st->db, b, st->cfg->window_seconds, &gaps, err, errlen) < 0)
