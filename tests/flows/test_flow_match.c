@@ -240,6 +240,8 @@ static void test_shown(void **state)
     assert_non_null(strstr(summary, "; top unexplained pair (sampled flows): 10.0.1.5 -> "
                                     "10.0.2.7 tcp/2049 ~4 MB"));
     assert_non_null(strstr(summary, "no agent at either end"));
+    /* its share of the gap, as on the page: 4 MB x 7.6/8 / 6.4 MB = 59.375 % */
+    assert_non_null(strstr(summary, ", 59.4 % of the gap"));
 
     out = evbuffer_new();
     assert_int_equal(hm_report_render(out, g_db, g_cfg, 1795996800000000LL /* 2026-W49 */,
