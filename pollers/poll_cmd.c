@@ -281,6 +281,8 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
         log_error(NULL, "%s", err);
         goto done;
     }
+    if (fc) /* the SNMP samples' ifIndexes map flow records to links (flow_link.h) */
+        poll_sink_set_tap(sink, flow_collect_learn, fc);
     if ((!sp || snmp_poller_devices(sp) == 0) && !gl && !fc) {
         log_error(NULL, "nothing to poll: no SNMP device selected and no gNMI listener in %s",
                   cfg->path);
@@ -315,6 +317,8 @@ done:
         event_free(sig_term);
     snmp_poller_free(sp);
     gnmi_listen_free(gl);
+    if (sink)
+        poll_sink_set_tap(sink, NULL, NULL);
     (void)flow_collect_free(fc, 2000);
     if (sink) {
         size_t left = poll_sink_close(sink, once && !to_stdout);
