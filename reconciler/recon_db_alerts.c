@@ -227,10 +227,14 @@ static int queue_action(PGconn *db, const struct cfg *cfg, const struct cand *c,
     } else {
         alerts_summary_cells(summary, sizeof summary, c->kind, rdb_site_name(cfg, c->src),
                              rdb_site_name(cfg, c->dst), e, cfg->window_seconds);
-        if (c->kind == ALERT_GAP) /* name the top host pair behind the gap (sampled flows) */
-            hm_unrec_note(db, cfg, rdb_site_name(cfg, c->src), rdb_site_name(cfg, c->dst),
-                          e->last_window_us, e->last_window_us + cfg->window_seconds * 1000000LL,
-                          summary, sizeof summary);
+        if (c->kind == ALERT_GAP) { /* name the top host pair behind the gap (sampled flows) */
+            /* over the episode's last 30 windows: the newest one's flows may not be in yet */
+            int64_t w_us = cfg->window_seconds * 1000000LL, from = e->first_window_us;
+            if (from < e->last_window_us - 29 * w_us)
+                from = e->last_window_us - 29 * w_us;
+            hm_unrec_note(db, cfg, rdb_site_name(cfg, c->src), rdb_site_name(cfg, c->dst), from,
+                          e->last_window_us + w_us, summary, sizeof summary);
+        }
     }
     char first[TM_RFC3339_LEN], last[TM_RFC3339_LEN], peak[RDB_NUM_LEN], ratio[40];
     rdb_fmt_ts(first, e->first_window_us);

@@ -342,6 +342,7 @@ static int setup(void **state)
     assert_non_null(f);
     fprintf(f, FX_TOKEN_AGENT "\n");
     fclose(f);
+    assert_int_equal(chmod(tok, 0600), 0); /* the agent refuses a token others can read */
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", g_fx.port);
     snprintf(spool, sizeof(spool), "%s/spool", g_dir);
     snprintf(rep, sizeof(rep), "%s/agent.jsonl", g_dir);
