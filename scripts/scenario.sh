@@ -7,7 +7,7 @@
 #     nyc's data server instead of chi's cache    -> nyc->chi saturates, `saturation` alert
 #     whose throttle proposal for backtest-17 the demo config enforces at once (stack.sh:
 #     auto_enforce_workflows); chi-gpu's agent limits what the jobs receive
-#                                                 -> nyc->chi back under its threshold, resolved
+#                                                 -> backtest-17 held at its cap
 #   3 blind spot: nyc's filer replicates to chi's filer, no agent at either end
 #                                                 -> nyc->chi coverage red, `gap` alert
 #   4 fix: replication stops, the backtest jobs read from chi's cache        -> alerts resolve
@@ -19,7 +19,7 @@
 # phases are played (the demo keeps the stack busy with it after the scenario).
 #
 # Phases start on window boundaries and last N windows each (default 4,6,4,5: phase 2
-# has two windows after the throttle took hold, for the saturation alert to resolve). Every load
+# has windows after the throttle took hold, for the saturation alert to resolve in). Every load
 # is bounded in bytes and seconds and ends by itself at its phase's end. Writes DIR/scenario/
 # timeline.env (phase start times, epoch seconds) and each load's own byte counts
 # (DIR/scenario/*.out, one JSON line per process). CMD, if given, runs once per window, a few
