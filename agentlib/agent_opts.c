@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "hostport.h"
 #include "jsonv.h"
 
@@ -452,23 +453,25 @@ cleanup:
     return rc;
 }
 
+/* The token is a secret: a file that group or others may read is refused (as the reconciler
+ * refuses its token and community files), with the mode and the chmod that fixes it. */
 static int read_token(struct agent_opts *o, char *err, size_t errlen)
 {
-    FILE *f = fopen(o->token_file, "re");
-    char buf[4096];
-    if (!f) {
-        snprintf(err, errlen, "--token-file %s: %s", o->token_file, strerror(errno));
+    char why[256];
+    char *buf = cfg_read_file(o->token_file, 4096, 1, why, sizeof(why));
+    if (!buf) {
+        snprintf(err, errlen, "--token-file %s: %s", o->token_file, why);
         return -1;
     }
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
     buf[strcspn(buf, "\r\n")] = '\0';
     if (!buf[0]) {
+        free(buf);
         snprintf(err, errlen, "--token-file %s: the file is empty", o->token_file);
         return -1;
     }
-    return set_str(&o->token, buf);
+    int rc = set_str(&o->token, buf);
+    free(buf);
+    return rc;
 }
 
 int agent_opts_parse(struct agent_opts *o, int argc, char **argv, char *err, size_t errlen)

@@ -8,6 +8,7 @@
 
 #include "hm_unrec.h"
 #include "recon_db_internal.h"
+#include "throttle_propose.h"
 
 /* A (kind, pair) whose alerts this window may change. */
 struct cand {
@@ -142,6 +143,8 @@ static int saturation_summary(PGconn *db, const struct cfg *cfg, const struct ca
     snprintf(circuit, circuit_len, "%s", circ);
     alerts_summary_saturation(summary, len, rdb_site_name(cfg, c->src), rdb_site_name(cfg, c->dst),
                               circ, ep, cap, top, n_top, total);
+    rdb_fmt_ts(w, ep->first_window_us); /* and the throttle rules proposed for it */
+    thr_propose_note(db, params[1], params[2], w, summary, len);
     PQclear(lr);
     PQclear(wr);
     return 0;

@@ -110,7 +110,8 @@ write_config() {
   if [ ! -f "$RUN/tokens.json" ]; then
     cat >"$RUN/tokens.json" <<EOF
 {"agent": ["agent-$(token)"], "poller": ["poller-$(token)"],
- "service": ["service-$(token)"], "reader": ["reader-$(token)"]}
+ "service": ["service-$(token)"], "reader": ["reader-$(token)"],
+ "operator": ["operator-$(token)"]}
 EOF
   fi
   sed -n 's/.*"agent": \["\([^"]*\)".*/\1/p' "$RUN/tokens.json" >"$RUN/agent.token"
@@ -164,6 +165,7 @@ EOF
   "thresholds": {"green": 0.95, "red": 0.80, "min_gap_bytes": 5000000, "over": 1.05,
                  "alert_windows": 2, "resolve_windows": 2, "saturation": 0.90},
   "alerts": {"webhooks": $webhooks, "resend_seconds": 30},
+  "throttle": {"auto_enforce_workflows": ["backtest-17"], "proposal_ttl_seconds": 600},
   "poller": {"spool_dir": "$RUN/spool/poller"$gnmi_listen}
 }
 EOF
@@ -263,7 +265,8 @@ up() {
       mkdir -p "$RUN/spool/agent-$host"
       start "agent-$host" - "$AGENT" --reconciler "http://127.0.0.1:$PORT" \
         --token-file "$RUN/agent.token" --window "$WINDOW" --netns "/run/netns/$ns" \
-        --host "$host" --spool "$RUN/spool/agent-$host" --workflow-env WANLEDGER_WORKFLOW
+        --host "$host" --spool "$RUN/spool/agent-$host" --workflow-env WANLEDGER_WORKFLOW \
+        --throttle-interval 2
       n=$((n + 1))
     done < <("$here/topology.sh" hosts --prefix "$PREFIX")
     log "$n agents started"

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -166,6 +167,30 @@ static void test_config_file(void **state)
     snprintf(want, sizeof(want), "%s: $.k: expected a flow count", path);
     if (!strstr(err, want))
         fail_msg("error \"%s\" does not start with \"%s\"", err, want);
+    agent_opts_free(&o);
+    unlink(path);
+}
+
+/* The token file is a secret: readable by group or others it is refused with its mode; 0600 is
+ * read, its first line is the token. */
+static void test_token_file_mode(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/wla-agent-tok-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "s3cret\nrest\n", 12), 12);
+    close(fd);
+    assert_int_equal(chmod(path, 0644), 0);
+    char *argv[] = {"agent", "--reconciler", "http://127.0.0.1:1", "--token-file", path, NULL};
+    char want[600];
+    snprintf(want, sizeof(want), "--token-file %s: mode 0644", path);
+    expect_error(argv, 5, want);
+    assert_int_equal(chmod(path, 0600), 0);
+    struct agent_opts o;
+    char err[512];
+    assert_int_equal(agent_opts_parse(&o, 5, argv, err, sizeof(err)), 0);
+    assert_string_equal(o.token, "s3cret");
     agent_opts_free(&o);
     unlink(path);
 }
@@ -577,7 +602,7 @@ int main(void)
         cmocka_unit_test(test_flag_errors),       cmocka_unit_test(test_config_file),
         cmocka_unit_test(test_clean_text),        cmocka_unit_test(test_report_json_clean),
         cmocka_unit_test(test_report_json_exact), cmocka_unit_test(test_nfs_local),
-        cmocka_unit_test(test_nfs_metrics),
+        cmocka_unit_test(test_nfs_metrics),       cmocka_unit_test(test_token_file_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

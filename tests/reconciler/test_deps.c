@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -242,6 +243,7 @@ static void test_deps_end_to_end(void **state)
     assert_non_null(fp);
     fputs(FX_TOKEN_AGENT "\n", fp);
     fclose(fp);
+    assert_int_equal(chmod(tok, 0600), 0); /* the agent refuses a token others can read */
     char win[8];
     snprintf(win, sizeof win, "%d", WIN);
     char *argv[] = {(char *)th_bin("wanledger-agent"),
