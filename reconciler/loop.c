@@ -1,17 +1,16 @@
 /* The reconcile loop thread (see loop.h). */
 #include "loop.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "db.h"
 #include "log.h"
 #include "recon_db.h"
+#include "recon_par.h"
 #include "retention.h"
+#include "ticker.h"
 #include "throttle_propose.h"
 #include "timeutil.h"
 
@@ -24,10 +23,7 @@ struct loop {
     const struct cfg *cfg;
     struct metrics *metrics;
     const struct leader *leader;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool stop;
+    struct ticker tk;
 };
 
 int loop_pass(PGconn *db, const struct cfg *cfg, struct metrics *m, int64_t now_us,
@@ -43,31 +39,14 @@ int loop_pass(PGconn *db, const struct cfg *cfg, struct metrics *m, int64_t now_
         /* behind (a backlog, e.g. one long transfer record marked many windows): newest first,
          * so the windows people look at now are not late; otherwise in time order */
         bool behind = n > BEHIND_WINDOWS;
-        for (size_t k = 0; k < n; k++) {
-            size_t i = behind ? n - 1 - k : k;
-            char ctx[TM_RFC3339_LEN + 8], werr[512];
-            tm_format_rfc3339(due[i], ctx);
-            struct recon_db_stats rs = {0};
-            int64_t t0 = tm_mono_ns();
-            int rc = recon_db_reconcile_window(db, cfg, due[i], &rs, werr, sizeof(werr));
-            if (rc == 0)
-                rc = recon_db_mark_done(db, cfg, due[i], rs.seen_last_data_at_us, werr,
-                                        sizeof(werr));
-            int64_t span = tm_mono_ns() - t0;
-            if (m)
-                metrics_reconcile(m, rc == 0, span, due[i]);
-            if (rc < 0) {
-                log_error(ctx, "reconciliation failed: %s", werr);
-                st->failed++;
-                continue;
-            }
-            st->reconciled++;
-            log_debug(ctx,
-                      "reconciled in %.3f s: %zu samples, %zu flows, %zu transfers -> %zu cells,"
-                      " %zu rollup rows; alerts %zu opened, %zu resolved",
-                      (double)span / 1e9, rs.n_samples, rs.n_flows, rs.n_transfers, rs.n_cells,
-                      rs.n_rollup, rs.n_alerts_opened, rs.n_alerts_resolved);
-        }
+        int64_t order[PENDING_BATCH];
+        for (size_t k = 0; k < n; k++)
+            order[k] = due[behind ? n - 1 - k : k];
+        /* several windows due: split them over cores (recon_par.h) */
+        struct recon_par_stats ps = {0};
+        recon_par_run(db, cfg, m, order, n, n > 1 ? recon_par_workers() : 1, &ps);
+        st->reconciled += ps.reconciled;
+        st->failed += ps.failed;
         /* list again only when the listing was full and progress was made */
         if (n < PENDING_BATCH || st->reconciled == done_before)
             break;
@@ -102,15 +81,11 @@ static void *run(void *arg)
     PGconn *db = NULL;
     char err[512];
     int64_t last_err_log = 0, last_prune = 0;
-    pthread_mutex_lock(&l->mu);
-    while (!l->stop) {
-        pthread_mutex_unlock(&l->mu);
+    while (!ticker_stopping(&l->tk)) {
         if (!leader_is(l->leader)) {
             /* a follower: another reconciler runs the loop; check again within a poll */
-            struct timespec ts = {.tv_sec = 0, .tv_nsec = LEADER_POLL_MS * 1000000L / 2};
-            nanosleep(&ts, NULL);
             last_prune = 0; /* prune once on becoming the leader */
-            pthread_mutex_lock(&l->mu);
+            (void)ticker_wait_ms(&l->tk, LEADER_POLL_MS / 2);
             continue;
         }
         if (!db || PQstatus(db) != CONNECTION_OK) {
@@ -131,16 +106,9 @@ static void *run(void *arg)
             last_prune = tm_now_us();
             prune(db, cfg);
         }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += cfg->tick_seconds > 0 ? cfg->tick_seconds : 5;
-        pthread_mutex_lock(&l->mu);
-        while (!l->stop) {
-            if (pthread_cond_timedwait(&l->cv, &l->mu, &until) == ETIMEDOUT)
-                break;
-        }
+        if (!ticker_wait_ms(&l->tk, (cfg->tick_seconds > 0 ? cfg->tick_seconds : 5) * 1000LL))
+            break;
     }
-    pthread_mutex_unlock(&l->mu);
     if (db)
         PQfinish(db);
     return NULL;
@@ -157,13 +125,9 @@ struct loop *loop_start(const struct cfg *cfg, struct metrics *m, const struct l
     l->cfg = cfg;
     l->metrics = m;
     l->leader = ld;
-    pthread_mutex_init(&l->mu, NULL);
-    pthread_cond_init(&l->cv, NULL);
-    int rc = pthread_create(&l->thread, NULL, run, l);
+    int rc = ticker_start(&l->tk, run, l);
     if (rc != 0) {
         snprintf(err, errlen, "cannot start the reconcile thread: error %d", rc);
-        pthread_mutex_destroy(&l->mu);
-        pthread_cond_destroy(&l->cv);
         free(l);
         return NULL;
     }
@@ -174,12 +138,6 @@ void loop_stop(struct loop *l)
 {
     if (!l)
         return;
-    pthread_mutex_lock(&l->mu);
-    l->stop = true;
-    pthread_cond_signal(&l->cv);
-    pthread_mutex_unlock(&l->mu);
-    pthread_join(l->thread, NULL);
-    pthread_mutex_destroy(&l->mu);
-    pthread_cond_destroy(&l->cv);
+    ticker_stop(&l->tk);
     free(l);
 }
