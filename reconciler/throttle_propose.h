@@ -5,8 +5,8 @@
  * threshold (never below $.throttle.floor_bps; a workflow's demand is the larger of its rate
  * then and in the window before the saturation began, since a full link squeezes the others
  * below what they ask for; what no workflow in the list sent is a fixed load), as dry_run
- * proposals waiting for approval — or enforced at once for $.throttle.auto_enforce_workflows. A rule from
- * an alert is revoked automatically (wrong target) when the alert stays open for
+ * proposals waiting for approval — or enforced at once for $.throttle.auto_enforce_workflows. A
+ * rule from an alert is revoked automatically (wrong target) when the alert stays open for
  * wrong_target_windows windows after the rule while its workflow's share of the pair's bytes is
  * below wrong_target_share. */
 #ifndef WL_THROTTLE_PROPOSE_H
