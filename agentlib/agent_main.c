@@ -575,6 +575,65 @@ static void agent_free(struct agent *a)
     agent_opts_free(&a->o);
 }
 
+/* The NFS probe, where the build has one: not loading it is a warning (no NFS bytes), -1 only
+ * when out of memory. */
+static int open_nfs(struct agent *a)
+{
+#ifdef WL_HAVE_NFS_PROBE
+    char err[1024] = "";
+    a->nfs = &nfs_probe_hook;
+    a->nfs_h = a->nfs->open(&a->o, err, sizeof(err));
+    if (a->nfs_h) {
+        a->m.nfs = a->nfs->name;
+        a->nfs_local = nfslocal_new((int64_t)NFS_LOCAL_TTL_S * TM_USEC_PER_SEC);
+        if (!a->nfs_local) {
+            log_error(NULL, "out of memory");
+            return -1;
+        }
+    } else {
+        log_warn(a->nfs->name, "not counting NFS: %s", err);
+    }
+#else
+    (void)a;
+#endif
+    return 0;
+}
+
+/* The report sender (url: the attributions URL from --reconciler, for the start-up line). */
+static int start_sender(struct agent *a, char *url, size_t urlcap)
+{
+    char err[1024] = "";
+    url[0] = 0;
+    if (a->o.reconciler) {
+        size_t n = strlen(a->o.reconciler);
+        const char *suffix = "/v1/attributions";
+        int full = n >= strlen(suffix) && strcmp(a->o.reconciler + n - strlen(suffix), suffix) == 0;
+        snprintf(url, urlcap, "%.*s%s", (int)(n && a->o.reconciler[n - 1] == '/' ? n - 1 : n),
+                 a->o.reconciler, full ? "" : suffix);
+    }
+    struct sender_opts so = {
+        .url = a->o.reconciler ? url : NULL,
+        .token = a->o.token,
+        .spool_dir = a->o.spool_dir,
+        .spool_max_bytes = a->o.spool_max_bytes,
+        .compress = a->o.compress,
+        .tls = {.ca_file = a->o.ca_file,
+                .cert_file = a->o.client_cert,
+                .key_file = a->o.client_key,
+                .allow_plain_remote = a->o.allow_plain_http},
+        .out = a->o.to_stdout ? stdout : NULL,
+    };
+    char spool_sub[PATH_MAX];
+    snprintf(spool_sub, sizeof(spool_sub), "%s/reports", a->o.spool_dir);
+    so.spool_dir = spool_sub;
+    a->sender = sender_new(&so, err, sizeof(err));
+    if (!a->sender) {
+        log_error(NULL, "%s", err);
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct agent a;
@@ -616,20 +675,8 @@ int main(int argc, char **argv)
     a.m.attach_mode = sockprobe_mode_name(sockprobe_mode(a.probe));
     log_info("socket", "attach mode %s%s", a.m.attach_mode,
              a.o.attach == SOCKPROBE_AUTO ? " (probed)" : " (--attach)");
-#ifdef WL_HAVE_NFS_PROBE
-    a.nfs = &nfs_probe_hook;
-    a.nfs_h = a.nfs->open(&a.o, err, sizeof(err));
-    if (a.nfs_h) {
-        a.m.nfs = a.nfs->name;
-        a.nfs_local = nfslocal_new((int64_t)NFS_LOCAL_TTL_S * TM_USEC_PER_SEC);
-        if (!a.nfs_local) {
-            log_error(NULL, "out of memory");
-            goto cleanup;
-        }
-    } else {
-        log_warn(a.nfs->name, "not counting NFS: %s", err);
-    }
-#endif
+    if (open_nfs(&a) != 0)
+        goto cleanup;
     a.meta = procmeta_new((const char *const *)a.o.workflow_env, a.o.n_workflow_env, NULL, NULL,
                           err, sizeof(err));
     if (!a.meta || (a.o.kube_logs && procmeta_set_kube_logs(a.meta, a.o.kube_logs) != 0)) {
@@ -637,33 +684,8 @@ int main(int argc, char **argv)
         goto cleanup;
     }
     char url[1024];
-    if (a.o.reconciler) {
-        size_t n = strlen(a.o.reconciler);
-        const char *suffix = "/v1/attributions";
-        int full = n >= strlen(suffix) && strcmp(a.o.reconciler + n - strlen(suffix), suffix) == 0;
-        snprintf(url, sizeof(url), "%.*s%s", (int)(n && a.o.reconciler[n - 1] == '/' ? n - 1 : n),
-                 a.o.reconciler, full ? "" : suffix);
-    }
-    struct sender_opts so = {
-        .url = a.o.reconciler ? url : NULL,
-        .token = a.o.token,
-        .spool_dir = a.o.spool_dir,
-        .spool_max_bytes = a.o.spool_max_bytes,
-        .compress = a.o.compress,
-        .tls = {.ca_file = a.o.ca_file,
-                .cert_file = a.o.client_cert,
-                .key_file = a.o.client_key,
-                .allow_plain_remote = a.o.allow_plain_http},
-        .out = a.o.to_stdout ? stdout : NULL,
-    };
-    char spool_sub[PATH_MAX];
-    snprintf(spool_sub, sizeof(spool_sub), "%s/reports", a.o.spool_dir);
-    so.spool_dir = spool_sub;
-    a.sender = sender_new(&so, err, sizeof(err));
-    if (!a.sender) {
-        log_error(NULL, "%s", err);
+    if (start_sender(&a, url, sizeof(url)) != 0)
         goto cleanup;
-    }
     resume_drain(&a);
 
     a.base = event_base_new();

@@ -542,34 +542,39 @@ static void usage(FILE *f)
             SHIP_DEFAULT_BATCH, SHIP_DEFAULT_INTERVAL);
 }
 
-int ship_cmd(const struct cfg *cfg, int argc, char **argv)
+struct ship_args {
+    bool once;
+    const char *state, *metrics_addr;
+    long batch, interval;
+    int first_log; /* argv index of the first log file */
+};
+
+/* The command line and the configuration it needs: -1 to go on, else the exit code. */
+static int parse_args(const struct cfg *cfg, int argc, char **argv, struct ship_args *o)
 {
-    bool once = false;
-    const char *state = NULL, *metrics_addr = NULL;
-    struct promhttp *metrics = NULL;
-    long batch = SHIP_DEFAULT_BATCH, interval = SHIP_DEFAULT_INTERVAL;
+    *o = (struct ship_args){.batch = SHIP_DEFAULT_BATCH, .interval = SHIP_DEFAULT_INTERVAL};
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         const char *a = argv[i];
         char *end = NULL;
         if (!strcmp(a, "--once")) {
-            once = true;
+            o->once = true;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--state") && i + 1 < argc) {
-            state = argv[++i];
+            o->state = argv[++i];
         } else if (!strcmp(a, "--metrics") && i + 1 < argc) {
-            metrics_addr = argv[++i];
+            o->metrics_addr = argv[++i];
         } else if (!strcmp(a, "--batch") && i + 1 < argc) {
-            batch = strtol(argv[++i], &end, 10);
-            if (*end || batch < 1 || batch > 100000) {
+            o->batch = strtol(argv[++i], &end, 10);
+            if (*end || o->batch < 1 || o->batch > 100000) {
                 fprintf(stderr, "wanledger ship: --batch: expected 1..100000, got '%s'\n", argv[i]);
                 return 2;
             }
         } else if (!strcmp(a, "--interval-ms") && i + 1 < argc) {
-            interval = strtol(argv[++i], &end, 10);
-            if (*end || interval < 10 || interval > 3600000) {
+            o->interval = strtol(argv[++i], &end, 10);
+            if (*end || o->interval < 10 || o->interval > 3600000) {
                 fprintf(stderr, "wanledger ship: --interval-ms: expected 10..3600000, got '%s'\n",
                         argv[i]);
                 return 2;
@@ -583,6 +588,7 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
             return 2;
         }
     }
+    o->first_log = i;
     if (i >= argc) {
         fprintf(stderr, "wanledger ship: no log file given\n");
         usage(stderr);
@@ -602,55 +608,110 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
                 cfg->path ? cfg->path : "config");
         return 2;
     }
+    return -1;
+}
 
-    struct ship s = {.cfg = cfg,
-                     .token = cfg->tokens.service[0],
-                     .batch_lines = (size_t)batch,
-                     .retry_after_s = -1};
+/* The URL, the delivery target, the logs (absolute paths) and the state file's path; -1 when
+ * out of memory (ship_free releases what was made). */
+static int ship_setup(struct ship *s, const struct ship_args *o, char **argv, int n_logs,
+                      char **state_buf)
+{
+    const struct cfg *cfg = s->cfg;
     size_t ul = strlen(cfg->reconciler_url) + sizeof "/v1/transfers";
-    s.url = malloc(ul);
-    s.n_logs = (size_t)(argc - i);
-    s.logs = calloc(s.n_logs, sizeof *s.logs);
-    s.m.logs = calloc(s.n_logs, sizeof *s.m.logs);
-    s.m.n_logs = s.n_logs;
-    char *state_buf = NULL;
-    int rc = 1;
-    if (!s.url || !s.logs || !s.m.logs)
-        goto cleanup;
-    snprintf(s.url, ul, "%s", cfg->reconciler_url);
-    size_t k = strlen(s.url);
-    while (k > 0 && s.url[k - 1] == '/')
-        s.url[--k] = '\0';
-    strcat(s.url, "/v1/transfers");
-    s.target = (struct deliver_target){
+    s->url = malloc(ul);
+    s->n_logs = (size_t)n_logs;
+    s->logs = calloc(s->n_logs, sizeof *s->logs);
+    s->m.logs = calloc(s->n_logs, sizeof *s->m.logs);
+    s->m.n_logs = s->n_logs;
+    if (!s->url || !s->logs || !s->m.logs)
+        return -1;
+    snprintf(s->url, ul, "%s", cfg->reconciler_url);
+    size_t k = strlen(s->url);
+    while (k > 0 && s->url[k - 1] == '/')
+        s->url[--k] = '\0';
+    strcat(s->url, "/v1/transfers");
+    s->target = (struct deliver_target){
         .name = "ship",
-        .url = s.url,
-        .token = s.token,
+        .url = s->url,
+        .token = s->token,
         .timeout_ms = SHIP_POST_TIMEOUT_MS,
         .compress = cfg->delivery.compress,
         .tls = {.ca_file = cfg->delivery.ca_file,
                 .cert_file = cfg->delivery.client_cert,
                 .key_file = cfg->delivery.client_key,
                 .allow_plain_remote = cfg->delivery.allow_plain_http},
-        .backoff_min_ms = (int)interval,
+        .backoff_min_ms = (int)o->interval,
     };
-    for (size_t j = 0; j < s.n_logs; j++) {
+    for (size_t j = 0; j < s->n_logs; j++) {
         /* Absolute paths: the state file means the same files from any working directory. */
-        s.logs[j].path = absolute_path(argv[i + (int)j]);
-        s.logs[j].fd = -1;
-        if (!s.logs[j].path)
-            goto cleanup;
-        s.m.logs[j].path = s.logs[j].path;
+        s->logs[j].path = absolute_path(argv[j]);
+        s->logs[j].fd = -1;
+        if (!s->logs[j].path)
+            return -1;
+        s->m.logs[j].path = s->logs[j].path;
     }
-    if (!state) {
-        size_t sl = strlen(s.logs[0].path) + sizeof ".ship-state";
-        state_buf = malloc(sl);
-        if (!state_buf)
-            goto cleanup;
-        snprintf(state_buf, sl, "%s.ship-state", s.logs[0].path);
-        state = state_buf;
+    s->state_path = o->state;
+    if (!o->state) {
+        size_t sl = strlen(s->logs[0].path) + sizeof ".ship-state";
+        *state_buf = malloc(sl);
+        if (!*state_buf)
+            return -1;
+        snprintf(*state_buf, sl, "%s.ship-state", s->logs[0].path);
+        s->state_path = *state_buf;
     }
-    s.state_path = state;
+    return 0;
+}
+
+/* Rounds until --once's one is done or a signal comes; the exit code. */
+static int ship_loop(struct ship *s, const struct ship_args *o)
+{
+    unsigned fails = 0;
+    for (;;) {
+        int r = ship_round(s);
+        if (o->once)
+            return r < 0 ? 1 : 0;
+        if (ship_stop)
+            return 0;
+        if (r < 0) {
+            sleep_ms(deliver_backoff_ms(&s->target, ++fails, s->retry_after_s));
+            s->retry_after_s = -1;
+        } else {
+            fails = 0;
+            if (r == 0)
+                sleep_ms((int)o->interval);
+        }
+        if (ship_stop)
+            return 0;
+    }
+}
+
+static void ship_free(struct ship *s)
+{
+    free(s->m.logs);
+    for (size_t j = 0; s->logs && j < s->n_logs; j++) {
+        log_close(&s->logs[j]);
+        free(s->logs[j].buf);
+        free(s->logs[j].path);
+    }
+    free(s->logs);
+    free(s->url);
+}
+
+int ship_cmd(const struct cfg *cfg, int argc, char **argv)
+{
+    struct ship_args o;
+    int rc = parse_args(cfg, argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    struct promhttp *metrics = NULL;
+    struct ship s = {.cfg = cfg,
+                     .token = cfg->tokens.service[0],
+                     .batch_lines = (size_t)o.batch,
+                     .retry_after_s = -1};
+    char *state_buf = NULL;
+    rc = 1;
+    if (ship_setup(&s, &o, argv + o.first_log, argc - o.first_log, &state_buf) < 0)
+        goto cleanup;
     if (state_load(&s) < 0) {
         rc = 2;
         goto cleanup;
@@ -664,9 +725,9 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
 
     for (size_t j = 0; j < s.n_logs; j++)
         atomic_store(&s.m.logs[j].offset, s.logs[j].offset);
-    if (metrics_addr) {
+    if (o.metrics_addr) {
         char err[300];
-        metrics = promhttp_start(metrics_addr, ship_metrics_render, &s.m, err, sizeof err);
+        metrics = promhttp_start(o.metrics_addr, ship_metrics_render, &s.m, err, sizeof err);
         if (!metrics) {
             fprintf(stderr, "wanledger ship: --metrics: %s\n", err);
             rc = 2;
@@ -674,43 +735,13 @@ int ship_cmd(const struct cfg *cfg, int argc, char **argv)
         }
     }
     log_info(NULL, "shipping %zu log(s) to %s, state in %s", s.n_logs, s.url, s.state_path);
-    unsigned fails = 0;
-    for (;;) {
-        int r = ship_round(&s);
-        if (once) {
-            rc = r < 0 ? 1 : 0;
-            break;
-        }
-        if (ship_stop) {
-            rc = 0;
-            break;
-        }
-        if (r < 0) {
-            sleep_ms(deliver_backoff_ms(&s.target, ++fails, s.retry_after_s));
-            s.retry_after_s = -1;
-        } else {
-            fails = 0;
-            if (r == 0)
-                sleep_ms((int)interval);
-        }
-        if (ship_stop) {
-            rc = 0;
-            break;
-        }
-    }
+    rc = ship_loop(&s, &o);
     log_info(NULL, "shipped %llu records in %llu posts, skipped %llu",
              (unsigned long long)s.shipped_lines, (unsigned long long)s.posts,
              (unsigned long long)s.skipped_lines);
 cleanup:
     promhttp_stop(metrics); /* before the counters it reads go */
-    free(s.m.logs);
-    for (size_t j = 0; s.logs && j < s.n_logs; j++) {
-        log_close(&s.logs[j]);
-        free(s.logs[j].buf);
-        free(s.logs[j].path);
-    }
-    free(s.logs);
-    free(s.url);
+    ship_free(&s);
     free(state_buf);
     return rc;
 }

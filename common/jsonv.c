@@ -298,43 +298,67 @@ static int parse_number(struct parser *ps, struct jv *v)
 
 static int parse_value(struct parser *ps, struct jv *v);
 
-static int parse_array(struct parser *ps, struct jv *v)
+/* After '[' or '{': skips white space; true (and past it) when the container is closed at once. */
+static bool empty_container(struct parser *ps, char close)
 {
-    v->type = JV_ARRAY;
     ps->p++;
     skip_ws(ps);
-    if (ps->p < ps->end && *ps->p == ']') {
+    if (ps->p < ps->end && *ps->p == close) {
+        ps->p++;
+        return true;
+    }
+    return false;
+}
+
+/* A new last child of v (tail: where the link goes); NULL after the out-of-nodes error. */
+static struct jv *append_child(struct parser *ps, struct jv *v, struct jv ***tail)
+{
+    struct jv *c = node_new(ps);
+    if (!c) {
+        no_node(ps);
+        return NULL;
+    }
+    **tail = c;
+    *tail = &c->next;
+    v->n++;
+    return c;
+}
+
+/* After an element or member (the container's frame popped: errors here belong to it): 1 after
+ * a ',', 0 after the closing character, -1 on an error naming what (an array, an object). */
+static int next_or_close(struct parser *ps, char close, const char *what)
+{
+    skip_ws(ps);
+    if (ps->p >= ps->end)
+        return fail(ps, "truncated JSON: unterminated %s", what);
+    if (*ps->p == ',') {
+        ps->p++;
+        return 1;
+    }
+    if (*ps->p == close) {
         ps->p++;
         return 0;
     }
+    return fail(ps, "expected ',' or '%c' in an %s", close, what);
+}
+
+static int parse_array(struct parser *ps, struct jv *v)
+{
+    v->type = JV_ARRAY;
+    if (empty_container(ps, ']'))
+        return 0;
     struct jv **tail = &v->child;
-    ps->depth++;
     for (uint32_t i = 0;; i++) {
+        ps->depth++;
         ps->stack[ps->depth] = (struct frame){.key = NULL, .idx = i};
-        struct jv *c = node_new(ps);
-        if (!c)
-            return no_node(ps);
-        *tail = c;
-        tail = &c->next;
-        v->n++;
-        if (parse_value(ps, c) < 0)
+        struct jv *c = append_child(ps, v, &tail);
+        if (!c || parse_value(ps, c) < 0)
             return -1;
-        ps->depth--; /* errors between elements belong to the array */
-        skip_ws(ps);
-        if (ps->p >= ps->end)
-            return fail(ps, "truncated JSON: unterminated array");
-        if (*ps->p == ',') {
-            ps->p++;
-            ps->depth++;
-            continue;
-        }
-        if (*ps->p == ']') {
-            ps->p++;
-            break;
-        }
-        return fail(ps, "expected ',' or ']' in an array");
+        ps->depth--;
+        int more = next_or_close(ps, ']', "array");
+        if (more <= 0)
+            return more;
     }
-    return 0;
 }
 
 static int cmp_member(const void *a, const void *b)
@@ -382,16 +406,12 @@ static int check_duplicates(struct parser *ps, const struct jv *obj)
 static int parse_object(struct parser *ps, struct jv *v)
 {
     v->type = JV_OBJECT;
-    ps->p++;
-    skip_ws(ps);
-    if (ps->p < ps->end && *ps->p == '}') {
-        ps->p++;
+    if (empty_container(ps, '}'))
         return 0;
-    }
     struct jv **tail = &v->child;
-    ps->depth++;
-    ps->stack[ps->depth] = (struct frame){.key = "", .idx = 0};
     for (;;) {
+        ps->depth++;
+        ps->stack[ps->depth] = (struct frame){.key = "", .idx = 0};
         skip_ws(ps);
         if (ps->p >= ps->end)
             return fail(ps, "truncated JSON: unterminated object");
@@ -409,32 +429,17 @@ static int parse_object(struct parser *ps, struct jv *v)
         if (*ps->p != ':')
             return fail(ps, "expected ':' after a key");
         ps->p++;
-        struct jv *c = node_new(ps);
-        if (!c)
-            return no_node(ps);
-        *tail = c;
-        tail = &c->next;
-        v->n++;
-        if (parse_value(ps, c) < 0)
+        struct jv *c = append_child(ps, v, &tail);
+        if (!c || parse_value(ps, c) < 0)
             return -1;
         c->key = key;
-        ps->depth--; /* errors between members belong to the object */
-        skip_ws(ps);
-        if (ps->p >= ps->end)
-            return fail(ps, "truncated JSON: unterminated object");
-        if (*ps->p == ',') {
-            ps->p++;
-            ps->depth++;
-            ps->stack[ps->depth] = (struct frame){.key = "", .idx = 0};
-            continue;
-        }
-        if (*ps->p == '}') {
-            ps->p++;
-            break;
-        }
-        return fail(ps, "expected ',' or '}' in an object");
+        ps->depth--;
+        int more = next_or_close(ps, '}', "object");
+        if (more < 0)
+            return -1;
+        if (more == 0)
+            return check_duplicates(ps, v);
     }
-    return check_duplicates(ps, v);
 }
 
 static int literal(struct parser *ps, const char *word, enum jv_type t, struct jv *v)

@@ -200,6 +200,105 @@ static int start_metrics(struct event_base *base, const struct cfg *cfg, const s
     return 0;
 }
 
+/* What one run holds; poll_run_free releases whatever was made. */
+struct poll_run {
+    struct event_base *base;
+    struct poll_sink *sink;
+    struct snmp_poller *sp;
+    struct gnmi_listen *gl;
+    struct flow_collect *fc;
+    struct event *sig_int, *sig_term;
+    struct poll_metrics *metrics;
+    char url[1024];
+    const char *base_url, *token;
+};
+
+/* The sink, the SNMP poller, the gNMI listener and the flow collectors: 0, or the exit code. */
+static int start_sources(struct poll_run *r, const struct cfg *cfg, struct poll_opts *o)
+{
+    char err[512];
+    struct poll_sink_opts so = {
+        .poller = o->name,
+        .out = o->to_stdout ? stdout : NULL,
+        .spool_dir = o->spool_dir,
+        .spool_max_bytes = cfg->spool_max_bytes ? cfg->spool_max_bytes : (256ULL << 20),
+        .url = r->url,
+        .token = r->token,
+        .flush_ms = o->flush_ms,
+        .delivery = &cfg->delivery,
+    };
+    r->sink = poll_sink_new(r->base, &so, err, sizeof(err));
+    if (!r->sink) {
+        log_error(NULL, "%s", err);
+        return 1;
+    }
+    if (!o->no_snmp) {
+        struct snmp_poller_opts po = {
+            .once = o->once, .done = on_once_done, .done_arg = r->base, .max_varbinds = o->max_vb};
+        r->sp = snmp_poller_new(r->base, cfg, r->sink, &po, o->only, o->n_only, err, sizeof(err));
+        if (!r->sp) {
+            log_error(NULL, "%s", err);
+            return 2;
+        }
+    }
+    const char *tcp = o->tcp, *udp = o->udp;
+    if (tcp || udp) {
+        struct gnmi_listen_opts go = {
+            .tcp_addr = tcp, .udp_addr = udp, .delimiter = o->delimiter, .quiet_ms = o->quiet_ms};
+        r->gl = gnmi_listen_new(r->base, cfg, r->sink, &go, err, sizeof(err));
+        if (!r->gl) {
+            log_error(NULL, "%s", err);
+            return 1;
+        }
+        log_info(NULL, "gnmi: listening for gnmic on%s%s%s%s", tcp ? " tcp " : "", tcp ? tcp : "",
+                 udp ? " udp " : "", udp ? udp : "");
+    }
+    struct flow_collect_opts fo = {.poller = o->name,
+                                   .spool_dir = o->spool_dir,
+                                   .spool_max_bytes = so.spool_max_bytes,
+                                   .reconciler_url = r->base_url,
+                                   .token = r->token,
+                                   .out = so.out};
+    if (!o->once && flow_collect_devices(cfg) > 0 &&
+        !(r->fc = flow_collect_new(r->base, cfg, &fo, err, sizeof(err)))) {
+        log_error(NULL, "%s", err);
+        return 1;
+    }
+    if (r->fc) /* the SNMP samples' ifIndexes map flow records to links (flow_link.h) */
+        poll_sink_set_tap(r->sink, flow_collect_learn, r->fc);
+    if ((!r->sp || snmp_poller_devices(r->sp) == 0) && !r->gl && !r->fc) {
+        log_error(NULL, "nothing to poll: no SNMP device selected and no gNMI listener in %s",
+                  cfg->path);
+        return 2;
+    }
+    return 0;
+}
+
+/* Everything the run made, in reverse; rc becomes 1 when --once leaves batches undelivered. */
+static int poll_run_free(struct poll_run *r, const struct poll_opts *o, int rc)
+{
+    poll_metrics_free(r->metrics);
+    if (r->sig_int)
+        event_free(r->sig_int);
+    if (r->sig_term)
+        event_free(r->sig_term);
+    snmp_poller_free(r->sp);
+    gnmi_listen_free(r->gl);
+    if (r->sink)
+        poll_sink_set_tap(r->sink, NULL, NULL);
+    (void)flow_collect_free(r->fc, 2000);
+    if (r->sink) {
+        size_t left = poll_sink_close(r->sink, o->once && !o->to_stdout);
+        if (o->once && left > 0 && rc == 0) {
+            log_error(NULL, "%zu batch(es) not delivered to %s; kept in %s", left, r->url,
+                      o->spool_dir);
+            rc = 1;
+        }
+    }
+    event_base_free(r->base);
+    return rc;
+}
+
 int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
 {
     struct poll_opts opt;
@@ -207,122 +306,42 @@ int poll_cmd_poll(const struct cfg *cfg, int argc, char **argv)
     if (prc >= 0)
         return prc;
     const struct poll_opts *o = &opt;
-    bool once = o->once, to_stdout = o->to_stdout;
-    const char *spool_dir = o->spool_dir, *tcp = o->tcp, *udp = o->udp;
-    char url[1024];
-    const char *base_url = cfg->reconciler_url ? cfg->reconciler_url : "";
-    size_t bl = strlen(base_url);
-    while (bl && base_url[bl - 1] == '/')
+    struct poll_run r = {.base_url = cfg->reconciler_url ? cfg->reconciler_url : ""};
+    size_t bl = strlen(r.base_url);
+    while (bl && r.base_url[bl - 1] == '/')
         bl--;
-    snprintf(url, sizeof(url), "%.*s/v1/counters", (int)bl, base_url);
-    const char *token = cfg->tokens.n_poller ? cfg->tokens.poller[0] : NULL;
-    if (!to_stdout && !token)
+    snprintf(r.url, sizeof(r.url), "%.*s/v1/counters", (int)bl, r.base_url);
+    r.token = cfg->tokens.n_poller ? cfg->tokens.poller[0] : NULL;
+    if (!o->to_stdout && !r.token)
         log_warn(NULL, "no poller token in %s; posting without Authorization",
                  cfg->tokens_file ? cfg->tokens_file : cfg->path);
 
     signal(SIGPIPE, SIG_IGN);
-    int rc = 1;
-    char err[512];
-    struct event_base *base = event_base_new();
-    struct poll_sink *sink = NULL;
-    struct snmp_poller *sp = NULL;
-    struct gnmi_listen *gl = NULL;
-    struct flow_collect *fc = NULL;
-    struct event *sig_int = NULL, *sig_term = NULL;
-    struct poll_metrics *metrics = NULL;
-    if (!base) {
+    r.base = event_base_new();
+    if (!r.base) {
         log_error(NULL, "cannot create the event loop");
         return 1;
     }
-    struct poll_sink_opts so = {
-        .poller = o->name,
-        .out = to_stdout ? stdout : NULL,
-        .spool_dir = spool_dir,
-        .spool_max_bytes = cfg->spool_max_bytes ? cfg->spool_max_bytes : (256ULL << 20),
-        .url = url,
-        .token = token,
-        .flush_ms = o->flush_ms,
-        .delivery = &cfg->delivery,
-    };
-    sink = poll_sink_new(base, &so, err, sizeof(err));
-    if (!sink) {
-        log_error(NULL, "%s", err);
-        goto done;
-    }
-    if (!o->no_snmp) {
-        struct snmp_poller_opts po = {
-            .once = once, .done = on_once_done, .done_arg = base, .max_varbinds = o->max_vb};
-        sp = snmp_poller_new(base, cfg, sink, &po, opt.only, o->n_only, err, sizeof(err));
-        if (!sp) {
-            log_error(NULL, "%s", err);
-            rc = 2;
-            goto done;
-        }
-    }
-    if (tcp || udp) {
-        struct gnmi_listen_opts go = {
-            .tcp_addr = tcp, .udp_addr = udp, .delimiter = o->delimiter, .quiet_ms = o->quiet_ms};
-        gl = gnmi_listen_new(base, cfg, sink, &go, err, sizeof(err));
-        if (!gl) {
-            log_error(NULL, "%s", err);
-            goto done;
-        }
-        log_info(NULL, "gnmi: listening for gnmic on%s%s%s%s", tcp ? " tcp " : "", tcp ? tcp : "",
-                 udp ? " udp " : "", udp ? udp : "");
-    }
-    struct flow_collect_opts fo = {.poller = o->name,
-                                   .spool_dir = spool_dir,
-                                   .spool_max_bytes = so.spool_max_bytes,
-                                   .reconciler_url = base_url,
-                                   .token = token,
-                                   .out = so.out};
-    if (!once && flow_collect_devices(cfg) > 0 &&
-        !(fc = flow_collect_new(base, cfg, &fo, err, sizeof(err)))) {
-        log_error(NULL, "%s", err);
-        goto done;
-    }
-    if ((!sp || snmp_poller_devices(sp) == 0) && !gl && !fc) {
-        log_error(NULL, "nothing to poll: no SNMP device selected and no gNMI listener in %s",
-                  cfg->path);
-        rc = 2;
-        goto done;
-    }
-    if (start_metrics(base, cfg, o, sp, gl, &metrics) != 0) {
-        rc = 2;
-        goto done;
-    }
-    sig_int = evsignal_new(base, SIGINT, on_signal, base);
-    sig_term = evsignal_new(base, SIGTERM, on_signal, base);
-    if (!sig_int || !sig_term)
-        goto done;
-    evsignal_add(sig_int, NULL);
-    evsignal_add(sig_term, NULL);
-    if (sp)
-        log_info(NULL, "polling %zu SNMP device(s)%s", snmp_poller_devices(sp),
-                 once ? " once" : "");
-    event_base_dispatch(base);
+    int rc = start_sources(&r, cfg, &opt);
+    if (rc != 0)
+        return poll_run_free(&r, o, rc);
+    if (start_metrics(r.base, cfg, o, r.sp, r.gl, &r.metrics) != 0)
+        return poll_run_free(&r, o, 2);
+    r.sig_int = evsignal_new(r.base, SIGINT, on_signal, r.base);
+    r.sig_term = evsignal_new(r.base, SIGTERM, on_signal, r.base);
+    if (!r.sig_int || !r.sig_term)
+        return poll_run_free(&r, o, 1);
+    evsignal_add(r.sig_int, NULL);
+    evsignal_add(r.sig_term, NULL);
+    if (r.sp)
+        log_info(NULL, "polling %zu SNMP device(s)%s", snmp_poller_devices(r.sp),
+                 o->once ? " once" : "");
+    event_base_dispatch(r.base);
     rc = 0;
-    if (once && sp && snmp_poller_failures(sp) > 0) {
-        log_error(NULL, "%zu of %zu device(s) failed", snmp_poller_failures(sp),
-                  snmp_poller_devices(sp));
+    if (o->once && r.sp && snmp_poller_failures(r.sp) > 0) {
+        log_error(NULL, "%zu of %zu device(s) failed", snmp_poller_failures(r.sp),
+                  snmp_poller_devices(r.sp));
         rc = 1;
     }
-done:
-    poll_metrics_free(metrics);
-    if (sig_int)
-        event_free(sig_int);
-    if (sig_term)
-        event_free(sig_term);
-    snmp_poller_free(sp);
-    gnmi_listen_free(gl);
-    (void)flow_collect_free(fc, 2000);
-    if (sink) {
-        size_t left = poll_sink_close(sink, once && !to_stdout);
-        if (once && left > 0 && rc == 0) {
-            log_error(NULL, "%zu batch(es) not delivered to %s; kept in %s", left, url, spool_dir);
-            rc = 1;
-        }
-    }
-    event_base_free(base);
-    return rc;
+    return poll_run_free(&r, o, rc);
 }

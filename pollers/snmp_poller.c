@@ -23,76 +23,15 @@
 
 #include "log.h"
 #include "snmp_clock.h"
+#include "snmp_ifcols.h"
 #include "snmp_session.h"
 #include "snmp_wrap.h"
 #include "timeutil.h"
 
-/* Per-interface columns, in the order they are requested. */
-enum col {
-    C_NAME,
-    C_IN_OCT,
-    C_OUT_OCT,
-    C_SPEED,
-    C_OPER,
-    C_DISC,
-    C_IN_UC,
-    C_IN_MC,
-    C_IN_BC,
-    C_OUT_UC,
-    C_OUT_MC,
-    C_OUT_BC,
-    N_COLS
-};
-
-#define IFX(n)                                                                                     \
-    {                                                                                              \
-        1, 3, 6, 1, 2, 1, 31, 1, 1, 1, n                                                           \
-    }
-#define IFT(n)                                                                                     \
-    {                                                                                              \
-        1, 3, 6, 1, 2, 1, 2, 2, 1, n                                                               \
-    }
-#define COL_LEN 11 /* longest column OID; ifTable ones are 10 long */
-
-struct colspec {
-    oid base[COL_LEN];
-    size_t len;
-};
-
-/* 64-bit (ifXTable HC) columns; C_NAME is ifName or ifDescr as resolved. */
-static const struct colspec hc_cols[N_COLS] = {
-    [C_NAME] = {IFX(1), 11},    [C_IN_OCT] = {IFX(6), 11},  [C_OUT_OCT] = {IFX(10), 11},
-    [C_SPEED] = {IFX(15), 11},  [C_OPER] = {IFT(8), 10},    [C_DISC] = {IFX(19), 11},
-    [C_IN_UC] = {IFX(7), 11},   [C_IN_MC] = {IFX(8), 11},   [C_IN_BC] = {IFX(9), 11},
-    [C_OUT_UC] = {IFX(11), 11}, [C_OUT_MC] = {IFX(12), 11}, [C_OUT_BC] = {IFX(13), 11},
-};
-/* 32-bit fallback (ifTable): octets, ifSpeed in bit/s, no packet columns. */
-static const struct colspec c32_cols[C_DISC + 1] = {
-    [C_NAME] = {IFX(1), 11},  [C_IN_OCT] = {IFT(10), 10}, [C_OUT_OCT] = {IFT(16), 10},
-    [C_SPEED] = {IFT(5), 10}, [C_OPER] = {IFT(8), 10},    [C_DISC] = {IFX(19), 11},
-};
-static const struct colspec if_name_col = {IFX(1), 11};
-static const struct colspec if_descr_col = {IFT(2), 10};
 static const oid sys_uptime_oid[] = {1, 3, 6, 1, 2, 1, 1, 3, 0};
 
 const double snmp_duration_buckets[SNMP_N_DURATION_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1,
                                                                0.25,  0.5,  1,     2.5,  10};
-
-struct snmp_if {
-    const char *name;  /* configured interface name */
-    long ifindex;      /* 0 = not resolved */
-    long prev_ifindex; /* before the last resolution, to log a move */
-    bool by_descr;     /* resolved through ifDescr */
-    bool warned_missing;
-    bool not_up;         /* last poll: ifOperStatus was not up(1) */
-    unsigned down_polls; /* consecutive polls not up, for periodic re-resolution */
-    int64_t last_invalid_disc;
-    bool warned_wrap; /* 32-bit counters that can wrap twice in an interval: logged once */
-    /* this poll */
-    uint64_t v[N_COLS];
-    uint32_t have; /* bit per column */
-    bool name_ok;
-};
 
 enum phase { PH_IDLE, PH_PROBE, PH_RESOLVE, PH_POLL };
 
@@ -164,13 +103,6 @@ static int n_cols(const struct snmp_dev *d)
     if (d->hc)
         return N_COLS;
     return d->cd->snmp.version == 1 ? C_DISC : C_DISC + 1;
-}
-
-static const struct colspec *col_spec(const struct snmp_dev *d, int c, const struct snmp_if *i)
-{
-    if (c == C_NAME)
-        return i->by_descr ? &if_descr_col : &if_name_col;
-    return d->hc ? &hc_cols[c] : &c32_cols[c];
 }
 
 static const char *dname(const struct snmp_dev *d)
@@ -401,7 +333,7 @@ static void send_walk(struct snmp_dev *d)
 
 static void walk_column(struct snmp_dev *d, bool descr)
 {
-    const struct colspec *c = descr ? &if_descr_col : &if_name_col;
+    const struct snmp_colspec *c = snmp_name_col(descr);
     d->walk_descr = descr;
     memcpy(d->cursor, c->base, c->len * sizeof(oid));
     d->cursor_len = c->len;
@@ -465,7 +397,7 @@ static int walk_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, voi
         report_error(d, resp);
         return 1;
     }
-    const struct colspec *c = d->walk_descr ? &if_descr_col : &if_name_col;
+    const struct snmp_colspec *c = snmp_name_col(d->walk_descr);
     /* v1 end of MIB, or an empty answer: either way the column is done (never loop) */
     bool column_end = resp->errstat == SNMP_ERR_NOSUCHNAME || !resp->variables;
     for (netsnmp_variable_list *v = resp->variables; v && !column_end; v = v->next_variable) {
@@ -531,8 +463,8 @@ static void send_more(struct snmp_dev *d)
             f->have = 0;
             f->name_ok = false;
             for (int c = 0; c < n_cols(d); c++) {
-                const struct colspec *cs = col_spec(d, c, f);
-                oid name[COL_LEN + 1];
+                const struct snmp_colspec *cs = snmp_col_spec(d->hc, c, f);
+                oid name[SNMP_COL_LEN + 1];
                 memcpy(name, cs->base, cs->len * sizeof(oid));
                 name[cs->len] = (oid)f->ifindex;
                 snmp_add_null_var(pdu, name, cs->len + 1);
@@ -553,41 +485,6 @@ static void start_poll(struct snmp_dev *d)
     d->next = d->inflight = d->done = 0;
     d->rebooted = false;
     send_more(d);
-}
-
-static uint64_t var_u64(const netsnmp_variable_list *v)
-{
-    switch (v->type) {
-    case ASN_COUNTER64:
-        return ((uint64_t)v->val.counter64->high << 32) | (uint64_t)v->val.counter64->low;
-    case ASN_COUNTER:
-    case ASN_GAUGE:
-    case ASN_TIMETICKS:
-        return (uint64_t)(*v->val.integer & 0xffffffffUL);
-    case ASN_INTEGER:
-        return (uint64_t)*v->val.integer;
-    default:
-        return 0;
-    }
-}
-
-/* discontinuity_cs of an SNMP sample. A valid one: ifIndex x 2^32 + ifCounterDiscontinuityTime,
- * so counters that moved to another row (an interface deleted and created again under its name)
- * are a discontinuity too. An invalid one (ifOperStatus not up: the row may be a deleted
- * interface's, frozen, or the link carries nothing we can vouch for): its sysUpTime, below 2^32,
- * different from every valid value and from the invalid samples before and after it, so the
- * reconciler discards both intervals that touch it: the window is `incomplete`, never zero. */
-static int64_t sample_disc(struct snmp_if *f, bool valid, int64_t uptime_cs)
-{
-    if (!valid) {
-        int64_t disc = uptime_cs & 0xffffffffLL;
-        if (disc == f->last_invalid_disc) /* two answers within one centisecond */
-            disc = (disc + 1) & 0xffffffffLL;
-        f->last_invalid_disc = disc;
-        return disc;
-    }
-    uint64_t disc = (f->have & (1u << C_DISC)) ? (f->v[C_DISC] & 0xffffffffULL) : 0;
-    return (int64_t)(((uint64_t)f->ifindex << 32) | disc);
 }
 
 /* 32-bit counters that can wrap twice in an interval: said once per interface (snmp_wrap.h). */
@@ -624,25 +521,8 @@ static void emit(struct snmp_dev *d, struct snmp_if *f, int64_t at_us, int64_t u
     if (up)
         f->down_polls = 0;
     f->not_up = !up;
-    struct poll_sample s = {0};
-    snprintf(s.device, sizeof(s.device), "%s", dname(d));
-    snprintf(s.interface, sizeof(s.interface), "%s", f->name);
-    s.at_us = at_us;
-    s.has_uptime = true;
-    s.uptime_cs = uptime_cs;
-    s.in_octets = f->v[C_IN_OCT];
-    s.out_octets = f->v[C_OUT_OCT];
-    s.counter_bits = d->hc ? 64 : 32;
-    if (f->have & (1u << C_SPEED))
-        s.speed_bps = d->hc ? f->v[C_SPEED] * 1000000ULL : f->v[C_SPEED];
-    s.discontinuity_cs = sample_disc(f, up, uptime_cs);
-    if (d->hc && (f->have & (1u << C_IN_UC)) && (f->have & (1u << C_OUT_UC))) {
-        /* packets = unicast + multicast + broadcast (the latter two when the agent has them);
-         * sums of 64-bit counters wrap consistently modulo 2^64 */
-        s.has_pkts = true;
-        s.in_pkts = f->v[C_IN_UC] + f->v[C_IN_MC] + f->v[C_IN_BC];
-        s.out_pkts = f->v[C_OUT_UC] + f->v[C_OUT_MC] + f->v[C_OUT_BC];
-    }
+    struct poll_sample s;
+    snmp_if_sample(f, dname(d), d->hc, up, at_us, uptime_cs, &s);
     check_wraps(d, f);
     d->st.samples++;
     if (!up)
@@ -694,7 +574,7 @@ static int get_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, void
         cycle_fail(d, SNMP_FAIL_AGENT_ERROR, "response without sysUpTime");
         return 1;
     }
-    int64_t uptime_cs = (int64_t)var_u64(v);
+    int64_t uptime_cs = (int64_t)snmp_var_u64(v);
     if (d->last_uptime_cs > 0 && uptime_cs < d->last_uptime_cs && !d->rebooted) {
         log_info(dname(d),
                  "device restarted (sysUpTime %" PRId64 " -> %" PRId64
@@ -727,7 +607,7 @@ static int get_cb(int op, netsnmp_session *s, int reqid, netsnmp_pdu *resp, void
                     no_hc = true;
                 continue;
             }
-            f->v[c] = var_u64(v);
+            f->v[c] = snmp_var_u64(v);
             f->have |= 1u << c;
         }
     }

@@ -1,27 +1,22 @@
 /* Leadership by a PostgreSQL advisory lock (see leader.h). */
 #include "leader.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <libpq-fe.h>
 
 #include "db.h"
 #include "log.h"
+#include "ticker.h"
 #include "timeutil.h"
 
 struct leader {
     const struct cfg *cfg;
     struct metrics *metrics;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool stop;
+    struct ticker tk;
     _Atomic bool leading;
     _Atomic uint64_t term;
     PGconn *first_db; /* the session of the first round, made by leader_start */
@@ -93,23 +88,13 @@ static void *run(void *arg)
     int64_t last_err = 0;
     bool first = true; /* leader_start ran the first round */
     l->first_db = NULL;
-    pthread_mutex_lock(&l->mu);
-    while (!l->stop) {
-        pthread_mutex_unlock(&l->mu);
+    while (!ticker_stopping(&l->tk)) {
         if (!first)
             db = round_once(l, db, &last_err);
         first = false;
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += (long)LEADER_POLL_MS * 1000000L;
-        until.tv_sec += until.tv_nsec / 1000000000L;
-        until.tv_nsec %= 1000000000L;
-        pthread_mutex_lock(&l->mu);
-        while (!l->stop)
-            if (pthread_cond_timedwait(&l->cv, &l->mu, &until) == ETIMEDOUT)
-                break;
+        if (!ticker_wait_ms(&l->tk, LEADER_POLL_MS))
+            break;
     }
-    pthread_mutex_unlock(&l->mu);
     set_leading(l, false, "shutting down");
     if (db)
         PQfinish(db); /* ends the session: the lock is released */
@@ -125,21 +110,17 @@ struct leader *leader_start(const struct cfg *cfg, struct metrics *m, char *err,
     }
     l->cfg = cfg;
     l->metrics = m;
-    pthread_mutex_init(&l->mu, NULL);
-    pthread_cond_init(&l->cv, NULL);
     if (m)
         metrics_leader(m, false);
     /* the first round here, so that a lone reconciler leads before its loop starts (its first
      * pass then runs at start-up, as it did before there were leaders) */
     int64_t last_err = 0;
     l->first_db = round_once(l, NULL, &last_err);
-    int rc = pthread_create(&l->thread, NULL, run, l);
+    int rc = ticker_start(&l->tk, run, l);
     if (rc != 0) {
         snprintf(err, errlen, "cannot start the leader thread: error %d", rc);
         if (l->first_db)
             PQfinish(l->first_db);
-        pthread_mutex_destroy(&l->mu);
-        pthread_cond_destroy(&l->cv);
         free(l);
         return NULL;
     }
@@ -150,13 +131,7 @@ void leader_stop(struct leader *l)
 {
     if (!l)
         return;
-    pthread_mutex_lock(&l->mu);
-    l->stop = true;
-    pthread_cond_signal(&l->cv);
-    pthread_mutex_unlock(&l->mu);
-    pthread_join(l->thread, NULL);
-    pthread_mutex_destroy(&l->mu);
-    pthread_cond_destroy(&l->cv);
+    ticker_stop(&l->tk);
     free(l);
 }
 

@@ -1,18 +1,16 @@
 /* The reconcile loop thread (see loop.h). */
 #include "loop.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "db.h"
 #include "log.h"
 #include "recon_db.h"
 #include "recon_par.h"
 #include "retention.h"
+#include "ticker.h"
 #include "throttle_propose.h"
 #include "timeutil.h"
 
@@ -25,10 +23,7 @@ struct loop {
     const struct cfg *cfg;
     struct metrics *metrics;
     const struct leader *leader;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool stop;
+    struct ticker tk;
 };
 
 int loop_pass(PGconn *db, const struct cfg *cfg, struct metrics *m, int64_t now_us,
@@ -86,15 +81,11 @@ static void *run(void *arg)
     PGconn *db = NULL;
     char err[512];
     int64_t last_err_log = 0, last_prune = 0;
-    pthread_mutex_lock(&l->mu);
-    while (!l->stop) {
-        pthread_mutex_unlock(&l->mu);
+    while (!ticker_stopping(&l->tk)) {
         if (!leader_is(l->leader)) {
             /* a follower: another reconciler runs the loop; check again within a poll */
-            struct timespec ts = {.tv_sec = 0, .tv_nsec = LEADER_POLL_MS * 1000000L / 2};
-            nanosleep(&ts, NULL);
             last_prune = 0; /* prune once on becoming the leader */
-            pthread_mutex_lock(&l->mu);
+            (void)ticker_wait_ms(&l->tk, LEADER_POLL_MS / 2);
             continue;
         }
         if (!db || PQstatus(db) != CONNECTION_OK) {
@@ -115,16 +106,9 @@ static void *run(void *arg)
             last_prune = tm_now_us();
             prune(db, cfg);
         }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += cfg->tick_seconds > 0 ? cfg->tick_seconds : 5;
-        pthread_mutex_lock(&l->mu);
-        while (!l->stop) {
-            if (pthread_cond_timedwait(&l->cv, &l->mu, &until) == ETIMEDOUT)
-                break;
-        }
+        if (!ticker_wait_ms(&l->tk, (cfg->tick_seconds > 0 ? cfg->tick_seconds : 5) * 1000LL))
+            break;
     }
-    pthread_mutex_unlock(&l->mu);
     if (db)
         PQfinish(db);
     return NULL;
@@ -141,13 +125,9 @@ struct loop *loop_start(const struct cfg *cfg, struct metrics *m, const struct l
     l->cfg = cfg;
     l->metrics = m;
     l->leader = ld;
-    pthread_mutex_init(&l->mu, NULL);
-    pthread_cond_init(&l->cv, NULL);
-    int rc = pthread_create(&l->thread, NULL, run, l);
+    int rc = ticker_start(&l->tk, run, l);
     if (rc != 0) {
         snprintf(err, errlen, "cannot start the reconcile thread: error %d", rc);
-        pthread_mutex_destroy(&l->mu);
-        pthread_cond_destroy(&l->cv);
         free(l);
         return NULL;
     }
@@ -158,12 +138,6 @@ void loop_stop(struct loop *l)
 {
     if (!l)
         return;
-    pthread_mutex_lock(&l->mu);
-    l->stop = true;
-    pthread_cond_signal(&l->cv);
-    pthread_mutex_unlock(&l->mu);
-    pthread_join(l->thread, NULL);
-    pthread_mutex_destroy(&l->mu);
-    pthread_cond_destroy(&l->cv);
+    ticker_stop(&l->tk);
     free(l);
 }

@@ -53,8 +53,14 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
     if (PQntuples(r))
         st->seen_last_data_at_us = rdb_val_i64(r, 0, 0, INT64_MIN);
     PQclear(r);
-    if (rdb_load_samples(db, cfg, window_start_us, &in, err, errlen) ||
-        rdb_load_flows(db, window_start_us, &in, err, errlen) ||
+    /* flows: from ClickHouse when configured (1: the window waits for its outbox) */
+    int lf = cfg->clickhouse.enabled ? rdb_load_flows_ch(db, cfg, window_start_us, &in, err, errlen)
+                                     : rdb_load_flows(db, window_start_us, &in, err, errlen);
+    if (lf > 0) {
+        rc = 1;
+        goto cleanup;
+    }
+    if (lf < 0 || rdb_load_samples(db, cfg, window_start_us, &in, err, errlen) ||
         rdb_load_transfers(db, cfg, window_start_us, &in, err, errlen))
         goto cleanup;
     st->n_samples = in.n_samples;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "chstore_flush.h"
 #include "db.h"
 #include "log.h"
 #include "recon_db.h"
@@ -55,6 +56,11 @@ static void one_window(struct par *p, PGconn *db, int64_t ws)
     int64_t span = tm_mono_ns() - t0;
     if (p->m)
         metrics_reconcile(p->m, rc == 0, span, ws);
+    if (rc > 0) { /* its flows are not all in ClickHouse yet: stays due */
+        chflush_note_deferred();
+        log_debug(ctx, "waiting: %s", werr);
+        return;
+    }
     if (rc < 0) {
         log_error(ctx, "reconciliation failed: %s", werr);
         atomic_fetch_add(&p->failed, 1);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,24 @@ pid_t atl_spawn(char *const argv[], const char *out_path, const char *err_path)
     _exit(127);
 }
 
+pid_t atl_agent_spawn(const char *out, const char *log, ...)
+{
+    char *argv[64] = {(char *)th_bin("wanledger-agent")};
+    int n = 1;
+    va_list ap;
+    va_start(ap, log);
+    for (const char *x; (x = va_arg(ap, const char *)) != NULL && n < 63;)
+        argv[n++] = (char *)x;
+    va_end(ap);
+    argv[n] = NULL;
+    pid_t pid = atl_spawn(argv, out, log);
+    if (pid < 0 || atl_wait_contains(log, "reporting to", 15000) != 0) {
+        fprintf(stderr, "atl_agent_spawn: the agent did not start (log %s)\n", log);
+        return -1;
+    }
+    return pid;
+}
+
 int atl_agent_start(struct atl_agent *a, const char *dir, const char *tag, const char *ns,
                     int window, char *const extra[])
 {
@@ -137,6 +156,42 @@ int atl_agent_start(struct atl_agent *a, const char *dir, const char *tag, const
         return -1;
     }
     return 0;
+}
+
+struct atl_sum *atl_sum_of(struct atl_sums *s, const char *key)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->v[i].key, key))
+            return &s->v[i];
+    if (s->n >= sizeof(s->v) / sizeof(s->v[0]))
+        return NULL;
+    struct atl_sum *e = &s->v[s->n++];
+    memset(e, 0, sizeof(*e));
+    snprintf(e->key, sizeof(e->key), "%s", key);
+    return e;
+}
+
+int atl_load_truth(const char *path, struct atl_sums *s)
+{
+    FILE *f = fopen(path, "r");
+    char proto[8], l[64], r[64];
+    unsigned long long tx, rx;
+    if (!f)
+        return -1;
+    int rc = 0;
+    while (rc == 0 && fscanf(f, "%7s %63s %63s %llu %llu", proto, l, r, &tx, &rx) == 5) {
+        char key[160];
+        snprintf(key, sizeof(key), "%s %s %s", proto, l, r);
+        struct atl_sum *e = atl_sum_of(s, key);
+        if (!e) {
+            rc = -1;
+            break;
+        }
+        e->tx += tx;
+        e->rx += rx;
+    }
+    fclose(f);
+    return rc;
 }
 
 static char *slurp(const char *path)

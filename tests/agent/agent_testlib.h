@@ -34,6 +34,29 @@ struct atl_agent {
 int atl_agent_start(struct atl_agent *a, const char *dir, const char *tag, const char *ns,
                     int window, char *const extra[]);
 
+/* Starts `wanledger-agent ARGS...` (a NULL-terminated list after log) with stdout to out and
+ * stderr to log, and waits up to 15 s for it to say "reporting to"; its pid, or -1 (a message on
+ * stderr). */
+pid_t atl_agent_spawn(const char *out, const char *log, ...) __attribute__((sentinel));
+
+/* Byte counts per flow ("proto local remote"), from the traffic program's truth files or the
+ * agent's reports. */
+struct atl_sum {
+    char key[160];
+    unsigned long long tx, rx;
+    char role[16];
+    int windows; /* windows in which it appeared */
+};
+struct atl_sums {
+    struct atl_sum v[4096];
+    size_t n;
+};
+/* The entry of key, added (zero) when new; NULL when the table is full. */
+struct atl_sum *atl_sum_of(struct atl_sums *s, const char *key);
+/* Adds the counts of a traffic program's truth file ("proto local remote tx rx" lines); 0 or -1
+ * when it cannot be read or the table is full. */
+int atl_load_truth(const char *path, struct atl_sums *s);
+
 /* The agent reports in a file (lines starting with '{'), parsed. */
 struct atl_reports {
     cJSON **r;

@@ -23,49 +23,8 @@
 #define IP_A "10.201.0.1"
 #define IP_B "10.201.0.2"
 
-struct sum {
-    char key[160]; /* "proto local remote" */
-    unsigned long long tx, rx;
-    char role[16];
-    int windows; /* windows in which it appeared */
-};
-
-struct sums {
-    struct sum v[4096];
-    size_t n;
-};
-
-static struct sum *sum_of(struct sums *s, const char *key)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (!strcmp(s->v[i].key, key))
-            return &s->v[i];
-    assert_true(s->n < 4096);
-    struct sum *e = &s->v[s->n++];
-    memset(e, 0, sizeof(*e));
-    snprintf(e->key, sizeof(e->key), "%s", key);
-    return e;
-}
-
-/* The traffic program's own counts. */
-static void load_truth(const char *path, struct sums *s)
-{
-    FILE *f = fopen(path, "r");
-    char proto[8], l[64], r[64];
-    unsigned long long tx, rx;
-    assert_non_null(f);
-    while (fscanf(f, "%7s %63s %63s %llu %llu", proto, l, r, &tx, &rx) == 5) {
-        char key[160];
-        snprintf(key, sizeof(key), "%s %s %s", proto, l, r);
-        struct sum *e = sum_of(s, key);
-        e->tx += tx;
-        e->rx += rx;
-    }
-    fclose(f);
-}
-
 /* The agent's reports summed per flow; returns the number of windows that had flows. */
-static int load_agent(const char *path, struct sums *s, int *nreports, long long *dropped)
+static int load_agent(const char *path, struct atl_sums *s, int *nreports, long long *dropped)
 {
     struct atl_reports rs;
     int busy = 0;
@@ -86,7 +45,8 @@ static int load_agent(const char *path, struct sums *s, int *nreports, long long
             char key[160];
             snprintf(key, sizeof(key), "%s %s %s", atl_str(f, "proto"), atl_str(f, "local"),
                      atl_str(f, "remote"));
-            struct sum *e = sum_of(s, key);
+            struct atl_sum *e = atl_sum_of(s, key);
+            assert_non_null(e);
             e->tx += (unsigned long long)atl_num(f, "tx_bytes");
             e->rx += (unsigned long long)atl_num(f, "rx_bytes");
             e->windows++;
@@ -98,12 +58,13 @@ static int load_agent(const char *path, struct sums *s, int *nreports, long long
     return busy;
 }
 
-static void compare(const char *side, struct sums *truth, struct sums *agent, const char *tcp_role)
+static void compare(const char *side, struct atl_sums *truth, struct atl_sums *agent,
+                    const char *tcp_role)
 {
     size_t tcp = 0, udp = 0;
     for (size_t i = 0; i < truth->n; i++) {
-        struct sum *t = &truth->v[i];
-        struct sum *a = NULL;
+        struct atl_sum *t = &truth->v[i];
+        struct atl_sum *a = NULL;
         for (size_t j = 0; j < agent->n; j++)
             if (!strcmp(agent->v[j].key, t->key))
                 a = &agent->v[j];
@@ -169,11 +130,11 @@ static void test_exact_over_veth(void **state)
     assert_int_equal(th_stop(pa, 10000), 0);
     assert_int_equal(th_stop(pb, 10000), 0);
 
-    static struct sums tc, ts, ac, as;
+    static struct atl_sums tc, ts, ac, as;
     int nrep_a, nrep_b;
     long long drop_a, drop_b;
-    load_truth(truth_c, &tc);
-    load_truth(truth_s, &ts);
+    assert_int_equal(atl_load_truth(truth_c, &tc), 0);
+    assert_int_equal(atl_load_truth(truth_s, &ts), 0);
     int busy_a = load_agent(rep_a, &ac, &nrep_a, &drop_a);
     int busy_b = load_agent(rep_b, &as, &nrep_b, &drop_b);
     printf("agent a: %d reports, %d with flows; agent b: %d reports, %d with flows\n", nrep_a,

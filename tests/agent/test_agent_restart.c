@@ -32,44 +32,6 @@
 #define PIN_DIR "/sys/fs/bpf/wltest-restart"
 #define MAXSEQ  512
 
-struct sum {
-    char key[160];
-    unsigned long long tx, rx;
-};
-
-struct sums {
-    struct sum v[4096];
-    size_t n;
-};
-
-static struct sum *sum_of(struct sums *s, const char *key)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (!strcmp(s->v[i].key, key))
-            return &s->v[i];
-    assert_true(s->n < 4096);
-    struct sum *e = &s->v[s->n++];
-    memset(e, 0, sizeof(*e));
-    snprintf(e->key, sizeof(e->key), "%s", key);
-    return e;
-}
-
-static void load_truth(const char *path, struct sums *s)
-{
-    FILE *f = fopen(path, "r");
-    char proto[8], l[64], r[64];
-    unsigned long long tx, rx;
-    assert_non_null(f);
-    while (fscanf(f, "%7s %63s %63s %llu %llu", proto, l, r, &tx, &rx) == 5) {
-        char key[160];
-        snprintf(key, sizeof(key), "%s %s %s", proto, l, r);
-        struct sum *e = sum_of(s, key);
-        e->tx += tx;
-        e->rx += rx;
-    }
-    fclose(f);
-}
-
 /* Reports by seq, over every run's output: a line cut by SIGKILL is a report not delivered (the
  * restarted agent re-submits it), so unparsable lines are skipped and counted. */
 struct runs {
@@ -126,7 +88,7 @@ static int last_seq(const struct runs *rs)
     return last;
 }
 
-static void sum_reports(const struct runs *rs, struct sums *out, int *holes)
+static void sum_reports(const struct runs *rs, struct atl_sums *out, int *holes)
 {
     *holes = 0;
     for (int s = 1; s <= last_seq(rs); s++) {
@@ -140,7 +102,8 @@ static void sum_reports(const struct runs *rs, struct sums *out, int *holes)
             char key[160];
             snprintf(key, sizeof(key), "%s %s %s", atl_str(f, "proto"), atl_str(f, "local"),
                      atl_str(f, "remote"));
-            struct sum *e = sum_of(out, key);
+            struct atl_sum *e = atl_sum_of(out, key);
+            assert_non_null(e);
             e->tx += (unsigned long long)atl_num(f, "tx_bytes");
             e->rx += (unsigned long long)atl_num(f, "rx_bytes");
         }
@@ -155,7 +118,7 @@ static void runs_free(struct runs *rs)
     }
 }
 
-static unsigned long long total(const struct sums *s)
+static unsigned long long total(const struct atl_sums *s)
 {
     unsigned long long t = 0;
     for (size_t i = 0; i < s->n; i++)
@@ -165,26 +128,10 @@ static unsigned long long total(const struct sums *s)
 
 static pid_t start_agent(const char *out, const char *log, const char *spool, const char *pins)
 {
-    char *argv[] = {(char *)th_bin("wanledger-agent"),
-                    "--stdout",
-                    "--window",
-                    "1",
-                    "--k",
-                    "100000",
-                    "--netns",
-                    "/run/netns/" NS_A,
-                    "--spool",
-                    (char *)spool,
-                    "--pin-dir",
-                    (char *)pins,
-                    "--agent-id",
-                    "rs-a",
-                    "--host",
-                    "rs-a",
-                    NULL};
-    pid_t p = atl_spawn(argv, out, log);
+    pid_t p = atl_agent_spawn(out, log, "--stdout", "--window", "1", "--k", "100000", "--netns",
+                              "/run/netns/" NS_A, "--spool", spool, "--pin-dir", pins, "--agent-id",
+                              "rs-a", "--host", "rs-a", NULL);
     assert_true(p > 0);
-    assert_int_equal(atl_wait_contains(log, "reporting to", 15000), 0);
     return p;
 }
 
@@ -204,7 +151,8 @@ static void kill9(pid_t p)
 /* Runs traffic for ~22 s with the agent killed at the given times (ms after the traffic starts),
  * restarted after the given pauses; remove_pins wipes the pin directory before each restart. */
 static void run_scenario(const char *tag, const int *kill_at, const int *pause, int nkills,
-                         bool remove_pins, struct runs *rs, struct sums *truth, int64_t *kill_us)
+                         bool remove_pins, struct runs *rs, struct atl_sums *truth,
+                         int64_t *kill_us)
 {
     assert_int_equal(atl_netns_pair(NS_A, NS_B, IP_A, IP_B), 0);
     th_sh("rm -rf " PIN_DIR);
@@ -249,7 +197,7 @@ static void run_scenario(const char *tag, const int *kill_at, const int *pause, 
 
     for (int i = 0; i <= nkills; i++)
         load_run(rs, out[i]);
-    load_truth(truth_c, truth);
+    assert_int_equal(atl_load_truth(truth_c, truth), 0);
 }
 
 static void test_sigkill_loses_nothing(void **state)
@@ -257,7 +205,7 @@ static void test_sigkill_loses_nothing(void **state)
     (void)state;
     th_require_root();
     static struct runs rs;
-    static struct sums truth, got;
+    static struct atl_sums truth, got;
     const int kill_at[] = {6300, 14700}, pause[] = {2200, 1500};
     int64_t kill_us[2];
     run_scenario("agent-restart", kill_at, pause, 2, false, &rs, &truth, kill_us);
@@ -269,8 +217,8 @@ static void test_sigkill_loses_nothing(void **state)
     assert_int_equal(holes, 0);
     assert_true(rs.first_seq_of_run[1] > 1 && rs.first_seq_of_run[2] > rs.first_seq_of_run[1]);
     for (size_t i = 0; i < truth.n; i++) {
-        const struct sum *t = &truth.v[i];
-        const struct sum *a = NULL;
+        const struct atl_sum *t = &truth.v[i];
+        const struct atl_sum *a = NULL;
         for (size_t j = 0; j < got.n; j++)
             if (!strcmp(got.v[j].key, t->key))
                 a = &got.v[j];
@@ -299,7 +247,7 @@ static void test_lost_probe_is_reported(void **state)
     (void)state;
     th_require_root();
     static struct runs rs;
-    static struct sums truth, got;
+    static struct atl_sums truth, got;
     const int kill_at[] = {8300}, pause[] = {2500};
     int64_t kill_us[1];
     run_scenario("agent-restart-lost", kill_at, pause, 1, true, &rs, &truth, kill_us);

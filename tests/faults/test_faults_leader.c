@@ -27,125 +27,12 @@
 #include <cmocka.h>
 
 #include "fixture.h"
+#include "fx_hook.h"
 #include "harness.h"
 #include "timeutil.h"
 
 #define SEC      TM_USEC_PER_SEC
 #define RESEND_S 3
-#define MAX_POST 64
-
-/* ---- a webhook receiver recording arrival times -------------------------------------------- */
-
-static struct {
-    int fd, port;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    int64_t at_ns[MAX_POST];
-    int n;
-    volatile bool stop;
-} R = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-/* Reads one request (headers and Content-Length body); 0, -1 on a timeout (EAGAIN), -2 at EOF or
- * on an error. */
-static int read_one(int c)
-{
-    char buf[1 << 16];
-    size_t n = 0;
-    char *end = NULL;
-    while (!end) {
-        ssize_t r = recv(c, buf + n, sizeof(buf) - 1 - n, 0);
-        if (r < 0 && errno == EAGAIN && n == 0)
-            return -1;
-        if (r <= 0)
-            return -2;
-        n += (size_t)r;
-        buf[n] = 0;
-        end = strstr(buf, "\r\n\r\n");
-        if (!end && n == sizeof(buf) - 1)
-            return -1;
-    }
-    char *cl = strcasestr(buf, "\r\nContent-Length:");
-    size_t want = (size_t)(end + 4 - buf) + (cl ? strtoul(cl + 17, NULL, 10) : 0);
-    while (n < want) {
-        char sink[4096];
-        size_t more = want - n < sizeof(sink) ? want - n : sizeof(sink);
-        ssize_t r = recv(c, sink, more, 0);
-        if (r <= 0)
-            return -2;
-        n += (size_t)r;
-    }
-    return 0;
-}
-
-/* One connection (each reconciler keeps its own open): every request recorded and answered. */
-static void *serve_conn(void *arg)
-{
-    int c = (int)(intptr_t)arg;
-    struct timeval tv = {1, 0};
-    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    while (!R.stop) {
-        int rc = read_one(c);
-        if (rc == -1)
-            continue;
-        if (rc < 0)
-            break;
-        pthread_mutex_lock(&R.mu);
-        if (R.n < MAX_POST)
-            R.at_ns[R.n++] = tm_mono_ns();
-        pthread_mutex_unlock(&R.mu);
-        static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-        if (send(c, ok, sizeof(ok) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(ok) - 1)
-            break;
-    }
-    close(c);
-    return NULL;
-}
-
-static void *receiver(void *arg)
-{
-    (void)arg;
-    while (!R.stop) {
-        int c = accept(R.fd, NULL, NULL);
-        pthread_t t;
-        if (c < 0)
-            continue;
-        if (pthread_create(&t, NULL, serve_conn, (void *)(intptr_t)c) != 0)
-            close(c);
-        else
-            pthread_detach(t);
-    }
-    return NULL;
-}
-
-static void receiver_start(void)
-{
-    R.fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    assert_int_equal(bind(R.fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(R.fd, (struct sockaddr *)&a, &len), 0);
-    R.port = ntohs(a.sin_port);
-    struct timeval tv = {0, 200000};
-    setsockopt(R.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    assert_int_equal(listen(R.fd, 8), 0);
-    assert_int_equal(pthread_create(&R.thread, NULL, receiver, NULL), 0);
-}
-
-static int posts(void)
-{
-    pthread_mutex_lock(&R.mu);
-    int n = R.n;
-    pthread_mutex_unlock(&R.mu);
-    return n;
-}
-
-static int wait_posts(int n, int timeout_s)
-{
-    int64_t until = tm_mono_ns() + (int64_t)timeout_s * 1000000000LL;
-    while (posts() < n && tm_mono_ns() < until)
-        usleep(20000);
-    return posts();
-}
 
 /* ---- reconcilers ---------------------------------------------------------------------------- */
 
@@ -154,7 +41,7 @@ static char *config_extra(void)
     return fx_fmt(" \"tick_seconds\": 1, \"grace_seconds\": 0,"
                   " \"alerts\": {\"webhooks\": [\"http://127.0.0.1:%d/api/v2/alerts\"],"
                   " \"resend_seconds\": %d},",
-                  R.port, RESEND_S);
+                  fx_hook_port(), RESEND_S);
 }
 
 static pid_t spawn(struct fx *f)
@@ -283,10 +170,10 @@ static void test_takeover_with_open_alert(void **state)
                                " now() - interval '1 hour', 'test alert', '')");
     assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
     PQclear(r);
-    assert_true(wait_posts(3, 20) >= 3);
+    assert_true(fx_hook_wait(3, 20) >= 3);
     /* kill the leader somewhere inside a resend period */
     usleep(1100000);
-    int before = posts();
+    int before = fx_hook_count();
     int64_t kill_ns = tm_mono_ns();
     assert_int_equal(kill(pa, SIGKILL), 0);
     int st;
@@ -301,12 +188,12 @@ static void test_takeover_with_open_alert(void **state)
     }
     printf("takeover: B leads %.3f s after A was SIGKILLed\n", (double)took_ns / 1e9);
     assert_true(took_ns > 0 && took_ns < 5 * 1000000000LL);
-    assert_true(wait_posts(before + 3, 30) >= before + 3);
+    assert_true(fx_hook_wait(before + 3, 30) >= before + 3);
     fx_stop(&B);
-    int n = posts();
+    int n = fx_hook_count();
     double min_gap = 1e9, max_gap = 0;
     for (int i = 1; i < n; i++) {
-        double g = (double)(R.at_ns[i] - R.at_ns[i - 1]) / 1e9;
+        double g = (double)(fx_hook_get(i).at_ns - fx_hook_get(i - 1).at_ns) / 1e9;
         min_gap = g < min_gap ? g : min_gap;
         max_gap = g > max_gap ? g : max_gap;
     }
@@ -322,15 +209,13 @@ static void test_takeover_with_open_alert(void **state)
 
 int main(void)
 {
-    receiver_start();
+    fx_hook_start(0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_concurrent_startups),
         cmocka_unit_test(test_one_leader_reconciles),
         cmocka_unit_test(test_takeover_with_open_alert),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    R.stop = true;
-    pthread_join(R.thread, NULL);
-    close(R.fd);
+    fx_hook_stop();
     return rc;
 }

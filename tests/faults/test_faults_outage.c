@@ -59,28 +59,11 @@ static void outage_run(const char *tag, const char *agent_id, const char *spool_
     fclose(f);
     chmod(tokf, 0600);
 
-    char *argv[] = {(char *)th_bin("wanledger-agent"),
-                    "--reconciler",
-                    url,
-                    "--token-file",
-                    tokf,
-                    "--window",
-                    "1",
-                    "--k",
-                    "100000",
-                    "--netns",
-                    "/run/netns/" NS_A,
-                    "--spool",
-                    out->spool,
-                    "--spool-max-bytes",
-                    (char *)spool_max,
-                    "--agent-id",
-                    (char *)agent_id,
-                    "--host",
-                    (char *)agent_id,
-                    NULL};
-    pid_t agent = atl_spawn(argv, alog, alog);
-    assert_int_equal(atl_wait_contains(alog, "reporting to", 15000), 0);
+    pid_t agent = atl_agent_spawn(alog, alog, "--reconciler", url, "--token-file", tokf, "--window",
+                                  "1", "--k", "100000", "--netns", "/run/netns/" NS_A, "--spool",
+                                  out->spool, "--spool-max-bytes", spool_max, "--agent-id",
+                                  agent_id, "--host", agent_id, NULL);
+    assert_true(agent > 0);
     const char *traffic = atl_bin("wla_traffic");
     char *argv_s[] = {"ip",   "netns", "exec",  NS_B, (char *)traffic, "server", IP_B,
                       "5201", "5202",  truth_s, NULL};

@@ -1,12 +1,17 @@
 /* Poller test helpers (see pt_util.h). */
 #include "pt_util.h"
 
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "timeutil.h"
 
 static void add(struct pt_samples *s, const struct pt_sample *x)
@@ -119,4 +124,60 @@ int pt_count(const char *hay, const char *needle)
     for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
         n++;
     return n;
+}
+
+int pt_snmpd_start(const char *dir, const char *ns, int port)
+{
+    th_sh("rm -f %s/snmpd.pid", dir);
+    if (th_sh("MIBS= SNMP_PERSISTENT_DIR=%s/persist ip netns exec %s snmpd -C -c %s/snmpd.conf "
+              "-p %s/snmpd.pid -Lf %s/snmpd.log -I -smux",
+              dir, ns, dir, dir, dir) != 0)
+        return -1;
+    for (int i = 0; i < 100; i++) {
+        if (th_sh("MIBS= ip netns exec %s snmpget -v2c -c public -t 0.2 -r 0 127.0.0.1:%d "
+                  "1.3.6.1.2.1.1.3.0 >/dev/null 2>&1",
+                  ns, port) == 0)
+            return 0;
+        usleep(50000);
+    }
+    return -1;
+}
+
+void pt_snmpd_kill(const char *dir, int sig)
+{
+    th_sh("[ -f %s/snmpd.pid ] && kill -%d $(cat %s/snmpd.pid); sleep 0.3", dir, sig, dir);
+}
+
+static struct sockaddr_in loopback(int port)
+{
+    return (struct sockaddr_in){.sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+}
+
+int pt_connect_tcp(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = loopback(port);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+        return fd;
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+int pt_send_all(int fd, const char *s)
+{
+    size_t n = strlen(s);
+    return write(fd, s, n) == (ssize_t)n ? 0 : -1;
+}
+
+int pt_send_udp(int port, const char *s)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in a = loopback(port);
+    ssize_t n = fd >= 0 ? sendto(fd, s, strlen(s), 0, (struct sockaddr *)&a, sizeof(a)) : -1;
+    if (fd >= 0)
+        close(fd);
+    return n == (ssize_t)strlen(s) ? 0 : -1;
 }

@@ -37,4 +37,16 @@ void pt_write(const char *path, const char *text);
 /* Number of occurrences of needle in hay. */
 int pt_count(const char *hay, const char *needle);
 
+/* snmpd in network namespace ns with DIR/snmpd.conf (pid, log and persistent state in DIR),
+ * waited for until it answers sysUpTime on 127.0.0.1:port (5 s); 0 or -1. */
+int pt_snmpd_start(const char *dir, const char *ns, int port);
+/* Sends sig to the snmpd pt_snmpd_start started in dir (if any) and gives it 0.3 s. */
+void pt_snmpd_kill(const char *dir, int sig);
+
+/* Loopback helpers for the gNMI listener tests: a connected TCP socket (-1 on failure), all of s
+ * written (0 or -1), one UDP datagram (0 or -1). */
+int pt_connect_tcp(int port);
+int pt_send_all(int fd, const char *s);
+int pt_send_udp(int port, const char *s);
+
 #endif

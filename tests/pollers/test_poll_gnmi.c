@@ -27,33 +27,6 @@
 #define LC_B "1764446450000000000" /* counters cleared between T2 and T3 */
 #define CNT  "/interfaces/interface/state/counters/"
 
-static int connect_tcp(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    return fd;
-}
-
-static void send_all(int fd, const char *s)
-{
-    size_t n = strlen(s);
-    assert_int_equal(write(fd, s, n), (ssize_t)n);
-}
-
-static void send_udp(int port, const char *s)
-{
-    int fd = socket(AF_INET, SOCK_DGRAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(sendto(fd, s, strlen(s), 0, (struct sockaddr *)&a, sizeof(a)),
-                     (ssize_t)strlen(s));
-    close(fd);
-}
-
 static void test_events_over_tcp_and_udp(void **state)
 {
     (void)state;
@@ -81,54 +54,76 @@ static void test_events_over_tcp_and_udp(void **state)
     assert_true(pid > 0);
     assert_int_equal(th_wait_port(tport, 5000), 0);
 
-    int fd = connect_tcp(tport);
+    int fd = pt_connect_tcp(tport);
+    assert_true(fd >= 0);
     /* T1: one notification split in two events (numbers and strings mixed) */
-    send_all(fd,
-             "[{\"name\":\"if\",\"timestamp\":" T1 ",\"tags\":{\"source\":\"clab-leaf1:57400\","
-             "\"interface_name\":\"Ethernet1\",\"subscription-name\":\"if\"},\"values\":{\"" CNT
-             "in-octets\":1000,\"" CNT "in-unicast-pkts\":\"10\",\"" CNT "last-clear\":\"" LC_A
-             "\"}},"
-             "{\"name\":\"if\",\"timestamp\":" T1 ",\"tags\":{\"source\":\"clab-leaf1:57400\","
-             "\"interface_name\":\"Ethernet1\"},\"values\":{\"" CNT "out-octets\":\"2000\",\"" CNT
-             "out-unicast-pkts\":20,\"/interfaces/interface/ethernet/state/port-speed\":"
-             "\"openconfig-if-ethernet:SPEED_100GB\"}}]\n");
+    assert_int_equal(
+        pt_send_all(
+            fd,
+            "[{\"name\":\"if\",\"timestamp\":" T1 ",\"tags\":{\"source\":\"clab-leaf1:57400\","
+            "\"interface_name\":\"Ethernet1\",\"subscription-name\":\"if\"},\"values\":{\"" CNT
+            "in-octets\":1000,\"" CNT "in-unicast-pkts\":\"10\",\"" CNT "last-clear\":\"" LC_A
+            "\"}},"
+            "{\"name\":\"if\",\"timestamp\":" T1 ",\"tags\":{\"source\":\"clab-leaf1:57400\","
+            "\"interface_name\":\"Ethernet1\"},\"values\":{\"" CNT "out-octets\":\"2000\",\"" CNT
+            "out-unicast-pkts\":20,\"/interfaces/interface/ethernet/state/port-speed\":"
+            "\"openconfig-if-ethernet:SPEED_100GB\"}}]\n"),
+        0);
     /* T2: counters beyond 2^53, as strings and as a bare number */
-    send_all(fd, "[{\"name\":\"if\",\"timestamp\":" T2 ",\"tags\":{\"source\":\"clab-leaf1\","
-                 "\"interface_name\":\"Ethernet1\"},\"values\":{\"" CNT
-                 "in-octets\":\"18446744073709551000\",\"" CNT
-                 "out-octets\":9007199254740993,\"" CNT "in-unicast-pkts\":11,\"" CNT
-                 "out-unicast-pkts\":21,\"" CNT "last-clear\":" LC_A "}}]\n");
+    assert_int_equal(pt_send_all(fd, "[{\"name\":\"if\",\"timestamp\":" T2
+                                     ",\"tags\":{\"source\":\"clab-leaf1\","
+                                     "\"interface_name\":\"Ethernet1\"},\"values\":{\"" CNT
+                                     "in-octets\":\"18446744073709551000\",\"" CNT
+                                     "out-octets\":9007199254740993,\"" CNT
+                                     "in-unicast-pkts\":11,\"" CNT "out-unicast-pkts\":21,\"" CNT
+                                     "last-clear\":" LC_A "}}]\n"),
+                     0);
     /* malformed: a bad value after a good event (nothing of it may be applied), a bad
      * timestamp, and a line that is not JSON */
-    send_all(fd, "[{\"timestamp\":" T3 ",\"tags\":{\"source\":\"clab-leaf1\",\"interface_name\":"
-                 "\"Ethernet1\"},\"values\":{\"" CNT "in-octets\":999999,\"" CNT
-                 "out-octets\":999999}},"
-                 "{\"timestamp\":" T3 ",\"tags\":{\"source\":\"clab-leaf1\",\"interface_name\":"
-                 "\"Ethernet1\"},\"values\":{\"" CNT "out-octets\":\"12x\"}}]\n");
-    send_all(fd, "[{\"timestamp\":\"yesterday\",\"tags\":{\"source\":\"clab-leaf1\"}}]\n");
-    send_all(fd, "hello gnmic\n");
+    assert_int_equal(
+        pt_send_all(fd,
+                    "[{\"timestamp\":" T3 ",\"tags\":{\"source\":\"clab-leaf1\",\"interface_name\":"
+                    "\"Ethernet1\"},\"values\":{\"" CNT "in-octets\":999999,\"" CNT
+                    "out-octets\":999999}},"
+                    "{\"timestamp\":" T3 ",\"tags\":{\"source\":\"clab-leaf1\",\"interface_name\":"
+                    "\"Ethernet1\"},\"values\":{\"" CNT "out-octets\":\"12x\"}}]\n"),
+        0);
+    assert_int_equal(
+        pt_send_all(fd, "[{\"timestamp\":\"yesterday\",\"tags\":{\"source\":\"clab-leaf1\"}}]\n"),
+        0);
+    assert_int_equal(pt_send_all(fd, "hello gnmic\n"), 0);
     /* T3: last-clear changed (a discontinuity) */
-    send_all(fd, "[{\"name\":\"if\",\"timestamp\":" T3 ",\"tags\":{\"source\":\"clab-leaf1\","
-                 "\"interface_name\":\"Ethernet1\"},\"values\":{\"" CNT "in-octets\":\"5\",\"" CNT
-                 "out-octets\":\"6\",\"" CNT "in-unicast-pkts\":1,\"" CNT
-                 "out-unicast-pkts\":1,\"" CNT "last-clear\":\"" LC_B "\"}}]\n");
+    assert_int_equal(pt_send_all(fd, "[{\"name\":\"if\",\"timestamp\":" T3
+                                     ",\"tags\":{\"source\":\"clab-leaf1\","
+                                     "\"interface_name\":\"Ethernet1\"},\"values\":{\"" CNT
+                                     "in-octets\":\"5\",\"" CNT "out-octets\":\"6\",\"" CNT
+                                     "in-unicast-pkts\":1,\"" CNT "out-unicast-pkts\":1,\"" CNT
+                                     "last-clear\":\"" LC_B "\"}}]\n"),
+                     0);
     close(fd);
     /* UDP: a known and an unknown interface; then a malformed datagram */
-    send_udp(uport, "[{\"name\":\"if\",\"timestamp\":" T1 ",\"tags\":{\"source\":\"spine2:57400\","
+    assert_int_equal(
+        pt_send_udp(uport,
+                    "[{\"name\":\"if\",\"timestamp\":" T1 ",\"tags\":{\"source\":\"spine2:57400\","
                     "\"interface_name\":\"Ethernet7\"},\"values\":{\"" CNT
                     "in-octets\":\"7\",\"" CNT "out-octets\":\"8\"}},"
                     "{\"name\":\"if\",\"timestamp\":" T1 ",\"tags\":{\"source\":\"spine2:57400\","
-                    "\"interface_name\":\"Ethernet99\"},\"values\":{\"" CNT "in-octets\":1}}]");
-    send_udp(uport, "[{\"timestamp\":" T1 ",\"values\":{}}]");
+                    "\"interface_name\":\"Ethernet99\"},\"values\":{\"" CNT "in-octets\":1}}]"),
+        0);
+    assert_int_equal(pt_send_udp(uport, "[{\"timestamp\":" T1 ",\"values\":{}}]"), 0);
     /* a router clock 75 years ahead: dropped with a log line (the reconciler would refuse the
      * whole batch) */
-    send_udp(uport, "[{\"timestamp\":4102444800000000000,\"tags\":{\"source\":\"spine2\","
-                    "\"interface_name\":\"Ethernet7\"},\"values\":{\"" CNT "in-octets\":70,\"" CNT
-                    "out-octets\":80}}]");
+    assert_int_equal(
+        pt_send_udp(uport, "[{\"timestamp\":4102444800000000000,\"tags\":{\"source\":\"spine2\","
+                           "\"interface_name\":\"Ethernet7\"},\"values\":{\"" CNT
+                           "in-octets\":70,\"" CNT "out-octets\":80}}]"),
+        0);
     /* ... and it did not hold the link back: a later sample with a true clock still counts */
-    send_udp(uport,
-             "[{\"timestamp\":" T2 ",\"tags\":{\"source\":\"spine2\",\"interface_name\":"
-             "\"Ethernet7\"},\"values\":{\"" CNT "in-octets\":9,\"" CNT "out-octets\":10}}]");
+    assert_int_equal(pt_send_udp(uport, "[{\"timestamp\":" T2
+                                        ",\"tags\":{\"source\":\"spine2\",\"interface_name\":"
+                                        "\"Ethernet7\"},\"values\":{\"" CNT "in-octets\":9,\"" CNT
+                                        "out-octets\":10}}]"),
+                     0);
     usleep(600000);
     int st = th_stop(pid, 5000);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0); /* clean stop, no leak report */

@@ -146,33 +146,6 @@ static void write_config(void)
              "\"peer_site\": \"nyc\", \"circuit\": \"c3\"}]}\n");
 }
 
-static int connect_tcp(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    return fd;
-}
-
-static void send_all(int fd, const char *s)
-{
-    size_t n = strlen(s);
-    assert_int_equal(write(fd, s, n), (ssize_t)n);
-}
-
-static void send_udp(int port, const char *s)
-{
-    int fd = socket(AF_INET, SOCK_DGRAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(sendto(fd, s, strlen(s), 0, (struct sockaddr *)&a, sizeof(a)),
-                     (ssize_t)strlen(s));
-    close(fd);
-}
-
 struct run {
     pid_t pid;
     int tport, uport;
@@ -246,24 +219,27 @@ static void test_gnmic_default_delimiter_split_events_udp_and_plain_json(void **
     (void)state;
     struct run r;
     start(&r, "a", "");
-    int fd = connect_tcp(r.tport);
+    int fd = pt_connect_tcp(r.tport);
+    assert_true(fd >= 0);
     for (size_t i = 0; i < sizeof(srl_split) / sizeof(srl_split[0]); i++) {
-        send_all(fd, srl_split[i]);
+        assert_int_equal(pt_send_all(fd, srl_split[i]), 0);
         usleep(2000); /* one TCP segment per message, as gnmic writes them */
     }
     /* T3 is emitted after the 300 ms quiet time, the connection still open */
     size_t n_srl = wait_samples(&r, "srl1", 3, 3000);
     assert_int_equal(n_srl, 3);
     /* gnmic's default: no delimiter, arrays back to back, here in one write */
-    int fd2 = connect_tcp(r.tport);
-    send_all(fd2, OC_1("ceos1:6030") OC_2("ceos1:6030"));
+    int fd2 = pt_connect_tcp(r.tport);
+    assert_true(fd2 >= 0);
+    assert_int_equal(pt_send_all(fd2, OC_1("ceos1:6030") OC_2("ceos1:6030")), 0);
     /* udp output: one array per datagram */
-    send_udp(r.uport, OC_1("ceos2:6030"));
-    send_udp(r.uport, OC_2("ceos2:6030"));
+    assert_int_equal(pt_send_udp(r.uport, OC_1("ceos2:6030")), 0);
+    assert_int_equal(pt_send_udp(r.uport, OC_2("ceos2:6030")), 0);
     /* plain format: json on two connections: refused, one log line per connection */
-    int fd3 = connect_tcp(r.tport), fd4 = connect_tcp(r.tport);
-    send_all(fd3, PLAIN_JSON PLAIN_JSON);
-    send_all(fd4, PLAIN_JSON);
+    int fd3 = pt_connect_tcp(r.tport), fd4 = pt_connect_tcp(r.tport);
+    assert_true(fd3 >= 0 && fd4 >= 0);
+    assert_int_equal(pt_send_all(fd3, PLAIN_JSON PLAIN_JSON), 0);
+    assert_int_equal(pt_send_all(fd4, PLAIN_JSON), 0);
     assert_int_equal(wait_samples(&r, "ceos2", 2, 3000), 2);
     close(fd);
     close(fd2);
@@ -317,12 +293,13 @@ static void test_gnmic_configured_delimiter(void **state)
     (void)state;
     struct run r;
     start(&r, "b", "--gnmi-delimiter \"$(printf '\\n###')\"");
-    int fd = connect_tcp(r.tport);
-    send_all(fd, OC_1("ceos3") "\n###");
+    int fd = pt_connect_tcp(r.tport);
+    assert_true(fd >= 0);
+    assert_int_equal(pt_send_all(fd, OC_1("ceos3") "\n###"), 0);
     usleep(5000);
-    send_all(fd, OC_2("ceos3") "\n#"); /* a delimiter cut by the read */
+    assert_int_equal(pt_send_all(fd, OC_2("ceos3") "\n#"), 0); /* a delimiter cut by the read */
     usleep(5000);
-    send_all(fd, "##");
+    assert_int_equal(pt_send_all(fd, "##"), 0);
     close(fd);
     assert_int_equal(wait_samples(&r, "ceos3", 2, 3000), 2);
     struct pt_samples all = {0}, c3;
@@ -339,8 +316,9 @@ static void test_gnmic_configured_delimiter(void **state)
 
     /* the same bytes without the setting: rejected, and the log says what to set */
     start(&r, "c", "");
-    fd = connect_tcp(r.tport);
-    send_all(fd, OC_1("ceos3") "\n###" OC_2("ceos3") "\n###");
+    fd = pt_connect_tcp(r.tport);
+    assert_true(fd >= 0);
+    assert_int_equal(pt_send_all(fd, OC_1("ceos3") "\n###" OC_2("ceos3") "\n###"), 0);
     close(fd);
     usleep(300000);
     all = (struct pt_samples){0};

@@ -45,24 +45,12 @@ static uint64_t kstat(const char *name)
 
 static int start_snmpd(void)
 {
-    th_sh("rm -f %s/snmpd.pid", g_dir);
-    if (th_sh("MIBS= SNMP_PERSISTENT_DIR=%s/persist ip netns exec %s snmpd -C -c %s/snmpd.conf "
-              "-p %s/snmpd.pid -Lf %s/snmpd.log -I -smux",
-              g_dir, g_rns, g_dir, g_dir, g_dir) != 0)
-        return -1;
-    for (int i = 0; i < 100; i++) {
-        if (th_sh("MIBS= ip netns exec %s snmpget -v2c -c public -t 0.2 -r 0 127.0.0.1:%d "
-                  "1.3.6.1.2.1.1.3.0 >/dev/null 2>&1",
-                  g_rns, SNMP_PORT) == 0)
-            return 0;
-        usleep(50000);
-    }
-    return -1;
+    return pt_snmpd_start(g_dir, g_rns, SNMP_PORT);
 }
 
 static void kill_snmpd(int sig)
 {
-    th_sh("[ -f %s/snmpd.pid ] && kill -%d $(cat %s/snmpd.pid); sleep 0.3", g_dir, sig, g_dir);
+    pt_snmpd_kill(g_dir, sig);
 }
 
 /* Makes snmpd's interface cache expire after 1 s instead of 3 (nsCacheTimeout of the ifTable

@@ -263,3 +263,118 @@ char *fx_fmt(const char *f, ...)
     va_end(ap);
     return s;
 }
+
+/* One placeholder (key, without its @s) into rep; false when key is none of fx_expand's. */
+static bool expand_key(const char *key, int64_t base_us, char *rep, size_t cap)
+{
+    static const struct {
+        const char *key, *value;
+    } fixed[] = {{"AGENT", FX_TOKEN_AGENT},
+                 {"POLLER", FX_TOKEN_POLLER},
+                 {"SERVICE", FX_TOKEN_SERVICE},
+                 {"READER", FX_TOKEN_READER},
+                 {"CTL", "\x01"}};
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+        if (strcmp(key, fixed[i].key) == 0) {
+            snprintf(rep, cap, "%s", fixed[i].value);
+            return true;
+        }
+    char *end = NULL;
+    if (key[0] == 'T' || key[0] == 'E') {
+        long long off = strtoll(key + 1, &end, 10);
+        if (end == key + 1 || *end)
+            return false;
+        int64_t t = base_us + (int64_t)off * TM_USEC_PER_SEC;
+        if (key[0] == 'T')
+            snprintf(rep, cap, "%s", fx_ts(t));
+        else
+            snprintf(rep, cap, "%lld", (long long)(t / TM_USEC_PER_SEC));
+        return true;
+    }
+    if (key[0] == 'X' && strlen(key) == 3) {
+        unsigned long b = strtoul(key + 1, &end, 16);
+        if (*end || b == 0)
+            return false;
+        rep[0] = (char)b;
+        rep[1] = 0;
+        return true;
+    }
+    if (strncmp(key, "SP", 2) == 0) {
+        unsigned long n = strtoul(key + 2, &end, 10);
+        if (end == key + 2 || *end || n >= cap)
+            return false;
+        memset(rep, ' ', n);
+        rep[n] = 0;
+        return true;
+    }
+    return false;
+}
+
+char *fx_expand(const char *in, int64_t base_us)
+{
+    size_t cap = strlen(in) * 2 + 256, n = 0;
+    char *out = malloc(cap);
+    char rep[8192];
+    for (const char *p = in; *p;) {
+        const char *end = NULL;
+        if (*p == '@' && (end = strchr(p + 1, '@')) != NULL) {
+            char key[64];
+            size_t kl = (size_t)(end - p - 1);
+            if (kl < sizeof(key)) {
+                memcpy(key, p + 1, kl);
+                key[kl] = 0;
+                if (!expand_key(key, base_us, rep, sizeof(rep)))
+                    end = NULL;
+            } else {
+                end = NULL;
+            }
+        }
+        size_t rl = end ? strlen(rep) : 1;
+        if (n + rl + 1 > cap) {
+            cap = (n + rl + 1) * 2;
+            out = realloc(out, cap);
+        }
+        if (end) {
+            memcpy(out + n, rep, rl);
+            p = end + 1;
+        } else {
+            out[n] = *p++;
+        }
+        n += rl;
+    }
+    out[n] = 0;
+    return out;
+}
+
+void fx_post_ok(struct fx *f, const char *path, const char *token, char *body)
+{
+    char *resp = NULL;
+    int st = fx_http(f, "POST", path, token, NULL, body, strlen(body), &resp);
+    if (st != 200)
+        die("POST %s -> %d %s", path, st, resp ? resp : "");
+    free(resp);
+    free(body);
+}
+
+void fx_gap_samples(struct fx *f, const int64_t *w, int first, int last)
+{
+    for (int i = first; i <= last; i++)
+        fx_post_ok(f, "/v1/counters", FX_TOKEN_POLLER,
+                   fx_fmt("{\"version\":1,\"poller\":\"p1\",\"samples\":[{\"device\":"
+                          "\"nyc-border-1\",\"interface\":\"et-0/0/1\",\"at\":\"%s\","
+                          "\"uptime_cs\":%d,\"in_octets\":0,\"out_octets\":%lld,\"in_pkts\":0,"
+                          "\"out_pkts\":%lld}]}",
+                          fx_ts(w[i]), 100000 + i * 6000, (long long)(i - 1) * 1000000000LL,
+                          (long long)(i - 1) * 1000000LL));
+}
+
+void fx_gap_report(struct fx *f, const int64_t *w, int i, long long tx)
+{
+    fx_post_ok(f, "/v1/attributions", FX_TOKEN_AGENT,
+               fx_fmt("{\"version\":1,\"host\":\"nyc-gpu-17\",\"agent_id\":\"agent-nyc\","
+                      "\"seq\":%d,\"window_start\":\"%s\",\"flows\":[{\"source\":\"socket\","
+                      "\"proto\":\"tcp\",\"local\":\"10.1.0.2:41522\",\"remote\":"
+                      "\"10.2.0.2:5201\",\"role\":\"client\",\"tx_bytes\":%lld,\"rx_bytes\":0,"
+                      "\"user\":\"alice\",\"workflow\":\"train-42\"}]}",
+                      i, fx_ts(w[i]), tx));
+}

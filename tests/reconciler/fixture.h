@@ -39,12 +39,27 @@ void fx_stop(struct fx *f);
  * (malloc'd, NUL-terminated) when resp is not NULL. */
 int fx_http(struct fx *f, const char *method, const char *path, const char *token,
             const char *extra_headers, const char *body, size_t len, char **resp);
+/* POSTs body (freed here) and exits the test unless the answer is 200 (printed then). */
+void fx_post_ok(struct fx *f, const char *path, const char *token, char *body);
+/* The alert tests' gap scenario on the link nyc-border-1 et-0/0/1 (nyc -> chi): one counter
+ * sample at each window start w[first..last], cumulative from window 1 (uptime 100000 + 6000 i
+ * cs, out_octets (i - 1) x 1e9, out_pkts (i - 1) x 1e6: 934,000,000 payload bytes a window). */
+void fx_gap_samples(struct fx *f, const int64_t *w, int first, int last);
+/* alice's socket flow nyc -> chi (10.1.0.2 -> 10.2.0.2:5201, workflow train-42) of tx bytes in
+ * window w[i], reported by nyc-gpu-17 with seq i. */
+void fx_gap_report(struct fx *f, const int64_t *w, int i, long long tx);
 /* The status line and headers of the last fx_http answer (this thread's, static buffer). */
 const char *fx_last_headers(void);
 /* A single-number query ("SELECT count(*) FROM …"). */
 long long fx_num(struct fx *f, const char *sql);
 /* Runs SQL and returns the first row's values joined by '|' (static buffer). */
 const char *fx_row(struct fx *f, const char *sql);
+
+/* A test case's text with its placeholders replaced (malloc'd): @AGENT@ @POLLER@ @SERVICE@
+ * @READER@ (the tokens above), @T<s>@ (RFC 3339 of base_us + s seconds), @E<s>@ (the same in
+ * epoch seconds), @CTL@ (U+0001), @X<hh>@ (the byte 0xhh), @SP<n>@ (n spaces). Anything else
+ * between two @ stays as it is. */
+char *fx_expand(const char *in, int64_t base_us);
 
 /* Time helpers: the start of the window n windows before the current one. */
 /* vasprintf into a malloc'd string the caller frees (NULL on allocation failure). */

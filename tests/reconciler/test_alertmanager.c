@@ -36,38 +36,6 @@ static struct fx AM; /* only .port: fx_http to Alertmanager */
 static pid_t am_pid;
 static int64_t W[8];
 
-static void post(const char *path, const char *token, char *body)
-{
-    char *resp = NULL;
-    int st = fx_http(&F, "POST", path, token, NULL, body, strlen(body), &resp);
-    if (st != 200)
-        fprintf(stderr, "POST %s -> %d %s\n", path, st, resp ? resp : "");
-    assert_int_equal(st, 200);
-    free(resp);
-    free(body);
-}
-
-static void post_samples(int first, int last)
-{
-    for (int i = first; i <= last; i++)
-        post("/v1/counters", FX_TOKEN_POLLER,
-             fx_fmt("{\"version\":1,\"poller\":\"p1\",\"samples\":[{\"device\":\"nyc-border-1\","
-                    "\"interface\":\"et-0/0/1\",\"at\":\"%s\",\"uptime_cs\":%d,\"in_octets\":0,"
-                    "\"out_octets\":%lld,\"in_pkts\":0,\"out_pkts\":%lld}]}",
-                    fx_ts(W[i]), 100000 + i * 6000, (long long)(i - 1) * 1000000000LL,
-                    (long long)(i - 1) * 1000000LL));
-}
-
-static void post_report(int i, long long tx)
-{
-    post("/v1/attributions", FX_TOKEN_AGENT,
-         fx_fmt("{\"version\":1,\"host\":\"nyc-gpu-17\",\"agent_id\":\"agent-nyc\",\"seq\":%d,"
-                "\"window_start\":\"%s\",\"flows\":[{\"source\":\"socket\",\"proto\":\"tcp\","
-                "\"local\":\"10.1.0.2:41522\",\"remote\":\"10.2.0.2:5201\",\"role\":\"client\","
-                "\"tx_bytes\":%lld,\"rx_bytes\":0,\"user\":\"alice\",\"workflow\":\"train-42\"}]}",
-                i, fx_ts(W[i]), tx));
-}
-
 /* Alertmanager's view of our gap alert nyc -> chi: 1 active (*ends_in = endsAt - now, s),
  * 0 absent, -1 present but not active. */
 static int am_gap(double *ends_in)
@@ -114,9 +82,9 @@ static long long am_metric(const char *line_prefix)
 static void test_open_stays_active(void **state)
 {
     (void)state;
-    post_samples(1, 4);
+    fx_gap_samples(&F, W, 1, 4);
     for (int i = 1; i <= 3; i++)
-        post_report(i, 100000000);
+        fx_gap_report(&F, W, i, 100000000);
     /* wait for the alert to reach Alertmanager */
     double ends = 0;
     int64_t t0 = tm_mono_ns(), until = t0 + 90 * 1000000000LL;
@@ -145,9 +113,9 @@ static void test_open_stays_active(void **state)
     assert_true(max_ends <= 12.5); /* ours, not Alertmanager's now + resolve_timeout (300 s) */
     assert_true(min_ends >= 3.0);  /* renewed: never close to lapsing */
     /* green windows: the alert resolves and leaves the active alerts */
-    post_samples(5, 7);
+    fx_gap_samples(&F, W, 5, 7);
     for (int i = 4; i <= 6; i++)
-        post_report(i, 920000000);
+        fx_gap_report(&F, W, i, 920000000);
     int64_t g0 = tm_mono_ns();
     until = g0 + 90 * 1000000000LL;
     int st;

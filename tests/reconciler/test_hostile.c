@@ -71,60 +71,10 @@ static void trim(char *s)
         s[--n] = 0;
 }
 
-/* @AGENT@ @POLLER@ @SERVICE@ @READER@: tokens; @CTL@: the control character U+0001; @T<seconds>@:
- * RFC 3339 of (two windows ago + seconds); @E<seconds>@: the same as epoch seconds. */
+/* A case's text with its @…@ placeholders replaced (fixture.h), times from two windows ago. */
 static char *expand(const char *in)
 {
-    size_t cap = strlen(in) * 2 + 256, n = 0;
-    char *out = malloc(cap);
-    int64_t base = fx_window_ago(2, 60);
-    for (const char *p = in; *p;) {
-        char rep[128] = "";
-        const char *end = NULL;
-        if (*p == '@' && (end = strchr(p + 1, '@')) != NULL) {
-            char key[64];
-            size_t kl = (size_t)(end - p - 1);
-            if (kl < sizeof(key)) {
-                memcpy(key, p + 1, kl);
-                key[kl] = 0;
-                if (strcmp(key, "AGENT") == 0)
-                    snprintf(rep, sizeof(rep), "%s", FX_TOKEN_AGENT);
-                else if (strcmp(key, "POLLER") == 0)
-                    snprintf(rep, sizeof(rep), "%s", FX_TOKEN_POLLER);
-                else if (strcmp(key, "SERVICE") == 0)
-                    snprintf(rep, sizeof(rep), "%s", FX_TOKEN_SERVICE);
-                else if (strcmp(key, "READER") == 0)
-                    snprintf(rep, sizeof(rep), "%s", FX_TOKEN_READER);
-                else if (strcmp(key, "CTL") == 0)
-                    snprintf(rep, sizeof(rep), "\x01");
-                else if (key[0] == 'T' || key[0] == 'E') {
-                    int64_t off = strtoll(key + 1, NULL, 10);
-                    int64_t t = base + off * TM_USEC_PER_SEC;
-                    if (key[0] == 'T')
-                        snprintf(rep, sizeof(rep), "%s", fx_ts(t));
-                    else
-                        snprintf(rep, sizeof(rep), "%lld", (long long)(t / TM_USEC_PER_SEC));
-                } else
-                    end = NULL;
-            } else {
-                end = NULL;
-            }
-        }
-        size_t rl = end ? strlen(rep) : 1;
-        if (n + rl + 1 > cap) {
-            cap = (n + rl + 1) * 2;
-            out = realloc(out, cap);
-        }
-        if (end) {
-            memcpy(out + n, rep, rl);
-            p = end + 1;
-        } else {
-            out[n] = *p++;
-        }
-        n += rl;
-    }
-    out[n] = 0;
-    return out;
+    return fx_expand(in, fx_window_ago(2, 60));
 }
 
 static void load_case(const char *file, struct hcase *c)

@@ -38,17 +38,6 @@
 static struct fx F;
 static int64_t A, B, C;
 
-static void post(const char *path, const char *token, char *body)
-{
-    char *resp = NULL;
-    int st = fx_http(&F, "POST", path, token, NULL, body, strlen(body), &resp);
-    if (st != 200)
-        fprintf(stderr, "POST %s -> %d %s\n", path, st, resp ? resp : "");
-    assert_int_equal(st, 200);
-    free(resp);
-    free(body);
-}
-
 static char *socket_flow(const char *local, const char *remote, const char *role, long long tx,
                          long long rx, const char *user, const char *program)
 {
@@ -60,8 +49,8 @@ static char *socket_flow(const char *local, const char *remote, const char *role
 
 static void post_report(const char *host, const char *agent, int seq, int64_t ws, char *flows)
 {
-    post(
-        "/v1/attributions", FX_TOKEN_AGENT,
+    fx_post_ok(
+        &F, "/v1/attributions", FX_TOKEN_AGENT,
         fx_fmt(
             "{\"version\":1,\"host\":\"%s\",\"agent_id\":\"%s\",\"seq\":%d,\"window_start\":\"%s\","
             "\"window_seconds\":60,\"flows\":[%s]}",
@@ -85,7 +74,7 @@ static void post_inputs(void)
     }
     char *body = fx_fmt("%s]}", s);
     free(s);
-    post("/v1/counters", FX_TOKEN_POLLER, body);
+    fx_post_ok(&F, "/v1/counters", FX_TOKEN_POLLER, body);
 
     post_report("nyc-gpu-17", "agent-nyc", 1, A,
                 socket_flow("10.1.0.2:41522", "10.2.0.2:5201", "client", 900000000, 1000, "alice",
@@ -103,11 +92,11 @@ static void post_inputs(void)
     post_report(
         "chi-gpu-1", "agent-chi", 1, C,
         socket_flow("10.2.0.2:5201", "10.1.0.2:41522", "server", 1000, 700000000, "svc", "iperf3"));
-    post("/v1/transfers", FX_TOKEN_SERVICE,
-         fx_fmt("{\"service\":\"dupedog\",\"id\":\"d-1\",\"requester\":\"carol\","
-                "\"workflow\":\"replicate\",\"src\":\"10.1.0.50\",\"dst\":\"10.2.0.9\","
-                "\"bytes\":120000000,\"start\":\"%s\",\"end\":\"%s\"}\n",
-                fx_ts(B), fx_ts(C + 60 * SEC)));
+    fx_post_ok(&F, "/v1/transfers", FX_TOKEN_SERVICE,
+               fx_fmt("{\"service\":\"dupedog\",\"id\":\"d-1\",\"requester\":\"carol\","
+                      "\"workflow\":\"replicate\",\"src\":\"10.1.0.50\",\"dst\":\"10.2.0.9\","
+                      "\"bytes\":120000000,\"start\":\"%s\",\"end\":\"%s\"}\n",
+                      fx_ts(B), fx_ts(C + 60 * SEC)));
 }
 
 static const char *cell(const char *src, const char *dst, int64_t ws)

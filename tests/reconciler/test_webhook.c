@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "fixture.h"
+#include "fx_hook.h"
 #include "harness.h"
 #include "timeutil.h"
 
@@ -37,202 +38,11 @@
 static struct fx F;
 static int64_t W[8]; /* window starts W[1..7] */
 
-/* ---- the receiver ------------------------------------------------------------------------- */
-
-struct post {
-    int64_t at_ns;   /* monotonic */
-    int64_t wall_us; /* wall clock, to compare with endsAt */
-    int status;      /* what we answered */
-    char *path;
-    char *body;
-};
-
-static struct {
-    int fd, port;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    struct post posts[MAX_POST];
-    int n;
-    int fail_first; /* answer 503 to this many POSTs */
-    bool stop;
-} R = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-/* Reads one request from fd (headers + Content-Length body); 0 or -1 at EOF/error. */
-static int read_request(int fd, char **path, char **body)
-{
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    char *end = NULL;
-    while (!end) {
-        ssize_t r = recv(fd, buf + n, cap - n, 0);
-        if (r <= 0) {
-            if (r == 0)
-                errno = 0; /* end of stream: not a timeout, so the caller closes */
-            free(buf);
-            return -1;
-        }
-        n += (size_t)r;
-        buf[n] = 0;
-        end = strstr(buf, "\r\n\r\n");
-        if (!end && n == cap) {
-            free(buf);
-            return -1;
-        }
-    }
-    size_t head = (size_t)(end - buf) + 4;
-    size_t clen = 0;
-    char *cl = strcasestr(buf, "\r\nContent-Length:");
-    if (cl)
-        clen = strtoul(cl + 17, NULL, 10);
-    if (head + clen > cap) {
-        cap = head + clen;
-        buf = realloc(buf, cap + 1);
-    }
-    while (n < head + clen) {
-        ssize_t r = recv(fd, buf + n, head + clen - n, 0);
-        if (r <= 0) {
-            if (r == 0)
-                errno = 0; /* end of stream: not a timeout, so the caller closes */
-            free(buf);
-            return -1;
-        }
-        n += (size_t)r;
-    }
-    char method[16], p[512];
-    if (sscanf(buf, "%15s %511s", method, p) != 2) {
-        free(buf);
-        return -1;
-    }
-    *path = strdup(p);
-    *body = strndup(buf + head, clen);
-    free(buf);
-    return 0;
-}
-
-static void *receiver(void *arg)
-{
-    (void)arg;
-    while (!R.stop) {
-        int c = accept(R.fd, NULL, NULL);
-        if (c < 0)
-            continue;
-        struct timeval tv = {1, 0};
-        setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        for (;;) {
-            char *path = NULL, *body = NULL;
-            if (read_request(c, &path, &body) < 0) {
-                if (errno == EAGAIN && !R.stop)
-                    continue;
-                break;
-            }
-            pthread_mutex_lock(&R.mu);
-            int status = R.fail_first > 0 ? 503 : 200;
-            if (R.fail_first > 0)
-                R.fail_first--;
-            if (R.n < MAX_POST)
-                R.posts[R.n++] = (struct post){.at_ns = tm_mono_ns(),
-                                               .wall_us = tm_now_us(),
-                                               .status = status,
-                                               .path = path,
-                                               .body = body};
-            else
-                free(path), free(body);
-            pthread_mutex_unlock(&R.mu);
-            char resp[128];
-            int len = snprintf(resp, sizeof(resp), "HTTP/1.1 %d %s\r\nContent-Length: 0\r\n\r\n",
-                               status, status == 200 ? "OK" : "Service Unavailable");
-            if (send(c, resp, (size_t)len, MSG_NOSIGNAL) != len)
-                break;
-        }
-        close(c);
-    }
-    return NULL;
-}
-
-static void receiver_start(int fail_first)
-{
-    R.fail_first = fail_first;
-    R.fd = socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    setsockopt(R.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    assert_int_equal(bind(R.fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(R.fd, (struct sockaddr *)&a, &len), 0);
-    R.port = ntohs(a.sin_port);
-    struct timeval tv = {0, 200000};
-    setsockopt(R.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)); /* accept wakes up for stop */
-    assert_int_equal(listen(R.fd, 8), 0);
-    assert_int_equal(pthread_create(&R.thread, NULL, receiver, NULL), 0);
-}
-
-static void receiver_stop(void)
-{
-    R.stop = true;
-    pthread_join(R.thread, NULL);
-    close(R.fd);
-    for (int i = 0; i < R.n; i++) {
-        free(R.posts[i].path);
-        free(R.posts[i].body);
-    }
-}
-
-/* Waits until at least n POSTs arrived (timeout_s); returns how many there are. */
-static int wait_posts(int n, int timeout_s)
-{
-    int64_t until = tm_mono_ns() + (int64_t)timeout_s * 1000000000LL;
-    for (;;) {
-        pthread_mutex_lock(&R.mu);
-        int have = R.n;
-        pthread_mutex_unlock(&R.mu);
-        if (have >= n || tm_mono_ns() > until)
-            return have;
-        usleep(50000);
-    }
-}
-
-/* ---- inputs ------------------------------------------------------------------------------- */
-
-static void post(const char *path, const char *token, char *body)
-{
-    char *resp = NULL;
-    int st = fx_http(&F, "POST", path, token, NULL, body, strlen(body), &resp);
-    if (st != 200)
-        fprintf(stderr, "POST %s -> %d %s\n", path, st, resp ? resp : "");
-    assert_int_equal(st, 200);
-    free(resp);
-    free(body);
-}
-
-/* Samples at the starts of windows first..last (cumulative from window 1). */
-static void post_samples(int first, int last)
-{
-    for (int i = first; i <= last; i++)
-        post("/v1/counters", FX_TOKEN_POLLER,
-             fx_fmt("{\"version\":1,\"poller\":\"p1\",\"samples\":[{\"device\":\"nyc-border-1\","
-                    "\"interface\":\"et-0/0/1\",\"at\":\"%s\",\"uptime_cs\":%d,\"in_octets\":0,"
-                    "\"out_octets\":%lld,\"in_pkts\":0,\"out_pkts\":%lld}]}",
-                    fx_ts(W[i]), 100000 + i * 6000, (long long)(i - 1) * 1000000000LL,
-                    (long long)(i - 1) * 1000000LL));
-}
-
-static void post_report(int i, long long tx)
-{
-    post("/v1/attributions", FX_TOKEN_AGENT,
-         fx_fmt("{\"version\":1,\"host\":\"nyc-gpu-17\",\"agent_id\":\"agent-nyc\",\"seq\":%d,"
-                "\"window_start\":\"%s\",\"flows\":[{\"source\":\"socket\",\"proto\":\"tcp\","
-                "\"local\":\"10.1.0.2:41522\",\"remote\":\"10.2.0.2:5201\",\"role\":\"client\","
-                "\"tx_bytes\":%lld,\"rx_bytes\":0,\"user\":\"alice\",\"workflow\":\"train-42\"}]}",
-                i, fx_ts(W[i]), tx));
-}
-
 /* ---- the test ----------------------------------------------------------------------------- */
 
 static char *body_of(int i)
 {
-    pthread_mutex_lock(&R.mu);
-    char *b = strdup(R.posts[i].body);
-    pthread_mutex_unlock(&R.mu);
+    char *b = strdup(fx_hook_get(i).body);
     return b;
 }
 
@@ -247,9 +57,7 @@ static double ends_in(int i, char *b)
     int64_t us;
     assert_int_equal(tm_parse_rfc3339(ts, &us), 0);
     memmove(e, e + 11 + strlen(ts) + 1, strlen(e + 11 + strlen(ts) + 1) + 1);
-    pthread_mutex_lock(&R.mu);
-    double d = (double)(us - R.posts[i].wall_us) / 1e6;
-    pthread_mutex_unlock(&R.mu);
+    double d = (double)(us - fx_hook_get(i).wall_us) / 1e6;
     return d;
 }
 
@@ -258,12 +66,12 @@ static void test_open_resend_resolve(void **state)
     (void)state;
     /* windows 1-3 red: samples at the starts of 1..4 (window 4 then has only its start sample:
      * incomplete, which counts for neither opening nor resolving) */
-    post_samples(1, 4);
+    fx_gap_samples(&F, W, 1, 4);
     for (int i = 1; i <= 3; i++)
-        post_report(i, 100000000);
+        fx_gap_report(&F, W, i, 100000000);
 
     /* 1st POST (answered 503), 2nd after the backoff, 3rd as the re-send */
-    assert_int_equal(wait_posts(3, 30), 3);
+    assert_int_equal(fx_hook_wait(3, 30), 3);
     const char *row = fx_row(&F, "SELECT id, state, to_char(first_window AT TIME ZONE 'UTC',"
                                  " 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), to_char(last_window AT TIME"
                                  " ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), to_char("
@@ -278,11 +86,11 @@ static void test_open_resend_resolve(void **state)
     assert_string_equal(lw, fx_ts(W[3]));
 
     char *b0 = body_of(0), *b1 = body_of(1), *b2 = body_of(2);
-    fprintf(stderr, "POST 1 (answered %d): %s\nPOST 2: %s\nPOST 3: %s\n", R.posts[0].status, b0, b1,
-            b2);
-    assert_int_equal(R.posts[0].status, 503);
-    assert_int_equal(R.posts[1].status, 200);
-    assert_string_equal(R.posts[0].path, "/api/v2/alerts");
+    fprintf(stderr, "POST 1 (answered %d): %s\nPOST 2: %s\nPOST 3: %s\n", fx_hook_get(0).status, b0,
+            b1, b2);
+    assert_int_equal(fx_hook_get(0).status, 503);
+    assert_int_equal(fx_hook_get(1).status, 200);
+    assert_string_equal(fx_hook_get(0).path, "/api/v2/alerts");
     /* Alertmanager API v2: an array of alerts with labels, annotations, startsAt, generatorURL */
     assert_int_equal(b0[0], '[');
     assert_non_null(strstr(b0, "\"labels\":{\"alertname\":\"WanledgerGap\",\"kind\":\"gap\","
@@ -308,8 +116,8 @@ static void test_open_resend_resolve(void **state)
     assert_string_equal(b0, b1);
     assert_string_equal(b1, b2);
     /* backoff: >= 1 s after the failure; re-send: >= resend_seconds (2 s) after the delivery */
-    int64_t backoff_ns = R.posts[1].at_ns - R.posts[0].at_ns;
-    int64_t resend_ns = R.posts[2].at_ns - R.posts[1].at_ns;
+    int64_t backoff_ns = fx_hook_get(1).at_ns - fx_hook_get(0).at_ns;
+    int64_t resend_ns = fx_hook_get(2).at_ns - fx_hook_get(1).at_ns;
     fprintf(stderr, "retry after %.2f s, re-send after %.2f s\n", backoff_ns / 1e9,
             resend_ns / 1e9);
     assert_true(backoff_ns >= 900000000LL && backoff_ns < 5000000000LL);
@@ -319,13 +127,13 @@ static void test_open_resend_resolve(void **state)
     free(b2);
 
     /* windows 4-6 good: the alert resolves, and is sent once with endsAt */
-    post_samples(5, 7);
+    fx_gap_samples(&F, W, 5, 7);
     for (int i = 4; i <= 6; i++)
-        post_report(i, 920000000);
+        fx_gap_report(&F, W, i, 920000000);
     int64_t until = tm_mono_ns() + 30 * 1000000000LL;
     int resolved_at = -1;
     while (resolved_at < 0 && tm_mono_ns() < until) {
-        int n = wait_posts(R.n + 1, 5);
+        int n = fx_hook_wait(fx_hook_count() + 1, 5);
         for (int i = 3; i < n && resolved_at < 0; i++) {
             char *b = body_of(i);
             if (ends_in(i, b) < 1.0) /* the resolution: endsAt = resolved_at, not ahead */
@@ -342,8 +150,8 @@ static void test_open_resend_resolve(void **state)
                         "resolved|t|t");
     free(br);
     /* nothing more about it: no re-send of a resolved alert */
-    int before = wait_posts(1000, 0);
-    assert_int_equal(wait_posts(before + 1, 4), before);
+    int before = fx_hook_count();
+    assert_int_equal(fx_hook_wait(before + 1, 4), before);
 
     char *out = NULL;
     assert_int_equal(fx_run(&F, "alerts", &out), 0);
@@ -369,7 +177,7 @@ static void test_once_delivers(void **state)
     int st = th_stop(F.pid, 10000);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     F.pid = 0;
-    int before = wait_posts(1000, 0);
+    int before = fx_hook_count();
     char *sql = fx_fmt("INSERT INTO gap_alerts (kind, src_site, dst_site, state, first_window,"
                        " last_window, peak_unattributed_bytes, peak_ratio, summary) VALUES ('over',"
                        " 'chi', 'nyc', 'open', '%s', '%s', 0, 1.31, 'chi->nyc claims 131%%')",
@@ -382,7 +190,7 @@ static void test_once_delivers(void **state)
     assert_int_equal(fx_run(&F, "reconcile --once", &out), 0);
     fprintf(stderr, "%s", out);
     free(out);
-    assert_int_equal(wait_posts(before + 1, 0), before + 1);
+    assert_int_equal(fx_hook_wait(before + 1, 0), before + 1);
     char *b = body_of(before);
     fprintf(stderr, "--once delivered: %s\n", b);
     assert_non_null(strstr(b, "\"labels\":{\"alertname\":\"WanledgerOver\",\"kind\":\"over\","
@@ -397,13 +205,13 @@ static void test_once_delivers(void **state)
 
 int main(void)
 {
-    receiver_start(1);
+    fx_hook_start(1);
     char extra[512];
     snprintf(extra, sizeof(extra),
              " \"tick_seconds\": 1, \"public_url\": \"http://wl.example:7070\","
              " \"alerts\": {\"webhooks\": [\"http://127.0.0.1:%d/api/v2/alerts\"],"
              " \"resend_seconds\": 2},",
-             R.port);
+             fx_hook_port());
     fx_setup(&F, "recon-webhook", extra);
     int64_t w = fx_window_ago(20, 60);
     for (int i = 1; i <= 7; i++)
@@ -413,6 +221,6 @@ int main(void)
                                        cmocka_unit_test(test_once_delivers)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     fx_stop(&F);
-    receiver_stop();
+    fx_hook_stop();
     return rc;
 }
