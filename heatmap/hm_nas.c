@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pgc.h"
 #include "timeutil.h"
 
 #define NAS_WHERE                                                                                  \
@@ -182,12 +183,12 @@ static int owner_row(struct pass *p, const PGresult *r)
         return 0;
     struct hm_nas_instance *in = &res->inst[p->cursor];
     if (!same_instance(in, r)) {
-        close_owner(p);
         size_t k = p->cursor;
         while (k < res->n_inst && !same_instance(&res->inst[k], r))
             k++;
         if (k == res->n_inst)
-            return 0; /* an instance the first pass did not see (written since): skipped */
+            return 0; /* not in the first pass (the snapshot makes this impossible): skipped */
+        close_owner(p);
         p->cursor = k;
         in = &res->inst[k];
     }
@@ -292,11 +293,16 @@ int hm_nas_run(PGconn *db, const struct cfg *cfg, const struct hm_nas_query *q,
                              q->server, q->export_path};
     struct pass *p = calloc(1, sizeof(*p));
     int rc = -1;
+    bool in_tx = false;
     if (!p) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
     p->r = r;
+    /* both passes read one snapshot: the owners add up to the instances' totals */
+    if (pgc_exec(db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err, errlen) < 0)
+        goto done;
+    in_tx = true;
     if (stream(db, SQL_BY_WINDOW, params, p, window_row, err, errlen) < 0)
         goto done;
     close_window(p);
@@ -306,6 +312,13 @@ int hm_nas_run(PGconn *db, const struct cfg *cfg, const struct hm_nas_query *q,
     finish(r);
     rc = 0;
 done:
+    if (in_tx) {
+        char e2[256];
+        if (pgc_exec(db, rc == 0 ? "COMMIT" : "ROLLBACK", e2, sizeof e2) < 0 && rc == 0) {
+            snprintf(err, errlen, "%s", e2);
+            rc = -1;
+        }
+    }
     free(p);
     if (rc < 0)
         hm_nas_result_free(r);

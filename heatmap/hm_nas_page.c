@@ -174,5 +174,9 @@ void hm_nas_page(struct evbuffer *out, const struct hm_nas_result *r)
         for (size_t i = 0; i < r->n_inst && (r->q.server || i < 5); i++)
             instance_detail(out, r, &r->inst[i]);
     }
+    evbuffer_add_printf(out, "<p class=\"none\">From nas_windows: the agents' NFS records, "
+                             "per report once; IOPS and throughput are averages over the windows "
+                             "shown; errors are out of the requests whose detail the agent "
+                             "kept.</p>");
     hm_html_close(out, tm_now_us());
 }

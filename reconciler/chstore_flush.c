@@ -10,7 +10,6 @@
 #include <time.h>
 
 #include "chstore.h"
-#include "copyesc.h"
 #include "db.h"
 #include "flow_row.h"
 #include "log.h"
@@ -25,6 +24,7 @@ void chflush_note_deferred(void)
 
 /* The pending reports of window $1 whose flows fit $2 rows (at least the first report), in one
  * order: the same set for the SELECT and the UPDATE of one REPEATABLE READ transaction. */
+/* (The COPY in ship() spells the same set with literals.) */
 #define KEYS                                                                                       \
     "WITH k AS (SELECT agent_id, seq FROM (SELECT agent_id, seq, n_flows,"                         \
     " sum(n_flows) OVER (ORDER BY agent_id, seq) AS cum FROM flow_reports"                         \
@@ -50,25 +50,44 @@ static int buf_need(struct buf *b, size_t more)
     return 0;
 }
 
-/* The rows of r as TabSeparated (PostgreSQL's text values, NULL as \N, COPY escaping, which
- * ClickHouse reads back). */
-static int rows_tsv(const PGresult *r, struct buf *b)
+/* Runs sql (a COPY … TO STDOUT) into b: PostgreSQL's COPY text is what ClickHouse's
+ * TabSeparated reads (\N for NULL, backslash escapes). *rows = lines. 0 or -1 with err. */
+static int copy_out(PGconn *db, const char *sql, struct buf *b, size_t *rows, char *err,
+                    size_t errlen)
 {
-    int n = PQntuples(r), nf = PQnfields(r);
-    for (int i = 0; i < n; i++)
-        for (int c = 0; c < nf; c++) {
-            size_t len = (size_t)PQgetlength(r, i, c);
-            if (buf_need(b, COPYESC_MAX(len) + 3) < 0)
-                return -1;
-            if (PQgetisnull(r, i, c)) {
-                memcpy(b->p + b->n, "\\N", 2);
-                b->n += 2;
-            } else {
-                b->n += copyesc_text(b->p + b->n, PQgetvalue(r, i, c), len);
-            }
-            b->p[b->n++] = c + 1 < nf ? '\t' : '\n';
+    *rows = 0;
+    PGresult *r = PQexec(db, sql);
+    if (PQresultStatus(r) != PGRES_COPY_OUT) {
+        snprintf(err, errlen, "clickhouse outbox: reading flows: %s", PQresultErrorMessage(r));
+        PQclear(r);
+        return -1;
+    }
+    PQclear(r);
+    int rc = 0;
+    for (;;) {
+        char *line = NULL;
+        int n = PQgetCopyData(db, &line, 0);
+        if (n < 0)
+            break; /* -1: done; -2: error, reported by the result below */
+        if (rc == 0 && buf_need(b, (size_t)n) == 0) {
+            memcpy(b->p + b->n, line, (size_t)n);
+            b->n += (size_t)n;
+            (*rows)++; /* libpq returns one row per call */
+        } else if (rc == 0) {
+            snprintf(err, errlen, "clickhouse outbox: out of memory after %zu rows", *rows);
+            rc = -1;
         }
-    return 0;
+        PQfreemem(line);
+    }
+    r = PQgetResult(db);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == 0) {
+        snprintf(err, errlen, "clickhouse outbox: reading flows: %s", PQresultErrorMessage(r));
+        rc = -1;
+    }
+    PQclear(r);
+    while ((r = PQgetResult(db)))
+        PQclear(r);
+    return rc;
 }
 
 static PGresult *q(PGconn *db, const char *what, const char *sql, int n, const char *const *p,
@@ -115,25 +134,31 @@ static int ship(PGconn *db, const struct cfg *cfg, struct chflush_batch *b, char
     PQclear(r);
     snprintf(lim, sizeof lim, "%d", ch->batch_rows);
     const char *params[] = {ws, lim};
-    char cols[1024], names[768], sql[2048];
+    char cols[1024], names[768], sql[4096];
     if (flow_row_list(cols, sizeof cols, FRL_PG_EXPORT, FLOW_ROW_ALL, NULL, NULL) < 0 ||
         flow_row_list(names, sizeof names, FRL_NAMES, FLOW_ROW_ALL, NULL, NULL) < 0) {
         snprintf(err, errlen, "clickhouse outbox: column list too long");
         return -1;
     }
-    snprintf(sql, sizeof sql,
-             KEYS "SELECT %s FROM flow_records JOIN k USING (agent_id, seq)"
-                  " WHERE window_start = $1::timestamptz",
-             cols);
-    r = q(db, "reading flows", sql, 2, params, err, errlen);
-    if (!r)
+    /* COPY takes no parameters: the window is PostgreSQL's own text of it, quoted by libpq, and
+     * the limit a number; the UPDATE below names the same set with parameters */
+    char *ws_lit = PQescapeLiteral(db, ws, strlen(ws));
+    if (!ws_lit) {
+        snprintf(err, errlen, "clickhouse outbox: %s", PQerrorMessage(db));
         return -1;
+    }
+    snprintf(sql, sizeof sql,
+             "COPY (WITH k AS (SELECT agent_id, seq FROM (SELECT agent_id, seq, n_flows,"
+             " sum(n_flows) OVER (ORDER BY agent_id, seq) AS cum FROM flow_reports"
+             " WHERE ch_pending AND window_start = %s::timestamptz) x WHERE cum - n_flows < %s)"
+             " SELECT %s FROM flow_records JOIN k USING (agent_id, seq)"
+             " WHERE window_start = %s::timestamptz) TO STDOUT",
+             ws_lit, lim, cols, ws_lit);
+    PQfreemem(ws_lit);
     struct buf data = {0};
-    int rc = rows_tsv(r, &data);
-    size_t rows = (size_t)PQntuples(r);
-    PQclear(r);
+    size_t rows = 0;
+    int rc = copy_out(db, sql, &data, &rows, err, errlen);
     if (rc < 0) {
-        snprintf(err, errlen, "clickhouse outbox: out of memory for %zu rows", rows);
         free(data.p);
         return -1;
     }

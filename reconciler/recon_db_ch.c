@@ -28,8 +28,10 @@ static uint64_t parse_u64(const char *s)
 }
 
 /* The query: every column the reconciliation reads, the byte counts summed over the rows that
- * agree on all the others (one connection side of one owner); in the order the rows arrived as
- * far as ClickHouse knows it (agent, seq, idx), which is the order PostgreSQL's heap gives. */
+ * agree on all the others (one connection side of one owner), ordered by (seq, agent, idx) of
+ * their first row. Order matters only where recon.c keeps the first owner it meets for a
+ * connection side reported under several owners by one agent (a forked process): the
+ * PostgreSQL path meets rows in heap (arrival) order, which for one agent is seq order too. */
 static int build_query(const struct cfg *cfg, int64_t ws, char *sql, size_t len, int pos[FR_NCOLS])
 {
     char sel[1536], grp[1024];

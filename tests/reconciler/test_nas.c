@@ -38,6 +38,7 @@
 #include "fixture.h"
 #include "flowset.h"
 #include "harness.h"
+#include "hm_seed.h"
 #include "llhist.h"
 #include "report.h"
 #include "timeutil.h"
@@ -255,7 +256,8 @@ static int setup(void **state)
 {
     (void)state;
     th_require(access("/usr/bin/xmllint", X_OK) == 0, "xmllint (libxml2-utils) is not installed");
-    fx_setup(&F, "nas", "");
+    th_require(access("/usr/bin/chromium", X_OK) == 0, "Debian's chromium is not installed");
+    fx_setup(&F, "nas", " \"open_on_loopback\": true,"); /* Chromium sends no token */
     fx_start(&F);
     return 0;
 }
@@ -400,7 +402,8 @@ static void test_nas_view(void **state)
     /* the page: the busiest pod first, with the p99 the API gives */
     char *page_path = fx_fmt("/heatmap/nas?server=10.2.0.50&export=/data&from=%s&to=%s", fx_ts(w1),
                              fx_ts(w0 + 60 * TM_USEC_PER_SEC));
-    free(get(page_path, FX_TOKEN_AGENT, 403));
+    free(get(path, FX_TOKEN_AGENT, 403)); /* the API: reader role only, also from loopback */
+    free(get(path, NULL, 401));
     char *page = get(page_path, FX_TOKEN_READER, 200);
     const char *dir = th_tmpdir("nas-page");
     char *file = fx_fmt("%s/nas.html", dir);
@@ -425,6 +428,22 @@ static void test_nas_view(void **state)
     snprintf(want_line, sizeof want_line, "3|train-7f9c|%llu",
              (unsigned long long)num(cJSON_GetObjectItem(oa, "latency_us"), "p99"));
     assert_string_equal(got, want_line);
+    /* in headless Chromium (as the other pages are loaded, tests/heatmap/hm_seed.c): the owners
+     * table rendered with both pods, no script */
+    char *url = fx_fmt("http://127.0.0.1:%d%s", F.port, page_path);
+    char *png = fx_fmt("%s/nas-page.png", hm_test_artifacts());
+    char *dom = fx_fmt("%s/nas-page.dom.html", hm_test_artifacts());
+    hm_test_chromium(url, png, dom, 1400, 1200);
+    char *html = hm_test_slurp(dom, NULL);
+    assert_non_null(html);
+    assert_int_equal(hm_test_count(html, "<tr class=\"owner\">"), 3);
+    assert_non_null(strstr(html, "<td>train-7f9c</td>"));
+    assert_non_null(strstr(html, "<td>ingest-0</td>"));
+    assert_null(strstr(html, "<script"));
+    free(html);
+    free(url);
+    free(png);
+    free(dom);
     /* every instance is listed without a filter */
     char *list = get("/heatmap/nas", FX_TOKEN_READER, 200);
     assert_non_null(strstr(list, "Which pods and workflows load"));
