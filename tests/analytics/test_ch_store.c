@@ -201,8 +201,11 @@ static void put_sample(const struct kv *kv)
 static const char *names_of(const struct kv *kv)
 {
     static char b[800];
-    snprintf(b, sizeof b, "%s, %s, %s", lit(get(kv, "user")), lit(get(kv, "program")),
-             lit(get(kv, "workflow")));
+    /* the Kubernetes identity (sql/015) is '' outside pods, as ingest writes it */
+    const char *ns = get(kv, "namespace"), *pod = get(kv, "pod"), *ctr = get(kv, "container");
+    snprintf(b, sizeof b, "%s, %s, %s, %s, %s, %s", lit(get(kv, "user")), lit(get(kv, "program")),
+             lit(get(kv, "workflow")), ns ? lit(ns) : "''", pod ? lit(pod) : "''",
+             ctr ? lit(ctr) : "''");
     return b;
 }
 
@@ -216,7 +219,7 @@ static void put_flow(const struct kv *kv)
          " ch_pending) VALUES ('%s', %d, '%s', %s, 60, 1, true)",
          host, seq, host, ws);
     char la[80] = "NULL", lp[16] = "NULL", ra[80] = "NULL", rp[16] = "NULL";
-    const char *who = "user_name, program, workflow";
+    const char *who = "user_name, program, workflow, namespace, pod, container_name";
     const char *names = names_of(kv);
     if (strcmp(kv->pos[2], "socket") == 0) {
         addr_port(get(kv, "local"), la, sizeof la, lp, sizeof lp);
