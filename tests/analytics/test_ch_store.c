@@ -31,6 +31,7 @@
 #include "chstore_flush.h"
 #include "config.h"
 #include "db.h"
+#include "flow_row.h"
 #include "harness.h"
 #include "recon_db.h"
 #include "th_clickhouse.h"
@@ -610,6 +611,42 @@ static void test_prune_drops_old_days(void **state)
     cfg_free(cfg);
 }
 
+/* A table created before sql/015 (no Kubernetes columns) gets them from chstore_ensure_schema;
+ * its old rows read ''; a second run changes nothing. */
+static void test_schema_upgrade_adds_kube_columns(void **state)
+{
+    (void)state;
+    struct cfg_errors errs = {0};
+    struct cfg *cfg = cfg_parse("upgrade.json", default_config, &errs);
+    assert_non_null(cfg);
+    use_clickhouse(cfg, CH.url);
+    char err[512], cols[2048], sql[2600];
+    free(th_ch_query(&CH, "DROP TABLE IF EXISTS wanledger.flow_records"));
+    assert_true(flow_row_list(cols, sizeof cols, FRL_CH_DEFS, (UINT64_C(1) << FR_NAMESPACE) - 1,
+                              NULL, NULL) > 0);
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE wanledger.flow_records (%s) ENGINE = ReplacingMergeTree"
+             " PARTITION BY toYYYYMMDD(window_start) ORDER BY (window_start, agent_id, seq, idx)",
+             cols);
+    char *v = th_ch_query(&CH, sql);
+    assert_non_null(v);
+    free(v);
+    v = th_ch_query(&CH, "INSERT INTO wanledger.flow_records (window_start, agent_id, seq, idx,"
+                         " host, source) VALUES (toDateTime(1700000000), 'a', 1, 0, 'h', 'nfs')");
+    assert_non_null(v);
+    free(v);
+    for (int run = 0; run < 2; run++)
+        assert_int_equal(chstore_ensure_schema(&cfg->clickhouse, err, sizeof err), 0);
+    assert_int_equal(th_ch_num(&CH, "SELECT count() FROM system.columns WHERE database ="
+                                    " 'wanledger' AND table = 'flow_records' AND type = 'String'"
+                                    " AND name IN ('namespace', 'pod', 'container_name')"),
+                     3);
+    assert_int_equal(th_ch_num(&CH, "SELECT count() FROM wanledger.flow_records WHERE"
+                                    " namespace = '' AND pod = '' AND container_name = ''"),
+                     1);
+    cfg_free(cfg);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -638,6 +675,7 @@ int main(void)
         cmocka_unit_test(test_paths_identical),
         cmocka_unit_test(test_retry_after_timeout_not_doubled),
         cmocka_unit_test(test_prune_drops_old_days),
+        cmocka_unit_test(test_schema_upgrade_adds_kube_columns),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
