@@ -79,8 +79,8 @@ static void exec(const char *sql)
     PQclear(r);
 }
 
-/* Sampled router flows (sql/008) for window ws, their batch and collector counters received
- * then: raw inputs, kept as long as the raw partitions. */
+/* Sampled router flows (sql/008) for window ws, their batch, collector counters and an sFlow
+ * counter sample (sql/014) received then: raw inputs, kept as long as the raw partitions. */
 static void flow_samples_at(int64_t ws, const char *tag)
 {
     char *sql = fx_fmt(
@@ -92,7 +92,9 @@ static void flow_samples_at(int64_t ws, const char *tag)
         " ('p:%2$s', 'p', 1, '%1$s');"
         "INSERT INTO flow_collector_stats (poller, device, protocol, datagrams, malformed, records,"
         " unknown_template_sets, undecodable_samples, agg_dropped, updated_at) VALUES ('p',"
-        " 'r-%2$s', 'ipfix', 1, 0, 1, 0, 0, 0, '%1$s')",
+        " 'r-%2$s', 'ipfix', 1, 0, 1, 0, 0, 0, '%1$s');"
+        "INSERT INTO flow_if_counters (device, if_index, at, poller, in_octets, out_octets,"
+        " in_pkts, out_pkts) VALUES ('r-%2$s', 1, '%1$s', 'p', 1, 2, 3, 4)",
         fx_ts(ws), tag);
     exec(sql);
     free(sql);
@@ -102,7 +104,8 @@ static long long flow_rows(const char *tag)
 {
     char *sql = fx_fmt("SELECT (SELECT count(*) FROM flow_samples WHERE device = 'r-%1$s') +"
                        " (SELECT count(*) FROM flow_sample_batches WHERE batch = 'p:%1$s') +"
-                       " (SELECT count(*) FROM flow_collector_stats WHERE device = 'r-%1$s')",
+                       " (SELECT count(*) FROM flow_collector_stats WHERE device = 'r-%1$s') +"
+                       " (SELECT count(*) FROM flow_if_counters WHERE device = 'r-%1$s')",
                        tag);
     long long n = fx_num(&F, sql);
     free(sql);
@@ -176,8 +179,8 @@ static void test_prune_every_table(void **state)
     assert_int_equal(rows("flow_reports", OLD), 1);
     assert_int_equal(fx_num(&F, cs), 2);
     assert_int_equal(rows("window_state", OLD), 1);
-    assert_int_equal(flow_rows("old"), 3); /* sampled flows are raw data too */
-    assert_int_equal(flow_rows("new"), 3);
+    assert_int_equal(flow_rows("old"), 4); /* sampled flows are raw data too */
+    assert_int_equal(flow_rows("new"), 4);
     /* a shorter raw bound: OLD's raw day and its clean window_state row go, NEW's stay */
     assert_int_equal(fx_run(&F, "prune --older-than 4d", &out), 0);
     free(out);
@@ -187,8 +190,9 @@ static void test_prune_every_table(void **state)
     assert_int_equal(rows("window_state", OLD), 0);
     assert_int_equal(rows("flow_reports", NEW), 1);
     assert_int_equal(rows("window_state", NEW), 1);
-    assert_int_equal(flow_rows("old"), 0); /* flow_samples, its batch, its collector's counters */
-    assert_int_equal(flow_rows("new"), 3);
+    /* flow_samples, its batch, its collector's counters, sFlow counter samples */
+    assert_int_equal(flow_rows("old"), 0);
+    assert_int_equal(flow_rows("new"), 4);
     free(cs);
 }
 
