@@ -409,12 +409,16 @@ enum flow_slot {
     F_PROGRAM,
     F_WORKFLOW,
     F_CONTAINER,
+    F_NAMESPACE, /* Kubernetes identity (sql/015_kube_owner.sql) */
+    F_POD,
+    F_CONTAINER_NAME,
     F_N
 };
 
 static const char *const flow_keys[F_N] = {
-    "source", "proto", "local", "remote", "role", "tx_bytes", "rx_bytes", "server",   "export",
-    "op",     "bytes", "ops",   "pid",    "uid",  "user",     "program",  "workflow", "container"};
+    "source", "proto",   "local",    "remote",    "role",      "tx_bytes", "rx_bytes",
+    "server", "export",  "op",       "bytes",     "ops",       "pid",      "uid",
+    "user",   "program", "workflow", "container", "namespace", "pod",      "container_name"};
 
 static int flow_slot_of(const char *k)
 {
@@ -443,7 +447,7 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         s[k] = m;     /* no duplicates: the reader refuses them (jsonv.h) */
     }
     const struct jv *source, *proto = NULL, *role = NULL, *op = NULL, *export = NULL;
-    const struct jv *user, *program, *workflow, *container;
+    const struct jv *user, *program, *workflow, *container, *kns, *kpod, *kcont;
     char laddr[INET6_ADDRSTRLEN], raddr[INET6_ADDRSTRLEN];
     long lport = -1, rport = -1;
     uint64_t tx = 0, rx = 0, nbytes = 0, nops = 0, pid = 0, uid = 0;
@@ -479,7 +483,10 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         want_name(c, s[F_USER], at_key(l, "user"), true, &user) < 0 ||
         want_name(c, s[F_PROGRAM], at_key(l, "program"), true, &program) < 0 ||
         want_name(c, s[F_WORKFLOW], at_key(l, "workflow"), true, &workflow) < 0 ||
-        want_name(c, s[F_CONTAINER], at_key(l, "container"), true, &container) < 0)
+        want_name(c, s[F_CONTAINER], at_key(l, "container"), true, &container) < 0 ||
+        want_name(c, s[F_NAMESPACE], at_key(l, "namespace"), true, &kns) < 0 ||
+        want_name(c, s[F_POD], at_key(l, "pod"), true, &kpod) < 0 ||
+        want_name(c, s[F_CONTAINER_NAME], at_key(l, "container_name"), true, &kcont) < 0)
         return -1;
     if (!is_socket) { /* the NAS view's detail (nasin.h) */
         struct nasin_flow_args na = {.ws_text = ws_text,
@@ -543,6 +550,12 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
     for (int k = 0; k < 4; k++)
         if (names[k] && names[k]->type == JV_STRING)
             flow_row_text(&row, FR_USER_NAME + k, names[k]->s, names[k]->n);
+    const struct jv *kube[] = {kns, kpod, kcont}; /* '' outside pods: part of the owner's key */
+    for (int k = 0; k < 3; k++)
+        if (kube[k] && kube[k]->type == JV_STRING)
+            flow_row_text(&row, FR_NAMESPACE + k, kube[k]->s, kube[k]->n);
+        else
+            flow_row_text(&row, FR_NAMESPACE + k, "", 0);
     struct ingest_batch *b = c->b;
     if (buf_reserve(b, flow_row_copy_max(&row)) == 0)
         b->copy_len += flow_row_copy_text(b->copy + b->copy_len, &row);
