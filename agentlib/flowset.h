@@ -53,6 +53,7 @@ struct flow_rec {
     /* nfs: request latency in us, in the window's nfsops (valid until its next drain); NULL:
      * not known */
     const struct llhist *latency;
+    uint64_t errors; /* nfs: requests completed with an error; known when latency is not NULL */
     uint64_t bytes, ops;
     /* filled after the drain: owned by the procmeta cache, valid until its next prune */
     const struct flow_meta *meta;

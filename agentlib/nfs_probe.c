@@ -486,8 +486,10 @@ static int hook_drain(void *h, struct flowset *out, struct nfsops *ops, uint64_t
     struct nfs_probe_drops d = {0};
     struct hook_drain_ctx ctx = {.out = out, .ops = ops, .lost = 0};
     int rc = nfs_probe_drain(h, hook_add_flow, &ctx, &d, err, err_len);
-    for (size_t i = 0; i < ctx.n_pairs; i++)
+    for (size_t i = 0; i < ctx.n_pairs; i++) {
         out->v[ctx.pairs[i][0]].latency = &ops->detail[ctx.pairs[i][1]].latency;
+        out->v[ctx.pairs[i][0]].errors = ops->detail[ctx.pairs[i][1]].errors;
+    }
     free(ctx.pairs);
     if (rc)
         return -1;

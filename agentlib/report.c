@@ -118,6 +118,7 @@ static bool flow_json(struct jw *w, const struct flow_rec *r)
         jw_kv_u64(w, "bytes", r->bytes);
         jw_kv_u64(w, "ops", r->ops);
         if (r->latency) {
+            jw_kv_u64(w, "errors", r->errors);
             jw_key(w, "latency_us");
             llhist_write_json(w, r->latency);
         }

@@ -1,10 +1,11 @@
-/* The throttle: a token bucket per class on every socket's egress (cgroup_skb/egress on the
- * cgroup v2 root). A socket belongs to a class through the process that created it (or first
- * wrote to it): socket-local storage holds that tgid, the agent maps tgids to classes. A packet
- * within the class's credit passes; a TCP packet within `queue` beyond it passes with a
- * congestion signal (TCP enters CWR); any other packet is refused with a congestion signal,
- * which TCP takes as "not sent, keep it" (it resends later, so TCP loses nothing) and UDP as a
- * silent drop. Dry-run classes run the same bucket, count, and pass everything. */
+/* The throttle: a token bucket per class and direction on every socket's egress and ingress
+ * (cgroup_skb/egress and /ingress on the cgroup v2 root). A socket belongs to a class through the
+ * process that created it (or first wrote to it): socket-local storage holds that tgid, the agent
+ * maps tgids to classes. A packet within the class's credit passes; a TCP packet within `queue`
+ * beyond it passes with a congestion signal (TCP enters CWR); any other packet is refused with a
+ * congestion signal, which TCP takes as "not sent, keep it" (it resends later, so TCP loses
+ * nothing) and UDP as a silent drop. Dry-run classes run the same bucket, count, and pass
+ * everything. */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -56,6 +57,14 @@ struct {
     __type(key, __u32);
     __type(value, struct thr_state);
 } thr_state SEC(".maps");
+
+/* The ingress bucket of each class (downloads: what the class's sockets receive). */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, WL_THR_MAX_CLASSES);
+    __type(key, __u32);
+    __type(value, struct thr_state);
+} thr_state_in SEC(".maps");
 
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -137,8 +146,10 @@ static __always_inline __s32 class_of(struct thr_sk *st)
 }
 
 /* One packet against the bucket; returns the verdict and updates the credit. */
+/* queue: the bytes beyond the credit a TCP packet may still pass (with a congestion signal on
+ * egress). */
 static __always_inline enum verdict bucket(struct thr_state *s, const struct thr_cfg *c, __u64 len,
-                                           int tcp, int new_active, __u64 now)
+                                           int tcp, int new_active, __u64 now, __u64 queue)
 {
     enum verdict v;
     __u64 epoch = now >> WL_THR_EPOCH_SHIFT;
@@ -164,7 +175,7 @@ static __always_inline enum verdict bucket(struct thr_state *s, const struct thr
     if (credit >= 0) {
         v = PASS;
         credit -= (__s64)len;
-    } else if (tcp && credit > -(__s64)c->queue) {
+    } else if (tcp && credit > -(__s64)queue) {
         v = MARK;
         credit -= (__s64)len;
     } else {
@@ -175,45 +186,70 @@ static __always_inline enum verdict bucket(struct thr_state *s, const struct thr
     return v;
 }
 
+/* The class of skb's socket and its bucket; -1 when the packet is not limited. */
+static __always_inline int classify(struct __sk_buff *skb, struct thr_sk **stp,
+                                    struct thr_cfg **cfgp, struct thr_counts **np, __u32 *kp)
+{
+    struct bpf_sock *sk = skb->sk;
+    if (!sk)
+        return -1;
+    sk = bpf_sk_fullsock(sk);
+    if (!sk)
+        return -1;
+    struct thr_sk *st = bpf_sk_storage_get(&thr_socks, sk, 0, 0);
+    if (!st)
+        return -1;
+    __s32 cls = class_of(st);
+    if (cls < 0)
+        return -1;
+    __u32 k = (__u32)cls;
+    struct thr_cfg *cfg = bpf_map_lookup_elem(&thr_cfg, &k);
+    struct thr_counts *n = bpf_map_lookup_elem(&thr_counts, &k);
+    if (!cfg || !n || cfg->mode == WL_THR_MODE_OFF)
+        return -1;
+    *stp = st;
+    *cfgp = cfg;
+    *np = n;
+    *kp = k;
+    return sk->protocol == IPPROTO_TCP_;
+}
+
+/* Counts a refused packet: TCP resends it (delayed), anything else is lost (dropped). */
+static __always_inline void count_refused(struct thr_counts *n, __u64 len, int tcp)
+{
+    if (tcp) {
+        n->delay_bytes += len;
+        n->delay_pkts++;
+    } else {
+        n->drop_bytes += len;
+        n->drop_pkts++;
+    }
+}
+
 SEC("cgroup_skb/egress")
 int thr_egress(struct __sk_buff *skb)
 {
     if (!n_active)
         return V_PASS;
-    struct bpf_sock *sk = skb->sk;
-    if (!sk)
+    struct thr_sk *st;
+    struct thr_cfg *cfg;
+    struct thr_counts *n;
+    __u32 k;
+    int tcp = classify(skb, &st, &cfg, &n, &k);
+    if (tcp < 0)
         return V_PASS;
-    sk = bpf_sk_fullsock(sk);
-    if (!sk)
-        return V_PASS;
-    struct thr_sk *st = bpf_sk_storage_get(&thr_socks, sk, 0, 0);
-    if (!st)
-        return V_PASS;
-    __s32 cls = class_of(st);
-    if (cls < 0)
-        return V_PASS;
-    __u32 k = (__u32)cls;
-    struct thr_cfg *cfg = bpf_map_lookup_elem(&thr_cfg, &k);
     struct thr_state *s = bpf_map_lookup_elem(&thr_state, &k);
-    struct thr_counts *n = bpf_map_lookup_elem(&thr_counts, &k);
-    if (!cfg || !s || !n || cfg->mode == WL_THR_MODE_OFF)
+    if (!s)
         return V_PASS;
     __u64 len = skb->len;
-    int tcp = sk->protocol == IPPROTO_TCP_;
     __u64 now = bpf_ktime_get_ns();
     __u32 epoch = (__u32)(now >> WL_THR_EPOCH_SHIFT);
     int new_active = tcp && st->epoch != epoch;
     st->epoch = epoch;
-    enum verdict v = bucket(s, cfg, len, tcp, new_active, now);
+    enum verdict v = bucket(s, cfg, len, tcp, new_active, now, cfg->queue);
     int dry = cfg->mode == WL_THR_MODE_DRY_RUN;
     if (v == REFUSE) {
-        if (tcp) {
-            n->delay_bytes += len;
-            n->delay_pkts++;
-        } else {
-            n->drop_bytes += len;
-            n->drop_pkts++;
-        }
+        count_refused(n, len, tcp);
         if (!dry)
             return V_DROP_NOTIFY;
         n->pass_bytes += len;
@@ -227,6 +263,43 @@ int thr_egress(struct __sk_buff *skb)
         if (!dry)
             return V_PASS_NOTIFY;
     }
+    return V_PASS;
+}
+
+/* Ingress: what a class's sockets receive (a workflow that downloads: the sender is a process
+ * of another owner, often on a host without a rule). A policer: within the credit a packet
+ * passes, and in debt up to IN_QUEUE_X times the egress queue too; beyond it is dropped before
+ * the socket sees it; a TCP sender takes the loss as congestion, backs off
+ * and resends (delayed), anything else is lost (dropped). The
+ * dropped bytes did cross the network once: a receiver-side limit lowers the link's load to
+ * about the cap plus the resends. */
+#define IN_QUEUE_X 3
+
+SEC("cgroup_skb/ingress")
+int thr_ingress(struct __sk_buff *skb)
+{
+    if (!n_active)
+        return V_PASS;
+    struct thr_sk *st;
+    struct thr_cfg *cfg;
+    struct thr_counts *n;
+    __u32 k;
+    int tcp = classify(skb, &st, &cfg, &n, &k);
+    if (tcp < 0)
+        return V_PASS;
+    struct thr_state *s = bpf_map_lookup_elem(&thr_state_in, &k);
+    if (!s)
+        return V_PASS;
+    __u64 len = skb->len;
+    /* every protocol may use the queue here: the only signal a receiver can give is a drop */
+    enum verdict v = bucket(s, cfg, len, 1, 0, bpf_ktime_get_ns(), IN_QUEUE_X * cfg->queue);
+    if (v == REFUSE) {
+        count_refused(n, len, tcp);
+        if (cfg->mode != WL_THR_MODE_DRY_RUN)
+            return V_DROP;
+    }
+    n->pass_bytes += len;
+    n->pass_pkts++;
     return V_PASS;
 }
 

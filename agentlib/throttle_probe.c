@@ -29,7 +29,7 @@ _Static_assert(THROTTLE_MAX_CLASSES == WL_THR_MAX_CLASSES, "class count");
 struct throttle_probe {
     struct throttle *skel;
     int cg_fd;
-    struct bpf_link *links[4];
+    struct bpf_link *links[5];
     struct ring_buffer *rb;
     throttle_tgid_fn fn;
     void *fn_arg;
@@ -80,7 +80,9 @@ struct throttle_probe *throttle_probe_open(const char *cgroup_dir, char *err, si
     tp->links[2] = tp->links[1] ? bpf_program__attach(tp->skel->progs.thr_send) : NULL;
     tp->links[3] =
         tp->links[2] ? bpf_program__attach_cgroup(tp->skel->progs.thr_sockops, tp->cg_fd) : NULL;
-    if (!tp->links[3]) {
+    tp->links[4] =
+        tp->links[3] ? bpf_program__attach_cgroup(tp->skel->progs.thr_ingress, tp->cg_fd) : NULL;
+    if (!tp->links[4]) {
         snprintf(err, errlen, "attach to %s: %s", cgroup_dir, strerror(errno));
         goto fail;
     }
@@ -100,7 +102,7 @@ void throttle_probe_close(struct throttle_probe *tp)
     if (!tp)
         return;
     ring_buffer__free(tp->rb);
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < 5; i++)
         bpf_link__destroy(tp->links[i]);
     if (tp->cg_fd >= 0)
         close(tp->cg_fd);
@@ -128,7 +130,8 @@ int throttle_probe_set_class(struct throttle_probe *tp, unsigned cls, uint64_t r
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         s.last_ns = (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
-        if (bpf_map_update_elem(bpf_map__fd(tp->skel->maps.thr_state), &k, &s, 0) != 0)
+        if (bpf_map_update_elem(bpf_map__fd(tp->skel->maps.thr_state), &k, &s, 0) != 0 ||
+            bpf_map_update_elem(bpf_map__fd(tp->skel->maps.thr_state_in), &k, &s, 0) != 0)
             return -1;
         struct thr_counts *z = calloc((size_t)tp->ncpu, sizeof(*z));
         if (!z)
@@ -218,9 +221,10 @@ void throttle_probe_events(struct throttle_probe *tp, throttle_tgid_fn fn, void 
 size_t throttle_probe_prog_ids(const struct throttle_probe *tp, uint32_t *ids, size_t max)
 {
     const struct bpf_program *p[] = {tp->skel->progs.thr_egress, tp->skel->progs.thr_sock_create,
-                                     tp->skel->progs.thr_send, tp->skel->progs.thr_sockops};
+                                     tp->skel->progs.thr_send, tp->skel->progs.thr_sockops,
+                                     tp->skel->progs.thr_ingress};
     size_t n = 0;
-    for (size_t i = 0; i < 4 && n < max; i++) {
+    for (size_t i = 0; i < 5 && n < max; i++) {
         struct bpf_prog_info info;
         __u32 len = sizeof(info);
         memset(&info, 0, sizeof(info));

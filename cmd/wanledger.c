@@ -11,6 +11,7 @@
 #include "retention.h"
 #include "poll_cmd.h"
 #include "api_deps.h"
+#include "api_nas.h"
 #include "recon_cmd.h"
 #include "rejects.h"
 #include "throttle_cmd.h"
@@ -33,6 +34,7 @@ static void usage(FILE *f)
             "  report --week W       the weekly coverage review (md, html)\n"
             "  top --src A --dst B   who used a site pair\n"
             "  deps --workflow W     what a workflow talks to (--move-to SITE: the circuits)\n"
+            "  nas [--server A]      which pods and workflows load each NFS server, latency\n"
             "  alerts [--open]       list gap, over and saturation alerts\n"
             "  rejects               list transfer records refused from accepted batches\n"
             "  throttle add|list|proposals|approve|revoke|kill-switch   throttle rules\n"
@@ -185,7 +187,7 @@ int main(int argc, char **argv)
     }
     static const char *const known[] = {"migrate",  "prune",   "reconcile", "poll",   "ship",
                                         "heatmap",  "report",  "top",       "alerts", "deps",
-                                        "throttle", "rejects", NULL};
+                                        "throttle", "rejects", "nas",       NULL};
     int ok = 0;
     for (const char *const *k = known; *k; k++)
         ok |= strcmp(*k, sub) == 0;
@@ -218,6 +220,8 @@ int main(int argc, char **argv)
         rc = thr_cmd(cfg, sargc, sargv);
     else if (strcmp(sub, "deps") == 0)
         rc = api_deps_cmd(cfg, sargc, sargv);
+    else if (strcmp(sub, "nas") == 0)
+        rc = api_nas_cmd(cfg, sargc, sargv);
     else if (strcmp(sub, "rejects") == 0)
         rc = rj_cmd(cfg, sargc, sargv);
     else

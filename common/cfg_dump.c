@@ -251,6 +251,7 @@ char *cfg_to_json(const struct cfg *cfg)
     add_str(dv, "client_cert", cfg->delivery.client_cert);
     add_str(dv, "client_key", cfg->delivery.client_key);
     cJSON_AddBoolToObject(dv, "allow_plain_http", cfg->delivery.allow_plain_http);
+    cfg_dump_analytics(cfg, r);
     char *out = cJSON_Print(r);
     cJSON_Delete(r);
     return out;

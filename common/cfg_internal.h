@@ -82,6 +82,9 @@ void cfg_parse_device_flows(struct cfg_pctx *c, const cJSON *o, const char *p,
                             struct cfg_flows *fl);
 void cfg_parse_delivery(struct cfg_pctx *c, const cJSON *obj); /* NULL obj: defaults */
 void cfg_free_delivery(struct cfg_delivery *d);
-void cfg_parse_throttle(struct cfg_pctx *c, const cJSON *root); /* $.throttle, may be absent */
+void cfg_parse_throttle(struct cfg_pctx *c, const cJSON *root);  /* $.throttle, may be absent */
+void cfg_parse_analytics(struct cfg_pctx *c, const cJSON *root); /* $.analytics, may be absent */
+void cfg_free_analytics(struct cfg *cfg);
+void cfg_dump_analytics(const struct cfg *cfg, cJSON *root);
 
 #endif

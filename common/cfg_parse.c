@@ -238,7 +238,7 @@ static const struct {
     {"limits", parse_limits},           {"poller", parse_poller},
     {"retention", cfg_parse_retention}, {"endpoints", parse_endpoints_sec},
     {"throttle", cfg_parse_throttle},   {"server", cfg_parse_server},
-    {"delivery", parse_delivery_sec},
+    {"delivery", parse_delivery_sec},   {"analytics", cfg_parse_analytics},
 };
 
 #define N_SCALARS  (sizeof(scalar_keys) / sizeof(scalar_keys[0]))
@@ -357,6 +357,7 @@ void cfg_free(struct cfg *cfg)
     free(cfg->reconciler_url);
     free(cfg->public_url);
     cfg_free_delivery(&cfg->delivery);
+    cfg_free_analytics(cfg);
     for (size_t i = 0; i < cfg->n_sites; i++) {
         free(cfg->sites[i].name);
         free(cfg->sites[i].prefixes);

@@ -116,6 +116,17 @@ struct cfg_delivery {
     bool allow_plain_http;
 };
 
+/* $.analytics.clickhouse (common/cfg_analytics.c): the ClickHouse store of raw flow records. */
+struct cfg_clickhouse {
+    bool enabled; /* configured: flows also go to ClickHouse, windows are summed there */
+    char *url;    /* "http://127.0.0.1:8123" (no trailing /) */
+    char *database, *cluster; /* cluster NULL: no Distributed table */
+    char *user, *password;    /* password from password_file, or NULL */
+    char *password_file;      /* resolved path, or NULL */
+    int batch_rows;           /* rows per INSERT, default 100000 */
+    int timeout_ms;           /* per request, default 10000 */
+};
+
 struct cfg {
     char *path; /* the file it was read from */
 
@@ -207,6 +218,7 @@ struct cfg {
     char *metrics_listen; /* the poller's /metrics, "HOST:PORT"; NULL: POLL_METRICS_DEFAULT */
 
     struct cfg_delivery delivery;
+    struct cfg_clickhouse clickhouse;
 
     /* derived */
     struct sitemap *sitemap;                     /* every site prefix -> site index */

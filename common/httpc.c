@@ -201,7 +201,9 @@ static int parse_response(char *buf, size_t n, struct httpc_response *resp)
 static int send_request(struct httpc_conn *c, const struct httpc_req *rq, const struct url_parts *u,
                         char *err, size_t errlen)
 {
-    const char *tok = rq->token;
+    const char *tok = rq->token, *scheme = "Bearer ";
+    if (!tok && rq->authorization)
+        tok = rq->authorization, scheme = "";
     size_t hcap = 1024 + strlen(u->path) + strlen(u->host) + (tok ? strlen(tok) : 0);
     char *hdr = malloc(hcap);
     if (!hdr) {
@@ -210,15 +212,16 @@ static int send_request(struct httpc_conn *c, const struct httpc_req *rq, const 
     }
     char authority[HOSTPORT_HOST_MAX + 16];
     hostport_format(u->host, (unsigned)atoi(u->port), authority, sizeof(authority));
-    int hn = snprintf(
-        hdr, hcap,
-        "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: wanledger\r\n"
-        "Connection: close\r\n%s%s%s%s%s%s"
-        "Content-Type: %s\r\nContent-Length: %zu\r\n\r\n",
-        rq->method ? rq->method : "POST", u->path, authority, tok ? "Authorization: Bearer " : "",
-        tok ? tok : "", tok ? "\r\n" : "", rq->content_encoding ? "Content-Encoding: " : "",
-        rq->content_encoding ? rq->content_encoding : "", rq->content_encoding ? "\r\n" : "",
-        rq->content_type ? rq->content_type : "application/json", rq->len);
+    int hn = snprintf(hdr, hcap,
+                      "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: wanledger\r\n"
+                      "Connection: close\r\n%s%s%s%s%s%s%s"
+                      "Content-Type: %s\r\nContent-Length: %zu\r\n\r\n",
+                      rq->method ? rq->method : "POST", u->path, authority,
+                      tok ? "Authorization: " : "", tok ? scheme : "", tok ? tok : "",
+                      tok ? "\r\n" : "", rq->content_encoding ? "Content-Encoding: " : "",
+                      rq->content_encoding ? rq->content_encoding : "",
+                      rq->content_encoding ? "\r\n" : "",
+                      rq->content_type ? rq->content_type : "application/json", rq->len);
     char e[200] = "";
     int rc = httpc_conn_write(c, hdr, (size_t)hn, e, sizeof(e));
     if (rc == 0 && rq->len)
@@ -244,8 +247,8 @@ static int response_complete(char *buf, size_t n)
     return clen >= 0 && (long long)(n - (size_t)(end + 4 - buf)) >= clen;
 }
 
-static int read_response(struct httpc_conn *c, const char *url, struct httpc_response *resp,
-                         char *err, size_t errlen)
+static int read_response(struct httpc_conn *c, const char *url, size_t max,
+                         struct httpc_response *resp, char *err, size_t errlen)
 {
     size_t cap = 8192, n = 0;
     char *buf = malloc(cap);
@@ -254,8 +257,8 @@ static int read_response(struct httpc_conn *c, const char *url, struct httpc_res
         return -1;
     for (;;) {
         if (n + 4096 + 1 > cap) {
-            if (cap >= HTTPC_MAX_RESPONSE) {
-                snprintf(err, errlen, "%s: response over %u bytes", url, HTTPC_MAX_RESPONSE);
+            if (cap >= max) {
+                snprintf(err, errlen, "%s: response over %zu bytes", url, max);
                 goto out;
             }
             char *nb = realloc(buf, cap * 2);
@@ -351,7 +354,8 @@ static int request(const struct httpc_req *rq, struct httpc_response *resp, char
         }
     }
     if (send_request(&c, rq, &u, err, errlen) != 0 ||
-        read_response(&c, rq->url, resp, err, errlen) != 0)
+        read_response(&c, rq->url, rq->max_response ? rq->max_response : HTTPC_MAX_RESPONSE, resp,
+                      err, errlen) != 0)
         goto cleanup;
     rc = 0;
 cleanup:

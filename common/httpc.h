@@ -27,15 +27,17 @@ struct ssl_ctx_st *httpc_tls_ctx_new(const struct httpc_tls *tls, char *err, siz
 int httpc_tls_set_peer(struct ssl_st *ssl, const char *host);
 
 struct httpc_req {
-    const char *method; /* "POST" (default when NULL) or "GET" */
-    const char *url;    /* http[s]://HOST[:PORT]/PATH */
-    const char *token;  /* "Authorization: Bearer TOKEN" when not NULL */
+    const char *method;        /* "POST" (default when NULL) or "GET" */
+    const char *url;           /* http[s]://HOST[:PORT]/PATH */
+    const char *token;         /* "Authorization: Bearer TOKEN" when not NULL */
+    const char *authorization; /* else a whole Authorization value ("Basic …") when not NULL */
     const char *body;
     size_t len;
     const char *content_type;     /* default application/json */
     const char *content_encoding; /* "zstd", "gzip" or NULL */
     int timeout_ms;               /* deadline over resolve, connect, handshake, send, receive */
     const struct httpc_tls *tls;  /* NULL: defaults (system CAs, plain only to loopback) */
+    size_t max_response;          /* bytes; 0: 16 MiB (a reconciler answer is small) */
 };
 
 struct httpc_response {

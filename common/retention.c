@@ -9,9 +9,9 @@
 #include "timeutil.h"
 
 static const char *const TABLES[RETENTION_TABLES] = {
-    "heatmap_cells",       "attribution_rollup",  "link_windows",      "gap_alerts",
-    "agent_gaps",          "window_state",        "dependency_rollup", "flow_samples",
-    "flow_sample_batches", "flow_collector_stats"};
+    "heatmap_cells",       "attribution_rollup",   "link_windows",      "gap_alerts",
+    "agent_gaps",          "window_state",         "dependency_rollup", "flow_samples",
+    "flow_sample_batches", "flow_collector_stats", "nas_windows"};
 
 const char *retention_table_name(int i)
 {
@@ -53,6 +53,19 @@ int retention_prune(PGconn *db, const struct cfg *cfg, int64_t now_us, int64_t r
         for (int k = 0; k < RETENTION_TABLES; k++)
             if (strcmp(PQgetvalue(r, i, 0), TABLES[k]) == 0)
                 st->deleted[k] = atoll(PQgetvalue(r, i, 1));
+    PQclear(r);
+    /* the NAS view (sql/011) is a result table: kept like the rollups */
+    r = PQexecParams(db, "DELETE FROM nas_windows WHERE window_start < $1::timestamptz", 1, NULL, p,
+                     NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        snprintf(err, errlen, "pruning nas_windows: %s", PQresultErrorMessage(r));
+        size_t n = strlen(err);
+        while (n && err[n - 1] == '\n')
+            err[--n] = '\0';
+        PQclear(r);
+        return -1;
+    }
+    st->deleted[RETENTION_TABLES - 1] = atoll(PQcmdTuples(r));
     PQclear(r);
     return 0;
 }

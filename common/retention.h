@@ -14,7 +14,7 @@
 
 #include "config.h"
 
-#define RETENTION_TABLES 10
+#define RETENTION_TABLES 11
 
 struct retention_stats {
     int partitions_dropped;

@@ -375,6 +375,12 @@ static void summary(struct evbuffer *out, const struct cell_view *v)
                             hm_fmt_bps((double)v->capacity_bps, a),
                             hm_fmt_pct(v->valid_fraction, b));
     evbuffer_add_printf(out, "</div>");
+    if (v->t.nfs > 0) /* NFS on the pair: who loads the filers, and the latency they see */
+        evbuffer_add_printf(out,
+                            "<p class=\"nas-link\"><a href=\"nas?from=%s&amp;to=%s\">NAS view: "
+                            "which pods and workflows load the filers in this span, with their "
+                            "latency</a></p>",
+                            hm_fmt_rfc3339(v->from_us, a), hm_fmt_rfc3339(v->to_us, b));
 }
 
 /* Every alert of the pair, open ones first (as hm_alerts_load orders them). */

@@ -10,6 +10,13 @@
 #include "timeutil.h"
 
 #define HOUR_US (3600 * TM_USEC_PER_SEC)
+/* spans longer than this read the hourly rollup for their whole hours */
+#define HOURLY_FROM_US (6 * HOUR_US)
+/* min(status) of the windows behind an hourly row (text order, as min(status) per window) */
+#define MIN_STATUS_SQL                                                                             \
+    "CASE WHEN n_idle > 0 THEN 'idle' WHEN n_incomplete > 0 THEN 'incomplete' WHEN "               \
+    "n_no_counter > 0 THEN 'no_counter' WHEN n_ok > 0 THEN 'ok' WHEN n_over > 0 THEN 'over' "      \
+    "WHEN n_red > 0 THEN 'red' ELSE 'warn' END"
 
 void hm_totals_from_row(const PGresult *r, int row, int col, struct hm_totals *t)
 {
@@ -220,12 +227,22 @@ static int load_pairs(PGconn *db, struct hm_grid *g, const struct cfg *cfg, size
 {
     char a[24], b[24];
     const char *p[2] = {hm_sql_i64_text(g->from_us, a), hm_sql_i64_text(g->to_us, b)};
+    /* longer than HOURLY_FROM_US: the whole hours from heatmap_cells_hourly (sql/013), the
+     * edges from heatmap_cells; the same sums either way, min(coverage) only per window */
     PGresult *r =
-        pgc_query(db, "reading heatmap_cells",
-                  "SELECT src_site, dst_site, min(status), min(coverage), " HM_GRID_SUMS_SQL
-                  " FROM heatmap_cells WHERE window_start >= " HM_SQL_TS(
-                      1) " AND window_start < " HM_SQL_TS(2) " GROUP BY 1, 2",
-                  2, p, err, errlen);
+        g->to_us - g->from_us > HOURLY_FROM_US
+            ? pgc_query(db, "reading heatmap_cells_hourly",
+                        "SELECT src_site, dst_site, " MIN_STATUS_SQL ", NULL::float8, "
+                        "observed_bytes, observed_payload_bytes, attributed_bytes, socket_bytes, "
+                        "nfs_bytes, service_bytes, unattributed_bytes, seconds, windows, n_ok, "
+                        "n_warn, n_red, n_over, n_idle, n_incomplete, n_no_counter FROM "
+                        "wl_cells_range(" HM_SQL_TS(1) ", " HM_SQL_TS(2) ")",
+                        2, p, err, errlen)
+            : pgc_query(db, "reading heatmap_cells",
+                        "SELECT src_site, dst_site, min(status), min(coverage), " HM_GRID_SUMS_SQL
+                        " FROM heatmap_cells WHERE window_start >= " HM_SQL_TS(
+                            1) " AND window_start < " HM_SQL_TS(2) " GROUP BY 1, 2",
+                        2, p, err, errlen);
     if (!r)
         return -1;
     /* first pass: sites */
@@ -270,31 +287,15 @@ static int load_strip(PGconn *db, struct hm_grid *g, const struct cfg *cfg, char
     char a[24], b[24];
     const char *p[2] = {hm_sql_i64_text(g->strip_from_us, a),
                         hm_sql_i64_text(last_hour + HOUR_US, b)};
-    /* only what the status rule and the bar height need; date_bin keeps hours UTC-aligned
-     * whatever the session's time zone */
-    PGresult *r = pgc_query(
-        db, "reading the hourly strip",
-        "SELECT src_site, dst_site, min(status), " HM_SQL_US(
-            "date_bin('1 hour', window_start, timestamptz 'epoch')") ", "
-                                                                     "coalesce(sum(observed_"
-                                                                     "payload_bytes),0)::bigint, "
-                                                                     "coalesce(sum(attributed_"
-                                                                     "bytes),0)::bigint, "
-                                                                     "count(*), count(*) FILTER "
-                                                                     "(WHERE status = "
-                                                                     "'incomplete'), "
-                                                                     "count(*) FILTER (WHERE "
-                                                                     "status = 'no_counter') FROM "
-                                                                     "heatmap_cells WHERE "
-                                                                     "window_start >= " HM_SQL_TS(
-                                                                         1) " AND window_start "
-                                                                            "< " HM_SQL_TS(2) " GRO"
-                                                                                              "UP "
-                                                                                              "BY "
-                                                                                              "1, "
-                                                                                              "2, "
-                                                                                              "4",
-        2, p, err, errlen);
+    /* only what the status rule and the bar height need, from the hourly rollup (sql/013: UTC
+     * hours, kept equal to the per-window rows' sums) */
+    PGresult *r = pgc_query(db, "reading the hourly strip",
+                            "SELECT src_site, dst_site, " MIN_STATUS_SQL ", " HM_SQL_US(
+                                "hour_start") ", observed_payload_bytes, attributed_bytes, "
+                                              "windows, n_incomplete, n_no_counter FROM "
+                                              "heatmap_cells_hourly WHERE hour_start >= " HM_SQL_TS(
+                                                  1) " AND hour_start < " HM_SQL_TS(2),
+                            2, p, err, errlen);
     if (!r)
         return -1;
     for (int i = 0; i < PQntuples(r); i++) {

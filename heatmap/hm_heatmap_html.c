@@ -7,6 +7,7 @@
 
 #include "hm_esc.h"
 #include "hm_fmt.h"
+#include "hm_fleet.h"
 #include "hm_grid_svg.h"
 #include "hm_html.h"
 #include "timeutil.h"
@@ -134,6 +135,12 @@ static void kpis(struct evbuffer *out, const struct hm_grid *g)
 void hm_heatmap_html(struct evbuffer *out, const struct hm_grid *g, const struct cfg *cfg,
                      const char *base)
 {
+    hm_heatmap_html_opts(out, g, cfg, base, NULL);
+}
+
+void hm_heatmap_html_opts(struct evbuffer *out, const struct hm_grid *g, const struct cfg *cfg,
+                          const char *base, const struct hm_fleet_opts *fo)
+{
     char cap[160];
     hm_grid_caption(g, cap, sizeof cap);
     char title[200];
@@ -158,7 +165,10 @@ void hm_heatmap_html(struct evbuffer *out, const struct hm_grid *g, const struct
     if (base)
         snprintf(href, sizeof href, "%s/heatmap/cell", base);
     struct hm_svg_opts o = {.cell_href = base ? href : NULL, .standalone = false, .cfg = cfg};
-    hm_grid_svg(out, g, &o);
+    if (hm_fleet_wanted(g, fo)) /* hundreds of sites: groups and a pair list (hm_fleet.h) */
+        hm_fleet_html(out, g, cfg, base, fo);
+    else
+        hm_grid_svg(out, g, &o);
     evbuffer_add_printf(out, "</div><aside class=\"panel alerts\"><h2>Open alerts (%zu)</h2>",
                         g->n_alerts);
     hm_alerts_html(out, g->alerts, g->n_alerts, base, g->generated_us);

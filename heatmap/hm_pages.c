@@ -5,6 +5,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hm_cell.h"
@@ -60,9 +61,22 @@ int hm_page_heatmap(PGconn *db, const struct cfg *cfg, const char *query, struct
         return 400;
     struct hm_span span;
     int rc = parse_span(&kv, &span, out, content_type);
+    /* the fleet view's filter (hm_fleet.h): ?site=, ?group=, ?group_chars=0..32 */
+    char site[128], group[128];
+    const char *v = evhttp_find_header(&kv, "site");
+    snprintf(site, sizeof site, "%s", v ? v : "");
+    v = evhttp_find_header(&kv, "group");
+    snprintf(group, sizeof group, "%s", v ? v : "");
+    v = evhttp_find_header(&kv, "group_chars");
+    char *end = NULL;
+    long gc = v && *v ? strtol(v, &end, 10) : 0;
     evhttp_clear_headers(&kv);
     if (rc < 0)
         return 400;
+    if (v && *v && (*end || gc < 0 || gc > 32)) {
+        return bad_request(out, content_type, "group_chars", "group_chars: expected 0..32");
+    }
+    struct hm_fleet_opts fo = {.site = site, .group = group, .group_chars = (int)gc};
     if (!db || PQstatus(db) != CONNECTION_OK)
         return plain(out, content_type, 500, "heatmap: no database connection");
     struct hm_grid *g = NULL;
@@ -70,7 +84,7 @@ int hm_page_heatmap(PGconn *db, const struct cfg *cfg, const char *query, struct
     if (hm_grid_load(db, cfg, &span, &g, err, sizeof err) < 0)
         return plain(out, content_type, 500, err);
     *content_type = "text/html; charset=utf-8";
-    hm_heatmap_html(out, g, cfg, "");
+    hm_heatmap_html_opts(out, g, cfg, "", &fo);
     hm_grid_free(g);
     return 200;
 }

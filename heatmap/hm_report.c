@@ -469,22 +469,23 @@ static int hosts_section(struct rep *r, PGconn *db, const char *const *p, char *
 static int workflows_section(struct rep *r, PGconn *db, const char *const *p, char *err,
                              size_t errlen)
 {
-    PGresult *q = pgc_query(
-        db, "reading attribution_rollup",
-        "WITH w AS (SELECT src_site, dst_site, workflow, sum(bytes)::bigint AS bytes "
-        "FROM attribution_rollup WHERE window_start >= " HM_SQL_TS(
-            1) " AND window_start < " HM_SQL_TS(2) " GROUP BY 1, 2, 3), "
-                                                   "ranked AS (SELECT *, row_number() OVER "
-                                                   "(PARTITION BY src_site, dst_site ORDER BY "
-                                                   "bytes DESC, "
-                                                   "workflow) AS rank, sum(bytes) OVER (PARTITION "
-                                                   "BY src_site, dst_site) AS pair_total, "
-                                                   "max(bytes) OVER (PARTITION BY src_site, "
-                                                   "dst_site) AS pair_max FROM w) "
-                                                   "SELECT src_site, dst_site, workflow, bytes, "
-                                                   "pair_total FROM ranked WHERE rank <= 3 "
-                                                   "ORDER BY pair_max DESC, 1, 2, rank",
-        2, p, err, errlen);
+    PGresult *q =
+        pgc_query(db, "reading attribution_rollup",
+                  /* a week: the whole hours from attribution_rollup_hourly (sql/013) */
+                  "WITH w AS (SELECT src_site, dst_site, workflow, sum(bytes)::bigint AS bytes "
+                  "FROM wl_attribution_range(" HM_SQL_TS(1) ", " HM_SQL_TS(
+                      2) ") GROUP BY 1, 2, 3), "
+                         "ranked AS (SELECT *, row_number() OVER "
+                         "(PARTITION BY src_site, dst_site ORDER BY "
+                         "bytes DESC, "
+                         "workflow) AS rank, sum(bytes) OVER (PARTITION "
+                         "BY src_site, dst_site) AS pair_total, "
+                         "max(bytes) OVER (PARTITION BY src_site, "
+                         "dst_site) AS pair_max FROM w) "
+                         "SELECT src_site, dst_site, workflow, bytes, "
+                         "pair_total FROM ranked WHERE rank <= 3 "
+                         "ORDER BY pair_max DESC, 1, 2, rank",
+                  2, p, err, errlen);
     if (!q)
         return -1;
     h2(r, "Largest workflows per pair", "Attributed bytes after de-duplication, top 3 per pair.");

@@ -10,7 +10,8 @@
 #include "hm_fmt.h"
 #include "timeutil.h"
 
-#define Z95 1.959963984540054
+#define Z95                 1.959963984540054
+#define HM_UNREC_CANDIDATES 100 /* pairs read to pick the shown ones from */
 
 void hm_unrec_interval(double x, double v, double *lo, double *hi)
 {
@@ -110,6 +111,24 @@ int hm_unrec_query(PGconn *db, const struct cfg *cfg, const char *src_site, cons
     return 0;
 }
 
+/* Stable partition: pairs no agent recorded first (the blind spots), then the under-reported
+ * ones, each still largest first. An under-reported pair is a comparison of two estimates (the
+ * agents' payload as IP bytes by a fixed ratio, flows windowed by the exporter's flow end) and
+ * can be a few per cent off at the edges of a range; an unrecorded one is not. */
+static void unrecorded_first(struct hm_unrec_row *rows, size_t n)
+{
+    struct hm_unrec_row *tmp = malloc((n ? n : 1) * sizeof(*tmp));
+    if (!tmp)
+        return; /* order by estimate only */
+    size_t k = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n; i++)
+            if ((strcmp(rows[i].recorded_by, "none") == 0) == (pass == 0))
+                tmp[k++] = rows[i];
+    memcpy(rows, tmp, n * sizeof(*tmp));
+    free(tmp);
+}
+
 static const char *proto_name(int p)
 {
     return p == 6 ? "tcp" : p == 17 ? "udp" : p == 1 ? "icmp" : p == 58 ? "icmpv6" : NULL;
@@ -136,13 +155,16 @@ int hm_unrec_panel(struct evbuffer *out, PGconn *db, const struct cfg *cfg, cons
     size_t n;
     if (!cfg)
         return 0; /* the address-to-site and port rules come from the configuration */
-    if (hm_unrec_query(db, cfg, src, dst, NULL, from_us, to_us, HM_UNREC_PANEL_ROWS, &rows, &n, err,
+    if (hm_unrec_query(db, cfg, src, dst, NULL, from_us, to_us, HM_UNREC_CANDIDATES, &rows, &n, err,
                        errlen) < 0)
         return -1;
     if (n == 0) {
         free(rows);
         return 0; /* no sampled flows for this pair: nothing to add */
     }
+    unrecorded_first(rows, n);
+    if (n > HM_UNREC_PANEL_ROWS)
+        n = HM_UNREC_PANEL_ROWS;
     /* flow estimates are IP bytes; the gap is payload: scale by the cell's payload/observed */
     double to_payload = t->observed > 0 ? (double)t->payload / (double)t->observed : 1;
     evbuffer_add_printf(out,
@@ -182,11 +204,45 @@ int hm_unrec_panel(struct evbuffer *out, PGconn *db, const struct cfg *cfg, cons
     return 0;
 }
 
+/* The gap of src -> dst over the windows of [from_us, to_us) that have both a cell and sampled
+ * flows, narrowed to [*from_us, *to_us) from the first to the last such window: unattributed
+ * payload bytes and the cells' payload/observed (to scale the flows' IP bytes). 1 when there is
+ * such a window, 0 when none, -1 on error. */
+static int gap_of(PGconn *db, const char *src, const char *dst, int64_t window_s, int64_t *from_us,
+                  int64_t *to_us, double *unattributed, double *to_payload)
+{
+    static const char sql[] =
+        "SELECT (extract(epoch FROM min(c.window_start)) * 1e6)::bigint,"
+        " (extract(epoch FROM max(c.window_start)) * 1e6)::bigint,"
+        " sum(c.unattributed_bytes)::float8, sum(c.observed_payload_bytes)::float8,"
+        " sum(c.observed_bytes)::float8 FROM heatmap_cells c WHERE c.src_site = $1"
+        " AND c.dst_site = $2 AND c.window_start >= $3 AND c.window_start < $4 AND EXISTS"
+        " (SELECT 1 FROM flow_samples f WHERE f.src_site = $1 AND f.dst_site = $2"
+        " AND f.window_start = c.window_start)";
+    char a[TM_RFC3339_LEN], b[TM_RFC3339_LEN];
+    const char *p[4] = {src, dst, tm_format_rfc3339(*from_us, a), tm_format_rfc3339(*to_us, b)};
+    PGresult *r = PQexecParams(db, sql, 4, NULL, p, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        PQclear(r);
+        return -1;
+    }
+    int found = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0);
+    if (found) {
+        *from_us = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        *to_us = strtoll(PQgetvalue(r, 0, 1), NULL, 10) + window_s * 1000000LL;
+        *unattributed = strtod(PQgetvalue(r, 0, 2), NULL);
+        double payload = strtod(PQgetvalue(r, 0, 3), NULL), obs = strtod(PQgetvalue(r, 0, 4), NULL);
+        *to_payload = obs > 0 ? payload / obs : 1;
+    }
+    PQclear(r);
+    return found;
+}
+
 void hm_unrec_note(PGconn *db, const struct cfg *cfg, const char *src, const char *dst,
                    int64_t from_us, int64_t to_us, char *summary, size_t len)
 {
-    struct hm_unrec_row *rows;
-    size_t n;
+    struct hm_unrec_row *rows = NULL;
+    size_t n = 0;
     char err[256];
     if (!cfg)
         return;
@@ -194,19 +250,29 @@ void hm_unrec_note(PGconn *db, const struct cfg *cfg, const char *src, const cha
     bool in_tx = PQtransactionStatus(db) == PQTRANS_INTRANS;
     if (in_tx)
         PQclear(PQexec(db, "SAVEPOINT wl_unrec_note"));
-    int rc =
-        hm_unrec_query(db, cfg, src, dst, NULL, from_us, to_us, 1, &rows, &n, err, sizeof(err));
+    double gap = 0, to_payload = 1;
+    int found = gap_of(db, src, dst, cfg->window_seconds, &from_us, &to_us, &gap, &to_payload);
+    int rc = found > 0 ? hm_unrec_query(db, cfg, src, dst, NULL, from_us, to_us,
+                                        HM_UNREC_CANDIDATES, &rows, &n, err, sizeof(err))
+                       : found;
     if (in_tx)
         PQclear(PQexec(db, rc < 0 ? "ROLLBACK TO SAVEPOINT wl_unrec_note"
                                   : "RELEASE SAVEPOINT wl_unrec_note"));
-    if (rc < 0)
+    if (rc < 0 || found == 0)
         return; /* the summary stays as it was: flows are a hint, not the alert */
+    unrecorded_first(rows, n);
     if (n > 0) {
-        char d[256];
+        char d[256], pct[HM_FMT_LEN + 16] = "";
         size_t used = strlen(summary);
         hm_unrec_describe(&rows[0], d, sizeof(d));
+        if (gap > 0) { /* its share of the gap, flows' IP bytes as payload like the cell page */
+            char p[HM_FMT_LEN];
+            snprintf(pct, sizeof(pct), ", %s of the gap",
+                     hm_fmt_pct(rows[0].estimated_bytes * to_payload / gap, p));
+        }
         if (used < len)
-            snprintf(summary + used, len - used, "; top unexplained pair (sampled flows): %s", d);
+            snprintf(summary + used, len - used, "; top unexplained pair (sampled flows): %s%s", d,
+                     pct);
     }
     free(rows);
 }

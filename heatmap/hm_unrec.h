@@ -52,15 +52,20 @@ int hm_unrec_query(PGconn *db, const struct cfg *cfg, const char *src_site, cons
  * when the pair has no sampled flows. */
 void hm_unrec_describe(const struct hm_unrec_row *r, char *out, size_t len);
 
-/* The cell page's panel: the top unexplained pairs of src -> dst in [from_us, to_us) with
+/* The cell page's panel: the top unexplained pairs of src -> dst in [from_us, to_us) (those no
+ * agent recorded first, then the under-reported ones, each largest first) with
  * estimate, interval, samples, who recorded them and their share of the cell's gap (t). Writes
  * nothing when the pair has no sampled flows. 0 or -1 with err. */
 int hm_unrec_panel(struct evbuffer *out, PGconn *db, const struct cfg *cfg, const char *src,
                    const char *dst, int64_t from_us, int64_t to_us, const struct hm_totals *t,
                    char *err, size_t errlen) __attribute__((warn_unused_result));
 
-/* Appends "; top unexplained pair (sampled flows): DESCRIPTION" to summary (len bytes in all)
- * when src -> dst has one in [from_us, to_us); else leaves it unchanged (also on errors). */
+/* Appends "; top unexplained pair (sampled flows): DESCRIPTION, 97.3 % of the gap" to summary
+ * (len bytes in all) when src -> dst has one in [from_us, to_us) (the largest no agent recorded,
+ * else the largest under-reported one); else leaves it unchanged (also
+ * on errors). Both the pair's bytes and the gap are taken over the windows of the range that have
+ * a cell and sampled flows (the flows of the newest window may still be on their way); the share
+ * scales the flows' IP bytes to payload by the cells' payload/observed, as the cell page does. */
 void hm_unrec_note(PGconn *db, const struct cfg *cfg, const char *src, const char *dst,
                    int64_t from_us, int64_t to_us, char *summary, size_t len);
 

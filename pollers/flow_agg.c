@@ -121,6 +121,8 @@ int flow_agg_add(struct flow_agg *a, uint32_t device, const struct flow_rec *r, 
         }
         *c = k;
         c->rate_min = r->rate;
+        c->in_if = r->in_if;
+        c->out_if = r->out_if;
         a->n++;
         if (k.window_start_us < a->oldest_us)
             a->oldest_us = k.window_start_us;

@@ -24,6 +24,8 @@ struct flow_cell {
     uint64_t estimated_bytes;
     double variance;
     uint32_t rate_min, rate_max;
+    uint32_t in_if, out_if; /* interfaces of the cell's first record (0 = not given) */
+    int src_site, dst_site; /* set by the collector from the link (flow_link.h); -1 = unknown */
 };
 
 struct flow_agg;

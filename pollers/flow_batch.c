@@ -20,7 +20,9 @@ static void addr_text(uint8_t family, const uint8_t *a, char out[INET6_ADDRSTRLE
 
 char *flow_batch_json(const char *poller, const char *batch_id, int window_seconds,
                       const struct flow_batch_device *devs, size_t n_devs,
-                      const struct flow_cell *cells, size_t n_cells, size_t *len)
+                      const struct flow_cell *cells, size_t n_cells,
+                      const struct flow_batch_ifc *ifc, size_t n_ifc, const char *const *site_names,
+                      size_t n_sites, size_t *len)
 {
     struct evbuffer *b = evbuffer_new();
     if (!b)
@@ -59,12 +61,33 @@ char *flow_batch_json(const char *poller, const char *batch_id, int window_secon
             ",\"src_addr\":\"%s\",\"dst_addr\":\"%s\",\"proto\":%u,"
             "\"dst_port\":%u,\"samples\":%llu,\"sampled_bytes\":%llu,"
             "\"estimated_bytes\":%llu,\"variance\":%.17g,\"rate_min\":%u,"
-            "\"rate_max\":%u}",
+            "\"rate_max\":%u",
             src, dst, c->proto, c->dport, (unsigned long long)c->samples,
             (unsigned long long)c->sampled_bytes, (unsigned long long)c->estimated_bytes,
             isfinite(c->variance) ? c->variance : DBL_MAX, c->rate_min, c->rate_max);
+        if (c->src_site >= 0 && c->dst_site >= 0 && (size_t)c->src_site < n_sites &&
+            (size_t)c->dst_site < n_sites) {
+            evbuffer_add_printf(b, ",\"src_site\":");
+            jw_str(b, site_names[c->src_site]);
+            evbuffer_add_printf(b, ",\"dst_site\":");
+            jw_str(b, site_names[c->dst_site]);
+        }
+        evbuffer_add_printf(b, "}");
     }
-    evbuffer_add_printf(b, "]}");
+    evbuffer_add_printf(b, "]");
+    for (size_t i = 0; i < n_ifc; i++) {
+        const struct flow_batch_ifc *k = &ifc[i];
+        char at[TM_RFC3339_LEN];
+        evbuffer_add_printf(b, "%s{\"device\":", i ? "," : ",\"if_counters\":[");
+        jw_str(b, k->device < n_devs ? devs[k->device].name : "");
+        evbuffer_add_printf(b,
+                            ",\"if_index\":%u,\"at\":\"%s\",\"in_octets\":%llu,\"out_octets\":%llu,"
+                            "\"in_pkts\":%u,\"out_pkts\":%u}%s",
+                            k->c.if_index, tm_format_rfc3339(k->at_us, at),
+                            (unsigned long long)k->c.in_octets, (unsigned long long)k->c.out_octets,
+                            k->c.in_pkts, k->c.out_pkts, i + 1 == n_ifc ? "]" : "");
+    }
+    evbuffer_add_printf(b, "}");
     size_t n = evbuffer_get_length(b);
     char *out = malloc(n + 1);
     if (out) {

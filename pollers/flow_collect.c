@@ -15,6 +15,7 @@
 #include "flow_agg.h"
 #include "flow_batch.h"
 #include "flow_ipfix.h"
+#include "flow_link.h"
 #include "flow_send.h"
 #include "flow_sflow.h"
 #include "log.h"
@@ -25,6 +26,7 @@
 #define BATCH        32  /* datagrams per recvmmsg */
 #define MAX_CELLS    (1u << 19)
 #define SOCK_RCVBUF  (8 << 20)
+#define MAX_IFC      4096 /* sFlow counter samples waiting for the next batch */
 
 struct fdev {
     struct flow_collect *fc;
@@ -52,6 +54,10 @@ struct flow_collect {
     uint64_t seq;
     int64_t now_us; /* arrival time of the datagram being decoded */
     uint32_t cur_dev;
+    struct flow_links *links;   /* cells to links by device and ifIndex */
+    struct flow_batch_ifc *ifc; /* sFlow counter samples for the next batch (device = cfg index) */
+    size_t n_ifc;
+    uint64_t ifc_dropped; /* beyond MAX_IFC between two batches: counted in agg_dropped */
 };
 
 static const char *proto_name(enum cfg_flow_protocol p)
@@ -71,6 +77,19 @@ static void on_rec(void *arg, const struct flow_rec *r)
 {
     struct flow_collect *fc = arg;
     (void)flow_agg_add(fc->agg, fc->cur_dev, r, fc->now_us); /* a full table is counted */
+}
+
+/* An sFlow counter sample: kept for the next batch (cumulative counters: a dropped one loses
+ * only its point in time, the next sample carries the totals). */
+static void on_counters(void *arg, const struct flow_ifcounters *c)
+{
+    struct flow_collect *fc = arg;
+    if (fc->n_ifc >= MAX_IFC) {
+        fc->ifc_dropped++;
+        return;
+    }
+    fc->ifc[fc->n_ifc++] =
+        (struct flow_batch_ifc){.device = fc->cur_dev, .at_us = fc->now_us, .c = *c};
 }
 
 static void exporter_of(const struct sockaddr_storage *ss, struct flow_exporter *ex)
@@ -97,7 +116,8 @@ static void decode_one(struct fdev *d, const struct sockaddr_storage *from, size
     fc->now_us = tm_now_us();
     if (d->cd->flows.protocol == CFG_FLOW_SFLOW) {
         struct flow_sflow_info info;
-        rc = flow_sflow_decode(fc->buf, n, on_rec, NULL, fc, &info, &d->st, err, sizeof(err));
+        rc =
+            flow_sflow_decode(fc->buf, n, on_rec, on_counters, fc, &info, &d->st, err, sizeof(err));
     } else {
         struct flow_exporter ex;
         exporter_of(from, &ex);
@@ -178,29 +198,45 @@ static void send_closed(struct flow_collect *fc, int64_t before_us)
         bd[i].name = fc->devs[i].cd->name;
         bd[i].protocol = proto_name(fc->devs[i].cd->flows.protocol);
         bd[i].st = fc->devs[i].st;
-        bd[i].agg_dropped = i == 0 ? flow_agg_dropped(fc->agg) : 0;
+        bd[i].agg_dropped = i == 0 ? flow_agg_dropped(fc->agg) + fc->ifc_dropped : 0;
         if (map)
             map[fc->devs[i].idx] = (uint32_t)i;
     }
+    for (size_t i = 0; i < n; i++) { /* the link it crossed, else the reconciler uses addresses */
+        struct flow_cell *c = &cells[i];
+        if (!flow_links_sites(fc->links, c->device, c->in_if, c->out_if, c->family, c->dst,
+                              &c->src_site, &c->dst_site))
+            c->src_site = c->dst_site = -1;
+    }
+    const char **sites = calloc(fc->cfg->n_sites ? fc->cfg->n_sites : 1, sizeof(*sites));
+    for (size_t i = 0; sites && i < fc->cfg->n_sites; i++)
+        sites[i] = fc->cfg->sites[i].name;
     for (size_t i = 0; map && i < n; i++)
         cells[i].device = map[cells[i].device];
+    for (size_t i = 0; map && i < fc->n_ifc; i++)
+        fc->ifc[i].device = map[fc->ifc[i].device];
     char id[256];
     snprintf(id, sizeof(id), "%s:%lld:%llu", fc->poller, (long long)fc->boot_us,
              (unsigned long long)++fc->seq);
     size_t len = 0;
-    char *json =
-        flow_batch_json(fc->poller, id, fc->cfg->window_seconds, bd, fc->n_devs, cells, n, &len);
+    char *json = flow_batch_json(fc->poller, id, fc->cfg->window_seconds, bd, fc->n_devs, cells, n,
+                                 map ? fc->ifc : NULL, map ? fc->n_ifc : 0, sites,
+                                 sites ? fc->cfg->n_sites : 0, &len);
+    size_t n_ifc = map ? fc->n_ifc : 0;
+    fc->n_ifc = 0; /* encoded (or, without the map, never to be sent with a wrong device) */
     if (!json) {
         log_error(NULL, "flows: out of memory encoding %zu cells; dropped", n);
     } else if (fc->o.out) {
         fprintf(fc->o.out, "%s\n", json);
         fflush(fc->o.out);
-    } else if (n > 0) { /* counters alone wait for the next batch with cells */
+    } else if (n > 0 || n_ifc > 0) { /* the collector's own counters alone wait */
         char err[256];
         if (flow_send_push(fc->send, json, len, err, sizeof(err)) < 0)
-            log_error(NULL, "flows: batch of %zu cells not spooled: %s", n, err);
+            log_error(NULL, "flows: batch of %zu cells, %zu counter samples not spooled: %s", n,
+                      n_ifc, err);
     }
     free(json);
+    free(sites);
     free(map);
     free(bd);
     free(cells);
@@ -260,7 +296,9 @@ struct flow_collect *flow_collect_new(struct event_base *base, const struct cfg 
     fc->buf = fc->bufs;
     fc->agg = flow_agg_new(cfg->window_seconds, MAX_CELLS);
     fc->devs = calloc(cfg->n_devices ? cfg->n_devices : 1, sizeof(*fc->devs));
-    if (!fc->poller || !fc->bufs || !fc->agg || !fc->devs) {
+    fc->ifc = calloc(MAX_IFC, sizeof(*fc->ifc));
+    fc->links = flow_links_new(cfg);
+    if (!fc->poller || !fc->bufs || !fc->agg || !fc->devs || !fc->ifc || !fc->links) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -316,6 +354,13 @@ fail:
     return NULL;
 }
 
+void flow_collect_learn(void *arg, const struct poll_sample *s)
+{
+    struct flow_collect *fc = arg;
+    if (fc)
+        flow_links_learn(fc->links, s->device, s->interface, poll_sample_ifindex(s));
+}
+
 size_t flow_collect_free(struct flow_collect *fc, int drain_ms)
 {
     if (!fc)
@@ -335,6 +380,8 @@ size_t flow_collect_free(struct flow_collect *fc, int drain_ms)
     size_t left = flow_send_close(fc->send, drain_ms);
     flow_agg_free(fc->agg);
     free(fc->devs);
+    free(fc->ifc);
+    flow_links_free(fc->links);
     free(fc->bufs);
     free(fc->poller);
     free(fc);

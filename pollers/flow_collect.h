@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "poll_sample.h"
 
 struct event_base;
 struct flow_collect;
@@ -32,6 +33,10 @@ size_t flow_collect_devices(const struct cfg *cfg);
 struct flow_collect *flow_collect_new(struct event_base *base, const struct cfg *cfg,
                                       const struct flow_collect_opts *o, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+/* A counter sample of the SNMP poller (poll_sink's tap, arg = the collector): its interface's
+ * ifIndex maps flow records to that link (flow_link.h). */
+void flow_collect_learn(void *arg, const struct poll_sample *s);
+
 /* Sends every open window, then closes the sockets and the sender (posting for up to drain_ms
  * more). Returns the number of batches left spooled. Frees fc. */
 size_t flow_collect_free(struct flow_collect *fc, int drain_ms);

@@ -24,9 +24,9 @@ struct flow_send *flow_send_new(const char *spool_dir, uint64_t max_bytes, const
         .target = {.name = "flows",
                    .url = url,
                    .token = token,
-                   /* uncompressed until /v1/flowsamples decodes Content-Encoding: today it
-                    * answers 400 (not 415) to a compressed body */
-                   .compress = WL_COMPRESS_NONE},
+                   /* compressed like every other batch ($.delivery.compress, zstd by
+                    * default): /v1/flowsamples decodes Content-Encoding like every POST */
+                   .compress = dv ? dv->compress : WL_COMPRESS_ZSTD},
         .spool_dir = spool_dir,
         .spool_max_bytes = max_bytes,
         .report_drops = true,

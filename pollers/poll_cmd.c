@@ -264,6 +264,8 @@ static int start_sources(struct poll_run *r, const struct cfg *cfg, struct poll_
         log_error(NULL, "%s", err);
         return 1;
     }
+    if (r->fc) /* the SNMP samples' ifIndexes map flow records to links (flow_link.h) */
+        poll_sink_set_tap(r->sink, flow_collect_learn, r->fc);
     if ((!r->sp || snmp_poller_devices(r->sp) == 0) && !r->gl && !r->fc) {
         log_error(NULL, "nothing to poll: no SNMP device selected and no gNMI listener in %s",
                   cfg->path);
@@ -282,6 +284,8 @@ static int poll_run_free(struct poll_run *r, const struct poll_opts *o, int rc)
         event_free(r->sig_term);
     snmp_poller_free(r->sp);
     gnmi_listen_free(r->gl);
+    if (r->sink)
+        poll_sink_set_tap(r->sink, NULL, NULL);
     (void)flow_collect_free(r->fc, 2000);
     if (r->sink) {
         size_t left = poll_sink_close(r->sink, o->once && !o->to_stdout);

@@ -23,6 +23,15 @@ struct poll_sample {
     int64_t discontinuity_cs; /* ifCounterDiscontinuityTime, or gNMI last-clear in cs */
 };
 
+/* The ifIndex an SNMP sample was read from, 0 when not known: a valid SNMP sample's
+ * discontinuity_cs is ifIndex x 2^32 + ifCounterDiscontinuityTime (pollers/README.md "SNMP");
+ * one read while the interface was not up, and gNMI samples, carry none. */
+static inline long poll_sample_ifindex(const struct poll_sample *s)
+{
+    return s->has_uptime && s->discontinuity_cs >= (1LL << 32) ? (long)(s->discontinuity_cs >> 32)
+                                                               : 0;
+}
+
 /* A growable batch of samples. */
 struct poll_batch {
     struct poll_sample *items;

@@ -17,6 +17,8 @@ struct poll_sink {
     struct event *flush_ev;
     struct poll_batch batch;
     struct deliver *d;
+    void (*tap)(void *arg, const struct poll_sample *s);
+    void *tap_arg;
 };
 
 static void on_flush(evutil_socket_t fd, short what, void *arg)
@@ -72,8 +74,17 @@ struct poll_sink *poll_sink_new(struct event_base *base, const struct poll_sink_
     return sk;
 }
 
+void poll_sink_set_tap(struct poll_sink *sk, void (*fn)(void *arg, const struct poll_sample *s),
+                       void *arg)
+{
+    sk->tap = fn;
+    sk->tap_arg = arg;
+}
+
 void poll_sink_add(struct poll_sink *sk, const struct poll_sample *s)
 {
+    if (sk->tap)
+        sk->tap(sk->tap_arg, s);
     if (poll_batch_add(&sk->batch, s) != 0)
         log_error(s->device, "out of memory: sample of %s dropped", s->interface);
 }

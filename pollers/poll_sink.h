@@ -29,6 +29,9 @@ struct poll_sink_opts {
 
 struct poll_sink *poll_sink_new(struct event_base *base, const struct poll_sink_opts *o, char *err,
                                 size_t errlen) __attribute__((warn_unused_result));
+/* fn(arg, sample) sees every sample added from now on (the flow collector learns ifIndexes). */
+void poll_sink_set_tap(struct poll_sink *sk, void (*fn)(void *arg, const struct poll_sample *s),
+                       void *arg);
 /* Queues one sample (copied). */
 void poll_sink_add(struct poll_sink *sk, const struct poll_sample *s);
 /* Moves queued samples into the spool (or prints them) now. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flowin_ifc.h"
 #include "jsonv.h"
 #include "jsonw.h"
 #include "timeutil.h"
@@ -125,6 +126,20 @@ static int one_cell(struct vc *c, const struct jv *o, long i, struct cell *out)
     if (!v || v->type != JV_NUMBER || v->neg || !isfinite(v->d))
         return bad(c, p, "expected a number >= 0");
     out->variance = v->d;
+    /* the link the flow crossed, from the exporter's device and interface (pollers/flow_link.h);
+     * else the sites of its addresses */
+    const struct jv *ss = jv_get(o, "src_site"), *ds = jv_get(o, "dst_site");
+    if (ss || ds) {
+        int si = ss && ss->type == JV_STRING ? cfg_site_index(c->cfg, ss->s) : -1;
+        int di = ds && ds->type == JV_STRING ? cfg_site_index(c->cfg, ds->s) : -1;
+        snprintf(p, sizeof(p), "%s.%s", base, si < 0 ? "src_site" : "dst_site");
+        if (si < 0 || di < 0)
+            return bad(c, p, "expected a configured site (both src_site and dst_site)");
+        out->has_src_site = out->has_dst_site = true;
+        snprintf(out->src_site, sizeof(out->src_site), "%s", c->cfg->sites[si].name);
+        snprintf(out->dst_site, sizeof(out->dst_site), "%s", c->cfg->sites[di].name);
+        return 0;
+    }
     int s = cfg_site_of_addr(c->cfg, out->src), d = cfg_site_of_addr(c->cfg, out->dst);
     if (s >= 0) {
         out->has_src_site = true;
@@ -174,8 +189,8 @@ static const char SQL_STATS[] =
 
 /* Stores a validated batch; *fresh says whether the id was new. 0 or -1. */
 static int store(PGconn *db, const struct cfg *cfg, const char *poller, const char *batch,
-                 const struct cell *cells, size_t n, const struct jv *devices, bool *fresh,
-                 char *err, size_t errlen)
+                 const struct cell *cells, size_t n, const struct jv *devices, const struct jv *ifc,
+                 bool *fresh, char *err, size_t errlen)
 {
     PGresult *r = PQexec(db, "BEGIN");
     int rc = exec_ok(db, r, err, errlen);
@@ -220,6 +235,8 @@ static int store(PGconn *db, const struct cfg *cfg, const char *poller, const ch
         rc = exec_ok(db, r, err, errlen);
         PQclear(r);
     }
+    if (rc == 0 && *fresh) /* sFlow counter samples: beside the counters (flowin_ifc.h) */
+        rc = flowin_ifc_store(db, poller, ifc, err, errlen);
     for (const struct jv *d = devices ? devices->child : NULL; rc == 0 && d; d = d->next) {
         const struct jv *name = jv_get(d, "device"), *proto = jv_get(d, "protocol");
         const char *keys[6] = {
@@ -293,7 +310,7 @@ int flowin_post(PGconn *db, const struct cfg *cfg, const char *body, size_t len,
     const char *poller = NULL, *batch = NULL;
     uint64_t version = 0, wsec = 0;
     int status = 422;
-    const struct jv *arr = NULL, *devs = NULL;
+    const struct jv *arr = NULL, *devs = NULL, *ifc = NULL;
     if (root->type != JV_OBJECT) {
         bad(&c, "$", "expected a batch object");
         goto done;
@@ -312,6 +329,9 @@ int flowin_post(PGconn *db, const struct cfg *cfg, const char *body, size_t len,
     }
     devs = jv_get(root, "devices");
     if (check_devices(&c, devs) < 0)
+        goto done;
+    ifc = jv_get(root, "if_counters");
+    if (flowin_ifc_check(cfg, ifc, now_us, c.msg, sizeof(c.msg), c.path, sizeof(c.path)) < 0)
         goto done;
     arr = jv_get(root, "cells");
     if (!arr || arr->type != JV_ARRAY || arr->n > MAX_CELLS) {
@@ -335,7 +355,7 @@ int flowin_post(PGconn *db, const struct cfg *cfg, const char *body, size_t len,
         status = 503;
         goto done;
     }
-    if (store(db, cfg, poller, batch, cells, n, devs, &fresh, err, sizeof(err)) < 0) {
+    if (store(db, cfg, poller, batch, cells, n, devs, ifc, &fresh, err, sizeof(err)) < 0) {
         snprintf(c.msg, sizeof(c.msg), "not stored: %.180s", err);
         snprintf(c.path, sizeof(c.path), "$");
         status = 503;

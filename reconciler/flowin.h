@@ -2,7 +2,8 @@
  * poll` (format: pollers/flow_batch.h). The whole body is validated first (every error names its
  * JSON path) and then stored in one transaction: the batch id once (a resend is answered as a
  * duplicate and changes nothing), every cell added to its (window, device, host pair, protocol,
- * port) row with the sites of its addresses, and the collector counters replaced. */
+ * port) row with the sites of its addresses, the sFlow counter samples ("if_counters",
+ * flowin_ifc.h) stored beside the interface counters, and the collector counters replaced. */
 #ifndef WL_FLOWIN_H
 #define WL_FLOWIN_H
 

@@ -12,8 +12,10 @@
 
 #include "hostport.h"
 #include "copyesc.h"
+#include "flow_row.h"
 #include "fluent.h"
 #include "jsonv.h"
+#include "nasin.h"
 #include "srv_limits.h"
 #include "quarantine.h"
 #include "timeutil.h"
@@ -111,8 +113,6 @@ static void buf_u64(struct ingest_batch *b, bool neg, uint64_t v)
     buf_put(b, tmp + i, sizeof(tmp) - (size_t)i);
 }
 
-#define BUF_LIT(b, lit) buf_put((b), (lit), sizeof(lit) - 1)
-
 static void buf_null(struct ingest_batch *b)
 {
     buf_put(b, "\\N", 2);
@@ -141,9 +141,9 @@ static void buf_str_or_null(struct ingest_batch *b, const struct jv *v)
         buf_null(b);
 }
 
-static int row_end(struct vctx *c)
+/* Counts a finished row (its newline written); -1 (500) when building it ran out of memory. */
+static int row_done(struct vctx *c)
 {
-    buf_c(c->b, '\n');
     if (c->b->oom) {
         c->e->status = 500;
         snprintf(c->e->msg, sizeof(c->e->msg), "out of memory");
@@ -152,6 +152,12 @@ static int row_end(struct vctx *c)
     }
     c->b->n_rows++;
     return 0;
+}
+
+static int row_end(struct vctx *c)
+{
+    buf_c(c->b, '\n');
+    return row_done(c);
 }
 
 /* Records the UTC day of a row's partition key: only days that hold rows get partitions, and
@@ -445,86 +451,72 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         want_name(c, s[F_WORKFLOW], at_key(l, "workflow"), true, &workflow) < 0 ||
         want_name(c, s[F_CONTAINER], at_key(l, "container"), true, &container) < 0)
         return -1;
+    if (!is_socket) { /* the NAS view's detail (nasin.h) */
+        struct nasin_flow_args na = {.ws_text = ws_text,
+                                     .host = host->s,
+                                     .server = raddr,
+                                     .port = rport,
+                                     .op = op->s,
+                                     .bytes = nbytes,
+                                     .ops = has_ops ? nops : 0};
+        na.export_path = export ? export->s : NULL;
+        na.workflow = workflow ? workflow->s : NULL;
+        na.user = user ? user->s : NULL;
+        na.program = program ? program->s : NULL;
+        if (nasin_flow(&c->b->nas, f, i, &na, c->e) < 0)
+            return -1;
+    }
     if (has_uid && uid > INT32_MAX)
         return bad(c, at_key(l, "uid"), "uid %" PRIu64 " does not fit the uid column", uid);
 
-    /* window_start agent_id seq idx host source proto local_addr local_port remote_addr
-     * remote_port role tx_bytes rx_bytes nfs_server nfs_port nfs_export nfs_op nfs_bytes nfs_ops
-     * pid uid user_name program workflow container */
-    struct ingest_batch *b = c->b;
-    buf_put(b, ws_text, strlen(ws_text));
-    buf_c(b, '\t');
-    buf_text(b, agent_id->s, agent_id->n);
-    buf_c(b, '\t');
-    buf_u64(b, false, seq);
-    buf_c(b, '\t');
-    buf_u64(b, false, (uint64_t)i);
-    buf_c(b, '\t');
-    buf_text(b, host->s, host->n);
-    buf_c(b, '\t');
-    buf_text(b, source->s, source->n);
-    buf_c(b, '\t');
+    struct flow_row row;
+    memset(&row, 0, sizeof row);
+    flow_row_str(&row, FR_WINDOW_START, ws_text);
+    flow_row_text(&row, FR_AGENT_ID, agent_id->s, agent_id->n);
+    flow_row_int(&row, FR_SEQ, seq);
+    flow_row_int(&row, FR_IDX, (uint64_t)i);
+    flow_row_text(&row, FR_HOST, host->s, host->n);
+    flow_row_text(&row, FR_SOURCE, source->s, source->n);
     if (is_socket) {
-        buf_text(b, proto->s, proto->n);
-        buf_c(b, '\t');
-        buf_put(b, laddr, strlen(laddr));
-        buf_c(b, '\t');
-        buf_u64(b, false, (uint64_t)lport);
-        buf_c(b, '\t');
-        buf_put(b, raddr, strlen(raddr));
-        buf_c(b, '\t');
-        buf_u64(b, false, (uint64_t)rport);
-        buf_c(b, '\t');
-        buf_str_or_null(b, role);
-        buf_c(b, '\t');
-        buf_u64(b, false, tx);
-        buf_c(b, '\t');
-        buf_u64(b, false, rx);
-        BUF_LIT(b, "\t\\N\t\\N\t\\N\t\\N\t0\t0\t");
+        flow_row_text(&row, FR_PROTO, proto->s, proto->n);
+        flow_row_str(&row, FR_LOCAL_ADDR, laddr);
+        flow_row_int(&row, FR_LOCAL_PORT, (uint64_t)lport);
+        flow_row_str(&row, FR_REMOTE_ADDR, raddr);
+        flow_row_int(&row, FR_REMOTE_PORT, (uint64_t)rport);
+        if (role)
+            flow_row_text(&row, FR_ROLE, role->s, role->n);
+        flow_row_int(&row, FR_TX_BYTES, tx);
+        flow_row_int(&row, FR_RX_BYTES, rx);
+        flow_row_int(&row, FR_NFS_BYTES, 0);
+        flow_row_int(&row, FR_NFS_OPS, 0);
     } else {
-        BUF_LIT(b, "\\N\t"); /* proto */
         if (has_nfs_local) {
-            buf_put(b, laddr, strlen(laddr));
-            buf_c(b, '\t');
+            flow_row_str(&row, FR_LOCAL_ADDR, laddr);
             if (lport >= 0)
-                buf_u64(b, false, (uint64_t)lport);
-            else
-                buf_null(b);
-        } else {
-            BUF_LIT(b, "\\N\t\\N");
+                flow_row_int(&row, FR_LOCAL_PORT, (uint64_t)lport);
         }
-        BUF_LIT(b, "\t\\N\t\\N\t\\N\t0\t0\t");
-        buf_put(b, raddr, strlen(raddr));
-        buf_c(b, '\t');
-        buf_u64(b, false, (uint64_t)rport);
-        buf_c(b, '\t');
-        buf_str_or_null(b, export);
-        buf_c(b, '\t');
-        buf_text(b, op->s, op->n);
-        buf_c(b, '\t');
-        buf_u64(b, false, nbytes);
-        buf_c(b, '\t');
-        buf_u64(b, false, has_ops ? nops : 0);
-        buf_c(b, '\t');
+        flow_row_int(&row, FR_TX_BYTES, 0);
+        flow_row_int(&row, FR_RX_BYTES, 0);
+        flow_row_str(&row, FR_NFS_SERVER, raddr);
+        flow_row_int(&row, FR_NFS_PORT, (uint64_t)rport);
+        if (export)
+            flow_row_text(&row, FR_NFS_EXPORT, export->s, export->n);
+        flow_row_text(&row, FR_NFS_OP, op->s, op->n);
+        flow_row_int(&row, FR_NFS_BYTES, nbytes);
+        flow_row_int(&row, FR_NFS_OPS, has_ops ? nops : 0);
     }
     if (has_pid)
-        buf_u64(b, false, pid);
-    else
-        buf_null(b);
-    buf_c(b, '\t');
+        flow_row_int(&row, FR_PID, pid);
     if (has_uid)
-        buf_u64(b, false, uid);
-    else
-        buf_null(b);
-    buf_c(b, '\t');
-    buf_str_or_null(b, user);
-    buf_c(b, '\t');
-    buf_str_or_null(b, program);
-    buf_c(b, '\t');
-    buf_str_or_null(b, workflow);
-    buf_c(b, '\t');
-    buf_str_or_null(b, container);
-    return row_end(c);
+        flow_row_int(&row, FR_UID, uid);
+    const struct jv *names[] = {user, program, workflow, container};
+    for (int k = 0; k < 4; k++)
+        if (names[k] && names[k]->type == JV_STRING)
+            flow_row_text(&row, FR_USER_NAME + k, names[k]->s, names[k]->n);
+    struct ingest_batch *b = c->b;
+    if (buf_reserve(b, flow_row_copy_max(&row)) == 0)
+        b->copy_len += flow_row_copy_text(b->copy + b->copy_len, &row);
+    return row_done(c); /* flow_row_copy_text ended the line */
 }
 
 static char *dup_text(const char *s)
@@ -917,6 +909,7 @@ void ingest_batch_free(struct ingest_batch *b)
         free(b->report[i]);
     free(b->lost_reason);
     free(b->copy);
+    nasin_free(b->nas);
     for (size_t i = 0; i < b->n_rejects; i++)
         free(b->rejects[i].raw);
     free(b->rejects);

@@ -15,6 +15,8 @@
 
 enum ingest_kind { INGEST_ATTRIBUTIONS, INGEST_COUNTERS, INGEST_TRANSFERS };
 
+struct nas_batch; /* nasin.h */
+
 #define INGEST_REPORT_PARAMS 10
 #define INGEST_MAX_DAYS      16 /* distinct UTC days one request may touch */
 
@@ -53,6 +55,8 @@ struct ingest_batch {
     int64_t days[INGEST_MAX_DAYS]; /* the distinct UTC days (since the epoch) of those keys */
     size_t n_days;
     bool oom; /* internal: an allocation failed while building copy */
+    /* attributions: the NFS flows' NAS detail for nas_windows (nasin.h), NULL when none */
+    struct nas_batch *nas;
     /* transfers: every record is checked on its own; the invalid ones (422) are listed here and
      * the valid ones go to copy, so one bad record does not cost the batch */
     size_t n_records;

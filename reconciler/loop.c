@@ -8,6 +8,7 @@
 #include "db.h"
 #include "log.h"
 #include "recon_db.h"
+#include "recon_par.h"
 #include "retention.h"
 #include "ticker.h"
 #include "throttle_propose.h"
@@ -38,31 +39,14 @@ int loop_pass(PGconn *db, const struct cfg *cfg, struct metrics *m, int64_t now_
         /* behind (a backlog, e.g. one long transfer record marked many windows): newest first,
          * so the windows people look at now are not late; otherwise in time order */
         bool behind = n > BEHIND_WINDOWS;
-        for (size_t k = 0; k < n; k++) {
-            size_t i = behind ? n - 1 - k : k;
-            char ctx[TM_RFC3339_LEN + 8], werr[512];
-            tm_format_rfc3339(due[i], ctx);
-            struct recon_db_stats rs = {0};
-            int64_t t0 = tm_mono_ns();
-            int rc = recon_db_reconcile_window(db, cfg, due[i], &rs, werr, sizeof(werr));
-            if (rc == 0)
-                rc = recon_db_mark_done(db, cfg, due[i], rs.seen_last_data_at_us, werr,
-                                        sizeof(werr));
-            int64_t span = tm_mono_ns() - t0;
-            if (m)
-                metrics_reconcile(m, rc == 0, span, due[i]);
-            if (rc < 0) {
-                log_error(ctx, "reconciliation failed: %s", werr);
-                st->failed++;
-                continue;
-            }
-            st->reconciled++;
-            log_debug(ctx,
-                      "reconciled in %.3f s: %zu samples, %zu flows, %zu transfers -> %zu cells,"
-                      " %zu rollup rows; alerts %zu opened, %zu resolved",
-                      (double)span / 1e9, rs.n_samples, rs.n_flows, rs.n_transfers, rs.n_cells,
-                      rs.n_rollup, rs.n_alerts_opened, rs.n_alerts_resolved);
-        }
+        int64_t order[PENDING_BATCH];
+        for (size_t k = 0; k < n; k++)
+            order[k] = due[behind ? n - 1 - k : k];
+        /* several windows due: split them over cores (recon_par.h) */
+        struct recon_par_stats ps = {0};
+        recon_par_run(db, cfg, m, order, n, n > 1 ? recon_par_workers() : 1, &ps);
+        st->reconciled += ps.reconciled;
+        st->failed += ps.failed;
         /* list again only when the listing was full and progress was made */
         if (n < PENDING_BATCH || st->reconciled == done_before)
             break;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chstore_flush.h"
 #include "flowin.h"
 #include "gaps.h"
 
@@ -250,5 +251,6 @@ void metrics_render(struct metrics *m, PGconn *db, struct evbuffer *out)
                         "# TYPE wanledger_leader gauge\nwanledger_leader %d\n",
                         atomic_load(&m->leader));
     render_db_gauges(db, out);
-    flowin_metrics(db, out); /* the flow collectors' drops, reported with their batches */
+    flowin_metrics(db, out);  /* the flow collectors' drops, reported with their batches */
+    chflush_metrics(db, out); /* the ClickHouse outbox (0 without ClickHouse) */
 }

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "api.h"
+#include "chstore.h"
+#include "chstore_flush.h"
 #include "db.h"
 #include "log.h"
 #include "leader.h"
@@ -89,6 +91,9 @@ static int run_once(const struct cfg *cfg, struct store *st, struct metrics *m)
 {
     char err[1024];
     struct loop_pass_stats ps;
+    if (cfg->clickhouse.enabled && (chstore_ensure_schema(&cfg->clickhouse, err, sizeof(err)) < 0 ||
+                                    chflush_drain(store_db(st), cfg, err, sizeof(err)) < 0))
+        log_error("reconcile", "--once: %s", err); /* windows still in the outbox wait */
     if (loop_pass(store_db(st), cfg, m, tm_now_us(), &ps, err, sizeof(err)) < 0) {
         log_error("reconcile", "%s", err);
         return 1;
@@ -106,6 +111,7 @@ static int serve(const struct cfg *cfg, struct store *st, struct metrics *m)
     struct webhook *wh = NULL;
     struct loop *loop = NULL;
     struct leader *leader = NULL;
+    struct chflush *chf = NULL;
     struct event *sigterm = NULL, *sigint = NULL;
     /* the ingest workers wake the event loop from their threads */
     if (evthread_use_pthreads() < 0) {
@@ -146,12 +152,17 @@ static int serve(const struct cfg *cfg, struct store *st, struct metrics *m)
         log_error("reconcile", "%s", err);
         goto cleanup;
     }
+    if (cfg->clickhouse.enabled && !(chf = chflush_start(cfg, err, sizeof(err)))) {
+        log_error("reconcile", "%s", err);
+        goto cleanup;
+    }
     log_info(
         "reconcile", "listening on port %d; window %d s, grace %d s, tick %d s, %zu webhook(s)",
         srv_port(srv), cfg->window_seconds, cfg->grace_seconds, cfg->tick_seconds, cfg->n_webhooks);
     event_base_dispatch(base);
     rc = 0;
 cleanup:
+    chflush_stop(chf);
     loop_stop(loop);
     leader_stop(leader);
     if (sigterm)

@@ -32,15 +32,17 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
         return -1;
     PQclear(r);
     in_tx = true;
-    /* one reconciliation at a time: alert rows are read, then written */
-    r = rdb_q(db, "locking", err, errlen,
-              "SELECT pg_advisory_xact_lock(hashtext('wanledger.reconcile'))", 0, NULL);
-    if (!r)
-        goto cleanup;
-    PQclear(r);
     char from[TM_RFC3339_LEN];
     rdb_fmt_ts(from, window_start_us);
     const char *p1[] = {from};
+    /* one reconciliation of this window at a time (two-key lock space: never the global one) */
+    r = rdb_q(db, "locking the window", err, errlen,
+              "SELECT pg_advisory_xact_lock(hashtext('wanledger.reconcile.window'),"
+              " hashtext($1::timestamptz::text))",
+              1, p1);
+    if (!r)
+        goto cleanup;
+    PQclear(r);
     /* read before the inputs: data committed after this keeps the window dirty */
     r = rdb_q(db, "reading window_state", err, errlen,
               "SELECT (extract(epoch from last_data_at) * 1000000)::bigint FROM window_state WHERE "
@@ -51,8 +53,14 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
     if (PQntuples(r))
         st->seen_last_data_at_us = rdb_val_i64(r, 0, 0, INT64_MIN);
     PQclear(r);
-    if (rdb_load_samples(db, cfg, window_start_us, &in, err, errlen) ||
-        rdb_load_flows(db, window_start_us, &in, err, errlen) ||
+    /* flows: from ClickHouse when configured (1: the window waits for its outbox) */
+    int lf = cfg->clickhouse.enabled ? rdb_load_flows_ch(db, cfg, window_start_us, &in, err, errlen)
+                                     : rdb_load_flows(db, window_start_us, &in, err, errlen);
+    if (lf > 0) {
+        rc = 1;
+        goto cleanup;
+    }
+    if (lf < 0 || rdb_load_samples(db, cfg, window_start_us, &in, err, errlen) ||
         rdb_load_transfers(db, cfg, window_start_us, &in, err, errlen))
         goto cleanup;
     st->n_samples = in.n_samples;
@@ -73,10 +81,27 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
     st->n_rollup = res.n_rollup;
     st->n_link_windows = res.n_links;
     st->n_unmapped = res.n_unmapped;
+    /* writers of one hour one at a time: the hourly rollups' triggers (sql/013) update that
+     * hour's rows; order window -> hour -> alerts, the same in every transaction */
+    r = rdb_q(db, "locking the hour", err, errlen,
+              "SELECT pg_advisory_xact_lock(hashtext('wanledger.reconcile.hour'),"
+              " hashtext(date_bin('1 hour', $1::timestamptz, timestamptz 'epoch')::text))",
+              1, p1);
+    if (!r)
+        goto cleanup;
+    PQclear(r);
     if (rdb_write_results(db, cfg, window_start_us, &res, err, errlen) ||
         rdb_write_deps(db, cfg, window_start_us, &res, err, errlen))
         goto cleanup;
     int64_t t3 = tm_mono_ns();
+    /* one alert evaluation at a time, held to COMMIT: alert rows are read, then written, from the
+     * cells of the windows committed before (recon_par.h). Loading, computing and writing this
+     * window's own rows overlap with other windows' (no row is shared). */
+    r = rdb_q(db, "locking", err, errlen,
+              "SELECT pg_advisory_xact_lock(hashtext('wanledger.reconcile'))", 0, NULL);
+    if (!r)
+        goto cleanup;
+    PQclear(r);
     if (rdb_evaluate_alerts(db, cfg, window_start_us, &res, st, err, errlen))
         goto cleanup;
     int64_t t4 = tm_mono_ns();

@@ -44,8 +44,11 @@ int recon_db_neighbour_span_seconds(const struct cfg *cfg);
  * the gap/over/saturation alerts of the affected pairs from the cells' history, inserting or
  * updating gap_alerts (at most one open per kind and pair) and sending NOTIFY wanledger_alerts
  * (payload: the alert id) for every alert row it changes. All in one transaction, serialised with
- * other reconciliations by an advisory lock. window_start_us must be aligned to the window.
- * st may be NULL. 0 on success; -1 with err filled and nothing changed. */
+ * other reconciliations of the window by an advisory lock, alert phases by another (recon_par.h).
+ * window_start_us must be aligned to the window. st may be NULL. 0 on success; -1 with err filled
+ * and nothing changed. With analytics.clickhouse the flows are summed by ClickHouse, and a window
+ * some of whose reports are still in the ClickHouse outbox (chstore_flush.h) is not computed: 1,
+ * err says why, nothing changed, the window stays due. */
 int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_start_us,
                               struct recon_db_stats *st, char *err, size_t errlen)
     __attribute__((warn_unused_result));

@@ -8,6 +8,7 @@
 
 #include "hm_unrec.h"
 #include "recon_db_internal.h"
+#include "throttle_propose.h"
 
 /* A (kind, pair) whose alerts this window may change. */
 struct cand {
@@ -142,6 +143,8 @@ static int saturation_summary(PGconn *db, const struct cfg *cfg, const struct ca
     snprintf(circuit, circuit_len, "%s", circ);
     alerts_summary_saturation(summary, len, rdb_site_name(cfg, c->src), rdb_site_name(cfg, c->dst),
                               circ, ep, cap, top, n_top, total);
+    rdb_fmt_ts(w, ep->first_window_us); /* and the throttle rules proposed for it */
+    thr_propose_note(db, params[1], params[2], w, summary, len);
     PQclear(lr);
     PQclear(wr);
     return 0;
@@ -224,10 +227,14 @@ static int queue_action(PGconn *db, const struct cfg *cfg, const struct cand *c,
     } else {
         alerts_summary_cells(summary, sizeof summary, c->kind, rdb_site_name(cfg, c->src),
                              rdb_site_name(cfg, c->dst), e, cfg->window_seconds);
-        if (c->kind == ALERT_GAP) /* name the top host pair behind the gap (sampled flows) */
-            hm_unrec_note(db, cfg, rdb_site_name(cfg, c->src), rdb_site_name(cfg, c->dst),
-                          e->last_window_us, e->last_window_us + cfg->window_seconds * 1000000LL,
-                          summary, sizeof summary);
+        if (c->kind == ALERT_GAP) { /* name the top host pair behind the gap (sampled flows) */
+            /* over the episode's last 30 windows: the newest one's flows may not be in yet */
+            int64_t w_us = cfg->window_seconds * 1000000LL, from = e->first_window_us;
+            if (from < e->last_window_us - 29 * w_us)
+                from = e->last_window_us - 29 * w_us;
+            hm_unrec_note(db, cfg, rdb_site_name(cfg, c->src), rdb_site_name(cfg, c->dst), from,
+                          e->last_window_us + w_us, summary, sizeof summary);
+        }
     }
     char first[TM_RFC3339_LEN], last[TM_RFC3339_LEN], peak[RDB_NUM_LEN], ratio[40];
     rdb_fmt_ts(first, e->first_window_us);

@@ -12,6 +12,7 @@
 
 #include "alerts.h"
 #include "config.h"
+#include "flow_row.h"
 #include "recon.h"
 #include "recon_db.h"
 #include "timeutil.h"
@@ -62,6 +63,7 @@ struct rdb_inputs {
     size_t n_samples;
     struct recon_flow *flows;
     size_t n_flows;
+    char *flows_text; /* the ClickHouse answer the flows' strings point into, or NULL */
     struct recon_transfer *transfers;
     size_t n_transfers;
 };
@@ -70,9 +72,28 @@ void rdb_inputs_free(struct rdb_inputs *in);
 /* Each fills its part of in for the window starting at ws; 0 or -1 with err. */
 int rdb_load_samples(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb_inputs *in,
                      char *err, size_t errlen);
+/* The flow_records columns the reconciliation reads (flow_row.h), on either store. */
+#define RDB_FR(c) (UINT64_C(1) << (c))
+#define RDB_FLOW_COLS                                                                              \
+    (RDB_FR(FR_HOST) | RDB_FR(FR_SOURCE) | RDB_FR(FR_PROTO) | RDB_FR(FR_LOCAL_ADDR) |              \
+     RDB_FR(FR_LOCAL_PORT) | RDB_FR(FR_REMOTE_ADDR) | RDB_FR(FR_REMOTE_PORT) | RDB_FR(FR_ROLE) |   \
+     RDB_FR(FR_TX_BYTES) | RDB_FR(FR_RX_BYTES) | RDB_FR(FR_NFS_SERVER) | RDB_FR(FR_NFS_PORT) |     \
+     RDB_FR(FR_NFS_EXPORT) | RDB_FR(FR_NFS_OP) | RDB_FR(FR_NFS_BYTES) | RDB_FR(FR_USER_NAME) |     \
+     RDB_FR(FR_PROGRAM) | RDB_FR(FR_WORKFLOW))
+/* The enums of a flow from its texts (NULL where absent): source, and proto and role of a
+ * socket flow or the operation of an NFS one. */
+void rdb_flow_kinds(struct recon_flow *f, const char *source, const char *proto, const char *role,
+                    const char *nfs_op);
 int rdb_load_flows(PGconn *db, int64_t ws, struct rdb_inputs *in, char *err, size_t errlen);
 int rdb_load_transfers(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb_inputs *in,
                        char *err, size_t errlen);
+/* With analytics.clickhouse (recon_db_ch.c): *n = reports of the window still in the outbox. */
+int rdb_ch_pending(PGconn *db, int64_t ws, long long *n, char *err, size_t errlen);
+/* The window's flows summed per connection side and owner by ClickHouse; 1 (err says why) when
+ * some of its reports are not in ClickHouse yet: the window waits, it is not computed from part
+ * of its flows. */
+int rdb_load_flows_ch(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb_inputs *in,
+                      char *err, size_t errlen);
 
 /* ---- results (recon_db_write.c) and alerts (recon_db_alerts.c) ---- */
 

@@ -22,6 +22,7 @@ void rdb_inputs_free(struct rdb_inputs *in)
     PQclear(in->transfers_r);
     free(in->samples);
     free(in->flows);
+    free(in->flows_text);
     free(in->transfers);
 }
 
@@ -149,18 +150,42 @@ static void bin_inet(const PGresult *r, int row, int col, struct recon_addr *a)
     }
 }
 
+void rdb_flow_kinds(struct recon_flow *f, const char *source, const char *proto, const char *role,
+                    const char *nfs_op)
+{
+    if (source && strcmp(source, "nfs") == 0) {
+        f->source = RECON_FLOW_NFS;
+        f->nfs_op = nfs_op && strcmp(nfs_op, "write") == 0 ? RECON_NFS_WRITE : RECON_NFS_READ;
+        return;
+    }
+    f->source = RECON_FLOW_SOCKET;
+    f->proto = proto && strcmp(proto, "udp") == 0 ? IPPROTO_UDP : IPPROTO_TCP;
+    f->role = !role                         ? RECON_ROLE_UNKNOWN
+              : strcmp(role, "client") == 0 ? RECON_ROLE_CLIENT
+              : strcmp(role, "server") == 0 ? RECON_ROLE_SERVER
+                                            : RECON_ROLE_UNKNOWN;
+}
+
+static uint64_t bin_count(const PGresult *r, int row, int col)
+{
+    int64_t v = bin_int(r, row, col, 0);
+    return v > 0 ? (uint64_t)v : 0;
+}
+
 int rdb_load_flows(PGconn *db, int64_t ws, struct rdb_inputs *in, char *err, size_t errlen)
 {
-    char from[TM_RFC3339_LEN];
+    char from[TM_RFC3339_LEN], cols[512], sql[768];
+    int p[FR_NCOLS];
     rdb_fmt_ts(from, ws);
     const char *params[] = {from};
+    if (flow_row_list(cols, sizeof cols, FRL_NAMES, RDB_FLOW_COLS, NULL, p) < 0) {
+        snprintf(err, errlen, "loading flow records: column list too long");
+        return -1;
+    }
+    snprintf(sql, sizeof sql, "SELECT %s FROM flow_records WHERE window_start = $1::timestamptz",
+             cols);
     /* binary results: no number or address formatting on the server, no parsing here */
-    PGresult *r = PQexecParams(db,
-                               "SELECT source, proto, local_addr, local_port, remote_addr,"
-                               " remote_port, role, tx_bytes, rx_bytes, nfs_server, nfs_port,"
-                               " nfs_op, nfs_bytes, host, user_name, program, workflow,"
-                               " nfs_export FROM flow_records WHERE window_start = $1::timestamptz",
-                               1, NULL, params, NULL, NULL, 1);
+    PGresult *r = PQexecParams(db, sql, 1, NULL, params, NULL, NULL, 1);
     in->flows_r = r;
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rdb_set_err(err, errlen, "loading flow records", r, db);
@@ -174,37 +199,25 @@ int rdb_load_flows(PGconn *db, int64_t ws, struct rdb_inputs *in, char *err, siz
     }
     for (int i = 0; i < n; i++) {
         struct recon_flow *f = &in->flows[in->n_flows++];
-        const char *source = PQgetvalue(r, i, 0), *v;
-        f->host = rdb_val(r, i, 13);
-        f->user = rdb_val(r, i, 14);
-        f->program = rdb_val(r, i, 15);
-        f->workflow = rdb_val(r, i, 16);
-        bin_inet(r, i, 2, &f->local);
-        if (strcmp(source, "nfs") == 0) {
-            f->source = RECON_FLOW_NFS;
-            bin_inet(r, i, 9, &f->nfs_server);
-            f->nfs_port = (uint16_t)bin_int(r, i, 10, 0);
-            v = rdb_val(r, i, 11);
-            f->nfs_op = v && strcmp(v, "write") == 0 ? RECON_NFS_WRITE : RECON_NFS_READ;
-            int64_t b = bin_int(r, i, 12, 0);
-            f->nfs_bytes = b > 0 ? (uint64_t)b : 0;
-            f->nfs_export = rdb_val(r, i, 17);
+        f->host = rdb_val(r, i, p[FR_HOST]);
+        f->user = rdb_val(r, i, p[FR_USER_NAME]);
+        f->program = rdb_val(r, i, p[FR_PROGRAM]);
+        f->workflow = rdb_val(r, i, p[FR_WORKFLOW]);
+        rdb_flow_kinds(f, rdb_val(r, i, p[FR_SOURCE]), rdb_val(r, i, p[FR_PROTO]),
+                       rdb_val(r, i, p[FR_ROLE]), rdb_val(r, i, p[FR_NFS_OP]));
+        bin_inet(r, i, p[FR_LOCAL_ADDR], &f->local);
+        if (f->source == RECON_FLOW_NFS) {
+            bin_inet(r, i, p[FR_NFS_SERVER], &f->nfs_server);
+            f->nfs_port = (uint16_t)bin_int(r, i, p[FR_NFS_PORT], 0);
+            f->nfs_bytes = bin_count(r, i, p[FR_NFS_BYTES]);
+            f->nfs_export = rdb_val(r, i, p[FR_NFS_EXPORT]);
             continue;
         }
-        f->source = RECON_FLOW_SOCKET;
-        v = rdb_val(r, i, 1);
-        f->proto = v && strcmp(v, "udp") == 0 ? IPPROTO_UDP : IPPROTO_TCP;
-        f->local_port = (uint16_t)bin_int(r, i, 3, 0);
-        bin_inet(r, i, 4, &f->remote);
-        f->remote_port = (uint16_t)bin_int(r, i, 5, 0);
-        v = rdb_val(r, i, 6);
-        f->role = !v                         ? RECON_ROLE_UNKNOWN
-                  : strcmp(v, "client") == 0 ? RECON_ROLE_CLIENT
-                  : strcmp(v, "server") == 0 ? RECON_ROLE_SERVER
-                                             : RECON_ROLE_UNKNOWN;
-        int64_t tx = bin_int(r, i, 7, 0), rx = bin_int(r, i, 8, 0);
-        f->tx_bytes = tx > 0 ? (uint64_t)tx : 0;
-        f->rx_bytes = rx > 0 ? (uint64_t)rx : 0;
+        f->local_port = (uint16_t)bin_int(r, i, p[FR_LOCAL_PORT], 0);
+        bin_inet(r, i, p[FR_REMOTE_ADDR], &f->remote);
+        f->remote_port = (uint16_t)bin_int(r, i, p[FR_REMOTE_PORT], 0);
+        f->tx_bytes = bin_count(r, i, p[FR_TX_BYTES]);
+        f->rx_bytes = bin_count(r, i, p[FR_RX_BYTES]);
     }
     return 0;
 }

@@ -15,6 +15,7 @@
 #include "api.h"
 #include "gate.h"
 #include "api_deps.h"
+#include "api_nas.h"
 #include "body.h"
 #include "flowin.h"
 #include "fluent.h"
@@ -60,6 +61,8 @@ enum handler {
     H_CELL,
     H_DEPS,
     H_DEPS_PAGE,
+    H_NAS,
+    H_NAS_PAGE,
     H_FLOWS,
     H_UNREC,
     H_REJECTS
@@ -95,6 +98,8 @@ static const struct route ROUTES[] = {
     {"/api/v1/deps", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_DEPS, 0, METRICS_EP_API},
     {"/heatmap/deps", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_DEPS_PAGE, 0,
      METRICS_EP_PAGES},
+    {"/api/v1/nas", EVHTTP_REQ_GET, ACCESS_ROLE, SRV_ROLE_READER, H_NAS, 0, METRICS_EP_API},
+    {"/heatmap/nas", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_NAS_PAGE, 0, METRICS_EP_PAGES},
     {"/rejects", EVHTTP_REQ_GET, ACCESS_PAGE, SRV_ROLE_READER, H_REJECTS, 0, METRICS_EP_PAGES},
 };
 
@@ -415,6 +420,12 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
             break;
         case H_DEPS_PAGE:
             status = api_deps_page(db, s->cfg, query, out, &ct);
+            break;
+        case H_NAS:
+            status = api_nas(db, s->cfg, query, out, &ct);
+            break;
+        case H_NAS_PAGE:
+            status = api_nas_page(db, s->cfg, query, out, &ct);
             break;
         case H_UNREC:
             status = unrec_api(db, s->cfg, query, out);

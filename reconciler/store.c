@@ -1,13 +1,16 @@
 /* Durable storage of ingest batches (see store.h). */
 #include "store.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "db.h"
+#include "flow_row.h"
 #include "gaps.h"
+#include "nasin.h"
 #include "recon_db.h"
 #include "timeutil.h"
 
@@ -29,14 +32,27 @@ static const char SQL_STAGING[] =
 
 static const char SQL_REPORT[] =
     "INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds, dropped_events,"
-    " sampling_k, sampling_threshold, flows_seen, n_flows)"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING RETURNING 1";
+    " sampling_k, sampling_threshold, flows_seen, n_flows, ch_pending)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::boolean AND $10::int > 0)"
+    " ON CONFLICT DO NOTHING RETURNING 1";
 
-static const char SQL_COPY_FLOWS[] =
-    "COPY flow_records (window_start, agent_id, seq, idx, host, source, proto, local_addr,"
-    " local_port, remote_addr, remote_port, role, tx_bytes, rx_bytes, nfs_server, nfs_port,"
-    " nfs_export, nfs_op, nfs_bytes, nfs_ops, pid, uid, user_name, program, workflow, container)"
-    " FROM STDIN";
+static char copy_flows[1024];
+
+static void build_copy_flows_sql(void)
+{
+    char cols[768];
+    if (flow_row_list(cols, sizeof cols, FRL_NAMES, FLOW_ROW_ALL, NULL, NULL) < 0)
+        abort(); /* a fixed list that fits: only a change to flow_row.c can get here */
+    snprintf(copy_flows, sizeof copy_flows, "COPY flow_records (%s) FROM STDIN", cols);
+}
+
+/* COPY flow_records (the columns of flow_row.h, in their order) FROM STDIN */
+static const char *copy_flows_sql(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, build_copy_flows_sql);
+    return copy_flows;
+}
 
 /* Marks as recon_db_mark_done expects: a fresh clock_timestamp() on every mark. */
 #define MARK_WINDOWS                                                                               \
@@ -166,16 +182,22 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
     char wsec[16];
     snprintf(wsec, sizeof(wsec), "%d", st->cfg->window_seconds);
     int fresh = 0;
-    if (run(st->db, "flow_reports", SQL_REPORT, INGEST_REPORT_PARAMS,
-            (const char *const *)b->report, NULL, &fresh, err, errlen) < 0)
+    /* the report's row, and whether its flows still have to reach ClickHouse (chstore_flush.h) */
+    const char *params[INGEST_REPORT_PARAMS + 1];
+    memcpy(params, b->report, sizeof b->report);
+    params[INGEST_REPORT_PARAMS] = st->cfg->clickhouse.enabled ? "true" : "false";
+    if (run(st->db, "flow_reports", SQL_REPORT, INGEST_REPORT_PARAMS + 1, params, NULL, &fresh, err,
+            errlen) < 0)
         return -1;
     if (!fresh)
         return 0; /* a resend: the report and its flows are already stored */
-    if (b->n_rows &&
-        pgc_copy_in(st->db, "flow_records", SQL_COPY_FLOWS, b->copy, b->copy_len, err, errlen) < 0)
+    if (b->n_rows && pgc_copy_in(st->db, "flow_records", copy_flows_sql(), b->copy, b->copy_len,
+                                 err, errlen) < 0)
         return -1;
     const char *mark[2] = {wsec, b->report[3]};
     if (run(st->db, "window_state", SQL_MARK_ONE, 2, mark, NULL, NULL, err, errlen) < 0)
+        return -1;
+    if (nasin_store(st->db, b->nas, st->cfg->window_seconds, err, errlen) < 0)
         return -1;
     long gaps = 0;
     if (gaps_record(st->db, b, st->cfg->window_seconds, &gaps, err, errlen) < 0)

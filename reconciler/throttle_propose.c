@@ -57,13 +57,60 @@ static bool auto_enforced(const struct cfg *cfg, const char *wf)
     return false;
 }
 
+void thr_propose_note(PGconn *db, const char *src, const char *dst, const char *since, char *buf,
+                      size_t len)
+{
+    const char *p[] = {src, dst, since};
+    PGresult *r = PQexecParams(db,
+                               "SELECT id, selector_kind, selector_value, rate_bps, mode, status, "
+                               "coalesce(approved_by, ''), revoked_at IS NOT NULL FROM "
+                               "throttle_rules WHERE alert_src = $1 AND alert_dst = $2 AND "
+                               "created_at >= $3::timestamptz ORDER BY id LIMIT 4",
+                               3, NULL, p, NULL, NULL, 0);
+    size_t n = strlen(buf);
+    for (int i = 0; ok(r) && i < PQntuples(r) && n + 1 < len; i++) {
+        const char *st = PQgetvalue(r, i, 5), *by = PQgetvalue(r, i, 6);
+        char how[160];
+        if (PQgetvalue(r, i, 7)[0] == 't')
+            snprintf(how, sizeof(how), "revoked");
+        else if (strcmp(st, "proposed") == 0)
+            snprintf(how, sizeof(how), "%s proposal: wanledger throttle approve %s",
+                     PQgetvalue(r, i, 4), PQgetvalue(r, i, 0));
+        else
+            snprintf(how, sizeof(how), "%s, approved by %s", PQgetvalue(r, i, 4),
+                     by[0] ? by : "its creator");
+        n += (size_t)snprintf(buf + n, len - n, " Throttle rule %s: %s %s at %.1f Mbit/s (%s).",
+                              PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
+                              atof(PQgetvalue(r, i, 3)) / 1e6, how);
+        if (n >= len)
+            n = len - 1;
+    }
+    PQclear(r);
+}
+
+/* Appends the alert's rules to its summary at once (the next saturated window's summary names
+ * them too: recon_db_alerts.c calls thr_propose_note). */
+static void note_alert(PGconn *db, const char *id, const char *src, const char *dst,
+                       const char *first_window)
+{
+    char note[768] = "";
+    thr_propose_note(db, src, dst, first_window, note, sizeof(note));
+    const char *p[] = {id, note};
+    PQclear(PQexecParams(db,
+                         "UPDATE gap_alerts SET summary = coalesce(summary, '') || $2 WHERE id = "
+                         "$1::bigint AND position('Throttle rule' IN coalesce(summary, '')) = 0",
+                         2, NULL, p, NULL, NULL, 0));
+}
+
 /* Proposals for one alert (row i of ar); returns how many rules were created, -1 on error. */
 static int propose_one(PGconn *db, const struct cfg *cfg, PGresult *ar, int i, char *err,
                        size_t errlen)
 {
     const char *src = PQgetvalue(ar, i, 1), *dst = PQgetvalue(ar, i, 2);
     const char *last = PQgetvalue(ar, i, 3);
-    const char *p[] = {last, src, dst};
+    char before[32];
+    snprintf(before, sizeof(before), "%d", cfg->window_seconds);
+    const char *p[] = {last, src, dst, PQgetvalue(ar, i, 4), before};
     PGresult *lr = PQexecParams(db,
                                 "SELECT circuit, capacity_bps, coalesce(observed_bytes, 0) FROM "
                                 "link_windows WHERE window_start = $1::timestamptz AND src_site "
@@ -72,11 +119,18 @@ static int propose_one(PGconn *db, const struct cfg *cfg, PGresult *ar, int i, c
                                 3, NULL, p, NULL, NULL, 0);
     PGresult *wr = PQexecParams(
         db,
-        "SELECT workflow, sum(bytes)::float8 FROM attribution_rollup WHERE window_start = "
-        "$1::timestamptz AND src_site = $2 AND dst_site = $3 AND workflow <> '' AND NOT EXISTS "
-        "(SELECT 1 FROM throttle_allow WHERE selector_kind = 'workflow' AND selector_value = "
-        "workflow) GROUP BY workflow ORDER BY 2 DESC, 1 LIMIT 8",
-        3, NULL, p, NULL, NULL, 0);
+        "SELECT workflow, coalesce(sum(bytes) FILTER (WHERE window_start = $1::timestamptz), "
+        "0)::float8 AS now, greatest(coalesce(sum(bytes) FILTER (WHERE window_start = "
+        "$1::timestamptz), 0), coalesce(sum(bytes) FILTER (WHERE window_start = $4::timestamptz "
+        "- make_interval(secs => $5::int)), 0))::float8 AS demand FROM attribution_rollup WHERE "
+        "window_start IN ($1::timestamptz, $4::timestamptz - make_interval(secs => $5::int)) AND "
+        "src_site = $2 AND dst_site = $3 AND workflow <> '' AND NOT EXISTS (SELECT 1 FROM "
+        "throttle_allow WHERE selector_kind = 'workflow' AND selector_value = workflow) AND NOT "
+        "EXISTS (SELECT 1 FROM throttle_rules t WHERE t.selector_kind = 'workflow' AND "
+        "t.selector_value = workflow AND t.revoked_at IS NULL AND t.expires_at > now()) GROUP BY "
+        "workflow HAVING sum(bytes) FILTER (WHERE window_start = $1::timestamptz) > 0 ORDER BY "
+        "2 DESC, 1 LIMIT 8",
+        5, NULL, p, NULL, NULL, 0);
     int created = -1;
     if (!ok(lr) || !ok(wr)) {
         snprintf(err, errlen, "reading the saturated window: %s",
@@ -91,9 +145,11 @@ static int propose_one(PGconn *db, const struct cfg *cfg, PGresult *ar, int i, c
     double total = atof(PQgetvalue(lr, 0, 2)) * 8 / w;
     double rates[TOP_N], top = 0;
     int n = PQntuples(wr) < TOP_N ? PQntuples(wr) : TOP_N;
+    /* demand: the larger of a workflow's rate in the saturated window and in the window before
+     * the saturation began (on a full link the others are squeezed below what they ask for) */
     for (int k = 0; k < n; k++) {
-        rates[k] = atof(PQgetvalue(wr, k, 1)) * 8 / w;
-        top += rates[k];
+        rates[k] = atof(PQgetvalue(wr, k, 2)) * 8 / w;
+        top += atof(PQgetvalue(wr, k, 1)) * 8 / w;
     }
     double other = total > top ? total - top : 0;
     double budget = MARGIN * cfg->saturation * cap - other;
@@ -152,6 +208,8 @@ static int propose_one(PGconn *db, const struct cfg *cfg, PGresult *ar, int i, c
                  reason);
         created++;
     }
+    if (created > 0)
+        note_alert(db, PQgetvalue(ar, i, 0), src, dst, PQgetvalue(ar, i, 4));
 done:
     PQclear(lr);
     PQclear(wr);
@@ -197,7 +255,8 @@ int thr_propose_run(PGconn *db, const struct cfg *cfg, char *err, size_t errlen)
     if (!cfg->throttle.proposals)
         return 0;
     PGresult *ar = PQexec(
-        db, "SELECT a.id, a.src_site, a.dst_site, a.last_window FROM gap_alerts a WHERE a.kind "
+        db, "SELECT a.id, a.src_site, a.dst_site, a.last_window, a.first_window FROM gap_alerts a "
+            "WHERE a.kind "
             "= 'saturation' AND a.state = 'open' AND a.last_window IS NOT NULL AND NOT EXISTS "
             "(SELECT 1 FROM throttle_rules r WHERE r.alert_src = a.src_site AND r.alert_dst = "
             "a.dst_site AND r.created_at >= a.opened_at) AND NOT (SELECT kill_switch FROM "

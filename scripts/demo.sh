@@ -150,6 +150,8 @@ say "playing the scenario (about 3 minutes): phases 1 normal, 2 saturation, 3 bl
 say "scenario done. Alerts raised and resolved:"
 "$WL" --config "$RUN/config.json" alerts 2>/dev/null || true
 echo "  webhook deliveries: $(wc -l <"$RUN/alerts.ndjson" 2>/dev/null || echo 0) (in $RUN/alerts.ndjson)"
+say "throttle rules the saturation proposed (id, selector, rate, mode, ...):"
+"$WL" --config "$RUN/config.json" throttle list --all 2>/dev/null || true
 
 if [ -n "$DURATION" ]; then
   say "normal load continues for $DURATION s (Ctrl-C to stop)"

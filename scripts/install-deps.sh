@@ -8,7 +8,7 @@ PKGS=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev 
       libxml2-utils clang-format docker-compose busybox-static qemu-system-x86 cpio bpftrace
       prometheus-snmp-exporter softflowd pmacct nfdump tshark tcpdump prometheus
       libmsgpack-dev zstd gzip prometheus-alertmanager
-      libssl-dev openssl libclang-rt-14-dev)
+      libssl-dev openssl libclang-rt-14-dev clickhouse-server clickhouse-client)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

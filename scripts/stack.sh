@@ -7,7 +7,7 @@
 #
 #   stack.sh up   --run DIR --build DIR --db CONNINFO [--port P] [--webhook URL]
 #                 [--prefix P] [--window S] [--lifetime S] [--gnmi-site SITE|none]
-#                 [--gnmi-port P]
+#                 [--gnmi-port P] [--flow-site SITE|none] [--flow-port P]
 #   stack.sh down --run DIR [--prefix P]
 #   stack.sh status --run DIR
 #
@@ -15,13 +15,16 @@
 # again); logs go to DIR/logs. The configuration it writes is DIR/config.json. One router
 # (--gnmi-site, default osl) is polled through gnmic-format events on the poller's gNMI TCP
 # listener (scripts/gnmi-feed.sh stands in for gnmic) instead of SNMP; its snmpd runs anyway.
+# One router (--flow-site, default nyc) exports sampled flows of its WAN interfaces (softflowd,
+# IPFIX, 1 in 10) over its management veth (topology.sh mgmt) to the poller's flow collector,
+# which names the host pairs behind a red cell.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cmd=${1:-}
 shift || true
 RUN= BUILD= DB= PORT=7070 WEBHOOK= PREFIX=${WLE_PREFIX:-wle-} WINDOW=10 LIFETIME=3600
-GNMI_SITE=osl GNMI_PORT=57400
+GNMI_SITE=osl GNMI_PORT=57400 FLOW_SITE=nyc FLOW_PORT=4739
 while [ $# -gt 0 ]; do
   case $1 in
   --run) RUN=$2; shift 2 ;;
@@ -34,6 +37,8 @@ while [ $# -gt 0 ]; do
   --lifetime) LIFETIME=$2; shift 2 ;;
   --gnmi-site) GNMI_SITE=$2; shift 2 ;;
   --gnmi-port) GNMI_PORT=$2; shift 2 ;;
+  --flow-site) FLOW_SITE=$2; shift 2 ;;
+  --flow-port) FLOW_PORT=$2; shift 2 ;;
   *) echo "stack.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -105,7 +110,8 @@ write_config() {
   if [ ! -f "$RUN/tokens.json" ]; then
     cat >"$RUN/tokens.json" <<EOF
 {"agent": ["agent-$(token)"], "poller": ["poller-$(token)"],
- "service": ["service-$(token)"], "reader": ["reader-$(token)"]}
+ "service": ["service-$(token)"], "reader": ["reader-$(token)"],
+ "operator": ["operator-$(token)"]}
 EOF
   fi
   sed -n 's/.*"agent": \["\([^"]*\)".*/\1/p' "$RUN/tokens.json" >"$RUN/agent.token"
@@ -120,6 +126,9 @@ EOF
       devices+="$sep
     {\"name\": \"$site-r\", \"site\": \"$site\", \"snmp\": {\"address\": \"unix:$RUN/snmp/$site.sock\",
      \"version\": \"2c\", \"community_file\": \"community\", \"interval_seconds\": 2}}"
+    fi
+    if [ "$site" = "$FLOW_SITE" ]; then
+      devices="${devices%\}}, \"flows\": {\"listen\": \"$(flow_collector):$FLOW_PORT\", \"protocol\": \"ipfix\"}}"
     fi
     sep=,
   done
@@ -156,9 +165,30 @@ EOF
   "thresholds": {"green": 0.95, "red": 0.80, "min_gap_bytes": 5000000, "over": 1.05,
                  "alert_windows": 2, "resolve_windows": 2, "saturation": 0.90},
   "alerts": {"webhooks": $webhooks, "resend_seconds": 30},
+  "throttle": {"auto_enforce_workflows": ["backtest-17"], "proposal_ttl_seconds": 600},
   "poller": {"spool_dir": "$RUN/spool/poller"$gnmi_listen}
 }
 EOF
+}
+
+# The collector's address on the flow site's management veth.
+flow_collector() {
+  "$here/topology.sh" mgmt --prefix "$PREFIX" | awk -v s="$FLOW_SITE" '$1 == s { print $2 }'
+}
+
+# softflowd in the flow site's router: one per WAN interface, IPFIX, systematic 1-in-10 sampling,
+# flows expired every 2 s (so a window's bytes reach the collector well within its 5 s close
+# delay), each with its interface's ifIndex in the records.
+start_flow_exporters() {
+  local ns="${PREFIX}${FLOW_SITE}-r" dev idx col
+  command -v softflowd >/dev/null || { log "softflowd is not installed (scripts/install-deps.sh)"; return 1; }
+  col=$(flow_collector)
+  for dev in $(ip netns exec "$ns" ls /sys/class/net | grep '^wan-'); do
+    idx=$(ip netns exec "$ns" cat "/sys/class/net/$dev/ifindex")
+    start "softflowd-$FLOW_SITE-$dev" "$ns" softflowd -d -i "$idx:$dev" -v 10 -s 10 \
+      -n "$col:$FLOW_PORT" -B 16777216 -t maxlife=2 -t udp=1 -t expint=1 \
+      -p "$RUN/softflowd-$dev.pid" -c "$RUN/softflowd-$dev.ctl"
+  done
 }
 
 # snmpd in a router namespace, answering on a unix socket in RUN/snmp (reachable from the root
@@ -222,6 +252,11 @@ up() {
     log "reconciler on http://127.0.0.1:$PORT, poller: SNMP for 3 routers"
   fi
 
+  if [ "$FLOW_SITE" != none ]; then
+    start_flow_exporters || exit 1
+    log "softflowd in ${PREFIX}${FLOW_SITE}-r exports to $(flow_collector):$FLOW_PORT"
+  fi
+
   # Agents: one per host with a recorder, filtered to that host's namespace.
   local ns site host addr agent n=0
   if [ -x "$AGENT" ]; then
@@ -230,7 +265,8 @@ up() {
       mkdir -p "$RUN/spool/agent-$host"
       start "agent-$host" - "$AGENT" --reconciler "http://127.0.0.1:$PORT" \
         --token-file "$RUN/agent.token" --window "$WINDOW" --netns "/run/netns/$ns" \
-        --host "$host" --spool "$RUN/spool/agent-$host" --workflow-env WANLEDGER_WORKFLOW
+        --host "$host" --spool "$RUN/spool/agent-$host" --workflow-env WANLEDGER_WORKFLOW \
+        --throttle-interval 2
       n=$((n + 1))
     done < <("$here/topology.sh" hosts --prefix "$PREFIX")
     log "$n agents started"

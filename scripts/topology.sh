@@ -3,11 +3,15 @@
 # few host namespaces, joined by WAN circuits (veth pairs rate-capped with tbf, offloads off so
 # interface counters count frames as a switch would). osl reaches nyc via chi.
 #
-#   topology.sh up|down|status|hosts [--prefix P]      (default prefix "wle-", or $WLE_PREFIX)
+#   topology.sh up|down|status|hosts|mgmt [--prefix P]  (default prefix "wle-", or $WLE_PREFIX)
 #
 # Idempotent: `up` creates only what is missing and re-applies addresses, routes and qdiscs;
 # `down` kills what runs inside the namespaces and deletes them; both succeed when run twice.
 # Namespaces: ${P}nyc-r, ${P}nyc-data, …; `hosts` prints "netns site host address agent" lines.
+# Management network: every router has a point-to-point veth "mgmt" to the root namespace (a /30
+# per site, 10.254.H.4·octet/30, H from the prefix), so what runs in a router (a flow exporter)
+# reaches a collector in the root namespace at a routed address, as a router reaches its
+# collector; `mgmt` prints "site collector_address router_address" lines.
 set -euo pipefail
 
 PREFIX=${WLE_PREFIX:-wle-}
@@ -85,6 +89,36 @@ wan_shape() {
   inns "$ns" tc qdisc replace dev "$dev" root tbf rate "$rate" burst 256kb latency 50ms
 }
 
+# The management /30 of a site: "collector_address router_address" (10.254.H.4·oct + 1, + 2, H a
+# hash of the prefix, so concurrent topologies of other prefixes rarely share a subnet).
+mgmt_addrs() {
+  local oct h
+  oct=$(site_octet "$1")
+  h=$(($(printf '%s' "$PREFIX" | cksum | cut -d' ' -f1) % 256))
+  echo "10.254.$h.$((4 * oct + 1)) 10.254.$h.$((4 * oct + 2))"
+}
+
+# The root-namespace end of a router's management veth: at most 15 characters, unique per prefix.
+mgmt_ifname() {
+  echo "wlm$(printf '%s' "$PREFIX" | cksum | cut -d' ' -f1 | tail -c 9 | head -c 8)${1:0:1}"
+}
+
+mgmt_up() {
+  local site=$1 r="${PREFIX}$1-r" dev col rtr
+  dev=$(mgmt_ifname "$site")
+  read -r col rtr <<<"$(mgmt_addrs "$site")"
+  if ! inns "$r" ip link show mgmt >/dev/null 2>&1; then
+    ip link del "$dev" >/dev/null 2>&1 || true # stale half of an earlier pair
+    ip link add "$dev" type veth peer name mgmt netns "$r"
+  fi
+  sysctl -qw "net.ipv6.conf.$dev.disable_ipv6=1"
+  inns "$r" sysctl -qw net.ipv6.conf.mgmt.disable_ipv6=1
+  ip link set "$dev" up
+  inns "$r" ip link set mgmt up
+  ip addr replace "$col/30" dev "$dev"
+  inns "$r" ip addr replace "$rtr/30" dev mgmt
+}
+
 up() {
   local s name oct r h site host last agent ns
   for s in "${SITES[@]}"; do
@@ -96,6 +130,7 @@ up() {
     inns "$r" ip link show lan >/dev/null 2>&1 || inns "$r" ip link add lan type bridge
     inns "$r" ip link set lan up
     inns "$r" ip addr replace "10.${oct}.0.1/16" dev lan
+    mgmt_up "$name"
   done
   for h in "${HOSTS[@]}"; do
     IFS=: read -r site host last agent <<<"$h"
@@ -173,10 +208,16 @@ hosts() {
   done
 }
 
+mgmt() {
+  local s
+  for s in "${SITES[@]}"; do echo "${s%%:*} $(mgmt_addrs "${s%%:*}")"; done
+}
+
 case $cmd in
+mgmt) mgmt ;;
 up) [ "$(id -u)" -eq 0 ] || { echo "topology.sh: needs root" >&2; exit 1; }; up ;;
 down) [ "$(id -u)" -eq 0 ] || { echo "topology.sh: needs root" >&2; exit 1; }; down ;;
 status) status ;;
 hosts) hosts ;;
-*) echo "usage: topology.sh up|down|status|hosts [--prefix P]" >&2; exit 2 ;;
+*) echo "usage: topology.sh up|down|status|hosts|mgmt [--prefix P]" >&2; exit 2 ;;
 esac

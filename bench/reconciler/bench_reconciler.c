@@ -24,6 +24,8 @@
 #include "recon_db.h"
 #include "timeutil.h"
 
+#include "bench_util.h"
+
 #define N_SITES           50
 #define FLOWS_PER_REPORT  1000
 #define REPORTS_PER_ROUND 100 /* 100 x 1,000 = 100,000 flows per window */
@@ -32,43 +34,6 @@
 
 static char g_dir[256], g_cfg[300];
 static int g_port;
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(1);
-}
-
-/* ---- a growable string ---------------------------------------------------------------------- */
-
-struct str {
-    char *p;
-    size_t n, cap;
-};
-
-static void sadd(struct str *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sadd(struct str *s, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vsnprintf(s->p + s->n, s->cap - s->n, fmt, ap);
-        va_end(ap);
-        if (k >= 0 && (size_t)k < s->cap - s->n) {
-            s->n += (size_t)k;
-            return;
-        }
-        s->cap = s->cap ? s->cap * 2 : 1 << 16;
-        s->p = realloc(s->p, s->cap);
-        if (!s->p)
-            die("out of memory");
-    }
-}
 
 /* ---- setup ------------------------------------------------------------------------------------
  */
@@ -146,63 +111,6 @@ static char *make_report(int r, int64_t ws, int round, size_t *len)
     return s.p;
 }
 
-/* ---- a keep-alive HTTP client -----------------------------------------------------------------
- */
-
-static int http_connect(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)g_port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
-        die("connect: %s", strerror(errno));
-    return fd;
-}
-
-/* POSTs on a kept-alive connection; returns the status. */
-static int http_post(int fd, const char *path, const char *token, const char *body, size_t len)
-{
-    char head[512];
-    int hn = snprintf(head, sizeof(head),
-                      "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
-                      "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                      path, token, len);
-    if (send(fd, head, (size_t)hn, MSG_NOSIGNAL | MSG_MORE) != hn)
-        die("send");
-    for (size_t off = 0; off < len;) {
-        ssize_t w = send(fd, body + off, len - off, MSG_NOSIGNAL);
-        if (w <= 0)
-            die("send body");
-        off += (size_t)w;
-    }
-    char buf[4096];
-    size_t n = 0;
-    char *end = NULL;
-    while (!end) {
-        ssize_t r = recv(fd, buf + n, sizeof(buf) - 1 - n, 0);
-        if (r <= 0)
-            die("recv");
-        n += (size_t)r;
-        buf[n] = 0;
-        end = strstr(buf, "\r\n\r\n");
-    }
-    int status = 0;
-    sscanf(buf, "HTTP/1.1 %d", &status);
-    char *cl = strcasestr(buf, "Content-Length:");
-    size_t clen = cl ? strtoul(cl + 15, NULL, 10) : 0;
-    size_t have = n - (size_t)(end + 4 - buf);
-    while (have < clen) {
-        ssize_t r = recv(fd, buf, sizeof(buf), 0);
-        if (r <= 0)
-            die("recv body");
-        have += (size_t)r;
-    }
-    if (status != 200)
-        fprintf(stderr, "POST %s -> %d: %.300s\n", path, status, end + 4);
-    return status;
-}
-
 /* ---- ingest -----------------------------------------------------------------------------------
  */
 
@@ -216,7 +124,7 @@ struct job {
 static void *client(void *arg)
 {
     struct job *j = arg;
-    int fd = http_connect();
+    int fd = http_connect(g_port);
     for (int i = j->first; i < j->n; i += j->step) {
         int64_t t0 = tm_mono_ns();
         if (http_post(fd, "/v1/attributions", "bench-agent-token-0123456789", j->bodies[i],
@@ -226,18 +134,6 @@ static void *client(void *arg)
     }
     close(fd);
     return NULL;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int64_t pct(const int64_t *sorted, size_t n, double p)
-{
-    size_t i = (size_t)(p * (double)(n - 1) + 0.5);
-    return sorted[i < n ? i : n - 1];
 }
 
 /* CPU seconds (user + system) of a process from /proc/PID/stat. */
@@ -349,7 +245,7 @@ int main(int argc, char **argv)
            n_req, FLOWS_PER_REPORT, n_req * FLOWS_PER_REPORT, (double)bytes / 1048576.0, N_CLIENTS);
     /* the first partition creation is not what we measure: warm up with one small report */
     {
-        int fd = http_connect();
+        int fd = http_connect(g_port);
         char wb[512];
         char t[TM_RFC3339_LEN];
         int wl = snprintf(wb, sizeof(wb),
@@ -443,7 +339,7 @@ int main(int argc, char **argv)
                          k++ ? "," : "", i, j, e ? tb : ta, 100000 + e * 6000, e * 25000000LL,
                          e * 1100000000LL, e * 20000LL, e * 800000LL);
         sadd(&s, "]}");
-        int fd = http_connect();
+        int fd = http_connect(g_port);
         if (http_post(fd, "/v1/counters", "bench-poller-token-0123456789", s.p, s.n) != 200)
             die("counters failed");
         close(fd);

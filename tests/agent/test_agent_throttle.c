@@ -3,13 +3,15 @@
  * Rates are iperf3's own (-J: end.sum_received.bits_per_second, what the receiver got), each
  * run 4 s after a 1 s omitted warm-up.
  * Asserted: baseline >= 10x the cap; an enforced 40 Mbit/s rule holds 1 and 8 TCP streams
- * within +-10% of the cap; UDP offered at 100 Mbit/s arrives at the cap +-10% and the agent
+ * within +-10% of the cap, a download of the workflow (iperf3 -R, policed where it is received)
+ * at 75-110% of it; UDP offered at 100 Mbit/s arrives at the cap +-10% and the agent
  * reports the excess dropped; another workflow keeps >= 10x the cap; an allow-listed program is
  * never limited; dry-run leaves the rate >= 10x the cap and reports would-delay bytes; after
  * revocation and after expiry the rate is back (>= 10x the cap) two fetch intervals later; with
  * the reconciler stopped the agent removes its rules after --throttle-fail-open. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +43,7 @@ static const char *g_dir;
 static pid_t g_agent, g_srv[2];
 static char g_agent_log[600];
 static int g_run;
+static bool g_reverse; /* the next iperf run: -R (the server sends, the workflow receives) */
 
 /* One iperf3 client run from namespace A as workflow wf; returns the received bit/s. */
 static double iperf(const char *wf, int port, int streams, const char *udp_rate)
@@ -51,8 +54,8 @@ static double iperf(const char *wf, int port, int streams, const char *udp_rate)
     if (udp_rate)
         snprintf(udp, sizeof(udp), "-u -b %s", udp_rate);
     int rc = th_sh("ip netns exec %s env WANLEDGER_WORKFLOW=%s iperf3 -c %s -p %d -t 4 -O 1 -P %d "
-                   "%s -J > '%s' 2>&1",
-                   NS_A, wf, IP_B, port, streams, udp, out);
+                   "%s %s -J > '%s' 2>&1",
+                   NS_A, wf, IP_B, port, streams, udp, g_reverse ? "-R" : "", out);
     FILE *f = fopen(out, "r");
     assert_non_null(f);
     static char buf[1 << 20];
@@ -83,7 +86,8 @@ static double iperf(const char *wf, int port, int streams, const char *udp_rate)
     } else {
         bps = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(end, "sum_received"), "bits_per_second"));
-        fprintf(stderr, "# tcp %s -P %d: %.1f Mbit/s\n", wf, streams, bps / 1e6);
+        fprintf(stderr, "# tcp %s -P %d%s: %.1f Mbit/s\n", wf, streams, g_reverse ? " -R" : "",
+                bps / 1e6);
     }
     cJSON_Delete(j);
     return bps;
@@ -178,6 +182,16 @@ static void test_baseline_and_enforce(void **state)
     assert_near_cap(iperf("bulk-1", 5201, 1, NULL));
     assert_near_cap(iperf("bulk-1", 5201, 8, NULL));
     assert_true(wait_stat(id, "processes", 0) >= 0);
+
+    /* a download (the server sends to the workflow): limited where it is received */
+    long long delayed = stat_of(id, "delayed_bytes");
+    g_reverse = true;
+    double down = iperf("bulk-1", 5201, 1, NULL);
+    g_reverse = false;
+    if (down > 1.1 * CAP || down < 0.75 * CAP)
+        fprintf(stderr, "download %.1f Mbit/s, expected 75-110%% of the cap\n", down / 1e6);
+    assert_true(down <= 1.1 * CAP && down >= 0.75 * CAP);
+    assert_true(wait_stat(id, "delayed_bytes", delayed + 1) > delayed);
 
     /* UDP offered at 100 Mbit/s: the cap arrives, the excess is dropped and counted */
     long long before = stat_of(id, "dropped_bytes");

@@ -3,8 +3,9 @@
  * one 1 day ago (NEW) are ingested and reconciled; then `wanledger prune` (another process) must
  * leave only NEW's rows in heatmap_cells, attribution_rollup and link_windows but both days' raw
  * rows, delete the old delivered resolution but keep an old open alert and an old undelivered
- * resolution, and delete old agent_gaps; `prune --older-than 4d` then drops OLD's raw day and its
- * clean window_state row. The running reconciler had made OLD's and
+ * resolution, and delete old agent_gaps; `prune --older-than 4d` then drops OLD's raw day, its
+ * clean window_state row and its sampled router flows (flow_samples, their batch, collector
+ * counters) while NEW's stay. The running reconciler had made OLD's and
  * NEW's partitions; after a `prune --older-than 0d` by another process, a batch for NEW's day must
  * still be stored (before the fix: 503 for ever, "no partition of relation"). And a reconciler that
  * starts leading prunes by itself. */
@@ -78,6 +79,39 @@ static void exec(const char *sql)
     PQclear(r);
 }
 
+/* Sampled router flows (sql/008) for window ws, their batch, collector counters and an sFlow
+ * counter sample (sql/014) received then: raw inputs, kept as long as the raw partitions. */
+static void flow_samples_at(int64_t ws, const char *tag)
+{
+    char *sql = fx_fmt(
+        "INSERT INTO flow_samples (window_start, window_seconds, device, src_addr, dst_addr,"
+        " proto, dst_port, src_site, dst_site, samples, sampled_bytes, estimated_bytes, variance,"
+        " rate_min, rate_max) VALUES ('%1$s', 60, 'r-%2$s', '10.1.0.20', '10.2.0.20', 6, 8800,"
+        " 'nyc', 'chi', 10, 15000, 150000, 1.35e9, 10, 10);"
+        "INSERT INTO flow_sample_batches (batch, poller, n_cells, received_at) VALUES"
+        " ('p:%2$s', 'p', 1, '%1$s');"
+        "INSERT INTO flow_collector_stats (poller, device, protocol, datagrams, malformed, records,"
+        " unknown_template_sets, undecodable_samples, agg_dropped, updated_at) VALUES ('p',"
+        " 'r-%2$s', 'ipfix', 1, 0, 1, 0, 0, 0, '%1$s');"
+        "INSERT INTO flow_if_counters (device, if_index, at, poller, in_octets, out_octets,"
+        " in_pkts, out_pkts) VALUES ('r-%2$s', 1, '%1$s', 'p', 1, 2, 3, 4)",
+        fx_ts(ws), tag);
+    exec(sql);
+    free(sql);
+}
+
+static long long flow_rows(const char *tag)
+{
+    char *sql = fx_fmt("SELECT (SELECT count(*) FROM flow_samples WHERE device = 'r-%1$s') +"
+                       " (SELECT count(*) FROM flow_sample_batches WHERE batch = 'p:%1$s') +"
+                       " (SELECT count(*) FROM flow_collector_stats WHERE device = 'r-%1$s') +"
+                       " (SELECT count(*) FROM flow_if_counters WHERE device = 'r-%1$s')",
+                       tag);
+    long long n = fx_num(&F, sql);
+    free(sql);
+    return n;
+}
+
 static void old_bookkeeping(void)
 {
     exec("INSERT INTO gap_alerts (kind, src_site, dst_site, state, opened_at, resolved_at,"
@@ -126,6 +160,8 @@ static void test_prune_every_table(void **state)
     char *cs = fx_fmt("SELECT count(*) FROM counter_samples WHERE at < '%s'", fx_ts(NEW));
     assert_int_equal(fx_num(&F, cs), 2);
     old_bookkeeping();
+    flow_samples_at(OLD, "old");
+    flow_samples_at(NEW, "new");
     assert_int_equal(fx_run(&F, "prune", &out), 0);
     fprintf(stderr, "%s", out);
     free(out);
@@ -143,6 +179,8 @@ static void test_prune_every_table(void **state)
     assert_int_equal(rows("flow_reports", OLD), 1);
     assert_int_equal(fx_num(&F, cs), 2);
     assert_int_equal(rows("window_state", OLD), 1);
+    assert_int_equal(flow_rows("old"), 4); /* sampled flows are raw data too */
+    assert_int_equal(flow_rows("new"), 4);
     /* a shorter raw bound: OLD's raw day and its clean window_state row go, NEW's stay */
     assert_int_equal(fx_run(&F, "prune --older-than 4d", &out), 0);
     free(out);
@@ -152,6 +190,9 @@ static void test_prune_every_table(void **state)
     assert_int_equal(rows("window_state", OLD), 0);
     assert_int_equal(rows("flow_reports", NEW), 1);
     assert_int_equal(rows("window_state", NEW), 1);
+    /* flow_samples, its batch, its collector's counters, sFlow counter samples */
+    assert_int_equal(flow_rows("old"), 0);
+    assert_int_equal(flow_rows("new"), 4);
     free(cs);
 }
 

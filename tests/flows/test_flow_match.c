@@ -1,7 +1,8 @@
 /* The reconciler's side of sampled flows against a real PostgreSQL: POST /v1/flowsamples bodies
  * (stored once per batch id, cells adding up, a bad cell refused whole with its JSON path),
  * matching against agent reports (unrecorded, under-reported, explained pairs; one exporter per
- * pair), the 95% interval against exact Poisson (Garwood) bounds from statistical tables, and
+ * pair), sFlow counter samples stored beside the interface counters, the 95% interval against
+ * exact Poisson (Garwood) bounds from statistical tables, and
  * the places it shows: the cell page's panel, the gap alert's note, the weekly report. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -161,6 +162,78 @@ static void test_ingest(void **state)
          "  '10.0.1.9', 51000, 'server', 0, 500000)");
 }
 
+/* sFlow counter samples ride in a batch as "if_counters" and are stored beside the interface
+ * counters: exact 64-bit octets (2^64 - 1 included), once per (device, if_index, at) however
+ * often the batch is resent; a sample naming a device without flows, or a packet count beyond
+ * Counter32, refuses the whole batch with its path and stores nothing of it. */
+static void test_if_counters(void **state)
+{
+    (void)state;
+    char ans[512];
+#define IFC(dev, idx, at, in, out, ip, op)                                                         \
+    "{\"device\":\"" dev "\",\"if_index\":" #idx ",\"at\":\"" at "\",\"in_octets\":" #in           \
+    ",\"out_octets\":" #out ",\"in_pkts\":" #ip ",\"out_pkts\":" #op "}"
+    const char *bad =
+        "{\"version\":1,\"poller\":\"p\",\"batch\":\"p:9:1\",\"window_seconds\":60,\"cells\":[],"
+        "\"if_counters\":[" IFC("r2", 7, "2026-12-01T10:00:20Z", 1, 2, 3, 4) "," IFC(
+            "r2", 7, "2026-12-01T10:00:40Z", 1, 2, 4294967296, 4) "]}";
+    assert_int_equal(post(bad, ans, sizeof ans), 422);
+    assert_non_null(strstr(ans, "$.if_counters[1].in_pkts"));
+    const char *bad_dev =
+        "{\"version\":1,\"poller\":\"p\",\"batch\":\"p:9:2\",\"window_seconds\":60,\"cells\":[],"
+        "\"if_counters\":[" IFC("s1", 7, "2026-12-01T10:00:20Z", 1, 2, 3, 4) "]}";
+    assert_int_equal(post(bad_dev, ans, sizeof ans), 422);
+    assert_non_null(strstr(ans, "$.if_counters[0].device"));
+    char *n = value("SELECT count(*) FROM flow_if_counters");
+    assert_string_equal(n, "0");
+    free(n);
+    const char *good =
+        "{\"version\":1,\"poller\":\"p\",\"batch\":\"p:9:3\",\"window_seconds\":60,\"cells\":[],"
+        "\"if_counters\":[" IFC("r2", 7, "2026-12-01T10:00:20Z", 18446744073709551615, 1000, 3,
+                                4294967295) "," IFC("r2", 7, "2026-12-01T10:00:40Z", 5, 1500, 6,
+                                                    7) "]}";
+    assert_int_equal(post(good, ans, sizeof ans), 200);
+    assert_int_equal(post(good, ans, sizeof ans), 200); /* a resend: nothing more */
+    n = value("SELECT string_agg(in_octets || '/' || out_octets || '/' || in_pkts || '/' ||"
+              " out_pkts || '@' || to_char(at AT TIME ZONE 'UTC', 'HH24:MI:SS'), ' ' ORDER BY at)"
+              " FROM flow_if_counters WHERE device = 'r2' AND if_index = 7 AND poller = 'p'");
+    assert_string_equal(n, "18446744073709551615/1000/3/4294967295@10:00:20 5/1500/6/7@10:00:40");
+    free(n);
+#undef IFC
+}
+
+/* A cell the collector placed on a link (src_site/dst_site from the exporter's interface,
+ * pollers/flow_link.h) is stored with those sites, not its addresses' (here 10.0.9.x: outside
+ * every site); naming an unknown site, or only one of the two, refuses the batch. */
+static void test_link_sites(void **state)
+{
+    (void)state;
+    char ans[512];
+#define LCELL(port, sites)                                                                         \
+    "{\"window_start\":\"2026-12-01T10:01:00Z\",\"device\":\"r1\",\"src_addr\":\"10.0.9.1\","      \
+    "\"dst_addr\":\"10.0.9.2\",\"proto\":6,\"dst_port\":" #port ",\"samples\":1,"                  \
+    "\"sampled_bytes\":100,\"estimated_bytes\":100,\"variance\":0,\"rate_min\":1,"                 \
+    "\"rate_max\":1" sites "}"
+    const char *bad = "{\"version\":1,\"poller\":\"p\",\"batch\":\"p:8:1\",\"window_seconds\":60,"
+                      "\"cells\":[" LCELL(1, ",\"src_site\":\"a\",\"dst_site\":\"zz\"") "]}";
+    assert_int_equal(post(bad, ans, sizeof ans), 422);
+    assert_non_null(strstr(ans, "$.cells[0].dst_site"));
+    const char *half = "{\"version\":1,\"poller\":\"p\",\"batch\":\"p:8:2\",\"window_seconds\":60,"
+                       "\"cells\":[" LCELL(1, ",\"src_site\":\"a\"") "]}";
+    assert_int_equal(post(half, ans, sizeof ans), 422);
+    const char *good =
+        "{\"version\":1,\"poller\":\"p\",\"batch\":\"p:8:3\",\"window_seconds\":60,\"cells\":"
+        "[" LCELL(1, ",\"src_site\":\"a\",\"dst_site\":\"b\"") "," LCELL(2, "") "]}";
+    assert_int_equal(post(good, ans, sizeof ans), 200);
+    char *n = value("SELECT string_agg(dst_port || ':' || coalesce(src_site, '-') || '>' ||"
+                    " coalesce(dst_site, '-'), ' ' ORDER BY dst_port) FROM flow_samples"
+                    " WHERE src_addr = '10.0.9.1'");
+    assert_string_equal(n, "1:a>b 2:->-");
+    free(n);
+    exec("DELETE FROM flow_samples WHERE src_addr = '10.0.9.1'");
+#undef LCELL
+}
+
 static void test_match(void **state)
 {
     (void)state;
@@ -240,6 +313,8 @@ static void test_shown(void **state)
     assert_non_null(strstr(summary, "; top unexplained pair (sampled flows): 10.0.1.5 -> "
                                     "10.0.2.7 tcp/2049 ~4 MB"));
     assert_non_null(strstr(summary, "no agent at either end"));
+    /* its share of the gap, as on the page: 4 MB x 7.6/8 / 6.4 MB = 59.375 % */
+    assert_non_null(strstr(summary, ", 59.4 % of the gap"));
 
     out = evbuffer_new();
     assert_int_equal(hm_report_render(out, g_db, g_cfg, 1795996800000000LL /* 2026-W49 */,
@@ -258,10 +333,9 @@ static void test_shown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ingest),
-        cmocka_unit_test(test_match),
-        cmocka_unit_test(test_interval),
-        cmocka_unit_test(test_shown),
+        cmocka_unit_test(test_ingest),      cmocka_unit_test(test_match),
+        cmocka_unit_test(test_if_counters), cmocka_unit_test(test_link_sites),
+        cmocka_unit_test(test_interval),    cmocka_unit_test(test_shown),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Known UDP traffic for tests/flows/test_flow_exporters: in each of N windows (aligned to the
 wall clock, W seconds), one flow per destination with an exact datagram count and size, sent in
-[start + 0.5 s, start + 3.5 s) so every packet falls inside its window (times jittered, fixed
-seed); a 20 packet/s ticker per
+[start + W/10, start + W - 1.5 s) so every packet falls inside its window and the exporters'
+reports of it (sFlow: by arrival) reach the collector before the window ends (times jittered,
+fixed seed); a 20 packet/s ticker per
 destination, from before the first window to 6 s after the last, keeps libpcap's ring moving
 (softflowd and pmacctd read it in blocks: without later packets the last ones wait unread). Prints one
 line per flow: "DST PORT WINDOW_START_EPOCH COUNT PAYLOAD_BYTES".
@@ -32,7 +33,8 @@ for d in range(len(dsts)):
         for k in range(count):
             # jittered within its slot: strictly periodic packets would alias with a systematic
             # (1-in-N count-based) sampler, which then sees a fixed fraction other than 1/N
-            plan.append((ws + 0.5 + 3.0 * (k + rng.random()) / count, d, port, size))
+            t0, span = 0.1 * W, W - 1.5 - 0.1 * W
+            plan.append((ws + t0 + span * (k + rng.random()) / count, d, port, size))
     # the ticker (Poisson, 20/s) starts before the first window and runs 6 s past the last
     t = now
     while t < first + N * W + 6:

@@ -1,4 +1,4 @@
-/* agentlib/llhist: bucket bounds, quantiles of known distributions within the bucket error,
+/* common/llhist: bucket bounds, quantiles of known distributions within the bucket error,
  * merge exactness, the Prometheus bounds. True quantiles come from the sorted samples. */
 #include <stdarg.h>
 #include <stddef.h>

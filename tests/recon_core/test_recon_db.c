@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "db.h"
+#include "flow_row.h"
 #include "harness.h"
 #include "recon_db.h"
 #include "timeutil.h"
@@ -508,6 +509,26 @@ static void test_window_ranges_expand_newest_first(void **state)
     exec("DELETE FROM window_state WHERE window_start >= '%s'", ts(lo));
 }
 
+/* flow_row.h is the one definition of a flow record row: its columns, in order and type, are
+ * flow_records' in the migrated database (so ingest's COPY and every loader agree with it). */
+static void test_flow_row_matches_schema(void **state)
+{
+    (void)state;
+    PGresult *r = PQexec(db, "SELECT column_name, data_type, is_nullable FROM"
+                             " information_schema.columns WHERE table_name = 'flow_records'"
+                             " AND table_schema = current_schema() ORDER BY ordinal_position");
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    assert_int_equal(PQntuples(r), FR_NCOLS);
+    for (int c = 0; c < FR_NCOLS; c++) {
+        assert_string_equal(PQgetvalue(r, c, 0), flow_cols[c].name);
+        assert_string_equal(PQgetvalue(r, c, 1), flow_cols[c].pg_type);
+        /* NOT NULL DEFAULT 0 counts are written as numbers: never NULL in a row */
+        if (!flow_cols[c].nullable)
+            assert_string_equal(PQgetvalue(r, c, 2), "NO");
+    }
+    PQclear(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -516,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_late_data_withdraws_alert),
         cmocka_unit_test(test_unaligned_window_rejected),
         cmocka_unit_test(test_window_ranges_expand_newest_first),
+        cmocka_unit_test(test_flow_row_matches_schema),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

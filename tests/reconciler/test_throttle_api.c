@@ -323,6 +323,54 @@ static void test_proposal_from_alert(void **state)
     free(out);
 }
 
+/* Another alert, chi->osl (1 Gbit/s, the 60 s window of 10:10): x 0.7, y 0.2 and a 0.1 Gbit/s.
+ * a already has a live rule (the proposal above): no second one, its bytes are a fixed load.
+ * y sent 0.3 Gbit/s in the window before the saturation began (squeezed since): its demand is
+ * 0.3. Aim 0.855 - 0.1 = 0.755 for x and y: 0.755 / 2 = 0.3775 > 0.3 -> x's level 0.455 Gbit/s
+ * (0.555 from the squeezed figure). The alert's summary names the proposal. */
+static void test_proposal_demand(void **state)
+{
+    (void)state;
+    PGresult *r = PQexec(
+        g_fx.db,
+        "INSERT INTO gap_alerts (kind, src_site, dst_site, state, first_window, last_window, "
+        "summary) VALUES ('saturation', 'chi', 'osl', 'open', '2026-01-05T10:10:00Z', "
+        "'2026-01-05T10:10:00Z', 'chi->osl at 100%.');"
+        "INSERT INTO link_windows (window_start, circuit, src_site, dst_site, device, interface, "
+        "counter, observed_bytes, capacity_bps, utilization) VALUES ('2026-01-05T10:10:00Z', "
+        "'chi-osl-1', 'chi', 'osl', 'chi-border-1', 'et-0/0/2', 'out', 7500000000, 1000000000, "
+        "1.0);"
+        "INSERT INTO attribution_rollup (window_start, src_site, dst_site, source, workflow, host, "
+        "bytes) VALUES ('2026-01-05T10:10:00Z', 'chi', 'osl', 'socket', 'x', 'h1', 5250000000), "
+        "('2026-01-05T10:10:00Z', 'chi', 'osl', 'socket', 'y', 'h2', 1500000000), "
+        "('2026-01-05T10:10:00Z', 'chi', 'osl', 'socket', 'a', 'h2', 750000000), "
+        "('2026-01-05T10:09:00Z', 'chi', 'osl', 'socket', 'y', 'h2', 2250000000)");
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    struct cfg_errors errs;
+    struct cfg *cfg = cfg_load(g_fx.cfg_path, &errs);
+    assert_non_null(cfg);
+    char err[512];
+    int n = thr_propose_run(g_fx.db, cfg, err, sizeof(err));
+    cfg_free(cfg);
+    if (n != 1)
+        fprintf(stderr, "propose: %d %s\n", n, err);
+    assert_int_equal(n, 1);
+    assert_string_equal(fx_row(&g_fx, "SELECT selector_value, rate_bps, mode FROM throttle_rules "
+                                      "WHERE alert_src = 'chi'"),
+                        "x|455000000|dry_run");
+    assert_int_equal(fx_num(&g_fx, "SELECT count(*) FROM throttle_rules WHERE selector_value = "
+                                   "'a' AND revoked_at IS NULL"),
+                     1);
+    long long id = fx_num(&g_fx, "SELECT id FROM throttle_rules WHERE alert_src = 'chi'");
+    char *want = fx_fmt("chi->osl at 100%%. Throttle rule %lld: workflow x at 455.0 Mbit/s "
+                        "(dry_run proposal: wanledger throttle approve %lld).",
+                        id, id);
+    assert_string_equal(fx_row(&g_fx, "SELECT summary FROM gap_alerts WHERE src_site = 'chi'"),
+                        want);
+    free(want);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -355,6 +403,7 @@ int main(void)
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_canary),
         cmocka_unit_test(test_proposal_from_alert),
+        cmocka_unit_test(test_proposal_demand),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -189,6 +190,51 @@ static void test_example_config_round_trips(void **state)
     cfg_free(cfg2);
 }
 
+/* $.analytics.clickhouse: read, its password from a file, dumped without the password and parsed
+ * back to the same configuration. */
+static void test_analytics_round_trips(void **state)
+{
+    (void)state;
+    char pw[600], path[600];
+    snprintf(pw, sizeof(pw), "%s/ch.pass", g_dir);
+    FILE *f = fopen(pw, "w");
+    assert_non_null(f);
+    fputs("ch-secret-0001\n", f);
+    fclose(f);
+    chmod(pw, 0600);
+    snprintf(path, sizeof(path), "%s/analytics.json", g_dir);
+    char *json = NULL;
+    assert_true(asprintf(&json,
+                         "{\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]}],"
+                         " \"analytics\": {\"clickhouse\": {\"url\": \"http://127.0.0.1:8123/\","
+                         " \"database\": \"wl_ch\", \"cluster\": \"two_shards\","
+                         " \"password_file\": \"ch.pass\", \"batch_rows\": 5000}}}") > 0);
+    struct cfg_errors errs;
+    struct cfg *cfg = cfg_parse(path, json, &errs);
+    if (!cfg)
+        cfg_errors_print(NULL, path, &errs, stderr);
+    assert_non_null(cfg);
+    assert_true(cfg->clickhouse.enabled);
+    assert_string_equal(cfg->clickhouse.url, "http://127.0.0.1:8123"); /* no trailing / */
+    assert_string_equal(cfg->clickhouse.cluster, "two_shards");
+    assert_string_equal(cfg->clickhouse.user, "default");
+    assert_string_equal(cfg->clickhouse.password, "ch-secret-0001");
+    assert_int_equal(cfg->clickhouse.batch_rows, 5000);
+    assert_int_equal(cfg->clickhouse.timeout_ms, 10000);
+    char *json1 = cfg_to_json(cfg);
+    assert_null(strstr(json1, "ch-secret-0001"));
+    struct cfg *cfg2 = cfg_parse(path, json1, &errs);
+    assert_non_null(cfg2);
+    char *json2 = cfg_to_json(cfg2);
+    assert_string_equal(json1, json2);
+    assert_string_equal(cfg2->clickhouse.password, "ch-secret-0001");
+    free(json);
+    free(json1);
+    free(json2);
+    cfg_free(cfg);
+    cfg_free(cfg2);
+}
+
 /* One configuration whose tokens_file is tokens; the first error's message, or "" when it loads. */
 static const char *load_with_tokens(const char *tokens)
 {
@@ -306,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_each_bad_config_names_its_path),
         cmocka_unit_test(test_example_config_loads_with_its_values),
         cmocka_unit_test(test_example_config_round_trips),
+        cmocka_unit_test(test_analytics_round_trips),
         cmocka_unit_test(test_check_config_exit_codes),
         cmocka_unit_test(test_secret_files),
         cmocka_unit_test(test_large_config_is_linear),

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Flow records/s into ClickHouse through wanledger (agent reports over HTTP -> PostgreSQL commit
+# and 200 -> outbox flusher -> ClickHouse INSERT … FORMAT TabSeparated) side by side with
+# clickhouse-client inserting the same rows (the same TabSeparated file) into an identical table.
+#   [BATCH_ROWS=N] bench/clickhouse/run.sh [REPORTS] [SHARDS]
+#     REPORTS x 1,000 flows (default 200); SHARDS 1 or 2 (two servers on loopback behind a
+#     Distributed table); BATCH_ROWS: analytics.clickhouse.batch_rows (default 100,000)
+# Everything runs from a scratch directory and is stopped by pid at the end.
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${WL_BENCH_BUILD:-$SRC/build/rel}
+REPORTS=${1:-200}
+SHARDS=${2:-1}
+cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DWL_SANITIZE=OFF >/dev/null
+nice cmake --build "$BUILD" -j2 --target wanledger >/dev/null
+W=$(mktemp -d /tmp/wl-chbench-XXXXXX)
+chmod 755 "$W"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do while kill -0 "$p" 2>/dev/null; do sleep 0.1; done; done
+  bash "$SRC/scripts/pg.sh" stop "$W/pg" >/dev/null 2>&1 || true
+  rm -rf "$W"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PASS=bench-ch-secret
+printf '%s\n' "$PASS" > "$W/ch.pass"
+chmod 600 "$W/ch.pass"
+
+declare -a HTTP TCP
+for i in $(seq 1 "$SHARDS"); do HTTP[$i]=$(free_port); TCP[$i]=$(free_port); done
+REMOTE=""
+if [ "$SHARDS" -gt 1 ]; then
+  REMOTE="<remote_servers><bench>"
+  for i in $(seq 1 "$SHARDS"); do
+    REMOTE+="<shard><replica><host>127.0.0.1</host><port>${TCP[$i]}</port><user>default</user><password>$PASS</password></replica></shard>"
+  done
+  REMOTE+="</bench></remote_servers>"
+fi
+ch_start() { # N
+  local d="$W/ch$1"
+  mkdir -p "$d"
+  cat > "$d/config.xml" <<XML
+<?xml version="1.0"?>
+<yandex>
+ <logger><level>warning</level><log>$d/server.log</log><errorlog>$d/err.log</errorlog><console>0</console></logger>
+ <http_port>${HTTP[$1]}</http_port><tcp_port>${TCP[$1]}</tcp_port><interserver_http_port>$(free_port)</interserver_http_port>
+ <listen_host>127.0.0.1</listen_host>
+ <path>$d/data/</path><tmp_path>$d/tmp/</tmp_path><user_files_path>$d/uf/</user_files_path><format_schema_path>$d/fs/</format_schema_path>
+ <mark_cache_size>5368709120</mark_cache_size><max_concurrent_queries>50</max_concurrent_queries>
+ <users_config>users.xml</users_config><default_profile>default</default_profile><default_database>default</default_database><timezone>UTC</timezone>
+ $REMOTE
+</yandex>
+XML
+  cat > "$d/users.xml" <<XML
+<?xml version="1.0"?>
+<yandex><profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
+<users><default><password>$PASS</password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></default></users>
+<quotas><default></default></quotas></yandex>
+XML
+  clickhouse-server --config-file="$d/config.xml" >"$d/stdout.log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 1 300); do
+    curl -sf -u "default:$PASS" "http://127.0.0.1:${HTTP[$1]}/" --data-binary 'SELECT 1' >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "clickhouse $1 did not start" >&2; exit 1
+}
+for i in $(seq 1 "$SHARDS"); do ch_start "$i"; done
+PGPORT=$(free_port)
+CONNINFO=$(bash "$SRC/scripts/pg.sh" start "$W/pg" "$PGPORT" | tail -1)
+PORT=$(free_port)
+CLUSTER=null; [ "$SHARDS" -gt 1 ] && CLUSTER='"bench"'
+printf '{"agent": ["bench-agent-token-0123456789"]}\n' > "$W/tokens.json"
+chmod 600 "$W/tokens.json"
+cat > "$W/config.json" <<JSON
+{"window_seconds": 60, "grace_seconds": 90, "tick_seconds": 3600,
+ "database": "$CONNINFO", "listen": "127.0.0.1:$PORT", "tokens_file": "tokens.json",
+ "limits": {"max_body_bytes": 67108864},
+ "sites": [{"name": "nyc", "prefixes": ["10.1.0.0/16"]}, {"name": "chi", "prefixes": ["10.2.0.0/16"]}],
+ "analytics": {"clickhouse": {"url": "http://127.0.0.1:${HTTP[1]}", "database": "wanledger",
+   "cluster": $CLUSTER, "password_file": "ch.pass", "batch_rows": ${BATCH_ROWS:-100000}, "timeout_ms": 60000}}}
+JSON
+"$BUILD/cmd/wanledger" --config "$W/config.json" migrate >/dev/null
+"$BUILD/cmd/wanledger" --config "$W/config.json" reconcile >"$W/reconcile.log" 2>&1 &
+WL=$!
+PIDS+=($WL)
+echo "machine: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 "$SRC/bench/clickhouse/drive.py" --port "$PORT" --wl-pid "$WL" --conninfo "$CONNINFO" \
+  --ch "${HTTP[*]}" --tcp "${TCP[*]}" --password "$PASS" --reports "$REPORTS" --dir "$W"

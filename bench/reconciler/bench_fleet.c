@@ -1,0 +1,302 @@
+/* Fleet-scale benchmark of the PostgreSQL path (issue #14), in one run against a throwaway
+ * PostgreSQL 15:
+ *  1. one 60 s window each of 100 k, 1 M and (optionally) 5 M flow records at 500 sites and
+ *     5,000 circuits (site i has circuits to sites i+1..i+10 mod 500; 10/12 of the flows go to
+ *     those neighbours, 2/12 two hops or more), ingested through the real `wanledger reconcile`
+ *     over HTTP; then recon_db_reconcile_window of each window, RUNS times: p50/max, µs per flow;
+ *  2. a backlog of 4 windows of 250 k flows reconciled by recon_par_run with 1 worker (what the
+ *     loop did before: one window after another) and with 2 workers (separate connections),
+ *     alternating, RUNS rounds: wall per backlog p50/max and the ratio.
+ * Usage: bench_fleet [RUNS [MAX_FLOWS]]   (default 3 and 1000000; 5000000 adds the 5 M window) */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "db.h"
+#include "harness.h"
+#include "recon_db.h"
+#include "recon_par.h"
+#include "timeutil.h"
+
+#include "bench_util.h"
+
+#define N_SITES          500
+#define N_NEIGHBOURS     10 /* circuits per site: 500 x 10 = 5,000 */
+#define FLOWS_PER_REPORT 1000
+#define N_CLIENTS        2
+#define BACKLOG          4
+#define BACKLOG_FLOWS    250000
+#define MAX_RUNS         20
+
+static const char *const TOKEN_A = "bench-agent-token-0123456789";
+static const char *const TOKEN_P = "bench-poller-token-0123456789";
+static char g_dir[256], g_cfg[300];
+static int g_port;
+
+static void write_config(const char *conninfo)
+{
+    struct str s = {0};
+    sadd(&s,
+         "{\"window_seconds\": 60, \"grace_seconds\": 90, \"tick_seconds\": 3600,\n"
+         " \"database\": \"%s\", \"listen\": \"127.0.0.1:%d\", \"tokens_file\": \"tokens.json\",\n"
+         " \"limits\": {\"max_body_bytes\": 67108864},\n \"sites\": [",
+         conninfo, g_port);
+    for (int i = 0; i < N_SITES; i++)
+        sadd(&s, "%s{\"name\": \"s%03d\", \"prefixes\": [\"10.%d.%d.0/24\"]}", i ? ", " : "", i,
+             1 + i / 200, i % 200);
+    sadd(&s, "],\n \"devices\": [");
+    for (int i = 0; i < N_SITES; i++)
+        sadd(&s, "%s{\"name\": \"r%03d\", \"site\": \"s%03d\", \"gnmi\": {}}", i ? ", " : "", i, i);
+    sadd(&s, "],\n \"links\": [");
+    for (int i = 0; i < N_SITES; i++)
+        for (int d = 1; d <= N_NEIGHBOURS; d++) {
+            int j = (i + d) % N_SITES;
+            sadd(&s,
+                 "%s{\"device\": \"r%03d\", \"interface\": \"to-s%03d\", \"site\": \"s%03d\","
+                 " \"peer_site\": \"s%03d\", \"circuit\": \"c%03d-%03d\","
+                 " \"capacity_bps\": 100000000000}\n",
+                 i || d > 1 ? ", " : "", i, j, i, j, i, j);
+        }
+    sadd(&s, "]}\n");
+    FILE *f = fopen(g_cfg, "w");
+    if (!f || fwrite(s.p, 1, s.n, f) != s.n || fclose(f) != 0)
+        die("cannot write %s", g_cfg);
+    free(s.p);
+    char tp[300];
+    snprintf(tp, sizeof(tp), "%s/tokens.json", g_dir);
+    f = fopen(tp, "w");
+    if (!f)
+        die("cannot write %s", tp);
+    fprintf(f, "{\"agent\": [\"%s\"], \"poller\": [\"%s\"]}\n", TOKEN_A, TOKEN_P);
+    fclose(f);
+    chmod(tp, 0600);
+}
+
+/* Report r of a window: the agent of site r % 500 (host r / 500), 1,000 flows. */
+static char *make_report(int r, int64_t ws, int seq, size_t *len)
+{
+    struct str s = {0};
+    char t[TM_RFC3339_LEN];
+    int src = r % N_SITES, host = r / N_SITES;
+    sadd(&s,
+         "{\"version\":1,\"host\":\"h%03d-%d\",\"agent_id\":\"agent-%03d-%d\",\"seq\":%d,"
+         "\"window_start\":\"%s\",\"window_seconds\":60,\"dropped_events\":0,\"flows\":[",
+         src, host, src, host, seq, tm_format_rfc3339(ws, t));
+    for (int k = 0; k < FLOWS_PER_REPORT; k++) {
+        int j = k % 12;
+        int dst = j < N_NEIGHBOURS ? (src + 1 + j) % N_SITES
+                                   : (src + 2 * N_NEIGHBOURS + (k / 12) % 200) % N_SITES;
+        long long tx = 100000 + ((long long)r * 7919 + (long long)k * 104729) % 900000;
+        sadd(&s,
+             "%s{\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"10.%d.%d.%d:%d\","
+             "\"remote\":\"10.%d.%d.%d:5201\",\"role\":\"client\",\"tx_bytes\":%lld,"
+             "\"rx_bytes\":%lld,\"pid\":%d,\"uid\":%d,\"user\":\"user%02d\","
+             "\"program\":\"prog%02d\",\"workflow\":\"wf-%04d\",\"container\":\"\"}",
+             k ? "," : "", 1 + src / 200, src % 200, 1 + host % 250, 10000 + k, 1 + dst / 200,
+             dst % 200, 1 + k % 250, tx, tx / 50, 1000 + k % 97, 1000 + (k / 12) % 4, (k / 12) % 4,
+             (k / 12) % 2, src * 3 + (k / 12) % 3);
+    }
+    sadd(&s, "]}");
+    *len = s.n;
+    return s.p;
+}
+
+struct job {
+    int64_t ws;
+    int seq, first, step, n;
+};
+
+static void *client(void *arg)
+{
+    struct job *j = arg;
+    int fd = http_connect(g_port);
+    for (int r = j->first; r < j->n; r += j->step) {
+        size_t len;
+        char *b = make_report(r, j->ws, j->seq, &len);
+        if (http_post(fd, "/v1/attributions", TOKEN_A, b, len) != 200)
+            die("ingest failed");
+        free(b);
+    }
+    close(fd);
+    return NULL;
+}
+
+/* Ingests n_flows flow records into window ws (reports generated on the fly); wall seconds. */
+static double ingest(int64_t ws, int seq, long n_flows)
+{
+    pthread_t th[N_CLIENTS];
+    struct job jobs[N_CLIENTS];
+    int64_t t0 = tm_mono_ns();
+    for (int c = 0; c < N_CLIENTS; c++) {
+        jobs[c] = (struct job){ws, seq, c, N_CLIENTS, (int)(n_flows / FLOWS_PER_REPORT)};
+        pthread_create(&th[c], NULL, client, &jobs[c]);
+    }
+    for (int c = 0; c < N_CLIENTS; c++)
+        pthread_join(th[c], NULL);
+    return (double)(tm_mono_ns() - t0) / 1e9;
+}
+
+/* Counter samples of every circuit at ws and ws + 60 s, posted 1,000 samples at a time. */
+static void counters(int64_t ws)
+{
+    char ta[TM_RFC3339_LEN], tb[TM_RFC3339_LEN];
+    tm_format_rfc3339(ws, ta);
+    tm_format_rfc3339(ws + 60 * TM_USEC_PER_SEC, tb);
+    int fd = http_connect(g_port);
+    for (int e = 0; e < 2; e++)
+        for (int i0 = 0; i0 < N_SITES; i0 += 100) {
+            struct str s = {0};
+            sadd(&s, "{\"version\":1,\"poller\":\"bench\",\"samples\":[");
+            int k = 0;
+            for (int i = i0; i < i0 + 100; i++)
+                for (int d = 1; d <= N_NEIGHBOURS; d++)
+                    sadd(&s,
+                         "%s{\"device\":\"r%03d\",\"interface\":\"to-s%03d\",\"at\":\"%s\","
+                         "\"uptime_cs\":%d,\"in_octets\":%lld,\"out_octets\":%lld,"
+                         "\"in_pkts\":%lld,\"out_pkts\":%lld}",
+                         k++ ? "," : "", i, (i + d) % N_SITES, e ? tb : ta, 100000 + e * 6000,
+                         e * 25000000LL, e * 1100000000LL, e * 20000LL, e * 800000LL);
+            sadd(&s, "]}");
+            if (http_post(fd, "/v1/counters", TOKEN_P, s.p, s.n) != 200)
+                die("counters failed");
+            free(s.p);
+        }
+    close(fd);
+}
+
+static void summary(const char *what, int64_t *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_i64);
+    printf("%s (n=%d): p50 %.3f s, max %.3f s\n", what, n, pct(v, (size_t)n, 0.5) / 1e9,
+           v[n - 1] / 1e9);
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a long run's figures survive an interruption */
+    int runs = argc > 1 ? atoi(argv[1]) : 3;
+    long max_flows = argc > 2 ? atol(argv[2]) : 1000000;
+    if (runs < 1 || runs > MAX_RUNS || max_flows < 100000 || max_flows > 20000000)
+        die("usage: bench_fleet [RUNS 1..%d [MAX_FLOWS 100000..20000000]]", MAX_RUNS);
+    const char *conninfo = th_pg_default();
+    snprintf(g_dir, sizeof(g_dir), "%s", th_tmpdir("bench-fleet"));
+    snprintf(g_cfg, sizeof(g_cfg), "%s/config.json", g_dir);
+    g_port = th_free_port();
+    write_config(conninfo);
+    char logp[300], err[1024];
+    snprintf(logp, sizeof(logp), "%s/reconcile.log", g_dir);
+    char *sargv[] = {(char *)th_bin("wanledger"), "--config", g_cfg, "reconcile", NULL};
+    pid_t srv = th_spawn(sargv, logp);
+    if (srv < 0 || th_wait_port(g_port, 30000) != 0)
+        die("wanledger reconcile did not start (log %s)", logp);
+    long sizes[3] = {100000, 1000000, 5000000};
+    int n_sizes = 0;
+    while (n_sizes < 3 && sizes[n_sizes] <= max_flows)
+        n_sizes++;
+    if (max_flows > sizes[n_sizes - 1] && n_sizes < 3)
+        sizes[n_sizes++] = max_flows;
+    /* windows: the sizes' at W - i min, the backlog's after them (older) */
+    int64_t W = tm_window_start(tm_now_us(), 60) - 20 * 60 * TM_USEC_PER_SEC;
+    int64_t win[3], back[BACKLOG];
+    printf("fleet reconcile benchmark: %d sites, %d circuits, %d client connections\n", N_SITES,
+           N_SITES * N_NEIGHBOURS, N_CLIENTS);
+    for (int i = 0; i < n_sizes; i++) {
+        win[i] = W - (int64_t)i * 60 * TM_USEC_PER_SEC;
+        double s = ingest(win[i], i + 1, sizes[i]);
+        counters(win[i]);
+        printf("ingest %ld flow records: %.1f s (%.0f/s)\n", sizes[i], s, (double)sizes[i] / s);
+    }
+    int backlog = getenv("WL_BENCH_NO_BACKLOG") ? 0 : BACKLOG;
+    for (int b = 0; b < backlog; b++) {
+        back[b] = W - (int64_t)(n_sizes + b) * 60 * TM_USEC_PER_SEC;
+        ingest(back[b], 10 + b, BACKLOG_FLOWS);
+        counters(back[b]);
+    }
+    th_stop(srv, 10000);
+
+    struct cfg_errors errs;
+    struct cfg *cfg = cfg_load(g_cfg, &errs);
+    PGconn *db = cfg ? db_connect(cfg, err, sizeof(err)) : NULL;
+    if (!db)
+        die("config or database: %s", err);
+    if (getenv("WL_BENCH_PGLOG")) /* profiling: statements over 50 ms reported on stderr */
+        pgc_exec(db, "SET client_min_messages = log; SET log_min_duration_statement = 50", err,
+                 sizeof(err));
+    printf("\n1. recon_db_reconcile_window of one 60 s window (PostgreSQL path)\n");
+    double us_per_flow[3];
+    for (int i = 0; i < n_sizes; i++) {
+        int64_t t[MAX_RUNS];
+        struct recon_db_stats st = {0};
+        for (int k = 0; k < runs; k++) {
+            int64_t a = tm_mono_ns();
+            if (recon_db_reconcile_window(db, cfg, win[i], &st, err, sizeof(err)) < 0)
+                die("reconcile: %s", err);
+            t[k] = tm_mono_ns() - a;
+        }
+        char what[256];
+        snprintf(what, sizeof(what), "   %zu flows -> %zu cells, %zu rollup rows, %zu link rows",
+                 st.n_flows, st.n_cells, st.n_rollup, st.n_link_windows);
+        summary(what, t, runs);
+        us_per_flow[i] = pct(t, (size_t)runs, 0.5) / 1e3 / (double)st.n_flows;
+        printf("      last run: load %.3f s, compute %.3f s, write %.3f s; %.2f us per flow\n",
+               st.load_us / 1e6, st.compute_us / 1e6, st.write_us / 1e6, us_per_flow[i]);
+    }
+    /* what the hourly rollups' triggers (sql/013) cost: the largest window without them */
+    {
+        int64_t t[MAX_RUNS];
+        const char *off = "ALTER TABLE heatmap_cells DISABLE TRIGGER USER; ALTER TABLE "
+                          "attribution_rollup DISABLE TRIGGER USER",
+                   *on = "ALTER TABLE heatmap_cells ENABLE TRIGGER USER; ALTER TABLE "
+                         "attribution_rollup ENABLE TRIGGER USER";
+        if (pgc_exec(db, off, err, sizeof(err)) < 0)
+            die("%s", err);
+        struct recon_db_stats st = {0};
+        for (int k = 0; k < runs; k++) {
+            int64_t a = tm_mono_ns();
+            if (recon_db_reconcile_window(db, cfg, win[n_sizes - 1], &st, err, sizeof(err)) < 0)
+                die("reconcile: %s", err);
+            t[k] = tm_mono_ns() - a;
+        }
+        if (pgc_exec(db, on, err, sizeof(err)) < 0)
+            die("%s", err);
+        char what[160];
+        snprintf(what, sizeof(what), "   %zu flows, hourly rollup triggers disabled", st.n_flows);
+        summary(what, t, runs);
+        printf("      last run: load %.3f s, compute %.3f s, write %.3f s\n", st.load_us / 1e6,
+               st.compute_us / 1e6, st.write_us / 1e6);
+    }
+    for (int i = 1; i < n_sizes; i++)
+        printf("   growth %ld -> %ld flows (x%.0f): time x%.2f\n", sizes[i - 1], sizes[i],
+               (double)sizes[i] / (double)sizes[i - 1],
+               us_per_flow[i] / us_per_flow[i - 1] * (double)sizes[i] / (double)sizes[i - 1]);
+
+    printf("\n2. a backlog of %d windows x %d flows: recon_par_run, 1 worker vs 2 workers\n",
+           BACKLOG, BACKLOG_FLOWS);
+    int64_t seq[MAX_RUNS], par[MAX_RUNS];
+    for (int k = 0; k < runs && backlog; k++)
+        for (int w = 1; w <= 2; w++) {
+            struct recon_par_stats ps = {0};
+            int64_t a = tm_mono_ns();
+            recon_par_run(db, cfg, NULL, back, BACKLOG, (k % 2 ? 3 - w : w), &ps);
+            int64_t span = tm_mono_ns() - a;
+            if (ps.reconciled != BACKLOG)
+                die("backlog: %zu of %d reconciled", ps.reconciled, BACKLOG);
+            (ps.workers == 1 ? seq : par)[k] = span;
+        }
+    int64_t s50, p50;
+    if (!backlog)
+        runs = 1, seq[0] = par[0] = 1;
+    summary("   1 worker  (one window after another)", seq, runs);
+    s50 = pct(seq, (size_t)runs, 0.5);
+    summary("   2 workers (2 connections)           ", par, runs);
+    p50 = pct(par, (size_t)runs, 0.5);
+    printf("   speed-up at p50: %.2fx; per window %.3f s -> %.3f s\n", (double)s50 / (double)p50,
+           s50 / 1e9 / BACKLOG, p50 / 1e9 / BACKLOG);
+    PQfinish(db);
+    cfg_free(cfg);
+    return 0;
+}

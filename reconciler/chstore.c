@@ -1,0 +1,142 @@
+/* ClickHouse over HTTP: statements, schema (see chstore.h). */
+#include "chstore.h"
+
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "flow_row.h"
+
+const char *chstore_table(const struct cfg_clickhouse *ch)
+{
+    static _Thread_local char t[160];
+    snprintf(t, sizeof t, "%s.flow_records", ch->database);
+    return t;
+}
+
+/* The server's message up to its first newline (ClickHouse answers errors as text). */
+static void first_line(char *out, size_t len, const char *body)
+{
+    size_t n = body ? strcspn(body, "\n") : 0;
+    if (n > 300)
+        n = 300;
+    snprintf(out, len, "%.*s", (int)n, body ? body : "");
+}
+
+int chstore_exec(const struct cfg_clickhouse *ch, const char *sql, const char *data, size_t len,
+                 const char *url_params, struct httpc_response *resp, char *err, size_t errlen)
+{
+    memset(resp, 0, sizeof *resp);
+    size_t sl = strlen(sql);
+    char *body = malloc(sl + 1 + len);
+    if (!body) {
+        snprintf(err, errlen, "clickhouse: out of memory for %zu bytes", sl + 1 + len);
+        return -1;
+    }
+    memcpy(body, sql, sl);
+    body[sl] = '\n';
+    if (len)
+        memcpy(body + sl + 1, data, len);
+    char url[512], auth[600] = "";
+    snprintf(url, sizeof url, "%s/%s%s", ch->url, url_params ? "?" : "",
+             url_params ? url_params : ""); /* tables are named with their database */
+    if (ch->user) {
+        char cred[400];
+        int n = snprintf(cred, sizeof cred, "%s:%s", ch->user, ch->password ? ch->password : "");
+        if (n > 0 && (size_t)n < sizeof cred) {
+            memcpy(auth, "Basic ", 6);
+            EVP_EncodeBlock((unsigned char *)auth + 6, (const unsigned char *)cred, n);
+        }
+    }
+    struct httpc_req rq = {.url = url,
+                           .authorization = auth[0] ? auth : NULL,
+                           .body = body,
+                           .len = sl + 1 + len,
+                           .content_type = "text/plain; charset=utf-8",
+                           .timeout_ms = ch->timeout_ms,
+                           .max_response = (size_t)1 << 30};
+    char e[300];
+    int rc = httpc_do(&rq, resp, e, sizeof e);
+    free(body);
+    if (rc != 0) {
+        snprintf(err, errlen, "clickhouse: %s", e);
+        return -1;
+    }
+    if (resp->status != 200) {
+        char msg[320];
+        first_line(msg, sizeof msg, resp->body);
+        snprintf(err, errlen, "clickhouse: HTTP %d: %s", resp->status, msg);
+        httpc_response_free(resp);
+        return -1;
+    }
+    return 0;
+}
+
+static int exec_simple(const struct cfg_clickhouse *ch, const char *sql, char *err, size_t errlen)
+{
+    struct httpc_response r;
+    if (chstore_exec(ch, sql, NULL, 0, NULL, &r, err, errlen) < 0)
+        return -1;
+    httpc_response_free(&r);
+    return 0;
+}
+
+int chstore_ensure_schema(const struct cfg_clickhouse *ch, char *err, size_t errlen)
+{
+    char cols[2048], sql[4096];
+    if (flow_row_list(cols, sizeof cols, FRL_CH_DEFS, FLOW_ROW_ALL, NULL, NULL) < 0) {
+        snprintf(err, errlen, "clickhouse: column list too long");
+        return -1;
+    }
+    snprintf(sql, sizeof sql, "CREATE DATABASE IF NOT EXISTS %s", ch->database);
+    if (exec_simple(ch, sql, err, errlen) < 0)
+        return -1;
+    const char *db = ch->database;
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE IF NOT EXISTS %s.%s (%s) ENGINE = ReplacingMergeTree"
+             " PARTITION BY toYYYYMMDD(window_start) ORDER BY (window_start, agent_id, seq, idx)",
+             db, ch->cluster ? "flow_records_local" : "flow_records", cols);
+    if (exec_simple(ch, sql, err, errlen) < 0)
+        return -1;
+    if (!ch->cluster)
+        return 0;
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE IF NOT EXISTS %s.flow_records AS %s.flow_records_local"
+             " ENGINE = Distributed(%s, %s, flow_records_local, cityHash64(agent_id, seq))",
+             db, db, ch->cluster, db);
+    return exec_simple(ch, sql, err, errlen);
+}
+
+int chstore_prune(const struct cfg_clickhouse *ch, int keep_days, int64_t now_us, int *dropped,
+                  char *err, size_t errlen)
+{
+    *dropped = 0;
+    const char *table = ch->cluster ? "flow_records_local" : "flow_records";
+    time_t cut = (time_t)(now_us / 1000000) - (time_t)keep_days * 86400;
+    struct tm tm;
+    gmtime_r(&cut, &tm);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT DISTINCT partition FROM system.parts WHERE database = '%s' AND table = '%s'"
+             " AND active AND toUInt32(partition) < %04d%02d%02d ORDER BY partition",
+             ch->database, table, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+    struct httpc_response r;
+    if (chstore_exec(ch, sql, NULL, 0, NULL, &r, err, errlen) < 0)
+        return -1;
+    int rc = 0;
+    for (char *line = r.body, *next; line && *line && rc == 0; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = 0;
+        if (strspn(line, "0123456789") != 8 || line[8]) /* toYYYYMMDD: 8 digits */
+            continue;
+        snprintf(sql, sizeof sql, "ALTER TABLE %s.%s DROP PARTITION %s", ch->database, table, line);
+        rc = exec_simple(ch, sql, err, errlen);
+        if (rc == 0)
+            (*dropped)++;
+    }
+    httpc_response_free(&r);
+    return rc;
+}

@@ -1,0 +1,401 @@
+/* Fleet scale against a throwaway real PostgreSQL:
+ *  - the hourly rollups (sql/013) equal the sums of the per-window rows after inserts, a
+ *    window's replacement, the reconciler's merge (INSERT ... ON CONFLICT DO UPDATE) and a
+ *    retention delete; expected sums computed here from the values the test wrote, not read back;
+ *    wl_cells_range/wl_attribution_range over a range with partial hours at both edges;
+ *  - recon_par_run with 2 workers, newest window first, writes the same cells, rollup rows and
+ *    alerts as reconciling the same windows one after another, oldest first. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "db.h"
+#include "harness.h"
+#include "recon_db.h"
+#include "recon_par.h"
+#include "timeutil.h"
+
+#define W0_S  INT64_C(1762077600) /* 2025-11-02T10:00:00Z */
+#define US(s) ((s)*INT64_C(1000000))
+
+static PGconn *db;
+static struct cfg *cfg;
+
+static void exec(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void exec(const char *fmt, ...)
+{
+    static char sql[1 << 16];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    PGresult *r = PQexec(db, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fail_msg("%.300s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+}
+
+static PGresult *query(const char *sql)
+{
+    PGresult *r = PQexec(db, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    return r;
+}
+
+static const char *ts(int64_t s)
+{
+    static char buf[8][TM_RFC3339_LEN];
+    static int i;
+    i = (i + 1) % 8;
+    return tm_format_rfc3339(US(s), buf[i]);
+}
+
+/* ---- hourly rollups ------------------------------------------------------------------------ */
+
+#define N_WIN   150 /* 2 h 30 min of 60 s windows from W0 */
+#define N_PAIR  3
+#define N_OWNER 2
+static const char *const SRC[N_PAIR] = {"nyc", "chi", "nyc"}, *const DST[N_PAIR] = {"chi", "nyc",
+                                                                                    "sfo"};
+static const char *const STATUS[7] = {"ok",   "warn",       "red",       "over",
+                                      "idle", "incomplete", "no_counter"};
+
+struct cellv {
+    int present, status;
+    long long obs, pay, att, sock, nfs, svc, unatt; /* obs < 0: NULL observed columns */
+};
+static struct cellv cells[N_WIN][N_PAIR];
+static long long owner_bytes[N_WIN][N_PAIR][N_OWNER]; /* 0: no row */
+
+static uint64_t rng = 88172645463325252ULL;
+static long long rnd(long long n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (long long)(rng % (uint64_t)n);
+}
+
+static void put_cell(int w, int p)
+{
+    struct cellv *c = &cells[w][p];
+    c->present = 1;
+    c->status = (int)rnd(7);
+    int unknown = c->status >= 5;
+    c->obs = unknown ? -1 : 1000000 + rnd(9000000);
+    c->pay = unknown ? -1 : c->obs * 95 / 100;
+    c->att = rnd(5000000);
+    c->sock = c->att / 2, c->nfs = c->att / 4, c->svc = c->att - c->sock - c->nfs;
+    c->unatt = unknown ? -1 : (c->pay > c->att ? c->pay - c->att : 0);
+#define NUM(v) (v < 0 ? "NULL" : (snprintf(nb[k], 24, "%lld", v), nb[k++]))
+    char nb[8][24];
+    int k = 0;
+    const char *o = NUM(c->obs), *py = NUM(c->pay), *un = NUM(c->unatt);
+#undef NUM
+    exec("INSERT INTO heatmap_cells (window_start, window_seconds, src_site, dst_site, "
+         "observed_bytes, observed_payload_bytes, attributed_bytes, socket_bytes, nfs_bytes, "
+         "service_bytes, unattributed_bytes, status) VALUES ('%s', 60, '%s', '%s', %s, %s, %lld, "
+         "%lld, %lld, %lld, %s, '%s')",
+         ts(W0_S + 60 * w), SRC[p], DST[p], o, py, c->att, c->sock, c->nfs, c->svc, un,
+         STATUS[c->status]);
+}
+
+static void put_owners(int w, int p)
+{
+    char sql[1024];
+    int n = snprintf(sql, sizeof sql,
+                     "INSERT INTO attribution_rollup (window_start, src_site, dst_site, source, "
+                     "workflow, user_name, program, host, bytes) VALUES ");
+    for (int o = 0; o < N_OWNER; o++) {
+        owner_bytes[w][p][o] = 1 + rnd(1000000);
+        n += snprintf(sql + n, sizeof sql - (size_t)n,
+                      "%s('%s', '%s', '%s', 'socket', 'wf-%d', 'user%d', 'prog', 'h1', %lld)",
+                      o ? ", " : "", ts(W0_S + 60 * w), SRC[p], DST[p], o, o, owner_bytes[w][p][o]);
+    }
+    /* the reconciler's merge: an existing row's bytes are updated in place */
+    exec("%s ON CONFLICT (window_start, src_site, dst_site, source, workflow, user_name, program, "
+         "host) DO UPDATE SET bytes = EXCLUDED.bytes",
+         sql);
+}
+
+/* Sums over windows [w0, w1) per pair, computed from what was written; compared with rows of
+ * (src, dst, windows, seconds, obs, pay, att, sock, nfs, svc, unatt, 7 status counts). */
+static void check_cells(PGresult *r, int w0, int w1, const char *what)
+{
+    int rows = 0;
+    for (int p = 0; p < N_PAIR; p++) {
+        long long e[18] = {0};
+        for (int w = w0; w < w1; w++) {
+            const struct cellv *c = &cells[w][p];
+            if (!c->present)
+                continue;
+            long long v[] = {1, 60, c->obs, c->pay, c->att, c->sock, c->nfs, c->svc, c->unatt};
+            for (int i = 0; i < 9; i++)
+                e[i] += v[i] < 0 ? 0 : v[i];
+            e[9 + c->status]++;
+        }
+        if (!e[0])
+            continue;
+        rows++;
+        int found = 0;
+        for (int i = 0; i < PQntuples(r); i++) {
+            if (strcmp(PQgetvalue(r, i, 0), SRC[p]) || strcmp(PQgetvalue(r, i, 1), DST[p]))
+                continue;
+            found = 1;
+            for (int k = 0; k < 16; k++)
+                if (atoll(PQgetvalue(r, i, 2 + k)) != e[k])
+                    fail_msg("%s %s->%s column %d: %s, expected %lld", what, SRC[p], DST[p], k,
+                             PQgetvalue(r, i, 2 + k), e[k]);
+        }
+        if (!found)
+            fail_msg("%s: no row for %s->%s", what, SRC[p], DST[p]);
+    }
+    assert_int_equal(PQntuples(r), rows);
+}
+
+static void check_hours(void)
+{
+    for (int h = 0; h * 60 < N_WIN; h++) {
+        char sql[512];
+        snprintf(sql, sizeof sql,
+                 "SELECT src_site, dst_site, windows, seconds, observed_bytes, "
+                 "observed_payload_bytes, attributed_bytes, socket_bytes, nfs_bytes, "
+                 "service_bytes, unattributed_bytes, n_ok, n_warn, n_red, n_over, n_idle, "
+                 "n_incomplete, n_no_counter FROM heatmap_cells_hourly WHERE hour_start = '%s'",
+                 ts(W0_S + 3600 * h));
+        PGresult *r = query(sql);
+        char what[32];
+        snprintf(what, sizeof what, "hour %d", h);
+        check_cells(r, h * 60, h * 60 + 60 < N_WIN ? h * 60 + 60 : N_WIN, what);
+        PQclear(r);
+        /* owners */
+        snprintf(sql, sizeof sql,
+                 "SELECT src_site, dst_site, workflow, windows, bytes FROM "
+                 "attribution_rollup_hourly WHERE hour_start = '%s'",
+                 ts(W0_S + 3600 * h));
+        r = query(sql);
+        int rows = 0;
+        for (int p = 0; p < N_PAIR; p++)
+            for (int o = 0; o < N_OWNER; o++) {
+                long long n = 0, b = 0;
+                for (int w = h * 60; w < h * 60 + 60 && w < N_WIN; w++)
+                    if (owner_bytes[w][p][o])
+                        n++, b += owner_bytes[w][p][o];
+                if (!n)
+                    continue;
+                rows++;
+                char wf[16];
+                snprintf(wf, sizeof wf, "wf-%d", o);
+                int found = 0;
+                for (int i = 0; i < PQntuples(r); i++)
+                    if (!strcmp(PQgetvalue(r, i, 0), SRC[p]) &&
+                        !strcmp(PQgetvalue(r, i, 1), DST[p]) && !strcmp(PQgetvalue(r, i, 2), wf)) {
+                        found = 1;
+                        assert_int_equal(atoll(PQgetvalue(r, i, 3)), n);
+                        assert_int_equal(atoll(PQgetvalue(r, i, 4)), b);
+                    }
+                assert_true(found);
+            }
+        assert_int_equal(PQntuples(r), rows);
+        PQclear(r);
+    }
+}
+
+static void test_hourly_rollups(void **state)
+{
+    (void)state;
+    exec("DELETE FROM heatmap_cells; DELETE FROM attribution_rollup");
+    exec("BEGIN");
+    for (int w = 0; w < N_WIN; w++)
+        for (int p = 0; p < N_PAIR; p++)
+            if (p < 2 || w % 3 == 0) { /* nyc->sfo only every third window */
+                put_cell(w, p);
+                put_owners(w, p);
+            }
+    exec("COMMIT");
+    check_hours();
+    /* a window replaced as the reconciler does (DELETE, then the new rows), one pair gone */
+    exec("BEGIN; DELETE FROM heatmap_cells WHERE window_start = '%s'", ts(W0_S + 60 * 75));
+    memset(cells[75], 0, sizeof cells[75]);
+    put_cell(75, 0);
+    put_cell(75, 2);
+    exec("COMMIT");
+    /* the merge: new bytes for the owners of two windows */
+    put_owners(10, 1);
+    put_owners(130, 0);
+    /* a plain UPDATE of one cell */
+    exec("UPDATE heatmap_cells SET attributed_bytes = attributed_bytes + 7 WHERE window_start = "
+         "'%s' AND src_site = 'chi'",
+         ts(W0_S + 60 * 20));
+    cells[20][1].att += 7;
+    check_hours();
+    /* retention: the first hour's rows deleted, its hourly rows with them */
+    exec("DELETE FROM heatmap_cells WHERE window_start < '%s'; DELETE FROM attribution_rollup "
+         "WHERE window_start < '%s'",
+         ts(W0_S + 3600), ts(W0_S + 3600));
+    memset(cells, 0, 60 * sizeof cells[0]);
+    memset(owner_bytes, 0, 60 * sizeof owner_bytes[0]);
+    PGresult *r = query("SELECT count(*) FROM heatmap_cells_hourly WHERE hour_start < "
+                        "'2025-11-02T11:00:00Z'");
+    assert_string_equal(PQgetvalue(r, 0, 0), "0");
+    PQclear(r);
+    check_hours();
+    /* a range with partial hours at both edges: 11:25 to 12:10 (whole hour none: 11:25-12:00
+     * and 12:00-12:10 from per-window rows) and 11:25 to 12:20 from 10:xx gone */
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT * FROM wl_cells_range('%s', '%s')", ts(W0_S + 60 * 85),
+             ts(W0_S + 60 * 130));
+    r = query(sql);
+    check_cells(r, 85, 130, "wl_cells_range 11:25-12:10");
+    PQclear(r);
+    snprintf(sql, sizeof sql, "SELECT * FROM wl_cells_range('%s', '%s')", ts(W0_S + 60 * 61),
+             ts(W0_S + 60 * 149));
+    r = query(sql);
+    check_cells(r, 61, 149, "wl_cells_range 11:01-12:29");
+    PQclear(r);
+    snprintf(sql, sizeof sql,
+             "SELECT sum(bytes)::bigint FROM wl_attribution_range('%s', '%s') WHERE src_site = "
+             "'nyc' AND dst_site = 'chi'",
+             ts(W0_S + 60 * 59), ts(W0_S + 60 * 121));
+    r = query(sql);
+    long long e = 0;
+    for (int w = 59; w < 121; w++)
+        e += owner_bytes[w][0][0] + owner_bytes[w][0][1];
+    assert_int_equal(atoll(PQgetvalue(r, 0, 0)), e);
+    PQclear(r);
+}
+
+/* ---- parallel reconciliation --------------------------------------------------------------- */
+
+/* Counters every 30 s over 12 windows on nyc->chi (1000 B/s); agents attribute a varying share
+ * so cells are ok and red and a gap alert opens and resolves. */
+static void insert_inputs(void)
+{
+    for (int k = 0; k <= 24; k++)
+        exec("INSERT INTO counter_samples (device, interface, at, uptime_cs, in_octets, "
+             "out_octets, counter_bits) VALUES ('nyc-border-1', 'et-0/0/1', '%s', %d, 0, %d, 64)",
+             ts(W0_S + 30 * k), 100000 + 3000 * k, 30000 * k);
+    static const int tx[12] = {57000, 11400, 11400, 11400, 57000, 57000,
+                               11400, 11400, 57000, 57000, 57000, 20000};
+    for (int w = 0; w < 12; w++) {
+        exec("INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds, "
+             "n_flows) VALUES ('agent-nyc-1', %d, 'nyc-1', '%s', 60, 1)",
+             w, ts(W0_S + 60 * w));
+        exec("INSERT INTO flow_records (window_start, agent_id, seq, idx, host, source, proto, "
+             "local_addr, local_port, remote_addr, remote_port, role, tx_bytes, rx_bytes, pid, "
+             "uid, user_name, program, workflow) VALUES ('%s', 'agent-nyc-1', %d, 0, 'nyc-1', "
+             "'socket', 'tcp', '10.1.0.2', 40000, '10.2.0.2', 5201, 'client', %d, 0, 4307, "
+             "1000, 'alice', 'python3', 'wf-%d')",
+             ts(W0_S + 60 * w), w, tx[w], w % 3);
+    }
+}
+
+static char *snapshot(void)
+{
+    PGresult *r = query(
+        "SELECT (SELECT string_agg(concat_ws(',', window_start, src_site, dst_site, "
+        "observed_bytes, attributed_bytes, unattributed_bytes, coverage, status), ';' ORDER BY "
+        "window_start, src_site, dst_site) FROM heatmap_cells) || '|' || (SELECT "
+        "string_agg(concat_ws(',', window_start, workflow, bytes), ';' ORDER BY window_start, "
+        "workflow) FROM attribution_rollup) || '|' || (SELECT string_agg(concat_ws(',', kind, "
+        "src_site, dst_site, state, first_window, last_window, peak_unattributed_bytes), ';' "
+        "ORDER BY first_window, kind) FROM gap_alerts) || '|' || (SELECT string_agg(concat_ws("
+        "',', hour_start, windows, observed_bytes, attributed_bytes), ';') FROM "
+        "heatmap_cells_hourly)");
+    char *s = strdup(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return s;
+}
+
+static void reset_results(void)
+{
+    exec("DELETE FROM heatmap_cells; DELETE FROM attribution_rollup; DELETE FROM link_windows; "
+         "DELETE FROM gap_alerts; DELETE FROM window_state; DELETE FROM dependency_rollup");
+}
+
+static void test_parallel_equals_serial(void **state)
+{
+    (void)state;
+    reset_results();
+    insert_inputs();
+    int64_t win[12];
+    char err[512];
+    for (int w = 0; w < 12; w++) {
+        win[w] = US(W0_S + 60 * w);
+        if (recon_db_reconcile_window(db, cfg, win[w], NULL, err, sizeof err))
+            fail_msg("%s", err);
+    }
+    char *serial = snapshot();
+    assert_non_null(strstr(serial, "gap,nyc,chi,resolved")); /* the scenario has an alert */
+    reset_results();
+    int64_t newest_first[12];
+    for (int w = 0; w < 12; w++)
+        newest_first[w] = win[11 - w];
+    struct recon_par_stats ps = {0};
+    recon_par_run(db, cfg, NULL, newest_first, 12, 2, &ps);
+    assert_int_equal(ps.workers, 2);
+    assert_int_equal(ps.reconciled, 12);
+    assert_int_equal(ps.failed, 0);
+    char *par = snapshot();
+    assert_string_equal(par, serial);
+    free(serial);
+    free(par);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *ci = th_pg_default();
+    char err[512], json[4096];
+    db = db_connect_str(ci, err, sizeof err);
+    assert_non_null(db);
+    snprintf(json, sizeof json,
+             "{\"window_seconds\": 60, \"grace_seconds\": 30, \"database\": \"%s\","
+             " \"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]},"
+             "             {\"name\": \"chi\", \"prefixes\": [\"10.2.0.0/16\"]}],"
+             " \"devices\": [{\"name\": \"nyc-border-1\", \"site\": \"nyc\", \"gnmi\": {}}],"
+             " \"links\": [{\"device\": \"nyc-border-1\", \"interface\": \"et-0/0/1\","
+             " \"site\": \"nyc\", \"peer_site\": \"chi\", \"circuit\": \"nyc-chi-1\","
+             " \"capacity_bps\": 1000000}],"
+             " \"overhead\": {\"bytes_per_packet\": 66, \"ratio_without_packets\": 0.95},"
+             " \"thresholds\": {\"green\": 0.95, \"red\": 0.80, \"min_gap_bytes\": 1000,"
+             " \"over\": 1.05, \"alert_windows\": 2, \"resolve_windows\": 2,"
+             " \"saturation\": 0.90}}",
+             ci);
+    struct cfg_errors errs = {0};
+    cfg = cfg_parse("test_recon_fleet.json", json, &errs);
+    if (!cfg) {
+        for (size_t i = 0; i < errs.n; i++)
+            print_error("%s: %s\n", errs.items[i].jpath, errs.items[i].msg);
+        fail_msg("config");
+    }
+    if (db_ensure_partitions(db, US(W0_S - 86400), US(W0_S + 86400), err, sizeof err))
+        fail_msg("%s", err);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    cfg_free(cfg);
+    PQfinish(db);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hourly_rollups),
+        cmocka_unit_test(test_parallel_equals_serial),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
