@@ -67,6 +67,28 @@ struct {
     __type(value, struct flow_val);
 } counts0 SEC(".maps"), counts1 SEC(".maps");
 
+/* Per slot, bumped by the agent each time it unpublishes the slot (after deleting it from
+ * slot_of): a socket's cached slot (sk_slots) is used only while the epoch it was cached with
+ * holds. */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(map_flags, BPF_F_MMAPABLE);
+    __uint(max_entries, WL_FLOW_MAP_DEFAULT);
+    __type(key, __u32);
+    __type(value, __u32);
+} slot_epoch SEC(".maps");
+
+/* Per socket (tp_btf/fentry modes): the slot its last event counted in, as one 64-bit word
+ * (slot + 1) << 32 | epoch, read and written whole (threads of several CPUs share sockets). An
+ * event uses it when the epoch still holds and the slot's key (slot_keys) equals the event's key
+ * (another process or thread, or a new peer, differs): no hash of the whole key per event. */
+struct {
+    __uint(type, BPF_MAP_TYPE_SK_STORAGE);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, int);
+    __type(value, __u64);
+} sk_slots SEC(".maps");
+
 /* Programs currently between choosing a generation and finishing their write, per generation:
  * the agent drains a generation only once the sum over CPUs is 0 after the flip. */
 struct {
@@ -210,21 +232,66 @@ static __always_inline long slot_claim(const struct flow_key *k, __u64 skp)
     return -1;
 }
 
-/* Adds one event (the caller holds its generation's in-flight count). */
-static __always_inline void flow_add(void *counts, const struct flow_key *k, __u64 bytes,
-                                     __u64 calls, bool tx, __u64 skp)
+static __always_inline bool key_equal(const struct flow_key *a, const struct flow_key *b)
 {
+    const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+    for (int i = 0; i < (int)(sizeof(*a) / 8); i++)
+        if (x[i] != y[i])
+            return false;
+    return true;
+}
+
+/* The socket's cached slot for k, or -1 (sk_slots). */
+static __always_inline long cached_slot(const __u64 *cache, const struct flow_key *k)
+{
+    __u64 c = *(const volatile __u64 *)cache;
+    if (!c)
+        return -1;
+    __u32 s = (__u32)(c >> 32) - 1;
+    __u32 *ep = bpf_map_lookup_elem(&slot_epoch, &s);
+    struct flow_key *sk_key = bpf_map_lookup_elem(&slot_keys, &s);
+    if (!ep || !sk_key || *(volatile __u32 *)ep != (__u32)c || !key_equal(sk_key, k))
+        return -1;
+    return s;
+}
+
+/* Caches slot for the socket: the epoch is read first, then slot_of is checked to still publish
+ * the slot; the agent unpublishes (slot_of) before it bumps the epoch, so a cached epoch is
+ * either current for a published slot or already stale. */
+static __always_inline void cache_slot(__u64 *cache, const struct flow_key *k, __u32 slot)
+{
+    __u32 *ep = bpf_map_lookup_elem(&slot_epoch, &slot);
+    if (!ep)
+        return;
+    __u32 e = *(volatile __u32 *)ep;
     __u32 *sp = bpf_map_lookup_elem(&slot_of, k);
+    if (sp && *sp == slot)
+        *(volatile __u64 *)cache = ((__u64)(slot + 1) << 32) | e;
+}
+
+/* Adds one event (the caller holds its generation's in-flight count). cache: the socket's
+ * sk_slots word, or NULL. */
+static __always_inline void flow_add(void *counts, const struct flow_key *k, __u64 bytes,
+                                     __u64 calls, bool tx, __u64 skp, __u64 *cache)
+{
+    long hit = cache ? cached_slot(cache, k) : -1;
     __u32 slot;
-    if (sp) {
-        slot = *sp;
+    if (hit >= 0) {
+        slot = (__u32)hit;
     } else {
-        long got = slot_claim(k, skp);
-        if (got < 0) {
-            bump_drop(WL_DROP_MAP_FULL);
-            return;
+        __u32 *sp = bpf_map_lookup_elem(&slot_of, k);
+        if (sp) {
+            slot = *sp;
+        } else {
+            long got = slot_claim(k, skp);
+            if (got < 0) {
+                bump_drop(WL_DROP_MAP_FULL);
+                return;
+            }
+            slot = (__u32)got;
         }
-        slot = (__u32)got;
+        if (cache)
+            cache_slot(cache, k, slot);
     }
     struct flow_val *v = bpf_map_lookup_elem(counts, &slot);
     if (!v)
@@ -244,7 +311,7 @@ static __always_inline void flow_add(void *counts, const struct flow_key *k, __u
  * reads the count. Either this program sees the new generation and moves to it, or the agent
  * sees the count and waits, so no write lands in a generation being drained. */
 static __always_inline void account(const struct flow_key *k, __u64 bytes, __u64 calls, bool tx,
-                                    __u64 skp)
+                                    __u64 skp, __u64 *cache)
 {
     __u32 g = gen & 1;
     for (int attempt = 0; attempt < 3; attempt++) {
@@ -255,9 +322,9 @@ static __always_inline void account(const struct flow_key *k, __u64 bytes, __u64
         __u32 now = *(volatile __u32 *)&gen & 1;
         if (now == g) {
             if (g)
-                flow_add(&counts1, k, bytes, calls, tx, skp);
+                flow_add(&counts1, k, bytes, calls, tx, skp, cache);
             else
-                flow_add(&counts0, k, bytes, calls, tx, skp);
+                flow_add(&counts0, k, bytes, calls, tx, skp, cache);
             __sync_fetch_and_add(inf, -1);
             return;
         }
@@ -428,15 +495,6 @@ static __always_inline int peer_read(struct wl_peer *p, const void *ptr, bool us
     return 0;
 }
 
-static __always_inline bool key_equal(const struct flow_key *a, const struct flow_key *b)
-{
-    const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
-    for (int i = 0; i < (int)(sizeof(*a) / 8); i++)
-        if (x[i] != y[i])
-            return false;
-    return true;
-}
-
 /* The one handler every attach mode calls. ret is the syscall-level byte count (negative on
  * error); peer, when not NULL, is the destination/source from the message (UDP). With `defer`
  * (tp_btf mode), an unconnected UDP receive whose address only reaches user memory later waits
@@ -465,7 +523,7 @@ static __always_inline int handle(struct sock *sk, long ret, int flags, bool tx,
             if (st && (st->kind == STASH_RECV_ADDR || st->kind == STASH_RECV_MSG)) {
                 if (st->pending && !key_equal(&st->key, &k)) {
                     if (key_counted(&st->key))
-                        account(&st->key, st->bytes, st->calls, false, 0);
+                        account(&st->key, st->bytes, st->calls, false, 0, NULL);
                     st->bytes = st->calls = 0;
                 }
                 st->key = k;
@@ -478,7 +536,12 @@ static __always_inline int handle(struct sock *sk, long ret, int flags, bool tx,
     }
     if (!key_counted(&k))
         return 0;
-    account(&k, ret, 1, tx, k.proto == IPPROTO_TCP ? (__u64)sk : 0);
+    /* the socket's cached slot: BTF-typed sk only, and not for a peer taken from the message
+     * (an unconnected UDP socket's key changes with every peer) */
+    __u64 *cache = NULL;
+    if (btf && !peer)
+        cache = bpf_sk_storage_get(&sk_slots, sk, NULL, BPF_SK_STORAGE_GET_F_CREATE);
+    account(&k, ret, 1, tx, k.proto == IPPROTO_TCP ? (__u64)sk : 0, cache);
     return 0;
 }
 
@@ -622,7 +685,7 @@ static __always_inline void stash_finish_recv(void)
         if (peer_read(&p, addr, true) == 0)
             key_set_peer(&st->key, &p);
         if (key_counted(&st->key))
-            account(&st->key, st->bytes, st->calls, false, 0);
+            account(&st->key, st->bytes, st->calls, false, 0, NULL);
     }
     bpf_map_delete_elem(&stashes, &tid);
 }

@@ -38,6 +38,8 @@ struct sockprobe {
     /* mmap'd maps */
     struct flow_key *keys;   /* slot_keys */
     struct flow_val *cnt[2]; /* counts0, counts1 */
+    __u32 *epoch;            /* slot_epoch: bumped after a slot is unpublished */
+    size_t epoch_len;
     size_t keys_len, cnt_len;
     /* per slot, user side */
     uint8_t *state;
@@ -125,6 +127,7 @@ static void configure(struct socket *skel, const struct sockprobe_opts *o, uint3
     bpf_map__set_max_entries(skel->maps.slot_keys, n_slots);
     bpf_map__set_max_entries(skel->maps.counts0, n_slots);
     bpf_map__set_max_entries(skel->maps.counts1, n_slots);
+    bpf_map__set_max_entries(skel->maps.slot_epoch, n_slots);
 }
 
 /* Opens, configures, loads and attaches one mode; NULL with err on failure. */
@@ -362,7 +365,11 @@ struct sockprobe *sockprobe_open(const struct sockprobe_opts *o, char *err, size
                       bpf_map__fd(sp->skel->maps.counts0), 0);
     sp->cnt[1] = mmap(NULL, sp->cnt_len, PROT_READ | PROT_WRITE, MAP_SHARED,
                       bpf_map__fd(sp->skel->maps.counts1), 0);
-    if (sp->keys == MAP_FAILED || sp->cnt[0] == MAP_FAILED || sp->cnt[1] == MAP_FAILED) {
+    sp->epoch_len = ((size_t)sp->n_slots * sizeof(__u32) + (size_t)page - 1) & ~((size_t)page - 1);
+    sp->epoch = mmap(NULL, sp->epoch_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+                     bpf_map__fd(sp->skel->maps.slot_epoch), 0);
+    if (sp->keys == MAP_FAILED || sp->cnt[0] == MAP_FAILED || sp->cnt[1] == MAP_FAILED ||
+        sp->epoch == MAP_FAILED) {
         snprintf(err, errlen, "mapping the flow counters: %s", strerror(errno));
         goto fail;
     }
@@ -385,6 +392,8 @@ static void close_probe(struct sockprobe *sp, bool keep_pins)
     for (int g = 0; g < 2; g++)
         if (sp->cnt[g] && sp->cnt[g] != MAP_FAILED)
             munmap(sp->cnt[g], sp->cnt_len);
+    if (sp->epoch && sp->epoch != MAP_FAILED)
+        munmap(sp->epoch, sp->epoch_len);
     socket__destroy(sp->skel);
     free(sp->state);
     free(sp->last_active);
@@ -549,6 +558,9 @@ static int free_idle_slots(struct sockprobe *sp, char *err, size_t errlen)
         snprintf(err, errlen, "unpublishing %u idle flows: %s", n, strerror(errno));
         return -1;
     }
+    /* after the unpublish: sockets' cached slots (socket.bpf.c sk_slots) stop matching */
+    for (__u32 i = 0; i < n; i++)
+        __atomic_fetch_add(&sp->epoch[sp->del_slots[i]], 1, __ATOMIC_SEQ_CST);
     for (__u32 i = 0; i < n; i++)
         sp->state[sp->del_slots[i]] = SLOT_UNPUBLISHED;
     return 0;
