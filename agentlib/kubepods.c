@@ -99,7 +99,9 @@ static bool is_dir(const char *dir, const char *name)
 {
     char path[1024];
     struct stat st;
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    int n = snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= sizeof(path))
+        return false; /* longer than any kubelet path: not one of its directories */
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 

@@ -98,3 +98,17 @@ size_t utf8_put(char *w, uint32_t cp)
     w[3] = (char)(0x80 | (cp & 0x3F));
     return 4;
 }
+
+size_t utf8_prefix(const char *s, size_t max_chars, size_t max_bytes, size_t *chars)
+{
+    size_t i = 0, n = 0;
+    while (s[i] && n < max_chars && i < max_bytes) {
+        i++;
+        while (((unsigned char)s[i] & 0xC0) == 0x80)
+            i++;
+        n++;
+    }
+    if (chars)
+        *chars = n;
+    return i;
+}

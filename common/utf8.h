@@ -24,6 +24,10 @@ bool utf8_valid(const char *s, size_t len, size_t *bad_at);
  * each byte that does not start a well-formed sequence replaced by U+FFFD. A cut at cap never
  * splits a character. Returns the bytes written, NUL excluded. */
 size_t utf8_sanitize(const char *s, size_t len, char *out, size_t cap);
+/* For display of an already valid string: the byte length of s's first max_chars characters
+ * (a lead byte and its continuation bytes), stopping before a character that would start at or
+ * after max_bytes; the characters counted go to *chars when not NULL. */
+size_t utf8_prefix(const char *s, size_t max_chars, size_t max_bytes, size_t *chars);
 /* Writes code point cp (< 0x110000, not a surrogate) as UTF-8 into out; returns its length. */
 size_t utf8_put(char *out, uint32_t cp);
 

@@ -225,6 +225,13 @@ static int chart(struct evbuffer *out, PGconn *db, const struct cell_view *v, co
     return 0;
 }
 
+/* The Kubernetes identity of an owner as one name, namespace/pod/container ('' outside pods;
+ * sql/015_kube_owner.sql). */
+#define POD_EXPR                                                                                   \
+    "CASE WHEN pod = '' THEN '' ELSE concat_ws('/', nullif(namespace, ''), pod, "                  \
+    "nullif(container_name, '')) END"
+
+/* column: a column of attribution_rollup, or "pod" (POD_EXPR). */
 static int top_table(struct evbuffer *out, PGconn *db, const struct cell_view *v,
                      const char *column, const char *heading, char *err, size_t errlen)
 {
@@ -237,7 +244,7 @@ static int top_table(struct evbuffer *out, PGconn *db, const struct cell_view *v
              "FROM attribution_rollup WHERE src_site = $1 AND dst_site = $2 AND window_start "
              ">= " HM_SQL_TS(3) " AND window_start < " HM_SQL_TS(
                  4) " GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT %d",
-             column, TOP_N);
+             strcmp(column, "pod") == 0 ? POD_EXPR : column, TOP_N);
     PGresult *r = pgc_query(db, "reading attribution_rollup", sql, 4, p, err, errlen);
     if (!r)
         return -1;
@@ -506,8 +513,9 @@ static int cell_html(struct evbuffer *out, PGconn *db, const struct cfg *cfg, co
     static const char *const dims[][2] = {{"workflow", "workflows"},
                                           {"user_name", "users"},
                                           {"program", "programs"},
-                                          {"host", "hosts"}};
-    for (size_t i = 0; i < 4; i++)
+                                          {"host", "hosts"},
+                                          {"pod", "pods (namespace/pod/container)"}};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
         if (top_table(out, db, &v, dims[i][0], dims[i][1], err, errlen) < 0) {
             rc = 500;
             goto done;

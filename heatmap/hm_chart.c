@@ -8,6 +8,7 @@
 
 #include "hm_esc.h"
 #include "hm_fmt.h"
+#include "utf8.h"
 #include "hm_status.h"
 
 #define PAD_L 74
@@ -84,9 +85,8 @@ static void draw_legend(struct evbuffer *out, const struct hm_chart *c)
         evbuffer_add_printf(out, "<text x=\"%.0f\" y=\"19\" fill=\"#1b1f24\">", lx + 18);
         hm_esc_html(out, se->name);
         evbuffer_add_printf(out, "</text>");
-        size_t len = 0;
-        for (const char *p = se->name; *p; p++)
-            len += ((unsigned char)*p & 0xC0) != 0x80;
+        size_t len;
+        (void)utf8_prefix(se->name, SIZE_MAX, SIZE_MAX, &len);
         lx += 32 + len * 6.6;
     }
 }

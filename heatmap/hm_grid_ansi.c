@@ -7,6 +7,7 @@
 
 #include "hm_esc.h"
 #include "hm_fmt.h"
+#include "utf8.h"
 #include "hm_grid_svg.h"
 #include "timeutil.h"
 
@@ -17,13 +18,8 @@
 static void padded(struct evbuffer *out, const char *name, size_t width, bool right)
 {
     char buf[256];
-    size_t i = 0, n = 0;
-    while (name[i] && n < width && i < sizeof buf - 8) {
-        i++;
-        while ((name[i] & 0xC0) == 0x80)
-            i++;
-        n++;
-    }
+    size_t n;
+    size_t i = utf8_prefix(name, width, sizeof buf - 8, &n);
     snprintf(buf, sizeof buf, "%.*s", (int)i, name);
     size_t pad = width - n;
     if (right)

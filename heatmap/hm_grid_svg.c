@@ -7,6 +7,7 @@
 
 #include "hm_esc.h"
 #include "hm_fmt.h"
+#include "utf8.h"
 #include "timeutil.h"
 
 #define CELL_W     186
@@ -88,13 +89,8 @@ const char *hm_grid_caption(const struct hm_grid *g, char *buf, size_t len)
 /* A site name for display: at most max characters (UTF-8 aware), with an ellipsis. */
 static void short_name(struct evbuffer *out, const char *name, size_t max)
 {
-    size_t chars = 0, i = 0;
-    while (name[i] && chars < max) {
-        i++;
-        while ((name[i] & 0xC0) == 0x80)
-            i++;
-        chars++;
-    }
+    size_t chars;
+    size_t i = utf8_prefix(name, max, SIZE_MAX, &chars);
     char tmp[256];
     if (!name[i]) {
         hm_esc_html(out, name);

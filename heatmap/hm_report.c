@@ -205,116 +205,37 @@ static double ratio(int64_t a, int64_t b)
     return b > 0 ? (double)a / (double)b : NAN;
 }
 
+/* The weekly coverage per pair: $1 week start, $2 week end, $3 previous week start (us). */
+#define PAIRS_WEEK HM_SQL_TS(1)
+#define PAIRS_END  HM_SQL_TS(2)
+#define PAIRS_PREV HM_SQL_TS(3)
+static const char PAIRS_SQL[] =
+    "WITH cur AS (SELECT * FROM coverage_weekly WHERE week_start = " PAIRS_WEEK "), prev AS "
+    "(SELECT * FROM coverage_weekly WHERE week_start = " PAIRS_PREV "), hrs AS (SELECT "
+    "src_site, dst_site, coalesce(sum(window_seconds) FILTER (WHERE status = 'red'), "
+    "0)::bigint AS red_s, coalesce(sum(window_seconds) FILTER (WHERE status = "
+    "'incomplete'), 0)::bigint AS inc_s FROM heatmap_cells WHERE window_start >= " PAIRS_WEEK
+    " AND window_start < " PAIRS_END " GROUP BY 1, 2), al AS (SELECT src_site, dst_site, "
+    "count(*) AS n, count(*) FILTER (WHERE resolved_at IS NULL) AS still_open, "
+    "max(extract(epoch from coalesce(resolved_at, now()) - opened_at))::bigint AS "
+    "longest_s FROM gap_alerts WHERE opened_at >= " PAIRS_WEEK " AND opened_at < " PAIRS_END
+    " GROUP "
+    "BY 1, 2) SELECT cur.src_site, cur.dst_site, cur.observed_bytes, "
+    "cur.observed_payload_bytes, cur.attributed_bytes, cur.unattributed_bytes, "
+    "prev.observed_payload_bytes, prev.attributed_bytes, hrs.red_s, hrs.inc_s, "
+    "coalesce(al.n, 0), coalesce(al.still_open, 0), al.longest_s FROM cur LEFT JOIN "
+    "prev USING (src_site, dst_site) LEFT JOIN hrs USING (src_site, dst_site) LEFT "
+    "JOIN al USING (src_site, dst_site) ORDER BY cur.observed_payload_bytes DESC "
+    "NULLS LAST, 1, 2";
+#undef PAIRS_WEEK
+#undef PAIRS_END
+#undef PAIRS_PREV
+
 static int pairs_section(struct rep *r, PGconn *db, const char *const *p, const char *prev_label,
                          char *err, size_t errlen)
 {
     /* $1 week start, $2 week end, $3 previous week start (us) */
-    PGresult *q = pgc_query(
-        db, "reading coverage_weekly",
-        "WITH cur AS (SELECT * FROM coverage_weekly WHERE week_start = " HM_SQL_TS(
-            1) "), "
-               "prev AS (SELECT * FROM coverage_weekly WHERE week_start = " HM_SQL_TS(
-                   3) "), "
-                      "hrs AS (SELECT src_site, dst_site, "
-                      "coalesce(sum(window_seconds) FILTER (WHERE status = 'red'), 0)::bigint AS "
-                      "red_s, "
-                      "coalesce(sum(window_seconds) FILTER (WHERE status = 'incomplete'), "
-                      "0)::bigint AS inc_s "
-                      "FROM heatmap_cells WHERE window_start >= " HM_SQL_TS(
-                          1) " AND window_start < " HM_SQL_TS(2) " GROUP BY 1, 2), "
-                                                                 "al AS (SELECT src_site, "
-                                                                 "dst_site, count(*) AS n, "
-                                                                 "count(*) FILTER (WHERE "
-                                                                 "resolved_at IS NULL) AS "
-                                                                 "still_open, "
-                                                                 "max(extract(epoch from "
-                                                                 "coalesce(resolved_at, now()) - "
-                                                                 "opened_at))::bigint AS longest_s "
-                                                                 "FROM gap_alerts WHERE opened_at "
-                                                                 ">= " HM_SQL_TS(
-                                                                     1) " AND opened_at "
-                                                                        "< " HM_SQL_TS(2) " GROUP "
-                                                                                          "BY 1, "
-                                                                                          "2) "
-                                                                                          "SELECT "
-                                                                                          "cur.src_"
-                                                                                          "site, "
-                                                                                          "cur.dst_"
-                                                                                          "site, "
-                                                                                          "cur."
-                                                                                          "observed"
-                                                                                          "_bytes, "
-                                                                                          "cur."
-                                                                                          "observed"
-                                                                                          "_payload"
-                                                                                          "_bytes, "
-                                                                                          "cur."
-                                                                                          "attribut"
-                                                                                          "ed_"
-                                                                                          "bytes, "
-                                                                                          "cur."
-                                                                                          "unattrib"
-                                                                                          "uted_"
-                                                                                          "bytes, "
-                                                                                          "prev."
-                                                                                          "observed"
-                                                                                          "_payload"
-                                                                                          "_bytes, "
-                                                                                          "prev."
-                                                                                          "attribut"
-                                                                                          "ed_"
-                                                                                          "bytes, "
-                                                                                          "hrs.red_"
-                                                                                          "s, "
-                                                                                          "hrs.inc_"
-                                                                                          "s, "
-                                                                                          "coalesce"
-                                                                                          "(al.n, "
-                                                                                          "0), "
-                                                                                          "coalesce"
-                                                                                          "(al."
-                                                                                          "still_"
-                                                                                          "open, "
-                                                                                          "0), "
-                                                                                          "al."
-                                                                                          "longest_"
-                                                                                          "s "
-                                                                                          "FROM "
-                                                                                          "cur "
-                                                                                          "LEFT "
-                                                                                          "JOIN "
-                                                                                          "prev "
-                                                                                          "USING "
-                                                                                          "(src_"
-                                                                                          "site, "
-                                                                                          "dst_"
-                                                                                          "site) "
-                                                                                          "LEFT "
-                                                                                          "JOIN "
-                                                                                          "hrs "
-                                                                                          "USING "
-                                                                                          "(src_"
-                                                                                          "site, "
-                                                                                          "dst_"
-                                                                                          "site) "
-                                                                                          "LEFT "
-                                                                                          "JOIN al "
-                                                                                          "USING "
-                                                                                          "(src_"
-                                                                                          "site, "
-                                                                                          "dst_"
-                                                                                          "site) "
-                                                                                          "ORDER "
-                                                                                          "BY "
-                                                                                          "cur."
-                                                                                          "observed"
-                                                                                          "_payload"
-                                                                                          "_bytes "
-                                                                                          "DESC "
-                                                                                          "NULLS "
-                                                                                          "LAST, "
-                                                                                          "1, 2",
-        3, p, err, errlen);
+    PGresult *q = pgc_query(db, "reading coverage_weekly", PAIRS_SQL, 3, p, err, errlen);
     if (!q)
         return -1;
     int64_t tp = 0, ta = 0, to = 0, pp = 0, pa = 0;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "gnmi_listen.h"
+#include "hostport.h"
 #include "snmp_poller.h"
 
 struct poll_metrics {
@@ -289,30 +290,19 @@ struct poll_metrics *poll_metrics_new(struct event_base *base, const char *addr,
                                       char *err, size_t errlen)
 {
     struct poll_metrics *m = calloc(1, sizeof(*m));
-    char host[256];
-    const char *colon = strrchr(addr, ':');
-    if (!m || !colon || colon == addr || (size_t)(colon - addr) >= sizeof(host)) {
-        snprintf(err, errlen, "metrics listen address \"%s\": expected HOST:PORT", addr);
+    struct hostport hp;
+    char herr[300];
+    if (!m || hostport_parse(addr, strlen(addr), 0, &hp, herr, sizeof(herr)) != 0) {
+        snprintf(err, errlen, "metrics listen address %s", m ? herr : "out of memory");
         free(m);
         return NULL;
     }
-    const char *h = addr;
-    size_t hl = (size_t)(colon - addr);
-    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') { /* [::1]:9465 */
-        h++;
-        hl -= 2;
-    }
-    memcpy(host, h, hl);
-    host[hl] = '\0';
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
     m->cfg = cfg;
     m->sp = sp;
     m->gl = gl;
     m->spool_dir = spool_dir;
     m->http = evhttp_new(base);
-    if (*end || port <= 0 || port > 65535 || !m->http ||
-        evhttp_bind_socket(m->http, host, (ev_uint16_t)port) != 0) {
+    if (!m->http || evhttp_bind_socket(m->http, hp.host, hp.port) != 0) {
         snprintf(err, errlen, "metrics: cannot listen on %s", addr);
         poll_metrics_free(m);
         return NULL;

@@ -75,14 +75,37 @@ static const char *const CELL_FIELDS[] = {
     "nfs_bytes",      "service_bytes",          "unattributed_bytes", "coverage",
     "status",         "valid_fraction",         "capacity_bps"};
 
-int api_cells(PGconn *db, const struct cfg *cfg, const char *query, struct evbuffer *out)
+int api_query(const char *query, struct evkeyvalq *q, struct evbuffer *out)
 {
-    struct evkeyvalq q;
-    TAILQ_INIT(&q);
-    if (query && evhttp_parse_query_str(query, &q) < 0) {
+    TAILQ_INIT(q);
+    if (query && evhttp_parse_query_str(query, q) < 0) {
         jw_error(out, "malformed query string", "?");
         return 400;
     }
+    return 0;
+}
+
+int api_site_pair(const struct evkeyvalq *q, const struct cfg *cfg, const char **src,
+                  const char **dst, struct evbuffer *out)
+{
+    *src = evhttp_find_header(q, "src");
+    *dst = evhttp_find_header(q, "dst");
+    if (!*src || cfg_site_index(cfg, *src) < 0) {
+        jw_error(out, "expected a configured site name", "src");
+        return 400;
+    }
+    if (!*dst || cfg_site_index(cfg, *dst) < 0) {
+        jw_error(out, "expected a configured site name", "dst");
+        return 400;
+    }
+    return 0;
+}
+
+int api_cells(PGconn *db, const struct cfg *cfg, const char *query, struct evbuffer *out)
+{
+    struct evkeyvalq q;
+    if (api_query(query, &q, out) != 0)
+        return 400;
     int64_t from, to;
     int status = range_of(&q, cfg, &from, &to, out);
     if (status) {
@@ -130,23 +153,13 @@ int api_cells(PGconn *db, const struct cfg *cfg, const char *query, struct evbuf
 int api_top(PGconn *db, const struct cfg *cfg, const char *query, struct evbuffer *out)
 {
     struct evkeyvalq q;
-    TAILQ_INIT(&q);
-    if (query && evhttp_parse_query_str(query, &q) < 0) {
-        jw_error(out, "malformed query string", "?");
+    if (api_query(query, &q, out) != 0)
         return 400;
-    }
-    int status = 0;
-    const char *src = evhttp_find_header(&q, "src"), *dst = evhttp_find_header(&q, "dst");
+    const char *src, *dst;
     int64_t from, to;
-    if (!src || cfg_site_index(cfg, src) < 0) {
-        jw_error(out, "expected a configured site name", "src");
-        status = 400;
-    } else if (!dst || cfg_site_index(cfg, dst) < 0) {
-        jw_error(out, "expected a configured site name", "dst");
-        status = 400;
-    } else {
+    int status = api_site_pair(&q, cfg, &src, &dst, out);
+    if (!status)
         status = range_of(&q, cfg, &from, &to, out);
-    }
     if (status) {
         evhttp_clear_headers(&q);
         return status;

@@ -18,6 +18,15 @@
 int api_cells(PGconn *db, const struct cfg *cfg, const char *query, struct evbuffer *out);
 int api_top(PGconn *db, const struct cfg *cfg, const char *query, struct evbuffer *out);
 
+struct evkeyvalq;
+/* The raw query string (NULL: none) parsed into q (the caller clears it with
+ * evhttp_clear_headers): 0, or 400 with the JSON error in out. */
+int api_query(const char *query, struct evkeyvalq *q, struct evbuffer *out);
+/* The src and dst parameters of q, both configured site names: 0, or 400 with the JSON error
+ * (naming the parameter) in out. */
+int api_site_pair(const struct evkeyvalq *q, const struct cfg *cfg, const char **src,
+                  const char **dst, struct evbuffer *out);
+
 /* A time given as RFC 3339, epoch seconds, or a duration before now_us ("90m", "2h", "7d").
  * 0 or -1. */
 int api_parse_time(const char *s, int64_t now_us, int64_t *us) __attribute__((warn_unused_result));

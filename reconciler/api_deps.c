@@ -72,12 +72,9 @@ static int from_query(PGconn *db, const struct cfg *cfg, const char *query, stru
                       const char **content_type, bool page)
 {
     struct evkeyvalq kv;
-    TAILQ_INIT(&kv);
     *content_type = "application/json";
-    if (query && evhttp_parse_query_str(query, &kv) < 0) {
-        jw_error(out, "malformed query string", "?");
+    if (api_query(query, &kv, out) != 0)
         return 400;
-    }
     struct hm_deps_query q;
     const char *msg, *path;
     int status = 200;

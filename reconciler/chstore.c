@@ -83,6 +83,38 @@ static int exec_simple(const struct cfg_clickhouse *ch, const char *sql, char *e
     return 0;
 }
 
+/* The schema upgrade of a table created by an older version: the columns added to flow_row.h
+ * since the first one (FR_NAMESPACE.. from sql/015_kube_owner.sql), added where
+ * system.columns does not list them (18.16 has no ADD COLUMN IF NOT EXISTS); old parts read
+ * them as the type's default (''). */
+static int add_later_columns(const struct cfg_clickhouse *ch, const char *table, char *err,
+                             size_t errlen)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT name FROM system.columns WHERE database = '%s' AND table = '%s'"
+             " FORMAT TabSeparated",
+             ch->database, table);
+    struct httpc_response r;
+    if (chstore_exec(ch, sql, NULL, 0, NULL, &r, err, errlen) < 0)
+        return -1;
+    int rc = 0;
+    for (int c = FR_NAMESPACE; c < FR_NCOLS && rc == 0; c++) {
+        const char *n = flow_cols[c].name, *b = r.body ? r.body : "";
+        size_t len = strlen(n);
+        bool have = false;
+        for (const char *p = b; *p && !have; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : "")
+            have = strncmp(p, n, len) == 0 && (p[len] == '\n' || p[len] == 0);
+        if (have)
+            continue;
+        snprintf(sql, sizeof sql, "ALTER TABLE %s.%s ADD COLUMN %s %s", ch->database, table, n,
+                 flow_cols[c].ch_type);
+        rc = exec_simple(ch, sql, err, errlen);
+    }
+    httpc_response_free(&r);
+    return rc;
+}
+
 int chstore_ensure_schema(const struct cfg_clickhouse *ch, char *err, size_t errlen)
 {
     char cols[2048], sql[4096];
@@ -98,7 +130,8 @@ int chstore_ensure_schema(const struct cfg_clickhouse *ch, char *err, size_t err
              "CREATE TABLE IF NOT EXISTS %s.%s (%s) ENGINE = ReplacingMergeTree"
              " PARTITION BY toYYYYMMDD(window_start) ORDER BY (window_start, agent_id, seq, idx)",
              db, ch->cluster ? "flow_records_local" : "flow_records", cols);
-    if (exec_simple(ch, sql, err, errlen) < 0)
+    if (exec_simple(ch, sql, err, errlen) < 0 ||
+        add_later_columns(ch, ch->cluster ? "flow_records_local" : "flow_records", err, errlen) < 0)
         return -1;
     if (!ch->cluster)
         return 0;
@@ -106,7 +139,9 @@ int chstore_ensure_schema(const struct cfg_clickhouse *ch, char *err, size_t err
              "CREATE TABLE IF NOT EXISTS %s.flow_records AS %s.flow_records_local"
              " ENGINE = Distributed(%s, %s, flow_records_local, cityHash64(agent_id, seq))",
              db, db, ch->cluster, db);
-    return exec_simple(ch, sql, err, errlen);
+    if (exec_simple(ch, sql, err, errlen) < 0)
+        return -1;
+    return add_later_columns(ch, "flow_records", err, errlen);
 }
 
 int chstore_prune(const struct cfg_clickhouse *ch, int keep_days, int64_t now_us, int *dropped,

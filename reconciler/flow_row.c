@@ -47,6 +47,9 @@ const struct flow_col_def flow_cols[FR_NCOLS] = {
     [FR_PROGRAM] = TXT("program", true, "text", "Nullable(String)"),
     [FR_WORKFLOW] = TXT("workflow", true, "text", "Nullable(String)"),
     [FR_CONTAINER] = TXT("container", true, "text", "Nullable(String)"),
+    [FR_NAMESPACE] = TXT("namespace", false, "text", "String"),
+    [FR_POD] = TXT("pod", false, "text", "String"),
+    [FR_CONTAINER_NAME] = TXT("container_name", false, "text", "String"),
 };
 
 void flow_row_text(struct flow_row *r, enum flow_col c, const char *s, size_t n)

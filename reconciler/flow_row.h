@@ -37,7 +37,10 @@ enum flow_col {
     FR_USER_NAME,
     FR_PROGRAM,
     FR_WORKFLOW,
-    FR_CONTAINER,
+    FR_CONTAINER,      /* the agent's container id */
+    FR_NAMESPACE,      /* Kubernetes pod namespace ('' outside pods; sql/015_kube_owner.sql) */
+    FR_POD,            /* Kubernetes pod name */
+    FR_CONTAINER_NAME, /* Kubernetes container name */
     FR_NCOLS
 };
 

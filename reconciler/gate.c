@@ -8,6 +8,7 @@
  * request pipelined behind one evhttp still works on waits until the server has answered that
  * one (gate_answered). */
 #include "gate.h"
+#include "http_reason.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -108,37 +109,6 @@ static void count_refusal(struct gate *g, int status)
             g->refused[i]++;
 }
 
-static const char *reason(int status)
-{
-    switch (status) {
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 408:
-        return "Request Timeout";
-    case 411:
-        return "Length Required";
-    case 413:
-        return "Payload Too Large";
-    case 415:
-        return "Unsupported Media Type";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 503:
-        return "Service Unavailable";
-    case 505:
-        return "HTTP Version Not Supported";
-    }
-    return "Error";
-}
-
 /* The project's JSON error as a complete HTTP/1.1 response that closes the connection. */
 static void format_reply(struct evbuffer *o, const struct gate_verdict *v)
 {
@@ -149,7 +119,7 @@ static void format_reply(struct evbuffer *o, const struct gate_verdict *v)
     evbuffer_add_printf(o,
                         "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
                         "Cache-Control: no-store\r\nConnection: close\r\nContent-Length: %zu\r\n",
-                        v->status, reason(v->status), evbuffer_get_length(body));
+                        v->status, http_reason(v->status), evbuffer_get_length(body));
     if (v->status == 401)
         evbuffer_add_printf(o, "WWW-Authenticate: Bearer realm=\"wanledger\"\r\n");
     if (v->retry_after > 0)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hostport.h"
 #include "copyesc.h"
 #include "flow_row.h"
 #include "fluent.h"
@@ -286,58 +287,27 @@ static int in_bounds(struct vctx *c, struct loc l, int64_t us)
     return 0;
 }
 
-/* "10.1.0.2:41522" or "[fd00::1]:5201"; with port_optional a bare address is accepted and
- * *port is set to -1. The address text (without brackets) goes to addr. */
+/* "10.1.0.2:41522" or "[fd00::1]:5201" (common/hostport.h, address literals only, port 0
+ * allowed); with port_optional a bare address (IPv6 also without brackets) is accepted and *port
+ * is set to -1. The address text (without brackets) goes to addr. */
 static int parse_endpoint(const char *s, bool port_optional, char addr[INET6_ADDRSTRLEN],
                           long *port)
 {
-    const char *host = s, *host_end, *ps = NULL;
     unsigned char bin[16];
-    if (s[0] == '[') {
-        host = s + 1;
-        host_end = strchr(host, ']');
-        if (!host_end)
-            return -1;
-        if (host_end[1] == ':')
-            ps = host_end + 2;
-        else if (host_end[1] != 0)
-            return -1;
-    } else {
-        const char *colon = strchr(s, ':');
-        if (colon && strchr(colon + 1, ':')) {
-            /* bare IPv6 without brackets: only valid without a port */
-            host_end = s + strlen(s);
-        } else if (colon) {
-            host_end = colon;
-            ps = colon + 1;
-        } else {
-            host_end = s + strlen(s);
-        }
-    }
-    size_t hl = (size_t)(host_end - host);
-    if (hl == 0 || hl >= INET6_ADDRSTRLEN)
-        return -1;
-    memcpy(addr, host, hl);
-    addr[hl] = 0;
-    if (inet_pton(AF_INET, addr, bin) != 1 && inet_pton(AF_INET6, addr, bin) != 1)
-        return -1;
-    if (!ps) {
-        if (!port_optional)
-            return -1;
+    size_t n = strlen(s);
+    if (port_optional && s[0] != '[' && n < INET6_ADDRSTRLEN && inet_pton(AF_INET6, s, bin) == 1) {
+        memcpy(addr, s, n + 1);
         *port = -1;
         return 0;
     }
-    if (*ps == 0 || strlen(ps) > 5)
+    struct hostport hp;
+    char err[256];
+    unsigned flags = HOSTPORT_ALLOW_ZERO | (port_optional ? HOSTPORT_PORT_OPTIONAL : 0u);
+    if (hostport_parse(s, n, flags, &hp, err, sizeof(err)) < 0 || hp.family == AF_UNSPEC ||
+        strlen(hp.host) >= INET6_ADDRSTRLEN)
         return -1;
-    long p = 0;
-    for (const char *q = ps; *q; q++) {
-        if (*q < '0' || *q > '9')
-            return -1;
-        p = p * 10 + (*q - '0');
-    }
-    if (p > 65535)
-        return -1;
-    *port = p;
+    memcpy(addr, hp.host, strlen(hp.host) + 1);
+    *port = hp.has_port ? (long)hp.port : -1;
     return 0;
 }
 
@@ -409,12 +379,16 @@ enum flow_slot {
     F_PROGRAM,
     F_WORKFLOW,
     F_CONTAINER,
+    F_NAMESPACE, /* Kubernetes identity (sql/015_kube_owner.sql) */
+    F_POD,
+    F_CONTAINER_NAME,
     F_N
 };
 
 static const char *const flow_keys[F_N] = {
-    "source", "proto", "local", "remote", "role", "tx_bytes", "rx_bytes", "server",   "export",
-    "op",     "bytes", "ops",   "pid",    "uid",  "user",     "program",  "workflow", "container"};
+    "source", "proto",   "local",    "remote",    "role",      "tx_bytes", "rx_bytes",
+    "server", "export",  "op",       "bytes",     "ops",       "pid",      "uid",
+    "user",   "program", "workflow", "container", "namespace", "pod",      "container_name"};
 
 static int flow_slot_of(const char *k)
 {
@@ -443,7 +417,7 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         s[k] = m;     /* no duplicates: the reader refuses them (jsonv.h) */
     }
     const struct jv *source, *proto = NULL, *role = NULL, *op = NULL, *export = NULL;
-    const struct jv *user, *program, *workflow, *container;
+    const struct jv *user, *program, *workflow, *container, *kns, *kpod, *kcont;
     char laddr[INET6_ADDRSTRLEN], raddr[INET6_ADDRSTRLEN];
     long lport = -1, rport = -1;
     uint64_t tx = 0, rx = 0, nbytes = 0, nops = 0, pid = 0, uid = 0;
@@ -479,7 +453,10 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         want_name(c, s[F_USER], at_key(l, "user"), true, &user) < 0 ||
         want_name(c, s[F_PROGRAM], at_key(l, "program"), true, &program) < 0 ||
         want_name(c, s[F_WORKFLOW], at_key(l, "workflow"), true, &workflow) < 0 ||
-        want_name(c, s[F_CONTAINER], at_key(l, "container"), true, &container) < 0)
+        want_name(c, s[F_CONTAINER], at_key(l, "container"), true, &container) < 0 ||
+        want_name(c, s[F_NAMESPACE], at_key(l, "namespace"), true, &kns) < 0 ||
+        want_name(c, s[F_POD], at_key(l, "pod"), true, &kpod) < 0 ||
+        want_name(c, s[F_CONTAINER_NAME], at_key(l, "container_name"), true, &kcont) < 0)
         return -1;
     if (!is_socket) { /* the NAS view's detail (nasin.h) */
         struct nasin_flow_args na = {.ws_text = ws_text,
@@ -543,6 +520,12 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
     for (int k = 0; k < 4; k++)
         if (names[k] && names[k]->type == JV_STRING)
             flow_row_text(&row, FR_USER_NAME + k, names[k]->s, names[k]->n);
+    const struct jv *kube[] = {kns, kpod, kcont}; /* '' outside pods: part of the owner's key */
+    for (int k = 0; k < 3; k++)
+        if (kube[k] && kube[k]->type == JV_STRING)
+            flow_row_text(&row, FR_NAMESPACE + k, kube[k]->s, kube[k]->n);
+        else
+            flow_row_text(&row, FR_NAMESPACE + k, "", 0);
     struct ingest_batch *b = c->b;
     if (buf_reserve(b, flow_row_copy_max(&row)) == 0)
         b->copy_len += flow_row_copy_text(b->copy + b->copy_len, &row);

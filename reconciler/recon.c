@@ -323,14 +323,18 @@ static int eq_rollup(const void *ctx, size_t idx, const void *key)
     const struct recon_rollup *a = &((const struct run *)ctx)->rollup[idx], *b = key;
     return a->src_site == b->src_site && a->dst_site == b->dst_site && a->source == b->source &&
            strcmp(a->workflow, b->workflow) == 0 && strcmp(a->user, b->user) == 0 &&
-           strcmp(a->program, b->program) == 0 && strcmp(a->host, b->host) == 0;
+           strcmp(a->program, b->program) == 0 && strcmp(a->host, b->host) == 0 &&
+           strcmp(a->kube.ns, b->kube.ns) == 0 && strcmp(a->kube.pod, b->kube.pod) == 0 &&
+           strcmp(a->kube.container, b->kube.container) == 0;
 }
 
 static const char SRC_SOCKET[] = "socket", SRC_NFS[] = "nfs", SRC_SERVICE[] = "service";
 
-/* Credits bytes of one kind between two sites to one owner, on every hop of the pair's path. */
+/* Credits bytes of one kind between two sites to one owner (kube: NULL outside pods), on every
+ * hop of the pair's path. */
 static int attribute(struct run *r, int src, int dst, const char *source, const char *workflow,
-                     const char *user, const char *program, const char *host, uint64_t bytes)
+                     const char *user, const char *program, const char *host,
+                     const struct recon_kube *kube, uint64_t bytes)
 {
     if (bytes == 0)
         return 0;
@@ -341,12 +345,17 @@ static int attribute(struct run *r, int src, int dst, const char *source, const 
                                .workflow = str_or_empty(workflow),
                                .user = str_or_empty(user),
                                .program = str_or_empty(program),
-                               .host = str_or_empty(host)};
+                               .host = str_or_empty(host),
+                               .kube = {str_or_empty(kube ? kube->ns : NULL),
+                                        str_or_empty(kube ? kube->pod : NULL),
+                                        str_or_empty(kube ? kube->container : NULL)}};
     uint64_t base = hix_hash_str(
         hix_hash_str(
             hix_hash_str(hix_hash_str(hix_mix(0, (uintptr_t)source), key.workflow), key.user),
             key.program),
         key.host);
+    base = hix_hash_str(hix_hash_str(hix_hash_str(base, key.kube.ns), key.kube.pod),
+                        key.kube.container);
     size_t off = p->off, len = p->len;
     for (size_t i = 0; i + 1 < len; i++) {
         int a = r->path_sites[off + i], b = r->path_sites[off + i + 1];
@@ -639,7 +648,7 @@ static int credit_connections(struct run *r, struct recon_result *out)
             uint64_t got = c->side[to].seen ? c->side[to].rx : 0;
             dir[from] = sent > got ? sent : got;
             if (attribute(r, c->site[from], c->site[to], SRC_SOCKET, owner->workflow, owner->user,
-                          owner->program, owner->host, dir[from]))
+                          owner->program, owner->host, &owner->kube, dir[from]))
                 return -1;
         }
         char ep[INET6_ADDRSTRLEN + 16];
@@ -671,7 +680,8 @@ static int add_nfs_flow(struct run *r, const struct recon_flow *f, struct recon_
     }
     int src = f->nfs_op == RECON_NFS_READ ? server : client;
     int dst = f->nfs_op == RECON_NFS_READ ? client : server;
-    if (attribute(r, src, dst, SRC_NFS, f->workflow, f->user, f->program, f->host, f->nfs_bytes))
+    if (attribute(r, src, dst, SRC_NFS, f->workflow, f->user, f->program, f->host, &f->kube,
+                  f->nfs_bytes))
         return -1;
     /* dependency: "SERVER:EXPORT" seen from the client's site */
     char a[INET6_ADDRSTRLEN] = "?", ep[INET6_ADDRSTRLEN + 1100];
@@ -706,7 +716,7 @@ static int add_transfer(struct run *r, const struct recon_transfer *t, int64_t w
         out->n_intra_site++;
         return 0;
     }
-    if (attribute(r, src, dst, SRC_SERVICE, t->workflow, t->requester, t->service, "", part))
+    if (attribute(r, src, dst, SRC_SERVICE, t->workflow, t->requester, t->service, "", NULL, part))
         return -1;
     /* dependency: the requester's work is at the destination; it pulls from the source */
     char ep[1100];
@@ -736,9 +746,11 @@ static int cmp_rollup(const void *a, const void *b)
         return x->bytes > y->bytes ? -1 : 1;
     int c;
     if ((c = strcmp(x->source, y->source)) || (c = strcmp(x->workflow, y->workflow)) ||
-        (c = strcmp(x->user, y->user)) || (c = strcmp(x->program, y->program)))
+        (c = strcmp(x->user, y->user)) || (c = strcmp(x->program, y->program)) ||
+        (c = strcmp(x->host, y->host)) || (c = strcmp(x->kube.ns, y->kube.ns)) ||
+        (c = strcmp(x->kube.pod, y->kube.pod)))
         return c;
-    return strcmp(x->host, y->host);
+    return strcmp(x->kube.container, y->kube.container);
 }
 
 static int cmp_link(const void *a, const void *b)

@@ -38,11 +38,18 @@ enum recon_flow_source { RECON_FLOW_SOCKET, RECON_FLOW_NFS };
 enum recon_role { RECON_ROLE_UNKNOWN, RECON_ROLE_CLIENT, RECON_ROLE_SERVER };
 enum recon_nfs_op { RECON_NFS_READ, RECON_NFS_WRITE };
 
+/* The Kubernetes identity of an owner (sql/015_kube_owner.sql): pod namespace, pod name and
+ * container name; NULL or "" outside pods. Part of a rollup owner's key. */
+struct recon_kube {
+    const char *ns, *pod, *container;
+};
+
 /* One flow of an agent's report for the window. Strings may be NULL (= unknown, ""); they are
  * borrowed and must outlive the recon_result. */
 struct recon_flow {
     enum recon_flow_source source;
     const char *host, *user, *program, *workflow;
+    struct recon_kube kube;
     /* socket */
     int proto; /* IPPROTO_TCP / IPPROTO_UDP */
     struct recon_addr local, remote;
@@ -107,6 +114,7 @@ struct recon_cell {
 struct recon_rollup {
     int src_site, dst_site;
     const char *source, *workflow, *user, *program, *host;
+    struct recon_kube kube; /* never NULL members; "" for service transfers */
     uint64_t bytes;
 };
 

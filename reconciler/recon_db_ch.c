@@ -119,6 +119,7 @@ static int parse_rows(char *body, const int pos[FR_NCOLS], struct rdb_inputs *in
         fl->user = V(FR_USER_NAME);
         fl->program = V(FR_PROGRAM);
         fl->workflow = V(FR_WORKFLOW);
+        fl->kube = (struct recon_kube){V(FR_NAMESPACE), V(FR_POD), V(FR_CONTAINER_NAME)};
         rdb_flow_kinds(fl, V(FR_SOURCE), V(FR_PROTO), V(FR_ROLE), V(FR_NFS_OP));
         parse_inet(V(FR_LOCAL_ADDR), &fl->local);
         if (fl->source == RECON_FLOW_NFS) {

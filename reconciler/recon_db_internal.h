@@ -79,7 +79,8 @@ int rdb_load_samples(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb_i
      RDB_FR(FR_LOCAL_PORT) | RDB_FR(FR_REMOTE_ADDR) | RDB_FR(FR_REMOTE_PORT) | RDB_FR(FR_ROLE) |   \
      RDB_FR(FR_TX_BYTES) | RDB_FR(FR_RX_BYTES) | RDB_FR(FR_NFS_SERVER) | RDB_FR(FR_NFS_PORT) |     \
      RDB_FR(FR_NFS_EXPORT) | RDB_FR(FR_NFS_OP) | RDB_FR(FR_NFS_BYTES) | RDB_FR(FR_USER_NAME) |     \
-     RDB_FR(FR_PROGRAM) | RDB_FR(FR_WORKFLOW))
+     RDB_FR(FR_PROGRAM) | RDB_FR(FR_WORKFLOW) | RDB_FR(FR_NAMESPACE) | RDB_FR(FR_POD) |            \
+     RDB_FR(FR_CONTAINER_NAME))
 /* The enums of a flow from its texts (NULL where absent): source, and proto and role of a
  * socket flow or the operation of an NFS one. */
 void rdb_flow_kinds(struct recon_flow *f, const char *source, const char *proto, const char *role,

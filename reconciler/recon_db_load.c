@@ -203,6 +203,8 @@ int rdb_load_flows(PGconn *db, int64_t ws, struct rdb_inputs *in, char *err, siz
         f->user = rdb_val(r, i, p[FR_USER_NAME]);
         f->program = rdb_val(r, i, p[FR_PROGRAM]);
         f->workflow = rdb_val(r, i, p[FR_WORKFLOW]);
+        f->kube = (struct recon_kube){rdb_val(r, i, p[FR_NAMESPACE]), rdb_val(r, i, p[FR_POD]),
+                                      rdb_val(r, i, p[FR_CONTAINER_NAME])};
         rdb_flow_kinds(f, rdb_val(r, i, p[FR_SOURCE]), rdb_val(r, i, p[FR_PROTO]),
                        rdb_val(r, i, p[FR_ROLE]), rdb_val(r, i, p[FR_NFS_OP]));
         bin_inet(r, i, p[FR_LOCAL_ADDR], &f->local);

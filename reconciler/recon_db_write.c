@@ -11,6 +11,11 @@ const char *rdb_site_name(const struct cfg *cfg, int i)
     return cfg->sites[i].name;
 }
 
+/* The columns of a rollup row, in the order fill_rollup writes them (the owner: sql/001, 015). */
+#define ROLLUP_COLS                                                                                \
+    "window_start, src_site, dst_site, source, workflow, user_name, program, host, bytes, "        \
+    "namespace, pod, container_name"
+
 static const char *const merge_prepare[] = {
     "CREATE TEMP TABLE IF NOT EXISTS wl_rollup_new (LIKE attribution_rollup) "
     "ON COMMIT DELETE ROWS",
@@ -21,14 +26,13 @@ static const char *const merge_prepare[] = {
 static const char *const merge_apply[] = {
     "DELETE FROM attribution_rollup a WHERE a.window_start = $1::timestamptz AND NOT EXISTS "
     "(SELECT 1 FROM wl_rollup_new n WHERE (n.window_start, "
-    "n.src_site, n.dst_site, n.source, n.workflow, n.user_name, n.program, n.host) = "
-    "(a.window_start, a.src_site, a.dst_site, a.source, a.workflow, a.user_name, a.program, "
-    "a.host))",
-    "INSERT INTO attribution_rollup (window_start, src_site, dst_site, source, workflow, "
-    "user_name, program, host, bytes) SELECT window_start, src_site, dst_site, source, workflow, "
-    "user_name, program, host, bytes FROM wl_rollup_new ON CONFLICT (window_start, src_site, "
-    "dst_site, source, workflow, user_name, program, host) DO UPDATE SET bytes = EXCLUDED.bytes "
-    "WHERE attribution_rollup.bytes <> EXCLUDED.bytes",
+    "n.src_site, n.dst_site, n.source, n.workflow, n.user_name, n.program, n.host, n.namespace, "
+    "n.pod, n.container_name) = (a.window_start, a.src_site, a.dst_site, a.source, a.workflow, "
+    "a.user_name, a.program, a.host, a.namespace, a.pod, a.container_name))",
+    "INSERT INTO attribution_rollup (" ROLLUP_COLS ") SELECT " ROLLUP_COLS
+    " FROM wl_rollup_new ON CONFLICT (window_start, src_site, dst_site, source, workflow, "
+    "user_name, program, host, namespace, pod, container_name) DO UPDATE SET bytes = "
+    "EXCLUDED.bytes WHERE attribution_rollup.bytes <> EXCLUDED.bytes",
     NULL,
 };
 
@@ -92,7 +96,8 @@ static void fill_rollup(struct rdb_sbuf *b, const struct cfg *cfg, int64_t ws,
                                 r->user,
                                 r->program,
                                 r->host};
-        rdb_sb_be(b, 9, 2);
+        const char *kube[] = {r->kube.ns, r->kube.pod, r->kube.container};
+        rdb_sb_be(b, 12, 2);
         rdb_sb_be(b, 8, 4);
         rdb_sb_be(b, (uint64_t)ws_pg, 8);
         for (size_t k = 0; k < 7; k++) {
@@ -102,6 +107,11 @@ static void fill_rollup(struct rdb_sbuf *b, const struct cfg *cfg, int64_t ws,
         }
         rdb_sb_be(b, 8, 4);
         rdb_sb_be(b, r->bytes, 8);
+        for (size_t k = 0; k < 3; k++) {
+            size_t len = strlen(kube[k]);
+            rdb_sb_be(b, len, 4);
+            rdb_sb_add(b, kube[k], len);
+        }
     }
     rdb_sb_be(b, 0xffff, 2);
 }
@@ -177,11 +187,8 @@ int rdb_write_results(PGconn *db, const struct cfg *cfg, int64_t ws, const struc
     if (merge && exec_all(db, params, err, errlen, merge_prepare))
         goto cleanup;
     if (rdb_copy_in(db,
-                    merge
-                        ? "COPY wl_rollup_new (window_start, src_site, dst_site, source, workflow, "
-                          "user_name, program, host, bytes) FROM STDIN (FORMAT binary)"
-                        : "COPY attribution_rollup (window_start, src_site, dst_site, source, "
-                          "workflow, user_name, program, host, bytes) FROM STDIN (FORMAT binary)",
+                    merge ? "COPY wl_rollup_new (" ROLLUP_COLS ") FROM STDIN (FORMAT binary)"
+                          : "COPY attribution_rollup (" ROLLUP_COLS ") FROM STDIN (FORMAT binary)",
                     &b, err, errlen))
         goto cleanup;
     if (merge && exec_all(db, params, err, errlen, merge_apply))

@@ -21,6 +21,7 @@
 #include "fluent.h"
 #include "hm_pages.h"
 #include "hostport.h"
+#include "http_reason.h"
 #include "ingest.h"
 #include "jsonw.h"
 #include "srv_limits.h"
@@ -299,41 +300,6 @@ static void gate_decide(void *arg, const struct gate_head *h, struct gate_verdic
 
 /* ---- replies ------------------------------------------------------------------------------ */
 
-static const char *reason_of(int status)
-{
-    switch (status) {
-    case 200:
-        return "OK";
-    case 201:
-        return "Created";
-    case 409:
-        return "Conflict";
-    case 429:
-        return "Too Many Requests";
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 413:
-        return "Payload Too Large";
-    case 415:
-        return "Unsupported Media Type";
-    case 422:
-        return "Unprocessable Entity";
-    case 500:
-        return "Internal Server Error";
-    case 503:
-        return "Service Unavailable";
-    }
-    return "Status";
-}
-
 static void reply(struct srv *s, struct evhttp_request *req, enum metrics_endpoint ep, int64_t t0,
                   int status, const char *content_type, struct evbuffer *body)
 {
@@ -341,7 +307,7 @@ static void reply(struct srv *s, struct evhttp_request *req, enum metrics_endpoi
     evhttp_add_header(oh, "Content-Type", content_type);
     evhttp_add_header(oh, "Cache-Control", "no-store");
     struct gate_conn *gc = gate_conn_of(s->gate, req);
-    evhttp_send_reply(req, status, reason_of(status), body);
+    evhttp_send_reply(req, status, http_reason(status), body);
     gate_answered(gc);
     metrics_request(s->metrics, ep, status, tm_mono_ns() - t0);
 }

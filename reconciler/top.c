@@ -14,11 +14,12 @@ static const char SQL_TOTALS[] = "SELECT count(*), coalesce(sum(observed_payload
                                  " AND window_start >= $3 AND window_start < $4";
 
 static const char SQL_ROWS[] =
-    "SELECT source, workflow, user_name, program, sum(bytes)::text AS b"
-    " FROM attribution_rollup WHERE src_site = $1 AND dst_site = $2"
+    "SELECT source, workflow, user_name, program, sum(bytes)::text AS b, namespace, pod,"
+    " container_name FROM attribution_rollup WHERE src_site = $1 AND dst_site = $2"
     " AND window_start >= $3 AND window_start < $4"
-    " GROUP BY source, workflow, user_name, program ORDER BY sum(bytes) DESC,"
-    " source, workflow, user_name, program";
+    " GROUP BY source, workflow, user_name, program, namespace, pod, container_name"
+    " ORDER BY sum(bytes) DESC, source, workflow, user_name, program, namespace, pod,"
+    " container_name";
 
 int top_query(PGconn *db, const char *src, const char *dst, int64_t from_us, int64_t to_us,
               int window_seconds, size_t limit, struct top_result *r, char *err, size_t errlen)
@@ -68,6 +69,9 @@ int top_query(PGconn *db, const char *src, const char *dst, int64_t from_us, int
         row->workflow = strdup(PQgetvalue(q, (int)i, 1));
         row->user = strdup(PQgetvalue(q, (int)i, 2));
         row->program = strdup(PQgetvalue(q, (int)i, 3));
+        row->ns = strdup(PQgetvalue(q, (int)i, 5));
+        row->pod = strdup(PQgetvalue(q, (int)i, 6));
+        row->container = strdup(PQgetvalue(q, (int)i, 7));
         row->bytes = b;
     }
     PQclear(q);
@@ -83,6 +87,9 @@ void top_result_free(struct top_result *r)
         free(r->rows[i].workflow);
         free(r->rows[i].user);
         free(r->rows[i].program);
+        free(r->rows[i].ns);
+        free(r->rows[i].pod);
+        free(r->rows[i].container);
     }
     free(r->rows);
     free(r->src);
@@ -112,19 +119,22 @@ void top_print(FILE *f, const struct top_result *r)
             (unsigned long long)r->unattributed_bytes);
     fprintf(f, "shares are of the %s\n\n",
             r->observed_payload_bytes ? "observed payload" : "attributed bytes (no counters)");
-    fprintf(f, "%-8s %-24s %-16s %-20s %20s %7s\n", "SOURCE", "WORKFLOW", "USER", "PROGRAM",
-            "BYTES", "SHARE");
+    fprintf(f, "%-8s %-24s %-16s %-20s %-40s %20s %7s\n", "SOURCE", "WORKFLOW", "USER", "PROGRAM",
+            "POD (NAMESPACE/POD/CONTAINER)", "BYTES", "SHARE");
     for (size_t i = 0; i < r->n_rows; i++) {
         const struct top_row *w = &r->rows[i];
-        fprintf(f, "%-8s %-24s %-16s %-20s %20llu %6.1f%%\n", w->source, or_dash(w->workflow),
-                or_dash(w->user), or_dash(w->program), (unsigned long long)w->bytes,
+        char pod[3 * 1100] = "-";
+        if (w->pod && *w->pod)
+            snprintf(pod, sizeof pod, "%s/%s/%s", or_dash(w->ns), w->pod, or_dash(w->container));
+        fprintf(f, "%-8s %-24s %-16s %-20s %-40s %20llu %6.1f%%\n", w->source, or_dash(w->workflow),
+                or_dash(w->user), or_dash(w->program), pod, (unsigned long long)w->bytes,
                 100 * top_share(r, w->bytes));
     }
     if (r->other_bytes)
-        fprintf(f, "%-71s %20llu %6.1f%%\n", "(other attributed rows)",
+        fprintf(f, "%-112s %20llu %6.1f%%\n", "(other attributed rows)",
                 (unsigned long long)r->other_bytes, 100 * top_share(r, r->other_bytes));
     if (r->observed_payload_bytes)
-        fprintf(f, "%-71s %20llu %6.1f%%\n", "(unattributed)",
+        fprintf(f, "%-112s %20llu %6.1f%%\n", "(unattributed)",
                 (unsigned long long)r->unattributed_bytes,
                 100 * top_share(r, r->unattributed_bytes));
 }
@@ -156,6 +166,11 @@ void top_json(struct evbuffer *out, const struct top_result *r)
         jw_kv_str(&w, "workflow", row->workflow);
         jw_kv_str(&w, "user", row->user);
         jw_kv_str(&w, "program", row->program);
+        if (row->pod && *row->pod) { /* the Kubernetes identity: only for owners in pods */
+            jw_kv_str(&w, "namespace", row->ns);
+            jw_kv_str(&w, "pod", row->pod);
+            jw_kv_str(&w, "container", row->container);
+        }
         jw_kv_u64(&w, "bytes", (uint64_t)row->bytes);
         jw_kv_fixed(&w, "share", top_share(r, row->bytes), 6);
         jw_end(&w);

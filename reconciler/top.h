@@ -1,5 +1,6 @@
 /* Who used a site pair over a time range (`wanledger top`, GET /api/v1/top): bytes per source,
- * workflow, user and program from attribution_rollup, against the observed payload of
+ * workflow, user, program and Kubernetes namespace/pod/container ("" outside pods;
+ * sql/015_kube_owner.sql) from attribution_rollup, against the observed payload of
  * heatmap_cells, and what stays unattributed. */
 #ifndef WL_TOP_H
 #define WL_TOP_H
@@ -11,6 +12,7 @@
 
 struct top_row {
     char *source, *workflow, *user, *program;
+    char *ns, *pod, *container; /* "" outside pods */
     uint64_t bytes;
 };
 

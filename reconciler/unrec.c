@@ -17,22 +17,15 @@
 int unrec_api(PGconn *db, const struct cfg *cfg, const char *query, struct evbuffer *out)
 {
     struct evkeyvalq q;
-    TAILQ_INIT(&q);
-    if (query && evhttp_parse_query_str(query, &q) < 0) {
-        jw_error(out, "malformed query string", "?");
+    if (api_query(query, &q, out) != 0)
         return 400;
-    }
-    int status = 0;
-    const char *src = evhttp_find_header(&q, "src"), *dst = evhttp_find_header(&q, "dst");
+    const char *src, *dst;
     const char *f = evhttp_find_header(&q, "from"), *t = evhttp_find_header(&q, "to");
     const char *device = evhttp_find_header(&q, "device");
     int64_t now = tm_now_us(), from, to = now;
-    if (!src || cfg_site_index(cfg, src) < 0) {
-        jw_error(out, "expected a configured site name", "src");
-        status = 400;
-    } else if (!dst || cfg_site_index(cfg, dst) < 0) {
-        jw_error(out, "expected a configured site name", "dst");
-        status = 400;
+    int status = api_site_pair(&q, cfg, &src, &dst, out);
+    if (status) {
+        /* the error is in out */
     } else if (t && api_parse_time(t, now, &to) < 0) {
         jw_error(out, "expected an RFC 3339 time, epoch seconds or a duration ago", "to");
         status = 400;

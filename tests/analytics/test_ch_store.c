@@ -31,6 +31,7 @@
 #include "chstore_flush.h"
 #include "config.h"
 #include "db.h"
+#include "flow_row.h"
 #include "harness.h"
 #include "recon_db.h"
 #include "th_clickhouse.h"
@@ -201,8 +202,11 @@ static void put_sample(const struct kv *kv)
 static const char *names_of(const struct kv *kv)
 {
     static char b[800];
-    snprintf(b, sizeof b, "%s, %s, %s", lit(get(kv, "user")), lit(get(kv, "program")),
-             lit(get(kv, "workflow")));
+    /* the Kubernetes identity (sql/015) is '' outside pods, as ingest writes it */
+    const char *ns = get(kv, "namespace"), *pod = get(kv, "pod"), *ctr = get(kv, "container");
+    snprintf(b, sizeof b, "%s, %s, %s, %s, %s, %s", lit(get(kv, "user")), lit(get(kv, "program")),
+             lit(get(kv, "workflow")), ns ? lit(ns) : "''", pod ? lit(pod) : "''",
+             ctr ? lit(ctr) : "''");
     return b;
 }
 
@@ -216,7 +220,7 @@ static void put_flow(const struct kv *kv)
          " ch_pending) VALUES ('%s', %d, '%s', %s, 60, 1, true)",
          host, seq, host, ws);
     char la[80] = "NULL", lp[16] = "NULL", ra[80] = "NULL", rp[16] = "NULL";
-    const char *who = "user_name, program, workflow";
+    const char *who = "user_name, program, workflow, namespace, pod, container_name";
     const char *names = names_of(kv);
     if (strcmp(kv->pos[2], "socket") == 0) {
         addr_port(get(kv, "local"), la, sizeof la, lp, sizeof lp);
@@ -607,6 +611,42 @@ static void test_prune_drops_old_days(void **state)
     cfg_free(cfg);
 }
 
+/* A table created before sql/015 (no Kubernetes columns) gets them from chstore_ensure_schema;
+ * its old rows read ''; a second run changes nothing. */
+static void test_schema_upgrade_adds_kube_columns(void **state)
+{
+    (void)state;
+    struct cfg_errors errs = {0};
+    struct cfg *cfg = cfg_parse("upgrade.json", default_config, &errs);
+    assert_non_null(cfg);
+    use_clickhouse(cfg, CH.url);
+    char err[512], cols[2048], sql[2600];
+    free(th_ch_query(&CH, "DROP TABLE IF EXISTS wanledger.flow_records"));
+    assert_true(flow_row_list(cols, sizeof cols, FRL_CH_DEFS, (UINT64_C(1) << FR_NAMESPACE) - 1,
+                              NULL, NULL) > 0);
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE wanledger.flow_records (%s) ENGINE = ReplacingMergeTree"
+             " PARTITION BY toYYYYMMDD(window_start) ORDER BY (window_start, agent_id, seq, idx)",
+             cols);
+    char *v = th_ch_query(&CH, sql);
+    assert_non_null(v);
+    free(v);
+    v = th_ch_query(&CH, "INSERT INTO wanledger.flow_records (window_start, agent_id, seq, idx,"
+                         " host, source) VALUES (toDateTime(1700000000), 'a', 1, 0, 'h', 'nfs')");
+    assert_non_null(v);
+    free(v);
+    for (int run = 0; run < 2; run++)
+        assert_int_equal(chstore_ensure_schema(&cfg->clickhouse, err, sizeof err), 0);
+    assert_int_equal(th_ch_num(&CH, "SELECT count() FROM system.columns WHERE database ="
+                                    " 'wanledger' AND table = 'flow_records' AND type = 'String'"
+                                    " AND name IN ('namespace', 'pod', 'container_name')"),
+                     3);
+    assert_int_equal(th_ch_num(&CH, "SELECT count() FROM wanledger.flow_records WHERE"
+                                    " namespace = '' AND pod = '' AND container_name = ''"),
+                     1);
+    cfg_free(cfg);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -635,6 +675,7 @@ int main(void)
         cmocka_unit_test(test_paths_identical),
         cmocka_unit_test(test_retry_after_timeout_not_doubled),
         cmocka_unit_test(test_prune_drops_old_days),
+        cmocka_unit_test(test_schema_upgrade_adds_kube_columns),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -39,6 +39,9 @@ void hm_test_server_stop(struct hm_test_server *s);
 /* Loads url in headless Chromium (Debian's package): a PNG screenshot to png (checked to be a
  * real picture) and the DOM (--dump-dom) to dom. cmocka assertions. */
 void hm_test_chromium(const char *url, const char *png, const char *dom, int width, int height);
+/* Loads http://127.0.0.1:PORT/PATH in Chromium (hm_test_chromium), the screenshot and the DOM
+ * kept as NAME.png and NAME.dom.html in hm_test_artifacts(); the DOM (malloc'd, never NULL). */
+char *hm_test_page(int port, const char *path, const char *name, int width, int height);
 /* The heatmap DOM holds exactly one <g class="cell"> per hm_test_cells entry, each with its
  * data-status, and nyc->chi with data-coverage 0.6000. cmocka assertions. */
 void hm_test_check_grid_dom(const char *html);

@@ -55,13 +55,7 @@ static int teardown(void **state)
 static void test_heatmap_page_in_chromium(void **state)
 {
     (void)state;
-    char url[256], png[1024], dom[1024];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/heatmap", g_port);
-    snprintf(png, sizeof png, "%s/heatmap.png", hm_test_artifacts());
-    snprintf(dom, sizeof dom, "%s/heatmap.dom.html", hm_test_artifacts());
-    hm_test_chromium(url, png, dom, 1400, 1000);
-    char *html = hm_test_slurp(dom, NULL);
-    assert_non_null(html);
+    char *html = hm_test_page(g_port, "/heatmap", "heatmap", 1400, 1000);
     hm_test_check_grid_dom(html);
     /* volumes with units: nyc->chi observed 10.6 GB, unattributed 4 GB */
     assert_non_null(strstr(html, "10.6 GB"));
@@ -91,15 +85,8 @@ static void test_heatmap_page_in_chromium(void **state)
 static void test_cell_page_in_chromium(void **state)
 {
     (void)state;
-    char url[256], png[1024], dom[1024];
-    snprintf(url, sizeof url,
-             "http://127.0.0.1:%d/heatmap/cell?src=nyc&dst=chi&window=2026-11-29T18:53:00Z",
-             g_port);
-    snprintf(png, sizeof png, "%s/cell.png", hm_test_artifacts());
-    snprintf(dom, sizeof dom, "%s/cell.dom.html", hm_test_artifacts());
-    hm_test_chromium(url, png, dom, 1200, 1900);
-    char *html = hm_test_slurp(dom, NULL);
-    assert_non_null(html);
+    char *html = hm_test_page(g_port, "/heatmap/cell?src=nyc&dst=chi&window=2026-11-29T18:53:00Z",
+                              "cell", 1200, 1900);
     /* the hostile workflow and user are text: no element was made from them */
     assert_null(strstr(html, "<script"));
     assert_null(strstr(html, "<img"));

@@ -109,24 +109,12 @@ static void test_reconciler_serves_heatmap(void **state)
     free(dir);
 
     /* in Chromium, with no token: open_on_loopback */
-    char url[256], png[1024], dom[1024];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/heatmap", g_port);
-    snprintf(png, sizeof png, "%s/heatmap-served.png", hm_test_artifacts());
-    snprintf(dom, sizeof dom, "%s/heatmap-served.dom.html", hm_test_artifacts());
-    hm_test_chromium(url, png, dom, 1400, 1000);
-    char *html = hm_test_slurp(dom, NULL);
-    assert_non_null(html);
+    char *html = hm_test_page(g_port, "/heatmap", "heatmap-served", 1400, 1000);
     hm_test_check_grid_dom(html);
     assert_null(strstr(html, "<script"));
     free(html);
-    snprintf(url, sizeof url,
-             "http://127.0.0.1:%d/heatmap/cell?src=nyc&dst=chi&window=2026-11-29T18:53:00Z",
-             g_port);
-    snprintf(png, sizeof png, "%s/cell-served.png", hm_test_artifacts());
-    snprintf(dom, sizeof dom, "%s/cell-served.dom.html", hm_test_artifacts());
-    hm_test_chromium(url, png, dom, 1200, 1900);
-    html = hm_test_slurp(dom, NULL);
-    assert_non_null(html);
+    html = hm_test_page(g_port, "/heatmap/cell?src=nyc&dst=chi&window=2026-11-29T18:53:00Z",
+                        "cell-served", 1200, 1900);
     assert_null(strstr(html, "<script"));
     assert_null(strstr(html, "<img"));
     assert_non_null(strstr(html, "&lt;script&gt;alert(1)&lt;/script&gt;"));

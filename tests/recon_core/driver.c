@@ -284,6 +284,9 @@ static void parse_flow(struct scn *s, struct kv *kv)
     f->user = opt(s, kv, "user");
     f->program = opt(s, kv, "program");
     f->workflow = opt(s, kv, "workflow");
+    f->kube.ns = opt(s, kv, "namespace");
+    f->kube.pod = opt(s, kv, "pod");
+    f->kube.container = opt(s, kv, "container");
     const char *v;
     if (strcmp(kv->pos[2], "socket") == 0) {
         f->source = RECON_FLOW_SOCKET;
@@ -609,16 +612,22 @@ static void expect_link(struct scn *s, struct kv *kv)
 static void expect_rollup(struct scn *s, struct kv *kv)
 {
     if (kv->n_pos < 3 || !get(kv, "source") || !get(kv, "bytes"))
-        scn_fail(s, "rollup SRC DST source=… [workflow= user= program= host=] bytes=N");
+        scn_fail(
+            s,
+            "rollup SRC DST source=… [workflow= user= program= host= namespace= pod= container=] "
+            "bytes=N");
     int src = site(s, kv->pos[1]), dst = site(s, kv->pos[2]);
     s->rollup_listed = true;
     const char *wf = get(kv, "workflow"), *user = get(kv, "user"), *prog = get(kv, "program"),
-               *host = get(kv, "host");
+               *host = get(kv, "host"), *ns = get(kv, "namespace"), *pod = get(kv, "pod"),
+               *ctr = get(kv, "container");
     for (size_t i = 0; i < s->res.n_rollup; i++) {
         const struct recon_rollup *r = &s->res.rollup[i];
         if (r->src_site != src || r->dst_site != dst || strcmp(r->source, get(kv, "source")) ||
             strcmp(r->workflow, wf ? wf : "") || strcmp(r->user, user ? user : "") ||
-            strcmp(r->program, prog ? prog : "") || strcmp(r->host, host ? host : ""))
+            strcmp(r->program, prog ? prog : "") || strcmp(r->host, host ? host : "") ||
+            strcmp(r->kube.ns, ns ? ns : "") || strcmp(r->kube.pod, pod ? pod : "") ||
+            strcmp(r->kube.container, ctr ? ctr : ""))
             continue;
         s->rollup_seen[i] = true;
         check_u64(s, "rollup", kv, "bytes", r->bytes);

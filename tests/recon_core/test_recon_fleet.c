@@ -123,7 +123,7 @@ static void put_owners(int w, int p)
     }
     /* the reconciler's merge: an existing row's bytes are updated in place */
     exec("%s ON CONFLICT (window_start, src_site, dst_site, source, workflow, user_name, program, "
-         "host) DO UPDATE SET bytes = EXCLUDED.bytes",
+         "host, namespace, pod, container_name) DO UPDATE SET bytes = EXCLUDED.bytes",
          sql);
 }
 

@@ -2,7 +2,8 @@
  * both ends, one flow on a service's port) and a service transfer for three past windows, run
  * `wanledger reconcile --once`, and compare heatmap_cells and attribution_rollup with figures
  * computed by hand below; then late data for one window is posted, a second --once re-reconciles
- * it, and `wanledger top` / GET /api/v1/top / GET /api/v1/cells report the same totals.
+ * it, and `wanledger top` / GET /api/v1/top / GET /api/v1/cells report the same totals; last,
+ * pods' flows reach the rollup, top and the cell page with their Kubernetes identity.
  *
  * Windows A = W, B = W+60 s, C = W+120 s (60 s windows, well past their 90 s grace).
  * Link nyc-border-1 et-0/0/1, nyc -> chi, capacity 10 Gbit/s. Samples at A, B, C, C+60 s:
@@ -259,6 +260,82 @@ static void test_pages_routed(void **state)
     free(path);
 }
 
+/* Kubernetes identity (sql/015_kube_owner.sql): a late report for A from a node whose two pods
+ * of one workflow, user and program (alice/python3/train-42) send to osl (no circuit: shares
+ * are of the attributed bytes). worker-0 tx 30,000,000, worker-1 tx 20,000,000 -> two rollup
+ * rows; top: worker-0 30,000,000 / 50,000,000 = 0.6, worker-1 0.4; the cell page's pods table
+ * names "ml/train-42-worker-0/trainer" with 30.0 MB. */
+static char *pod_flow(const char *local, long long tx, const char *pod)
+{
+    return fx_fmt("{\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"%s\","
+                  "\"remote\":\"10.3.0.5:443\",\"role\":\"client\",\"tx_bytes\":%lld,"
+                  "\"rx_bytes\":0,\"user\":\"alice\",\"program\":\"python3\","
+                  "\"workflow\":\"train-42\",\"namespace\":\"ml\",\"pod\":\"%s\","
+                  "\"container_name\":\"trainer\"}",
+                  local, tx, pod);
+}
+
+static void test_kube_owner_shown(void **state)
+{
+    (void)state;
+    char *f1 = pod_flow("10.1.0.30:40000", 30000000, "train-42-worker-0");
+    char *f2 = pod_flow("10.1.0.31:40001", 20000000, "train-42-worker-1");
+    post_report("nyc-k8s-3", "agent-k8s", 1, A, fx_fmt("%s,%s", f1, f2));
+    free(f1);
+    free(f2);
+    run_once();
+    char sql[512];
+    snprintf(sql, sizeof(sql),
+             "SELECT string_agg(user_name || ':' || program || ':' || namespace || '/' || pod ||"
+             " '/' || container_name || ':' || bytes, ',' ORDER BY pod) FROM attribution_rollup"
+             " WHERE src_site = 'nyc' AND dst_site = 'osl' AND window_start = '%s'",
+             fx_ts(A));
+    assert_string_equal(fx_row(&F, sql), "alice:python3:ml/train-42-worker-0/trainer:30000000,"
+                                         "alice:python3:ml/train-42-worker-1/trainer:20000000");
+    /* the hourly rollup (sql/013 trigger, 015's owner) keeps the pods apart too */
+    assert_int_equal(fx_num(&F, "SELECT sum(bytes) FROM attribution_rollup_hourly WHERE"
+                                " src_site = 'nyc' AND dst_site = 'osl' AND namespace = 'ml'"
+                                " AND pod = 'train-42-worker-1' AND container_name = 'trainer'"),
+                     20000000);
+    /* rows outside pods keep '' */
+    assert_int_equal(fx_num(&F, "SELECT count(*) FROM attribution_rollup WHERE src_site = 'nyc'"
+                                " AND dst_site = 'chi' AND (namespace, pod, container_name) <>"
+                                " ('', '', '')"),
+                     0);
+
+    char *path = fx_fmt("/api/v1/top?src=nyc&dst=osl&from=%s&to=%s", fx_ts(A), fx_ts(B));
+    char *resp = NULL;
+    assert_int_equal(fx_http(&F, "GET", path, FX_TOKEN_READER, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "{\"source\":\"socket\",\"workflow\":\"train-42\",\"user\":"
+                                 "\"alice\",\"program\":\"python3\",\"namespace\":\"ml\","
+                                 "\"pod\":\"train-42-worker-0\",\"container\":\"trainer\","
+                                 "\"bytes\":30000000,\"share\":0.600000}"));
+    assert_non_null(strstr(resp, "\"pod\":\"train-42-worker-1\",\"container\":\"trainer\","
+                                 "\"bytes\":20000000,\"share\":0.400000}"));
+    free(resp);
+    free(path);
+
+    char *args = fx_fmt("top --src nyc --dst osl --from %s --to %s", fx_ts(A), fx_ts(B));
+    char *out = NULL;
+    assert_int_equal(fx_run(&F, args, &out), 0);
+    fprintf(stderr, "%s", out);
+    const char *row = strstr(out, "ml/train-42-worker-0/trainer");
+    assert_non_null(row);
+    assert_non_null(strstr(row, "30000000   60.0%"));
+    free(out);
+    free(args);
+
+    path = fx_fmt("/heatmap/cell?src=nyc&dst=osl&window=%s", fx_ts(A));
+    assert_int_equal(fx_http(&F, "GET", path, FX_TOKEN_READER, NULL, NULL, 0, &resp), 200);
+    const char *pods = strstr(resp, "data-dimension=\"pod\"");
+    assert_non_null(pods);
+    const char *w0 = strstr(pods, "ml/train-42-worker-0/trainer");
+    assert_non_null(w0);
+    assert_non_null(strstr(w0, "30.0 MB"));
+    free(resp);
+    free(path);
+}
+
 int main(void)
 {
     fx_setup(&F, "recon-flow", " \"tick_seconds\": 3600,");
@@ -266,10 +343,9 @@ int main(void)
     A = w, B = w + 60 * SEC, C = w + 120 * SEC;
     fx_start(&F);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reconcile_once),
-        cmocka_unit_test(test_late_data_rereconciles),
-        cmocka_unit_test(test_top_and_api),
-        cmocka_unit_test(test_pages_routed),
+        cmocka_unit_test(test_reconcile_once),   cmocka_unit_test(test_late_data_rereconciles),
+        cmocka_unit_test(test_top_and_api),      cmocka_unit_test(test_pages_routed),
+        cmocka_unit_test(test_kube_owner_shown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     fx_stop(&F);

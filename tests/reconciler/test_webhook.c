@@ -145,9 +145,12 @@ static void test_open_resend_resolve(void **state)
     char *br = body_of(resolved_at);
     fprintf(stderr, "resolution: %s\n", br);
     assert_non_null(strstr(br, "\"alertname\":\"WanledgerGap\""));
-    assert_string_equal(fx_row(&F, "SELECT state, resolved_sent, resolved_at IS NOT NULL"
-                                   " FROM gap_alerts WHERE kind = 'gap'"),
-                        "resolved|t|t");
+    /* resolved_sent is written once the receiver's 200 is back: after the receiver saw it */
+    const char *sent_sql = "SELECT state, resolved_sent, resolved_at IS NOT NULL"
+                           " FROM gap_alerts WHERE kind = 'gap'";
+    for (int k = 0; k < 100 && strcmp(fx_row(&F, sent_sql), "resolved|t|t") != 0; k++)
+        usleep(50000);
+    assert_string_equal(fx_row(&F, sent_sql), "resolved|t|t");
     free(br);
     /* nothing more about it: no re-send of a resolved alert */
     int before = fx_hook_count();

@@ -101,11 +101,33 @@ static void test_sanitize(void **state)
     assert_int_equal(UTF8_SANITIZE_LEN(3), 10);
 }
 
+/* utf8_prefix: "Zürich-日本" is Z ü(2 bytes) r i c h - 日(3) 本(3): 9 characters, 14 bytes. */
+static void test_prefix(void **state)
+{
+    (void)state;
+    const char *s = "Z\xC3\xBCrich-\xE6\x97\xA5\xE6\x9C\xAC";
+    size_t n = 0;
+    assert_int_equal(utf8_prefix(s, SIZE_MAX, SIZE_MAX, &n), 14);
+    assert_int_equal(n, 9);
+    assert_int_equal(utf8_prefix(s, 2, SIZE_MAX, &n), 3); /* "Zü" */
+    assert_int_equal(n, 2);
+    assert_int_equal(utf8_prefix(s, 8, SIZE_MAX, &n), 11); /* up to and with 日 */
+    assert_int_equal(n, 8);
+    /* a byte bound is checked before each character: one that starts below it is kept whole */
+    assert_int_equal(utf8_prefix(s, SIZE_MAX, 8, &n), 8);
+    assert_int_equal(n, 7);
+    assert_int_equal(utf8_prefix(s, SIZE_MAX, 9, &n), 11);
+    assert_int_equal(n, 8);
+    assert_int_equal(utf8_prefix("", 5, 5, &n), 0);
+    assert_int_equal(n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edges),
         cmocka_unit_test(test_sanitize),
+        cmocka_unit_test(test_prefix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
