@@ -421,3 +421,111 @@ int thr_sockops(struct bpf_sock_ops *skops)
     }
     return 1;
 }
+
+/* Downloads: the receive window. Run by the agent (throttle_probe_clamp) over the TCP sockets of
+ * its network namespace, twice: pass 0 counts each enforced class's sockets that received at
+ * least CLAMP_ACTIVE bytes since the last run, pass 1 clamps every established socket of the
+ * class (TCP_WINDOW_CLAMP) to its share of the rate times its RTT, at least CLAMP_MIN_MSS
+ * segments, so the remote sender is held by flow control instead of losing packets at our
+ * ingress policer. A socket that left its class (rule gone, process moved) gets its old clamp
+ * back. Both passes leave the counts in clamp_active / clamped for the agent. */
+#define SOL_TCP_          6
+#define TCP_WINDOW_CLAMP_ 10
+#define TCP_ESTABLISHED_  1
+#define CLAMP_ACTIVE      (16u * 1024u)
+#define CLAMP_MIN_MSS     4
+
+volatile __u32 clamp_pass = 0;
+__u32 clamp_active[WL_THR_MAX_CLASSES] = {};
+__u32 clamped = 0; /* sockets holding a throttle clamp after the last pass 1 */
+
+static __always_inline int sk_in_scope(struct sock *sk, __u32 k)
+{
+    struct thr_scope_key key = {.prefixlen = 32 + 128, .cls = k};
+    if (sk->__sk_common.skc_family == AF_INET_) {
+        __u32 a = sk->__sk_common.skc_daddr;
+        key.addr[10] = 0xff;
+        key.addr[11] = 0xff;
+        __builtin_memcpy(&key.addr[12], &a, 4);
+    } else if (sk->__sk_common.skc_family == AF_INET6_) {
+        struct in6_addr a = sk->__sk_common.skc_v6_daddr;
+        __builtin_memcpy(key.addr, &a, 16);
+    } else {
+        return 0;
+    }
+    return bpf_map_lookup_elem(&thr_scope, &key) != NULL;
+}
+
+/* The enforced class of a socket whose far end is in its scope, or -1. */
+static __always_inline __s32 clamp_class(struct thr_sk *st, struct sock *sk, struct thr_cfg **cfgp)
+{
+    __s32 cls = n_active ? class_of(st) : -1;
+    if (cls < 0)
+        return -1;
+    __u32 k = (__u32)cls;
+    struct thr_cfg *cfg = bpf_map_lookup_elem(&thr_cfg, &k);
+    if (!cfg || cfg->mode != WL_THR_MODE_ENFORCE || (cfg->scoped && !sk_in_scope(sk, k)))
+        return -1;
+    *cfgp = cfg;
+    return cls;
+}
+
+SEC("iter/tcp")
+int thr_clamp(struct bpf_iter__tcp *ctx)
+{
+    struct sock_common *skc = ctx->sk_common;
+    if (!skc)
+        return 0;
+    struct tcp_sock *tp = bpf_skc_to_tcp_sock(skc);
+    if (!tp)
+        return 0;
+    struct sock *sk = &tp->inet_conn.icsk_inet.sk;
+    if (sk->__sk_common.skc_state != TCP_ESTABLISHED_)
+        return 0;
+    struct thr_sk *st = bpf_sk_storage_get(&thr_socks, sk, 0, 0);
+    if (!st)
+        return 0;
+    struct thr_cfg *cfg = NULL;
+    __s32 cls = clamp_class(st, sk, &cfg);
+    __u64 rcvd = tp->bytes_received;
+    __u32 idx = (__u32)cls;
+    asm volatile("" : "+r"(idx)); /* keep the mask: the verifier needs the bound */
+    idx &= WL_THR_MAX_CLASSES - 1;
+    if (clamp_pass == 0) {
+        if (cls >= 0 && rcvd - st->rcvd >= CLAMP_ACTIVE)
+            __sync_fetch_and_add(&clamp_active[idx], 1);
+        st->rcvd = rcvd;
+        return 0;
+    }
+    int v = 0;
+    if (cls >= 0 && cfg) {
+        __u32 a = clamp_active[idx];
+        __u64 per = cfg->rate_Bps / (a ? a : 1);
+        /* srtt (from what this socket sent: the handshake for a pure receiver) or the
+         * receiver's own estimate, whichever is larger (both in us << 3) */
+        __u64 rtt = tp->srtt_us >> 3, rrtt = tp->rcv_rtt_est.rtt_us >> 3;
+        if (rrtt > rtt)
+            rtt = rrtt;
+        __u64 want = per * rtt / 1000000ULL;
+        __u64 floor = (__u64)CLAMP_MIN_MSS * (tp->advmss ? tp->advmss : 1460);
+        if (want < floor)
+            want = floor;
+        if (want > 0x3fffffffULL)
+            want = 0x3fffffffULL;
+        if (!st->clamp)
+            st->clamp_orig = tp->window_clamp;
+        /* re-applied every run: receive autotuning may have raised window_clamp again */
+        if (st->clamp != want || tp->window_clamp != want) {
+            v = (int)want;
+            if (bpf_setsockopt(tp, SOL_TCP_, TCP_WINDOW_CLAMP_, &v, sizeof(v)) == 0)
+                st->clamp = (__u32)want;
+        }
+    } else if (st->clamp) {
+        v = st->clamp_orig > st->clamp ? (int)st->clamp_orig : 65535 << 14;
+        if (bpf_setsockopt(tp, SOL_TCP_, TCP_WINDOW_CLAMP_, &v, sizeof(v)) == 0)
+            st->clamp = 0;
+    }
+    if (st->clamp)
+        __sync_fetch_and_add(&clamped, 1);
+    return 0;
+}

@@ -54,11 +54,14 @@ struct thr_counts {
 
 /* Socket-local storage. */
 struct thr_sk {
-    __u32 tgid;  /* the process that created (or first wrote to) the socket */
-    __u32 gen;   /* class_gen when cls was looked up */
-    __s32 cls;   /* class slot, -1: none */
-    __u32 epoch; /* last epoch this socket was counted active in (low 32 bits) */
-    __u64 paced; /* SO_MAX_PACING_RATE set by the throttle (bytes/s), 0: none */
+    __u32 tgid;       /* the process that created (or first wrote to) the socket */
+    __u32 gen;        /* class_gen when cls was looked up */
+    __s32 cls;        /* class slot, -1: none */
+    __u32 epoch;      /* last epoch this socket was counted active in (low 32 bits) */
+    __u64 paced;      /* SO_MAX_PACING_RATE set by the throttle (bytes/s), 0: none */
+    __u64 rcvd;       /* tcp_sock bytes_received at the last clamp pass */
+    __u32 clamp;      /* TCP_WINDOW_CLAMP set by the throttle (bytes), 0: none */
+    __u32 clamp_orig; /* window_clamp before the throttle set one (restored after) */
 };
 
 #endif

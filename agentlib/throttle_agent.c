@@ -1,6 +1,7 @@
 /* The agent's throttle loop (see throttle_agent.h). */
 #include "throttle_agent.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,6 +32,8 @@ struct throttle_agent {
     int64_t last_fetch_mono;
     bool failed_open;
     uint64_t fetches, fetch_errors, reports, report_errors, fail_opens, expired;
+    uint64_t clamp_errors; /* runs of the receive-window iterator that failed */
+    unsigned clamped;      /* TCP sockets holding a receive-window clamp */
 };
 
 static void report(struct throttle_agent *ta)
@@ -115,6 +118,13 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         ta->failed_open = true;
         ta->fail_opens++;
     }
+    /* downloads: receive-window clamps follow the rules (and are lifted after them) */
+    if (throttle_set_count(ta->ts) > 0 || ta->clamped > 0) {
+        unsigned c = 0;
+        if (throttle_probe_clamp(ta->tp, &c) != 0)
+            ta->clamp_errors++;
+        ta->clamped = c;
+    }
 }
 
 static void on_events(evutil_socket_t fd, short what, void *arg)
@@ -148,6 +158,10 @@ struct throttle_agent *throttle_agent_start(struct event_base *base,
     ta->tp = throttle_probe_open(o->cgroup_dir, err, errlen);
     if (!ta->tp)
         goto fail;
+    if (o->netns_path && throttle_probe_set_netns(ta->tp, o->netns_path) != 0) {
+        snprintf(err, errlen, "netns %s: %s", o->netns_path, strerror(errno));
+        goto fail;
+    }
     ta->ts =
         throttle_set_new(ta->tp, o->workflow_env, o->n_workflow_env, o->netns_ino, err, errlen);
     if (!ta->ts)
@@ -179,6 +193,10 @@ void throttle_agent_stop(struct throttle_agent *ta)
     if (ta->events)
         event_free(ta->events);
     throttle_set_free(ta->ts);
+    unsigned c = 0;
+    /* rules gone: lift the receive-window clamps before detaching */
+    if (ta->tp && ta->clamped > 0 && throttle_probe_clamp(ta->tp, &c) != 0)
+        log_warn("throttle", "cannot lift the receive-window clamps of %u sockets", ta->clamped);
     throttle_probe_close(ta->tp);
     free(ta);
 }
@@ -207,10 +225,16 @@ char *throttle_agent_metrics(const struct throttle_agent *ta)
         "# TYPE wanledger_agent_throttle_fail_opens_total counter\n"
         "wanledger_agent_throttle_fail_opens_total %llu\n"
         "# TYPE wanledger_agent_throttle_expired_total counter\n"
-        "wanledger_agent_throttle_expired_total %llu\n",
+        "wanledger_agent_throttle_expired_total %llu\n"
+        "# HELP wanledger_agent_throttle_clamped_sockets TCP sockets whose receive window the "
+        "throttle clamps (downloads).\n"
+        "# TYPE wanledger_agent_throttle_clamped_sockets gauge\n"
+        "wanledger_agent_throttle_clamped_sockets %u\n"
+        "# TYPE wanledger_agent_throttle_clamp_errors_total counter\n"
+        "wanledger_agent_throttle_clamp_errors_total %llu\n",
         (unsigned long long)ta->fetches, (unsigned long long)ta->fetch_errors,
         (unsigned long long)ta->report_errors, (unsigned long long)ta->fail_opens,
-        (unsigned long long)ta->expired);
+        (unsigned long long)ta->expired, ta->clamped, (unsigned long long)ta->clamp_errors);
     PUT("# HELP wanledger_agent_throttle_bytes_total Bytes of throttled sockets by what the rule "
         "did (dry-run rules: what enforcement would have done).\n"
         "# TYPE wanledger_agent_throttle_bytes_total counter\n");
@@ -253,6 +277,7 @@ struct throttle_agent *throttle_agent_from_opts(struct event_base *base, const s
         .agent_id = agent_id,
         .cgroup_dir = o->cgroup ? o->cgroup : root,
         .netns_ino = netns_ino,
+        .netns_path = o->netns,
         .workflow_env = (const char *const *)o->workflow_env,
         .n_workflow_env = o->n_workflow_env,
         .interval_s = o->throttle_interval,

@@ -18,6 +18,7 @@ struct throttle_agent_opts {
     const char *agent_id;
     const char *cgroup_dir; /* cgroup v2 directory the programs attach to (the root) */
     uint32_t netns_ino;     /* only processes of this network namespace (0: all) */
+    const char *netns_path; /* that namespace (its TCP sockets get receive-window clamps) */
     const char *const *workflow_env;
     size_t n_workflow_env;
     int interval_s;

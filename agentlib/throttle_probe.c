@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -29,7 +30,8 @@ _Static_assert(THROTTLE_MAX_CLASSES == WL_THR_MAX_CLASSES, "class count");
 struct throttle_probe {
     struct throttle *skel;
     int cg_fd;
-    struct bpf_link *links[6];
+    struct bpf_link *links[7]; /* [6]: the clamp iterator */
+    int netns_fd;              /* the namespace whose sockets are clamped (-1: ours) */
     struct ring_buffer *rb;
     throttle_tgid_fn fn;
     void *fn_arg;
@@ -60,6 +62,7 @@ struct throttle_probe *throttle_probe_open(const char *cgroup_dir, char *err, si
         return NULL;
     }
     tp->cg_fd = -1;
+    tp->netns_fd = -1;
     tp->ncpu = libbpf_num_possible_cpus();
     tp->skel = throttle__open();
     if (!tp->skel || tp->ncpu <= 0) {
@@ -88,7 +91,8 @@ struct throttle_probe *throttle_probe_open(const char *cgroup_dir, char *err, si
     tp->links[4] =
         tp->links[3] ? bpf_program__attach_cgroup(tp->skel->progs.thr_ingress, tp->cg_fd) : NULL;
     tp->links[5] = tp->links[4] ? bpf_program__attach(tp->skel->progs.thr_recv) : NULL;
-    if (!tp->links[5]) {
+    tp->links[6] = tp->links[5] ? bpf_program__attach_iter(tp->skel->progs.thr_clamp, NULL) : NULL;
+    if (!tp->links[6]) {
         snprintf(err, errlen, "attach to %s: %s", cgroup_dir, strerror(errno));
         goto fail;
     }
@@ -108,8 +112,10 @@ void throttle_probe_close(struct throttle_probe *tp)
     if (!tp)
         return;
     ring_buffer__free(tp->rb);
-    for (size_t i = 0; i < 6; i++)
+    for (size_t i = 0; i < 7; i++)
         bpf_link__destroy(tp->links[i]);
+    if (tp->netns_fd >= 0)
+        close(tp->netns_fd);
     if (tp->cg_fd >= 0)
         close(tp->cg_fd);
     throttle__destroy(tp->skel);
@@ -279,4 +285,57 @@ size_t throttle_probe_prog_ids(const struct throttle_probe *tp, uint32_t *ids, s
             ids[n++] = info.id;
     }
     return n;
+}
+
+int throttle_probe_set_netns(struct throttle_probe *tp, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (tp->netns_fd >= 0)
+        close(tp->netns_fd);
+    tp->netns_fd = fd;
+    return 0;
+}
+
+/* One run of the iterator: it walks the TCP sockets of the namespace it was created in. */
+static int run_iter(struct throttle_probe *tp)
+{
+    int self = -1, fd = -1;
+    if (tp->netns_fd >= 0) {
+        self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+        if (self < 0 || setns(tp->netns_fd, CLONE_NEWNET) != 0) {
+            if (self >= 0)
+                close(self);
+            return -1;
+        }
+    }
+    fd = bpf_iter_create(bpf_link__fd(tp->links[6]));
+    if (self >= 0) {
+        /* back home; the agent cannot run on in the wrong namespace */
+        if (setns(self, CLONE_NEWNET) != 0)
+            abort();
+        close(self);
+    }
+    if (fd < 0)
+        return -1;
+    char buf[256];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0)
+        ;
+    close(fd);
+    return n < 0 ? -1 : 0;
+}
+
+int throttle_probe_clamp(struct throttle_probe *tp, unsigned *clamped)
+{
+    memset(tp->skel->bss->clamp_active, 0, sizeof(tp->skel->bss->clamp_active));
+    tp->skel->bss->clamped = 0;
+    tp->skel->bss->clamp_pass = 0;
+    if (run_iter(tp) != 0)
+        return -1;
+    tp->skel->bss->clamp_pass = 1;
+    int r = run_iter(tp);
+    *clamped = __atomic_load_n(&tp->skel->bss->clamped, __ATOMIC_ACQUIRE);
+    return r;
 }

@@ -66,6 +66,15 @@ int throttle_probe_events_fd(const struct throttle_probe *tp);
 typedef void (*throttle_tgid_fn)(uint32_t tgid, void *arg);
 void throttle_probe_events(struct throttle_probe *tp, throttle_tgid_fn fn, void *arg);
 
+/* Downloads: clamps the receive window (TCP_WINDOW_CLAMP) of every established TCP socket of an
+ * enforced class to its share of the rate times its RTT, and lifts the clamp of sockets no
+ * longer in one; clamped: sockets holding a clamp now. Walks the sockets of the namespace set by
+ * throttle_probe_set_netns (default: the agent's). 0 or -1. */
+int throttle_probe_set_netns(struct throttle_probe *tp, const char *path)
+    __attribute__((warn_unused_result));
+int throttle_probe_clamp(struct throttle_probe *tp, unsigned *clamped)
+    __attribute__((warn_unused_result));
+
 /* Kernel ids of the attached programs (for bpf_stats); returns how many. */
 size_t throttle_probe_prog_ids(const struct throttle_probe *tp, uint32_t *ids, size_t max);
 

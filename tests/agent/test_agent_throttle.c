@@ -4,12 +4,14 @@
  * run 4 s after a 1 s omitted warm-up.
  * Asserted: baseline >= 10x the cap; an enforced 40 Mbit/s rule holds 1 and 8 TCP streams
  * within +-10% of the cap, a download of the workflow (iperf3 -R, policed where it is received)
- * at 75-110% of it; UDP offered at 100 Mbit/s arrives at the cap +-10% and the agent
- * reports the excess dropped; another workflow keeps >= 10x the cap; an allow-listed program is
- * never limited; a rule scoped to another destination site or to another site's hosts leaves
- * the rate alone, one scoped to B's site holds it at the cap; dry-run leaves the rate >= 10x the
- * cap and reports would-delay bytes; after revocation and after expiry the rate is back (>= 10x the
- * cap) two fetch intervals later; with the reconciler stopped the agent removes its rules after
+ * at 75-110% of it with the receiving socket's window clamped (rcv_ssthresh <= 64 KiB; the
+ * sender's wire rate, B's veth tx_bytes, is printed); UDP offered at 100 Mbit/s arrives at the cap
+ * +-10% and the agent reports the excess dropped; another workflow keeps >= 10x the cap; an
+ * allow-listed program is never limited; a rule scoped to another destination site or to another
+ * site's hosts leaves the rate alone, one scoped to B's site holds it at the cap; dry-run leaves
+ * the rate >= 10x the cap and reports would-delay bytes; after revocation and after expiry the rate
+ * is back (>= 10x the cap) two fetch intervals later; with the reconciler stopped the agent removes
+ * its rules after
  * --throttle-fail-open. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,7 +47,31 @@ static const char *g_dir;
 static pid_t g_agent, g_srv[2];
 static char g_agent_log[600];
 static int g_run;
-static bool g_reverse; /* the next iperf run: -R (the server sends, the workflow receives) */
+static bool g_reverse;      /* the next iperf run: -R (the server sends, the workflow receives) */
+static double g_sender_bps; /* -R runs: what B's veth sent (tx_bytes) from 1.5 s to 4.5 s */
+static long g_rcv_ssthresh; /* -R runs: rcv_ssthresh of A's busiest socket (ss -ti) at 4.5 s */
+
+/* From `ss -tin` output: rcv_ssthresh of the socket that received the most bytes. */
+static long busiest_rcv_ssthresh(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[4096];
+    long long best = -1;
+    long th = -1;
+    while (fgets(line, sizeof(line), f)) {
+        const char *b = strstr(line, "bytes_received:"), *t = strstr(line, "rcv_ssthresh:");
+        if (!b || !t)
+            continue;
+        long long n = atoll(b + strlen("bytes_received:"));
+        if (n > best) {
+            best = n;
+            th = atol(t + strlen("rcv_ssthresh:"));
+        }
+    }
+    fclose(f);
+    return th;
+}
 
 /* One iperf3 client run from namespace A as workflow wf; returns the received bit/s. */
 static double iperf(const char *wf, int port, int streams, const char *udp_rate)
@@ -55,9 +81,33 @@ static double iperf(const char *wf, int port, int streams, const char *udp_rate)
     char udp[64] = "";
     if (udp_rate)
         snprintf(udp, sizeof(udp), "-u -b %s", udp_rate);
+    char tx[700];
+    snprintf(tx, sizeof(tx), "%s/tx-%d.txt", g_dir, g_run);
+    /* -R: the sender's own wire count (resends included), sampled on B's veth while the
+     * transfer runs (after the 1 s warm-up), independent of iperf3 and of the agent */
     int rc = th_sh("ip netns exec %s env WANLEDGER_WORKFLOW=%s iperf3 -c %s -p %d -t 4 -O 1 -P %d "
-                   "%s %s -J > '%s' 2>&1",
-                   NS_A, wf, IP_B, port, streams, udp, g_reverse ? "-R" : "", out);
+                   "%s %s -J > '%s' 2>&1 & p=$!; "
+                   "if [ %d = 1 ]; then c=/sys/class/net/%s-v/statistics/tx_bytes; sleep 1.5; "
+                   "a=$(ip netns exec %s cat $c); ta=$(date +%%s%%N); sleep 3; "
+                   "ip netns exec %s ss -tin dst %s > '%s.ss'; b=$(ip netns exec %s cat $c); "
+                   "tb=$(date +%%s%%N); echo $a $ta $b $tb > '%s'; "
+                   "fi; wait $p",
+                   NS_A, wf, IP_B, port, streams, udp, g_reverse ? "-R" : "", out, g_reverse, NS_B,
+                   NS_B, NS_A, IP_B, tx, NS_B, tx);
+    if (g_reverse) {
+        FILE *t = fopen(tx, "r");
+        assert_non_null(t);
+        double a, ta, b, tb;
+        assert_int_equal(fscanf(t, "%lf %lf %lf %lf", &a, &ta, &b, &tb), 4);
+        fclose(t);
+        assert_true(tb > ta && b >= a);
+        g_sender_bps = (b - a) * 8 / ((tb - ta) / 1e9);
+        char ss[720];
+        snprintf(ss, sizeof(ss), "%s.ss", tx);
+        g_rcv_ssthresh = busiest_rcv_ssthresh(ss);
+        fprintf(stderr, "# sender (B's veth tx) %.1f Mbit/s; receiver's rcv_ssthresh %ld bytes\n",
+                g_sender_bps / 1e6, g_rcv_ssthresh);
+    }
     FILE *f = fopen(out, "r");
     assert_non_null(f);
     static char buf[1 << 20];
@@ -198,6 +248,21 @@ static void test_baseline_and_enforce(void **state)
     if (down > 1.1 * CAP || down < 0.75 * CAP)
         fprintf(stderr, "download %.1f Mbit/s, expected 75-110%% of the cap\n", down / 1e6);
     assert_true(down <= 1.1 * CAP && down >= 0.75 * CAP);
+    /* the receive window is clamped (throttle_probe_clamp): to the class's rate times the RTT,
+     * at least 4 segments; between two namespaces the RTT is ~0.02-1.5 ms (ASan, load), so the
+     * clamp is 5.8-7.7 KB (runs of 2026-12-01); 64 KiB is far below what an unclamped receiver
+     * at this rate reaches (its receive buffer grew to 14 MB in the first second) */
+    if (g_rcv_ssthresh <= 0 || g_rcv_ssthresh > 65536)
+        fprintf(stderr, "receive window threshold %ld bytes, expected 1..65536 (clamped)\n",
+                g_rcv_ssthresh);
+    assert_true(g_rcv_ssthresh > 0 && g_rcv_ssthresh <= 65536);
+    /* What crossed the link (figure, not asserted): at this RTT even the floor window lets the
+     * sender go far beyond the cap (4 x 1448 B / 30 us ~ 1.5 Gbit/s), so the ingress policer
+     * still drops and the sender resends (+20-26% over the cap in the runs of 2026-12-01); on a
+     * WAN (RTT of milliseconds) the clamp is what binds. */
+    fprintf(stderr, "# download: sender %.1f Mbit/s on the wire for %.1f Mbit/s received\n",
+            g_sender_bps / 1e6, down / 1e6);
+    assert_true(g_sender_bps >= 0.75 * CAP);
     assert_true(wait_stat(id, "delayed_bytes", delayed + 1) > delayed);
 
     /* UDP offered at 100 Mbit/s: the cap arrives, the excess is dropped and counted */
