@@ -445,8 +445,12 @@ static void test_phase2_throttle(void **state)
             bytes * 8 / 10 / 1e6, util);
     assert_true(bytes > 0 && bytes * 8 / 10 <= 1.1 * cap);
     /* Not asserted (yet): the circuit under 0.90 and the alert resolved in phase 2. The agent
-     * polices what the jobs receive; the packets it drops crossed the circuit and are resent
-     * (about 24 Mbit/s in the runs of 2026-12-01), which keeps nyc->chi at ~100%. */
+     * polices what the jobs receive and clamps their receive windows; the packets the policer
+     * drops crossed the circuit and are resent (about 24 Mbit/s in the runs of 2026-12-01
+     * before the clamp, nyc->chi at ~100%). With the clamp, one run (2026-12-01 14:33) had
+     * nyc->chi at 0.871 in phase 2's last window, but the alert went on into phase 3 (whose
+     * replication fills the circuit again) and resolved in phase 4: one run is no basis for an
+     * assertion, and an alert cannot resolve in phase 2 when only its last window is under. */
     r = q("SELECT state, last_window < to_timestamp(%lld), summary FROM gap_alerts WHERE kind = "
           "'saturation' AND src_site = 'nyc' AND dst_site = 'chi' AND first_window >= "
           "to_timestamp(%lld) AND first_window < to_timestamp(%lld)",
