@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flow_wire.h"
+
 #define MAX_FIELDS    128
 #define MAX_TEMPLATES 4096
 #define MAX_DOMAINS   1024
@@ -125,16 +127,6 @@ size_t flow_ipfix_templates(const struct flow_ipfix *fx)
     return fx->n_t;
 }
 
-static uint16_t be16(const uint8_t *p)
-{
-    return (uint16_t)((p[0] << 8) | p[1]);
-}
-
-static uint32_t be32(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
 /* An unsigned integer of 1..8 bytes (reduced-size encoding, RFC 7011 6.2). */
 static uint64_t beN(const uint8_t *p, size_t n)
 {
@@ -147,19 +139,6 @@ static uint64_t beN(const uint8_t *p, size_t n)
 static bool same_ex(const struct flow_exporter *a, const struct flow_exporter *b)
 {
     return a->port == b->port && memcmp(a->addr, b->addr, 16) == 0;
-}
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
 }
 
 static struct domain *domain_get(struct flow_ipfix *fx, const struct flow_exporter *ex,
@@ -236,8 +215,8 @@ static long parse_fields(const uint8_t *p, size_t left, uint16_t n, bool ipfix, 
         if (from + k >= MAX_FIELDS || off + 4 > left)
             return -1;
         struct field *f = &t->f[from + k];
-        uint16_t ie = be16(p + off);
-        f->len = be16(p + off + 2);
+        uint16_t ie = flow_be16(p + off);
+        f->len = flow_be16(p + off + 2);
         f->enterprise = ipfix && (ie & 0x8000);
         f->ie = ipfix ? (uint16_t)(ie & 0x7fff) : ie;
         off += 4;
@@ -275,14 +254,15 @@ static int template_set(struct flow_ipfix *fx, const struct flow_exporter *ex, u
         t.version = version;
         t.options = options;
         t.seen_ms = now_ms;
-        t.id = be16(p + off);
-        uint16_t count = be16(p + off + 2);
+        t.id = flow_be16(p + off);
+        uint16_t count = flow_be16(p + off + 2);
         off += 4;
         if (t.id == 0 && count == 0)
             break;                 /* padding to the set's end */
         if (ipfix && count == 0) { /* withdrawal (RFC 7011 8.1) */
             if (t.id != 2 && t.id != 3 && t.id < 256)
-                return fail(err, errlen, "byte %zu: withdrawal of template %u", at + off, t.id);
+                return flow_fail(err, errlen, "byte %zu: withdrawal of template %u", at + off,
+                                 t.id);
             if (apply) {
                 for (size_t i = 0; i < fx->n_t;) {
                     struct template *o = fx->t[i];
@@ -299,8 +279,8 @@ static int template_set(struct flow_ipfix *fx, const struct flow_exporter *ex, u
             continue;
         }
         if (t.id < 256) {
-            return fail(err, errlen, "byte %zu: template id %u (data set ids start at 256)",
-                        at + off - 4, t.id);
+            return flow_fail(err, errlen, "byte %zu: template id %u (data set ids start at 256)",
+                             at + off - 4, t.id);
         }
         uint16_t n_fields, n_scope;
         if (!options) {
@@ -308,37 +288,37 @@ static int template_set(struct flow_ipfix *fx, const struct flow_exporter *ex, u
             n_scope = 0;
         } else if (ipfix) {
             if (off + 2 > len)
-                return fail(err, errlen, "byte %zu: options template cut short", at + off);
+                return flow_fail(err, errlen, "byte %zu: options template cut short", at + off);
             n_fields = count;
-            n_scope = be16(p + off);
+            n_scope = flow_be16(p + off);
             off += 2;
             if (n_scope == 0 || n_scope > n_fields)
-                return fail(err, errlen, "byte %zu: options template %u: scope count %u of %u",
-                            at + off, t.id, n_scope, n_fields);
+                return flow_fail(err, errlen, "byte %zu: options template %u: scope count %u of %u",
+                                 at + off, t.id, n_scope, n_fields);
         } else { /* v9: scope length and option length in bytes */
             if (off + 2 > len)
-                return fail(err, errlen, "byte %zu: options template cut short", at + off);
-            uint16_t scope_bytes = count, opt_bytes = be16(p + off);
+                return flow_fail(err, errlen, "byte %zu: options template cut short", at + off);
+            uint16_t scope_bytes = count, opt_bytes = flow_be16(p + off);
             off += 2;
             if (scope_bytes % 4 || opt_bytes % 4)
-                return fail(err, errlen, "byte %zu: options template %u: lengths %u/%u", at + off,
-                            t.id, scope_bytes, opt_bytes);
+                return flow_fail(err, errlen, "byte %zu: options template %u: lengths %u/%u",
+                                 at + off, t.id, scope_bytes, opt_bytes);
             n_scope = scope_bytes / 4;
             n_fields = (uint16_t)(n_scope + opt_bytes / 4);
         }
         if (n_fields == 0 || n_fields > MAX_FIELDS)
-            return fail(err, errlen, "byte %zu: template %u has %u fields", at + off, t.id,
-                        n_fields);
+            return flow_fail(err, errlen, "byte %zu: template %u has %u fields", at + off, t.id,
+                             n_fields);
         long used = parse_fields(p + off, len - off, n_fields, ipfix, &t, 0);
         if (used < 0)
-            return fail(err, errlen, "byte %zu: template %u: bad or cut field list", at + off,
-                        t.id);
+            return flow_fail(err, errlen, "byte %zu: template %u: bad or cut field list", at + off,
+                             t.id);
         off += (size_t)used;
         t.n_fields = n_fields;
         t.n_scope = n_scope;
         if (apply) {
             if (tmpl_store(fx, &t) < 0)
-                return fail(err, errlen, "template cache full (%d)", MAX_TEMPLATES);
+                return flow_fail(err, errlen, "template cache full (%d)", MAX_TEMPLATES);
             st->templates++;
         }
         /* v9 options template sets are padded to 4 bytes */
@@ -620,7 +600,7 @@ static void data_set(struct flow_ipfix *fx, const struct flow_exporter *ex, cons
                         bad = true;
                         break;
                     }
-                    n = be16(p + off);
+                    n = flow_be16(p + off);
                     off += 2;
                 }
             }
@@ -657,13 +637,13 @@ static int walk(struct flow_ipfix *fx, const struct flow_exporter *ex, const str
         if (len - off < 4) {
             if (!ipfix)
                 break; /* v9 exporters may pad the datagram */
-            return fail(err, errlen, "byte %zu: %zu stray bytes after the last set", off,
-                        len - off);
+            return flow_fail(err, errlen, "byte %zu: %zu stray bytes after the last set", off,
+                             len - off);
         }
-        uint16_t id = be16(buf + off), slen = be16(buf + off + 2);
+        uint16_t id = flow_be16(buf + off), slen = flow_be16(buf + off + 2);
         if (slen < 4 || slen > len - off)
-            return fail(err, errlen, "byte %zu: set %u of length %u in a %zu-byte datagram", off,
-                        id, slen, len);
+            return flow_fail(err, errlen, "byte %zu: set %u of length %u in a %zu-byte datagram",
+                             off, id, slen, len);
         const uint8_t *p = buf + off + 4;
         size_t plen = slen - 4u;
         bool tmpl = ipfix ? id == 2 : id == 0, opts = ipfix ? id == 3 : id == 1;
@@ -673,7 +653,7 @@ static int walk(struct flow_ipfix *fx, const struct flow_exporter *ex, const str
                 return -1;
         } else if (id < 256) {
             if (pass == 0)
-                return fail(err, errlen, "byte %zu: reserved set id %u", off, id);
+                return flow_fail(err, errlen, "byte %zu: reserved set id %u", off, id);
         } else if (pass == 1) {
             size_t i = tmpl_find(fx, ex, h->domain, id, h->version);
             if (i == (size_t)-1)
@@ -696,30 +676,31 @@ int flow_ipfix_decode(struct flow_ipfix *fx, const struct flow_exporter *ex, con
     size_t hlen;
     if (len < 2) {
         st->malformed++;
-        return fail(err, errlen, "datagram of %zu bytes", len);
+        return flow_fail(err, errlen, "datagram of %zu bytes", len);
     }
-    h.version = (uint8_t)be16(buf);
-    if (be16(buf) == 10) {
+    h.version = (uint8_t)flow_be16(buf);
+    if (flow_be16(buf) == 10) {
         hlen = 16;
-        if (len < hlen || be16(buf + 2) != len) {
+        if (len < hlen || flow_be16(buf + 2) != len) {
             st->malformed++;
-            return fail(err, errlen, "IPFIX message length %u, datagram %zu bytes",
-                        len >= 4 ? be16(buf + 2) : 0, len);
+            return flow_fail(err, errlen, "IPFIX message length %u, datagram %zu bytes",
+                             len >= 4 ? flow_be16(buf + 2) : 0, len);
         }
-        h.export_s = be32(buf + 4);
-        h.domain = be32(buf + 12);
-    } else if (be16(buf) == 9) {
+        h.export_s = flow_be32(buf + 4);
+        h.domain = flow_be32(buf + 12);
+    } else if (flow_be16(buf) == 9) {
         hlen = 20;
         if (len < hlen) {
             st->malformed++;
-            return fail(err, errlen, "NetFlow v9 header cut short (%zu bytes)", len);
+            return flow_fail(err, errlen, "NetFlow v9 header cut short (%zu bytes)", len);
         }
-        h.uptime_ms = be32(buf + 4);
-        h.export_s = be32(buf + 8);
-        h.domain = be32(buf + 16);
+        h.uptime_ms = flow_be32(buf + 4);
+        h.export_s = flow_be32(buf + 8);
+        h.domain = flow_be32(buf + 16);
     } else {
         st->malformed++;
-        return fail(err, errlen, "version %u: expected 9 (NetFlow v9) or 10 (IPFIX)", be16(buf));
+        return flow_fail(err, errlen, "version %u: expected 9 (NetFlow v9) or 10 (IPFIX)",
+                         flow_be16(buf));
     }
     if (walk(fx, ex, &h, buf, len, hlen, 0, now_ms, emit, arg, st, err, errlen) < 0) {
         st->malformed++;

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "flow_wire.h"
+
 #define MAX_SAMPLES 4096
 #define MAX_RECORDS 256
 
@@ -46,24 +48,6 @@ static const uint8_t *bytes(struct rd *r, size_t n)
     return p;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
-static uint16_t be16(const uint8_t *p)
-{
-    return (uint16_t)((p[0] << 8) | p[1]);
-}
-
 int flow_sflow_header(const uint8_t *p, size_t n, int ether, struct flow_rec *r)
 {
     size_t off = 0;
@@ -71,12 +55,12 @@ int flow_sflow_header(const uint8_t *p, size_t n, int ether, struct flow_rec *r)
     if (ether) {
         if (n < 14)
             return -1;
-        type = be16(p + 12);
+        type = flow_be16(p + 12);
         off = 14;
         for (int tags = 0; (type == 0x8100 || type == 0x88a8) && tags < 2; tags++) {
             if (n < off + 4)
                 return -1;
-            type = be16(p + off + 2);
+            type = flow_be16(p + off + 2);
             off += 4;
         }
         if (type != 0x0800 && type != 0x86dd)
@@ -96,8 +80,8 @@ int flow_sflow_header(const uint8_t *p, size_t n, int ether, struct flow_rec *r)
         memcpy(r->src, p + off + 12, 4);
         memcpy(r->dst, p + off + 16, 4);
         r->proto = p[off + 9];
-        r->bytes = be16(p + off + 2);
-        bool first_fragment = (be16(p + off + 6) & 0x1fff) == 0;
+        r->bytes = flow_be16(p + off + 2);
+        bool first_fragment = (flow_be16(p + off + 6) & 0x1fff) == 0;
         l4 = first_fragment ? off + ihl : (size_t)-1;
     } else if (ver == 6) {
         if (n < off + 40 || (ether && type != 0x86dd))
@@ -106,7 +90,7 @@ int flow_sflow_header(const uint8_t *p, size_t n, int ether, struct flow_rec *r)
         memcpy(r->src, p + off + 8, 16);
         memcpy(r->dst, p + off + 24, 16);
         r->proto = p[off + 6];
-        r->bytes = 40u + be16(p + off + 4);
+        r->bytes = 40u + flow_be16(p + off + 4);
         l4 = off + 40; /* extension headers are not walked: ports stay 0 for them */
     } else {
         return -1;
@@ -115,8 +99,8 @@ int flow_sflow_header(const uint8_t *p, size_t n, int ether, struct flow_rec *r)
         return -1;
     r->sport = r->dport = 0;
     if ((r->proto == 6 || r->proto == 17) && l4 != (size_t)-1 && n >= l4 + 4) {
-        r->sport = be16(p + l4);
-        r->dport = be16(p + l4 + 2);
+        r->sport = flow_be16(p + l4);
+        r->dport = flow_be16(p + l4 + 2);
     }
     return 0;
 }
@@ -202,15 +186,15 @@ static int records(struct ctx *c, struct rd *s, bool flow, struct flow_rec *r, c
 {
     uint32_t n = u32(s);
     if (s->bad || n > MAX_RECORDS)
-        return fail(err, errlen, "byte %zu: %u records", base + s->off, n);
+        return flow_fail(err, errlen, "byte %zu: %u records", base + s->off, n);
     bool emitted = false;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t fmt = u32(s), len = u32(s);
         size_t at = base + s->off;
         const uint8_t *p = bytes(s, len);
         if (!p || len % 4)
-            return fail(err, errlen, "byte %zu: record %u of %u bytes overruns its sample", at, i,
-                        len);
+            return flow_fail(err, errlen, "byte %zu: record %u of %u bytes overruns its sample", at,
+                             i, len);
         if (fmt >> 12) /* another enterprise's record */
             continue;
         struct rd rec = {.p = p, .len = len};
@@ -230,25 +214,25 @@ static int walk(struct ctx *c, const uint8_t *buf, size_t len, struct flow_sflow
     struct rd d = {.p = buf, .len = len};
     uint32_t version = u32(&d);
     if (d.bad || version != 5)
-        return fail(err, errlen, "version %u: expected sFlow 5", version);
+        return flow_fail(err, errlen, "version %u: expected sFlow 5", version);
     uint32_t at = u32(&d);
     if (at != 1 && at != 2)
-        return fail(err, errlen, "byte 4: agent address type %u", at);
+        return flow_fail(err, errlen, "byte 4: agent address type %u", at);
     bytes(&d, at == 1 ? 4 : 16);
     (void)u32(&d); /* sub agent id */
     info->sequence = u32(&d);
     info->uptime_ms = u32(&d);
     uint32_t n = u32(&d);
     if (d.bad || n > MAX_SAMPLES)
-        return fail(err, errlen, "header cut short or %u samples", n);
+        return flow_fail(err, errlen, "header cut short or %u samples", n);
     info->samples = n;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t fmt = u32(&d), slen = u32(&d);
         size_t at_s = d.off;
         const uint8_t *p = bytes(&d, slen);
         if (!p || slen % 4)
-            return fail(err, errlen, "byte %zu: sample %u of %u bytes overruns the datagram", at_s,
-                        i, slen);
+            return flow_fail(err, errlen, "byte %zu: sample %u of %u bytes overruns the datagram",
+                             at_s, i, slen);
         if (fmt >> 12)
             continue;
         struct rd s = {.p = p, .len = slen};
@@ -275,9 +259,10 @@ static int walk(struct ctx *c, const uint8_t *buf, size_t len, struct flow_sflow
                 r.out_if = u32(&s) & 0x3fffffff;
             }
             if (s.bad)
-                return fail(err, errlen, "byte %zu: flow sample %u cut short", at_s, i);
+                return flow_fail(err, errlen, "byte %zu: flow sample %u cut short", at_s, i);
             if (r.rate == 0)
-                return fail(err, errlen, "byte %zu: flow sample %u with sampling rate 0", at_s, i);
+                return flow_fail(err, errlen, "byte %zu: flow sample %u with sampling rate 0", at_s,
+                                 i);
             if (c->apply)
                 info->drops += drops;
             if (records(c, &s, true, &r, err, errlen, at_s) < 0)
@@ -292,8 +277,8 @@ static int walk(struct ctx *c, const uint8_t *buf, size_t len, struct flow_sflow
         }
     }
     if (d.off != len)
-        return fail(err, errlen, "byte %zu: %zu stray bytes after the last sample", d.off,
-                    len - d.off);
+        return flow_fail(err, errlen, "byte %zu: %zu stray bytes after the last sample", d.off,
+                         len - d.off);
     return 0;
 }
 

@@ -181,8 +181,8 @@ static void addr_port(const char *v, char *addr, size_t alen, char *port, size_t
         p = strchr(buf, ':');
         *p++ = 0;
     }
-    snprintf(addr, alen, "'%s'", host);
-    snprintf(port, plen, "%s", p ? p : "0");
+    th_strfmt(addr, alen, "'%s'", host);
+    th_strfmt(port, plen, "%s", p ? p : "0");
 }
 
 static int seq;

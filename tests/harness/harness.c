@@ -69,6 +69,18 @@ int th_free_udp_port(void)
     return free_port(SOCK_DGRAM);
 }
 
+void th_strfmt(char *dst, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(dst, n, fmt, ap);
+    va_end(ap);
+    if (len < 0 || (size_t)len >= n) {
+        fprintf(stderr, "th_strfmt: \"%s\" needs %d bytes, has %zu\n", fmt, len, n);
+        abort();
+    }
+}
+
 int th_sh(const char *fmt, ...)
 {
     char cmd[8192];

@@ -43,6 +43,9 @@ pid_t th_spawn(char *const argv[], const char *log_path);
 int th_stop(pid_t pid, int timeout_ms);
 /* Runs a shell command, returns its exit code (or -1). */
 int th_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* snprintf into dst of n bytes; a result that does not fit aborts the test with what it was (a
+ * truncated path or name in a test is a bug of the test, never a value to go on with). */
+void th_strfmt(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Waits until a TCP connect to 127.0.0.1:port succeeds; 0 or -1 after timeout_ms. */
 int th_wait_port(int port, int timeout_ms);
 /* Path of a built program ("wanledger", "wanledger-agent") from WL_BUILD_DIR (set by ctest). */

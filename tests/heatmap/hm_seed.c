@@ -341,8 +341,8 @@ char *hm_test_page(int port, const char *path, const char *name, int width, int 
 {
     char url[512], png[1024], dom[1024];
     snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
-    snprintf(png, sizeof png, "%s/%s.png", hm_test_artifacts(), name);
-    snprintf(dom, sizeof dom, "%s/%s.dom.html", hm_test_artifacts(), name);
+    th_strfmt(png, sizeof png, "%s/%s.png", hm_test_artifacts(), name);
+    th_strfmt(dom, sizeof dom, "%s/%s.dom.html", hm_test_artifacts(), name);
     hm_test_chromium(url, png, dom, width, height);
     char *html = hm_test_slurp(dom, NULL);
     assert_non_null(html);

@@ -54,7 +54,7 @@ static void read_case(const char *file, int64_t base_us, struct bad *c)
         if (strncmp(line, "##", 2) == 0) /* a comment */
             continue;
         if (!have_name) {
-            snprintf(c->name, sizeof c->name, "%s", line + 2);
+            th_strfmt(c->name, sizeof c->name, "%s", line + 2);
             have_name = true;
             continue;
         }

@@ -196,7 +196,7 @@ static char *compress_with(const char *tool, const char *in, size_t len, size_t 
 static void load(const char *dir, const char *file, struct fixture *fx)
 {
     memset(fx, 0, sizeof(*fx));
-    snprintf(fx->name, sizeof(fx->name), "%s", file);
+    th_strfmt(fx->name, sizeof(fx->name), "%s", file);
     char *path = fx_fmt("%s/%s", dir, file);
     size_t len;
     char *raw = slurp(path, &len);

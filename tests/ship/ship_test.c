@@ -302,12 +302,12 @@ static void test_tail_rotation_truncation(void **state)
 static void write_cfg(const char *file, const char *url, const char *delivery)
 {
     char text[2048];
-    snprintf(text, sizeof text,
-             "{\"database\": \"host=127.0.0.1 dbname=unused\", \"reconciler_url\": \"%s\",\n"
-             " \"tokens_file\": \"tokens.json\", \"delivery\": %s,\n"
-             " \"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]},\n"
-             "           {\"name\": \"chi\", \"prefixes\": [\"10.2.0.0/16\"]}]}\n",
-             url, delivery);
+    th_strfmt(text, sizeof text,
+              "{\"database\": \"host=127.0.0.1 dbname=unused\", \"reconciler_url\": \"%s\",\n"
+              " \"tokens_file\": \"tokens.json\", \"delivery\": %s,\n"
+              " \"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]},\n"
+              "           {\"name\": \"chi\", \"prefixes\": [\"10.2.0.0/16\"]}]}\n",
+              url, delivery);
     write_file(file, "w", text);
 }
 

@@ -47,9 +47,9 @@ static char *read_case(const char *file, char *name, size_t nlen, char *want, si
     for (int k = 0; k < 2 && fgets(line, sizeof line, f); k++) {
         line[strcspn(line, "\n")] = '\0';
         if (k == 0 && strncmp(line, "# ", 2) == 0)
-            snprintf(name, nlen, "%s", line + 2);
+            th_strfmt(name, nlen, "%s", line + 2);
         if (k == 1 && strncmp(line, "# error-at: ", 12) == 0)
-            snprintf(want, wlen, "%s", line + 12);
+            th_strfmt(want, wlen, "%s", line + 12);
         body = ftell(f);
     }
     if (!name[0] || !want[0])
