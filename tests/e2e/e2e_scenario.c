@@ -447,10 +447,10 @@ static void test_phase2_throttle(void **state)
     /* Not asserted (yet): the circuit under 0.90 and the alert resolved in phase 2. The agent
      * polices what the jobs receive and clamps their receive windows; the packets the policer
      * drops crossed the circuit and are resent (about 24 Mbit/s in the runs of 2026-12-01
-     * before the clamp, nyc->chi at ~100%). With the clamp, one run (2026-12-01 14:33) had
-     * nyc->chi at 0.871 in phase 2's last window, but the alert went on into phase 3 (whose
-     * replication fills the circuit again) and resolved in phase 4: one run is no basis for an
-     * assertion, and an alert cannot resolve in phase 2 when only its last window is under. */
+     * before the clamp, nyc->chi at ~100%). With the clamp, two runs (2026-12-01 14:33, 14:44)
+     * had nyc->chi at 0.871 and 1.066 in phase 2's last window (the circuit's RTT is too short
+     * for 12 x 4 MSS windows to bind), and the alert went on into phase 3 (whose replication
+     * fills the circuit again) and resolved in phase 4. */
     r = q("SELECT state, last_window < to_timestamp(%lld), summary FROM gap_alerts WHERE kind = "
           "'saturation' AND src_site = 'nyc' AND dst_site = 'chi' AND first_window >= "
           "to_timestamp(%lld) AND first_window < to_timestamp(%lld)",
