@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "promhttp.h"
 #include "report.h"
 
 #define NFS_INDEX_SLOTS (2 * AGENTMETRICS_NFS_SERIES) /* a power of two, at most half full */
@@ -196,21 +197,13 @@ void agentmetrics_free(struct agentmetrics *m)
     m->n_nfs_series = m->cap_nfs_series = 0;
 }
 
-/* A label value: cleaned to UTF-8 (report_clean_text), then \\, \" and \n escaped. */
+/* A label value: cleaned as report strings are (report_clean_text), then written by the one
+ * label writer (promhttp_label: \\, \" and \n escaped). */
 static void put_label(FILE *f, const char *name, const char *v, bool comma)
 {
     char clean[REPORT_CLEAN_LEN(256)];
     report_clean_text(v, clean, sizeof(clean));
-    fprintf(f, "%s%s=\"", comma ? "," : "", name);
-    for (const char *p = clean; *p; p++) {
-        if (*p == '\\' || *p == '"')
-            fputc('\\', f);
-        if (*p == '\n')
-            fputs("\\n", f);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
+    promhttp_label(f, name, clean, comma);
 }
 
 static void put_labels(FILE *f, const struct agentmetrics_nfs_series *x)

@@ -14,7 +14,6 @@
 #include <sys/socket.h>
 
 #include "hostport.h"
-#include "utf8.h"
 
 struct promhttp {
     struct event_base *base;
@@ -25,26 +24,6 @@ struct promhttp {
     void *arg;
     int port;
 };
-
-void promhttp_label(FILE *f, const char *name, const char *value, bool comma)
-{
-    size_t n = value ? strlen(value) : 0;
-    char *clean = malloc(UTF8_SANITIZE_LEN(n));
-    fprintf(f, "%s%s=\"", comma ? "," : "", name);
-    if (clean) {
-        utf8_sanitize(value ? value : "", n, clean, UTF8_SANITIZE_LEN(n));
-        for (const char *p = clean; *p; p++) {
-            if (*p == '\\' || *p == '"')
-                fputc('\\', f);
-            if (*p == '\n')
-                fputs("\\n", f);
-            else
-                fputc(*p, f);
-        }
-    }
-    fputc('"', f);
-    free(clean);
-}
 
 static void on_metrics(struct evhttp_request *req, void *arg)
 {
