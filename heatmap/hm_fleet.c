@@ -73,21 +73,6 @@ static int cmp_row(const void *a, const void *b)
     return x->d < y->d ? -1 : x->d > y->d;
 }
 
-static void totals_add(struct hm_totals *a, const struct hm_totals *b)
-{
-    a->observed += b->observed;
-    a->payload += b->payload;
-    a->attributed += b->attributed;
-    a->socket += b->socket;
-    a->nfs += b->nfs;
-    a->service += b->service;
-    a->unattributed += b->unattributed;
-    a->seconds += b->seconds;
-    a->n_windows += b->n_windows;
-    for (int i = 0; i < CELL_N_STATUS; i++)
-        a->n_status[i] += b->n_status[i];
-}
-
 static void status_cell(struct evbuffer *out, enum cell_status st, double cov)
 {
     const struct hm_status_info *si = hm_status_info(st);
@@ -163,7 +148,7 @@ static void groups(struct evbuffer *out, const struct hm_grid *g, const struct c
     for (size_t s = 0; s < g->n_sites; s++)
         for (size_t d = 0; d < g->n_sites; d++)
             if (keep[s * g->n_sites + d] && gi[s] >= 0 && gi[d] >= 0)
-                totals_add(&t[gi[s] * HM_FLEET_MAX_GROUPS + gi[d]], &hm_grid_pair(g, s, d)->t);
+                hm_totals_add(&t[gi[s] * HM_FLEET_MAX_GROUPS + gi[d]], &hm_grid_pair(g, s, d)->t);
     evbuffer_add_printf(out,
                         "<h2>Site groups (%zu)</h2><table class=\"groups\"><tr><th>from "
                         "\\ to</th>",

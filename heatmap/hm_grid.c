@@ -34,21 +34,6 @@ void hm_totals_from_row(const PGresult *r, int row, int col, struct hm_totals *t
         t->n_status[s] = (int)hm_sql_i64(r, row, col + 9 + s);
 }
 
-static void totals_add(struct hm_totals *a, const struct hm_totals *b)
-{
-    a->observed += b->observed;
-    a->payload += b->payload;
-    a->attributed += b->attributed;
-    a->socket += b->socket;
-    a->nfs += b->nfs;
-    a->service += b->service;
-    a->unattributed += b->unattributed;
-    a->seconds += b->seconds;
-    a->n_windows += b->n_windows;
-    for (int s = 0; s < CELL_N_STATUS; s++)
-        a->n_status[s] += b->n_status[s];
-}
-
 /* Index of name in the grid's site list, adding it when add is set; -1 when absent. */
 static int site_index(struct hm_grid *g, const char *name, bool add)
 {
@@ -271,7 +256,7 @@ static int load_pairs(PGconn *db, struct hm_grid *g, const struct cfg *cfg, size
             pp->coverage = hm_sql_f64(r, i, 3);
         else
             pp->coverage = hm_totals_coverage(&pp->t);
-        totals_add(&g->all, &pp->t);
+        hm_totals_add(&g->all, &pp->t);
         g->has_data = true;
     }
     PQclear(r);

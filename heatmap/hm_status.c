@@ -73,6 +73,21 @@ const char *hm_status_meaning(enum cell_status s, const struct cfg *cfg, char *b
     return buf;
 }
 
+void hm_totals_add(struct hm_totals *a, const struct hm_totals *b)
+{
+    a->observed += b->observed;
+    a->payload += b->payload;
+    a->attributed += b->attributed;
+    a->socket += b->socket;
+    a->nfs += b->nfs;
+    a->service += b->service;
+    a->unattributed += b->unattributed;
+    a->seconds += b->seconds;
+    a->n_windows += b->n_windows;
+    for (int s = 0; s < CELL_N_STATUS; s++)
+        a->n_status[s] += b->n_status[s];
+}
+
 double hm_totals_coverage(const struct hm_totals *t)
 {
     if (t->payload <= 0)

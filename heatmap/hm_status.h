@@ -43,6 +43,8 @@ struct hm_totals {
  * NULL (defaults). */
 enum cell_status hm_status_of_totals(const struct hm_totals *t, enum cell_status single,
                                      const struct cfg *cfg);
+/* Adds b's sums and status counts to a (two spans, or two pairs of a group). */
+void hm_totals_add(struct hm_totals *a, const struct hm_totals *b);
 /* attributed / payload, or NAN when payload <= 0. */
 double hm_totals_coverage(const struct hm_totals *t);
 

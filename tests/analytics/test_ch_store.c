@@ -34,6 +34,7 @@
 #include "flow_row.h"
 #include "harness.h"
 #include "recon_db.h"
+#include "scn_kv.h"
 #include "th_clickhouse.h"
 #include "timeutil.h"
 
@@ -95,54 +96,7 @@ static long long num(const char *sql)
     return n;
 }
 
-/* ---- a scenario's lines as rows ---- */
-
-struct kv {
-    char *key[32], *val[32], *pos[32];
-    size_t n, n_pos;
-};
-
-/* driver.c's rule: words split by blanks; key="a value" keeps its blanks */
-static void split(char *p, struct kv *kv)
-{
-    kv->n = kv->n_pos = 0;
-    for (;;) {
-        p += strspn(p, " \t\r\n");
-        if (!*p)
-            break;
-        char *tok = p, *eq = NULL;
-        while (*p && !strchr(" \t\r\n", *p)) {
-            if (*p == '=' && !eq) {
-                eq = p;
-                char *close = p[1] == '"' ? strchr(p + 2, '"') : NULL;
-                if (close) {
-                    memmove(p + 1, p + 2, (size_t)(close - p - 2));
-                    close[-1] = '\0';
-                    p = close + 1;
-                    break;
-                }
-            }
-            p++;
-        }
-        if (*p)
-            *p++ = '\0';
-        if (eq && kv->n < 32) {
-            *eq = '\0';
-            kv->key[kv->n] = tok;
-            kv->val[kv->n++] = eq + 1;
-        } else if (!eq && kv->n_pos < 32) {
-            kv->pos[kv->n_pos++] = tok;
-        }
-    }
-}
-
-static const char *get(const struct kv *kv, const char *k)
-{
-    for (size_t i = 0; i < kv->n; i++)
-        if (strcmp(kv->key[i], k) == 0)
-            return kv->val[i];
-    return NULL;
-}
+/* ---- a scenario's lines as rows (tokenized by scn_kv.h, as the core's driver does) ---- */
 
 /* A SQL literal of v ('…', NULL when absent); rotating static buffers. */
 static const char *lit(const char *v)
@@ -187,33 +141,34 @@ static void addr_port(const char *v, char *addr, size_t alen, char *port, size_t
 
 static int seq;
 
-static void put_sample(const struct kv *kv)
+static void put_sample(const struct scn_kv *kv)
 {
     const char *cols[] = {"uptime", "in", "out", "in_pkts", "out_pkts", "speed", "bits", "disc"};
     const char *v[8];
     for (int i = 0; i < 8; i++) /* bits and disc have column defaults */
-        v[i] = get(kv, cols[i]) ? get(kv, cols[i]) : i >= 6 ? "DEFAULT" : "NULL";
+        v[i] = scn_kv_get(kv, cols[i]) ? scn_kv_get(kv, cols[i]) : i >= 6 ? "DEFAULT" : "NULL";
     exec("INSERT INTO counter_samples (device, interface, at, uptime_cs, in_octets, out_octets,"
          " in_pkts, out_pkts, speed_bps, counter_bits, discontinuity_cs)"
          " VALUES ('%s', '%s', %s, %s, %s, %s, %s, %s, %s, %s, %s)",
          kv->pos[1], kv->pos[2], at(kv->pos[3]), v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
 }
 
-static const char *names_of(const struct kv *kv)
+static const char *names_of(const struct scn_kv *kv)
 {
     static char b[800];
     /* the Kubernetes identity (sql/015) is '' outside pods, as ingest writes it */
-    const char *ns = get(kv, "namespace"), *pod = get(kv, "pod"), *ctr = get(kv, "container");
-    snprintf(b, sizeof b, "%s, %s, %s, %s, %s, %s", lit(get(kv, "user")), lit(get(kv, "program")),
-             lit(get(kv, "workflow")), ns ? lit(ns) : "''", pod ? lit(pod) : "''",
-             ctr ? lit(ctr) : "''");
+    const char *ns = scn_kv_get(kv, "namespace"), *pod = scn_kv_get(kv, "pod"),
+               *ctr = scn_kv_get(kv, "container");
+    snprintf(b, sizeof b, "%s, %s, %s, %s, %s, %s", lit(scn_kv_get(kv, "user")),
+             lit(scn_kv_get(kv, "program")), lit(scn_kv_get(kv, "workflow")), ns ? lit(ns) : "''",
+             pod ? lit(pod) : "''", ctr ? lit(ctr) : "''");
     return b;
 }
 
 /* One report per flow (agent = host, seq in line order), pending for ClickHouse. */
-static void put_flow(const struct kv *kv)
+static void put_flow(const struct scn_kv *kv)
 {
-    const char *host = get(kv, "host") ? get(kv, "host") : "unnamed";
+    const char *host = scn_kv_get(kv, "host") ? scn_kv_get(kv, "host") : "unnamed";
     const char *ws = at(kv->pos[1]);
     seq++;
     exec("INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds, n_flows,"
@@ -223,36 +178,39 @@ static void put_flow(const struct kv *kv)
     const char *who = "user_name, program, workflow, namespace, pod, container_name";
     const char *names = names_of(kv);
     if (strcmp(kv->pos[2], "socket") == 0) {
-        addr_port(get(kv, "local"), la, sizeof la, lp, sizeof lp);
-        addr_port(get(kv, "remote"), ra, sizeof ra, rp, sizeof rp);
+        addr_port(scn_kv_get(kv, "local"), la, sizeof la, lp, sizeof lp);
+        addr_port(scn_kv_get(kv, "remote"), ra, sizeof ra, rp, sizeof rp);
         exec("INSERT INTO flow_records (window_start, agent_id, seq, idx, host, source, proto,"
              " local_addr, local_port, remote_addr, remote_port, role, tx_bytes, rx_bytes, %s)"
              " VALUES (%s, '%s', %d, 0, '%s', 'socket', %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-             who, ws, host, seq, host, get(kv, "proto") ? lit(get(kv, "proto")) : "'tcp'", la, lp,
-             ra, rp, lit(get(kv, "role")), get(kv, "tx") ? get(kv, "tx") : "0",
-             get(kv, "rx") ? get(kv, "rx") : "0", names);
+             who, ws, host, seq, host,
+             scn_kv_get(kv, "proto") ? lit(scn_kv_get(kv, "proto")) : "'tcp'", la, lp, ra, rp,
+             lit(scn_kv_get(kv, "role")), scn_kv_get(kv, "tx") ? scn_kv_get(kv, "tx") : "0",
+             scn_kv_get(kv, "rx") ? scn_kv_get(kv, "rx") : "0", names);
     } else {
         char sa[80], sp[16];
-        if (get(kv, "local"))
-            addr_port(get(kv, "local"), la, sizeof la, lp, sizeof lp);
-        addr_port(get(kv, "server"), sa, sizeof sa, sp, sizeof sp);
+        if (scn_kv_get(kv, "local"))
+            addr_port(scn_kv_get(kv, "local"), la, sizeof la, lp, sizeof lp);
+        addr_port(scn_kv_get(kv, "server"), sa, sizeof sa, sp, sizeof sp);
         exec("INSERT INTO flow_records (window_start, agent_id, seq, idx, host, source, local_addr,"
              " nfs_server, nfs_port, nfs_op, nfs_bytes, %s)"
              " VALUES (%s, '%s', %d, 0, '%s', 'nfs', %s, %s, %s, %s, %s, %s)",
-             who, ws, host, seq, host, la, sa, sp, get(kv, "op") ? lit(get(kv, "op")) : "'read'",
-             get(kv, "bytes") ? get(kv, "bytes") : "0", names);
+             who, ws, host, seq, host, la, sa, sp,
+             scn_kv_get(kv, "op") ? lit(scn_kv_get(kv, "op")) : "'read'",
+             scn_kv_get(kv, "bytes") ? scn_kv_get(kv, "bytes") : "0", names);
     }
 }
 
 static int transfer_id;
 
-static void put_transfer(const struct kv *kv)
+static void put_transfer(const struct scn_kv *kv)
 {
     exec("INSERT INTO transfers (service, id, requester, workflow, src, dst, bytes, start_at,"
          " end_at) VALUES (%s, 't%d', %s, %s, %s, %s, %s, %s, %s)",
-         get(kv, "service") ? lit(get(kv, "service")) : "'svc'", ++transfer_id,
-         lit(get(kv, "requester")), lit(get(kv, "workflow")), lit(get(kv, "src")),
-         lit(get(kv, "dst")), get(kv, "bytes"), at(get(kv, "start")), at(get(kv, "end")));
+         scn_kv_get(kv, "service") ? lit(scn_kv_get(kv, "service")) : "'svc'", ++transfer_id,
+         lit(scn_kv_get(kv, "requester")), lit(scn_kv_get(kv, "workflow")),
+         lit(scn_kv_get(kv, "src")), lit(scn_kv_get(kv, "dst")), scn_kv_get(kv, "bytes"),
+         at(scn_kv_get(kv, "start")), at(scn_kv_get(kv, "end")));
 }
 
 static const char *const result_tables[] = {"heatmap_cells", "attribution_rollup", "link_windows",
@@ -352,8 +310,8 @@ static char *run_scenario(const char *path, bool ch, size_t *n_windows)
                     fail_msg("%s", err);
             }
         }
-        struct kv kv;
-        split(p, &kv);
+        struct scn_kv kv;
+        scn_kv_split(p, &kv);
         const char *w = kv.pos[0];
         if (strcmp(w, "sample") == 0) {
             put_sample(&kv);

@@ -19,6 +19,7 @@
 #include "alerts.h"
 #include "config.h"
 #include "recon.h"
+#include "scn_kv.h"
 
 #define T0 INT64_C(1795978380) /* 2026-11-29T18:53:00Z, a multiple of 60 s: offset 0 in files */
 
@@ -121,59 +122,6 @@ static const char *keep(struct scn *s, const char *v)
     return s->strings[s->n_strings++];
 }
 
-/* key=value tokens of one line */
-struct kv {
-    char *key[32], *val[32];
-    size_t n;
-    char *pos[32]; /* positional words */
-    size_t n_pos;
-};
-
-/* Words separated by blanks; key="a value with blanks" keeps its blanks (no escapes). */
-static void split(char *line, struct kv *kv)
-{
-    kv->n = kv->n_pos = 0;
-    char *p = line;
-    for (;;) {
-        p += strspn(p, " \t\r\n");
-        if (!*p)
-            break;
-        char *tok = p, *eq = NULL;
-        while (*p && !strchr(" \t\r\n", *p)) {
-            if (*p == '=' && !eq) {
-                eq = p;
-                if (p[1] == '"') {
-                    char *close = strchr(p + 2, '"');
-                    if (close) {
-                        memmove(p + 1, p + 2, (size_t)(close - p - 2));
-                        close[-1] = '\0';
-                        p = close + 1;
-                        break;
-                    }
-                }
-            }
-            p++;
-        }
-        if (*p)
-            *p++ = '\0';
-        if (eq && kv->n < 32) {
-            *eq = '\0';
-            kv->key[kv->n] = tok;
-            kv->val[kv->n++] = eq + 1;
-        } else if (!eq && kv->n_pos < 32) {
-            kv->pos[kv->n_pos++] = tok;
-        }
-    }
-}
-
-static const char *get(const struct kv *kv, const char *key)
-{
-    for (size_t i = 0; i < kv->n; i++)
-        if (strcmp(kv->key[i], key) == 0)
-            return kv->val[i];
-    return NULL;
-}
-
 static uint64_t num_u64(const struct scn *s, const char *v)
 {
     char *end;
@@ -234,7 +182,7 @@ static void parse_addr(const struct scn *s, const char *v, struct recon_addr *a,
         *port = p ? (uint16_t)num_u64(s, p) : 0;
 }
 
-static void parse_sample(struct scn *s, struct kv *kv)
+static void parse_sample(struct scn *s, struct scn_kv *kv)
 {
     if (kv->n_pos < 4)
         scn_fail(s, "sample DEVICE INTERFACE AT key=value…");
@@ -251,27 +199,27 @@ static void parse_sample(struct scn *s, struct kv *kv)
     x->link = link;
     x->at_us = at_us(s, kv->pos[3]);
     const char *v;
-    x->uptime_cs = (v = get(kv, "uptime")) ? (int64_t)num_u64(s, v) : -1;
-    x->discontinuity_cs = (v = get(kv, "disc")) ? (int64_t)num_u64(s, v) : 0;
-    x->counter_bits = (v = get(kv, "bits")) ? (int)num_u64(s, v) : 64;
-    x->speed_bps = (v = get(kv, "speed")) ? num_u64(s, v) : 0;
-    if ((v = get(kv, "in")))
+    x->uptime_cs = (v = scn_kv_get(kv, "uptime")) ? (int64_t)num_u64(s, v) : -1;
+    x->discontinuity_cs = (v = scn_kv_get(kv, "disc")) ? (int64_t)num_u64(s, v) : 0;
+    x->counter_bits = (v = scn_kv_get(kv, "bits")) ? (int)num_u64(s, v) : 64;
+    x->speed_bps = (v = scn_kv_get(kv, "speed")) ? num_u64(s, v) : 0;
+    if ((v = scn_kv_get(kv, "in")))
         x->has_in_octets = true, x->in_octets = num_u64(s, v);
-    if ((v = get(kv, "out")))
+    if ((v = scn_kv_get(kv, "out")))
         x->has_out_octets = true, x->out_octets = num_u64(s, v);
-    if ((v = get(kv, "in_pkts")))
+    if ((v = scn_kv_get(kv, "in_pkts")))
         x->has_in_pkts = true, x->in_pkts = num_u64(s, v);
-    if ((v = get(kv, "out_pkts")))
+    if ((v = scn_kv_get(kv, "out_pkts")))
         x->has_out_pkts = true, x->out_pkts = num_u64(s, v);
 }
 
-static const char *opt(struct scn *s, const struct kv *kv, const char *key)
+static const char *opt(struct scn *s, const struct scn_kv *kv, const char *key)
 {
-    const char *v = get(kv, key);
+    const char *v = scn_kv_get(kv, key);
     return v ? keep(s, v) : NULL;
 }
 
-static void parse_flow(struct scn *s, struct kv *kv)
+static void parse_flow(struct scn *s, struct scn_kv *kv)
 {
     if (kv->n_pos < 3)
         scn_fail(s, "flow WINDOW socket|nfs key=value…");
@@ -290,35 +238,35 @@ static void parse_flow(struct scn *s, struct kv *kv)
     const char *v;
     if (strcmp(kv->pos[2], "socket") == 0) {
         f->source = RECON_FLOW_SOCKET;
-        v = get(kv, "proto");
+        v = scn_kv_get(kv, "proto");
         f->proto = v && strcmp(v, "udp") == 0 ? IPPROTO_UDP : IPPROTO_TCP;
-        if (!get(kv, "local") || !get(kv, "remote"))
+        if (!scn_kv_get(kv, "local") || !scn_kv_get(kv, "remote"))
             scn_fail(s, "socket flow needs local= and remote=");
-        parse_addr(s, get(kv, "local"), &f->local, &f->local_port);
-        parse_addr(s, get(kv, "remote"), &f->remote, &f->remote_port);
-        v = get(kv, "role");
+        parse_addr(s, scn_kv_get(kv, "local"), &f->local, &f->local_port);
+        parse_addr(s, scn_kv_get(kv, "remote"), &f->remote, &f->remote_port);
+        v = scn_kv_get(kv, "role");
         f->role = !v                         ? RECON_ROLE_UNKNOWN
                   : strcmp(v, "client") == 0 ? RECON_ROLE_CLIENT
                   : strcmp(v, "server") == 0 ? RECON_ROLE_SERVER
                                              : RECON_ROLE_UNKNOWN;
-        f->tx_bytes = (v = get(kv, "tx")) ? num_u64(s, v) : 0;
-        f->rx_bytes = (v = get(kv, "rx")) ? num_u64(s, v) : 0;
+        f->tx_bytes = (v = scn_kv_get(kv, "tx")) ? num_u64(s, v) : 0;
+        f->rx_bytes = (v = scn_kv_get(kv, "rx")) ? num_u64(s, v) : 0;
     } else if (strcmp(kv->pos[2], "nfs") == 0) {
         f->source = RECON_FLOW_NFS;
-        if ((v = get(kv, "local")))
+        if ((v = scn_kv_get(kv, "local")))
             parse_addr(s, v, &f->local, NULL);
-        if (!get(kv, "server"))
+        if (!scn_kv_get(kv, "server"))
             scn_fail(s, "nfs flow needs server=");
-        parse_addr(s, get(kv, "server"), &f->nfs_server, &f->nfs_port);
-        v = get(kv, "op");
+        parse_addr(s, scn_kv_get(kv, "server"), &f->nfs_server, &f->nfs_port);
+        v = scn_kv_get(kv, "op");
         f->nfs_op = v && strcmp(v, "write") == 0 ? RECON_NFS_WRITE : RECON_NFS_READ;
-        f->nfs_bytes = (v = get(kv, "bytes")) ? num_u64(s, v) : 0;
+        f->nfs_bytes = (v = scn_kv_get(kv, "bytes")) ? num_u64(s, v) : 0;
     } else {
         scn_fail(s, "flow source %s", kv->pos[2]);
     }
 }
 
-static void parse_transfer(struct scn *s, struct kv *kv)
+static void parse_transfer(struct scn *s, struct scn_kv *kv)
 {
     s->transfers = xrealloc(s->transfers, (s->n_transfers + 1) * sizeof *s->transfers);
     struct recon_transfer *t = &s->transfers[s->n_transfers++];
@@ -328,7 +276,8 @@ static void parse_transfer(struct scn *s, struct kv *kv)
     t->workflow = opt(s, kv, "workflow");
     t->src = opt(s, kv, "src");
     t->dst = opt(s, kv, "dst");
-    const char *b = get(kv, "bytes"), *st = get(kv, "start"), *en = get(kv, "end");
+    const char *b = scn_kv_get(kv, "bytes"), *st = scn_kv_get(kv, "start"),
+               *en = scn_kv_get(kv, "end");
     if (!b || !st || !en)
         scn_fail(s, "transfer needs bytes= start= end=");
     t->bytes = num_u64(s, b);
@@ -525,18 +474,18 @@ static void end_window(struct scn *s)
     s->in_window = false;
 }
 
-static void check_u64(const struct scn *s, const char *what, const struct kv *kv, const char *key,
-                      uint64_t got)
+static void check_u64(const struct scn *s, const char *what, const struct scn_kv *kv,
+                      const char *key, uint64_t got)
 {
-    const char *v = get(kv, key);
+    const char *v = scn_kv_get(kv, key);
     if (v && num_u64(s, v) != got)
         scn_fail(s, "%s: %s expected %s, got %llu", what, key, v, (unsigned long long)got);
 }
 
-static void check_f(const struct scn *s, const char *what, const struct kv *kv, const char *key,
+static void check_f(const struct scn *s, const char *what, const struct scn_kv *kv, const char *key,
                     double got, bool has)
 {
-    const char *v = get(kv, key);
+    const char *v = scn_kv_get(kv, key);
     if (!v)
         return;
     if (strcmp(v, "null") == 0) {
@@ -548,7 +497,7 @@ static void check_f(const struct scn *s, const char *what, const struct kv *kv, 
         scn_fail(s, "%s: %s expected %s, got %s%.9g", what, key, v, has ? "" : "null/", got);
 }
 
-static void expect_cell(struct scn *s, struct kv *kv)
+static void expect_cell(struct scn *s, struct scn_kv *kv)
 {
     if (kv->n_pos < 3)
         scn_fail(s, "cell SRC DST key=value…");
@@ -561,7 +510,7 @@ static void expect_cell(struct scn *s, struct kv *kv)
         if (c->src_site != src || c->dst_site != dst)
             continue;
         s->cell_seen[i] = true;
-        const char *st = get(kv, "status");
+        const char *st = scn_kv_get(kv, "status");
         if (st && strcmp(st, recon_status_name(c->status)) != 0)
             scn_fail(s, "%s: status expected %s, got %s", what, st, recon_status_name(c->status));
         check_u64(s, what, kv, "observed", c->observed_bytes);
@@ -579,7 +528,7 @@ static void expect_cell(struct scn *s, struct kv *kv)
     scn_fail(s, "%s: not produced", what);
 }
 
-static void expect_link(struct scn *s, struct kv *kv)
+static void expect_link(struct scn *s, struct scn_kv *kv)
 {
     if (kv->n_pos < 4)
         scn_fail(s, "link CIRCUIT SRC DST key=value…");
@@ -591,10 +540,10 @@ static void expect_link(struct scn *s, struct kv *kv)
         const struct recon_link_obs *o = &s->res.links[i];
         if (strcmp(o->circuit, kv->pos[1]) != 0 || o->src_site != src || o->dst_site != dst)
             continue;
-        const char *v = get(kv, "counter");
+        const char *v = scn_kv_get(kv, "counter");
         if (v && strcmp(v, o->out_counter ? "out" : "in") != 0)
             scn_fail(s, "%s: counter expected %s, got %s", what, v, o->out_counter ? "out" : "in");
-        if ((v = get(kv, "device"))) {
+        if ((v = scn_kv_get(kv, "device"))) {
             const char *dev = o->link >= 0 ? s->cfg->links[o->link].device : "-";
             if (strcmp(v, dev) != 0)
                 scn_fail(s, "%s: device expected %s, got %s", what, v, dev);
@@ -609,44 +558,45 @@ static void expect_link(struct scn *s, struct kv *kv)
     scn_fail(s, "%s: not produced", what);
 }
 
-static void expect_rollup(struct scn *s, struct kv *kv)
+static void expect_rollup(struct scn *s, struct scn_kv *kv)
 {
-    if (kv->n_pos < 3 || !get(kv, "source") || !get(kv, "bytes"))
+    if (kv->n_pos < 3 || !scn_kv_get(kv, "source") || !scn_kv_get(kv, "bytes"))
         scn_fail(
             s,
             "rollup SRC DST source=… [workflow= user= program= host= namespace= pod= container=] "
             "bytes=N");
     int src = site(s, kv->pos[1]), dst = site(s, kv->pos[2]);
     s->rollup_listed = true;
-    const char *wf = get(kv, "workflow"), *user = get(kv, "user"), *prog = get(kv, "program"),
-               *host = get(kv, "host"), *ns = get(kv, "namespace"), *pod = get(kv, "pod"),
-               *ctr = get(kv, "container");
+    const char *wf = scn_kv_get(kv, "workflow"), *user = scn_kv_get(kv, "user"),
+               *prog = scn_kv_get(kv, "program"), *host = scn_kv_get(kv, "host"),
+               *ns = scn_kv_get(kv, "namespace"), *pod = scn_kv_get(kv, "pod"),
+               *ctr = scn_kv_get(kv, "container");
     for (size_t i = 0; i < s->res.n_rollup; i++) {
         const struct recon_rollup *r = &s->res.rollup[i];
-        if (r->src_site != src || r->dst_site != dst || strcmp(r->source, get(kv, "source")) ||
-            strcmp(r->workflow, wf ? wf : "") || strcmp(r->user, user ? user : "") ||
-            strcmp(r->program, prog ? prog : "") || strcmp(r->host, host ? host : "") ||
-            strcmp(r->kube.ns, ns ? ns : "") || strcmp(r->kube.pod, pod ? pod : "") ||
-            strcmp(r->kube.container, ctr ? ctr : ""))
+        if (r->src_site != src || r->dst_site != dst ||
+            strcmp(r->source, scn_kv_get(kv, "source")) || strcmp(r->workflow, wf ? wf : "") ||
+            strcmp(r->user, user ? user : "") || strcmp(r->program, prog ? prog : "") ||
+            strcmp(r->host, host ? host : "") || strcmp(r->kube.ns, ns ? ns : "") ||
+            strcmp(r->kube.pod, pod ? pod : "") || strcmp(r->kube.container, ctr ? ctr : ""))
             continue;
         s->rollup_seen[i] = true;
         check_u64(s, "rollup", kv, "bytes", r->bytes);
         return;
     }
     scn_fail(s, "window %lld: rollup %s->%s source=%s workflow=%s user=%s not produced",
-             (long long)s->window, kv->pos[1], kv->pos[2], get(kv, "source"), wf ? wf : "",
+             (long long)s->window, kv->pos[1], kv->pos[2], scn_kv_get(kv, "source"), wf ? wf : "",
              user ? user : "");
 }
 
-static void expect_alert(struct scn *s, struct kv *kv)
+static void expect_alert(struct scn *s, struct scn_kv *kv)
 {
-    if (kv->n_pos < 4 || !get(kv, "state"))
+    if (kv->n_pos < 4 || !scn_kv_get(kv, "state"))
         scn_fail(s, "alert KIND SRC DST state=open|resolved|none [first=T last=T summary_has=W]");
     int kind = alerts_kind_parse(kv->pos[1]);
     if (kind < 0)
         scn_fail(s, "alert kind %s", kv->pos[1]);
     int src = site(s, kv->pos[2]), dst = site(s, kv->pos[3]);
-    const char *state = get(kv, "state");
+    const char *state = scn_kv_get(kv, "state");
     /* the newest row of that (kind, pair) */
     const struct mem_alert *a = NULL;
     size_t n_open = 0;
@@ -670,15 +620,15 @@ static void expect_alert(struct scn *s, struct kv *kv)
         scn_fail(s, "window %lld: alert expected %s, got %s", (long long)s->window, state,
                  a->row.open ? "open" : "resolved");
     const char *v;
-    if ((v = get(kv, "first")) && at_us(s, v) != a->row.first_window_us)
+    if ((v = scn_kv_get(kv, "first")) && at_us(s, v) != a->row.first_window_us)
         scn_fail(s, "alert first window expected %s, got %lld", v,
                  (long long)(a->row.first_window_us / 1000000 - T0));
-    if ((v = get(kv, "last")) && at_us(s, v) != a->row.last_window_us)
+    if ((v = scn_kv_get(kv, "last")) && at_us(s, v) != a->row.last_window_us)
         scn_fail(s, "alert last window expected %s, got %lld", v,
                  (long long)(a->row.last_window_us / 1000000 - T0));
-    if ((v = get(kv, "alerts")) && num_u64(s, v) != s->n_alerts)
+    if ((v = scn_kv_get(kv, "alerts")) && num_u64(s, v) != s->n_alerts)
         scn_fail(s, "expected %s alert rows in all, got %zu", v, s->n_alerts);
-    if ((v = get(kv, "summary_has")) && !strstr(a->summary, v))
+    if ((v = scn_kv_get(kv, "summary_has")) && !strstr(a->summary, v))
         scn_fail(s, "summary \"%s\" lacks \"%s\"", a->summary, v);
 }
 
@@ -728,8 +678,8 @@ static void run_scenario(void **state)
                 scn_fail(&s, "config does not parse");
             }
         }
-        struct kv kv;
-        split(p, &kv);
+        struct scn_kv kv;
+        scn_kv_split(p, &kv);
         if (kv.n_pos == 0)
             scn_fail(&s, "a line must start with a word");
         const char *w = kv.pos[0];
