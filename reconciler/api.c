@@ -25,38 +25,51 @@ int api_parse_time(const char *s, int64_t now_us, int64_t *us)
     return tm_parse_epoch(s, us);
 }
 
-/* from/to of a query with their defaults ([to - 1 h, now)) and bounds. */
-static int range_of(const struct evkeyvalq *q, const struct cfg *cfg, int64_t *from, int64_t *to,
-                    struct evbuffer *out)
+int api_range(const char *from_s, const char *to_s, int64_t now_us, int64_t default_to_us,
+              int64_t *from, int64_t *to, const char **msg, const char **path)
 {
-    int64_t now = tm_now_us();
-    const char *f = evhttp_find_header(q, "from"), *t = evhttp_find_header(q, "to");
-    *to = now;
-    if (t && api_parse_time(t, now, to) < 0) {
-        jw_error(out, "expected an RFC 3339 time, epoch seconds or a duration ago", "to");
-        return 400;
+    *to = default_to_us;
+    *path = "to";
+    if (to_s && api_parse_time(to_s, now_us, to) < 0) {
+        *msg = "expected an RFC 3339 time, epoch seconds or a duration ago";
+        return -1;
     }
     /* parsed times lie in years 0000..9999 and durations below 9e18 us, but every step is
      * checked anyway: a wrapped difference would bypass the span limit below */
     if (__builtin_sub_overflow(*to, (int64_t)API_DEFAULT_SPAN_S * TM_USEC_PER_SEC, from)) {
-        jw_error(out, "time out of range", "to");
-        return 400;
+        *msg = "time out of range";
+        return -1;
     }
-    if (f && api_parse_time(f, now, from) < 0) {
-        jw_error(out, "expected an RFC 3339 time, epoch seconds or a duration ago", "from");
-        return 400;
+    *path = "from";
+    if (from_s && api_parse_time(from_s, now_us, from) < 0) {
+        *msg = "expected an RFC 3339 time, epoch seconds or a duration ago";
+        return -1;
     }
     if (*from > *to) {
-        jw_error(out, "from is after to", "from");
-        return 400;
+        *msg = "from is after to";
+        return -1;
     }
     int64_t span;
     if (__builtin_sub_overflow(*to, *from, &span) ||
         span > (int64_t)API_MAX_SPAN_S * TM_USEC_PER_SEC) {
-        jw_error(out, "the range is longer than 7 days", "from");
+        *msg = "the range is longer than 7 days";
+        return -1;
+    }
+    return 0;
+}
+
+/* from/to of a query with their defaults ([to - 1 h, now)) and bounds. */
+static int range_of(const struct evkeyvalq *q, const struct cfg *cfg, int64_t *from, int64_t *to,
+                    struct evbuffer *out)
+{
+    (void)cfg;
+    int64_t now = tm_now_us();
+    const char *msg, *path;
+    if (api_range(evhttp_find_header(q, "from"), evhttp_find_header(q, "to"), now, now, from, to,
+                  &msg, &path) < 0) {
+        jw_error(out, msg, path);
         return 400;
     }
-    (void)cfg;
     return 0;
 }
 

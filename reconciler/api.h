@@ -31,4 +31,11 @@ int api_site_pair(const struct evkeyvalq *q, const struct cfg *cfg, const char *
  * 0 or -1. */
 int api_parse_time(const char *s, int64_t now_us, int64_t *us) __attribute__((warn_unused_result));
 
+/* from_s/to_s (either NULL: its default) as a range: to defaults to default_to_us, from to an
+ * hour before to; from <= to, at most API_MAX_SPAN_S, every step overflow-checked. 0, or -1 with
+ * msg and the parameter's name in path. */
+int api_range(const char *from_s, const char *to_s, int64_t now_us, int64_t default_to_us,
+              int64_t *from, int64_t *to, const char **msg, const char **path)
+    __attribute__((warn_unused_result));
+
 #endif

@@ -37,28 +37,8 @@ static int deps_args(const struct cfg *cfg, const char *workflow, const char *pr
         return -1;
     }
     int64_t now = tm_now_us();
-    q->to_us = now;
-    if (to_s && api_parse_time(to_s, now, &q->to_us) < 0) {
-        *msg = "expected an RFC 3339 time, epoch seconds or a duration ago";
-        *path = "to";
+    if (api_range(from_s, to_s, now, now, &q->from_us, &q->to_us, msg, path) < 0)
         return -1;
-    }
-    q->from_us = q->to_us - (int64_t)API_DEFAULT_SPAN_S * TM_USEC_PER_SEC;
-    if (from_s && api_parse_time(from_s, now, &q->from_us) < 0) {
-        *msg = "expected an RFC 3339 time, epoch seconds or a duration ago";
-        *path = "from";
-        return -1;
-    }
-    if (q->from_us > q->to_us) {
-        *msg = "from is after to";
-        *path = "from";
-        return -1;
-    }
-    if (q->to_us - q->from_us > (int64_t)API_MAX_SPAN_S * TM_USEC_PER_SEC) {
-        *msg = "the range is longer than 7 days";
-        *path = "from";
-        return -1;
-    }
     q->move_to = -1;
     if (move_to && *move_to && (q->move_to = cfg_site_index(cfg, move_to)) < 0) {
         *msg = "expected a configured site name";

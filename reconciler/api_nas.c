@@ -48,28 +48,9 @@ static int nas_args(const struct cfg *cfg, const char *server, const char *expor
         q->export_path = export_path;
     }
     int64_t now = tm_now_us();
-    q->to_us = tm_window_start(now, cfg->window_seconds);
-    if (to_s && api_parse_time(to_s, now, &q->to_us) < 0) {
-        *msg = "expected an RFC 3339 time, epoch seconds or a duration ago";
-        *path = "to";
+    if (api_range(from_s, to_s, now, tm_window_start(now, cfg->window_seconds), &q->from_us,
+                  &q->to_us, msg, path) < 0)
         return -1;
-    }
-    q->from_us = q->to_us - (int64_t)API_DEFAULT_SPAN_S * TM_USEC_PER_SEC;
-    if (from_s && api_parse_time(from_s, now, &q->from_us) < 0) {
-        *msg = "expected an RFC 3339 time, epoch seconds or a duration ago";
-        *path = "from";
-        return -1;
-    }
-    if (q->from_us > q->to_us) {
-        *msg = "from is after to";
-        *path = "from";
-        return -1;
-    }
-    if (q->to_us - q->from_us > (int64_t)API_MAX_SPAN_S * TM_USEC_PER_SEC) {
-        *msg = "the range is longer than 7 days";
-        *path = "from";
-        return -1;
-    }
     return 0;
 }
 

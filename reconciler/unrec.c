@@ -20,25 +20,19 @@ int unrec_api(PGconn *db, const struct cfg *cfg, const char *query, struct evbuf
     if (api_query(query, &q, out) != 0)
         return 400;
     const char *src, *dst;
-    const char *f = evhttp_find_header(&q, "from"), *t = evhttp_find_header(&q, "to");
     const char *device = evhttp_find_header(&q, "device");
-    int64_t now = tm_now_us(), from, to = now;
+    int64_t now = tm_now_us(), from, to;
+    const char *msg, *path;
     int status = api_site_pair(&q, cfg, &src, &dst, out);
     if (status) {
         /* the error is in out */
-    } else if (t && api_parse_time(t, now, &to) < 0) {
-        jw_error(out, "expected an RFC 3339 time, epoch seconds or a duration ago", "to");
-        status = 400;
-    } else if ((from = to - (int64_t)API_DEFAULT_SPAN_S * 1000000LL),
-               f && api_parse_time(f, now, &from) < 0) {
-        jw_error(out, "expected an RFC 3339 time, epoch seconds or a duration ago", "from");
+    } else if (api_range(evhttp_find_header(&q, "from"), evhttp_find_header(&q, "to"), now, now,
+                         &from, &to, &msg, &path) < 0) {
+        jw_error(out, msg, path);
         status = 400;
     } else if (device && (cfg_device_index(cfg, device) < 0 ||
                           !cfg->devices[cfg_device_index(cfg, device)].has_flows)) {
         jw_error(out, "expected a configured device with a \"flows\" section", "device");
-        status = 400;
-    } else if (from > to || to - from > (int64_t)API_MAX_SPAN_S * 1000000LL) {
-        jw_error(out, "expected from <= to, at most 7 days apart", "from");
         status = 400;
     }
     if (status) {
