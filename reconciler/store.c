@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chstore_block.h"
 #include "db.h"
 #include "flow_row.h"
 #include "gaps.h"
@@ -35,6 +36,11 @@ static const char SQL_REPORT[] =
     " sampling_k, sampling_threshold, flows_seen, n_flows, ch_pending)"
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::boolean AND $10::int > 0)"
     " ON CONFLICT DO NOTHING RETURNING 1";
+
+/* With ClickHouse: the report's flows as one outbox row (sql/017_ch_outbox.sql), $7 binary */
+static const char SQL_OUTBOX[] =
+    "INSERT INTO ch_outbox (agent_id, seq, window_start, n_rows, raw_bytes, coding, block)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
 static char copy_flows[1024];
 
@@ -176,6 +182,33 @@ static int run(PGconn *db, const char *what, const char *sql, int nparams,
     return 0;
 }
 
+/* The report's flows as one ClickHouse outbox row instead of n_rows flow_records rows: the raw
+ * flows live in ClickHouse (docs/design.md "ClickHouse store"), PostgreSQL keeps them only until
+ * the flusher has them confirmed there. */
+static int write_outbox(struct store *st, const struct ingest_batch *b, char *err, size_t errlen)
+{
+    struct chblock blk;
+    if (chblock_build(b->copy, b->copy_len, b->window_start_us, &blk) < 0) {
+        snprintf(err, errlen, "ch_outbox: cannot build the ClickHouse block (out of memory)");
+        return -1;
+    }
+    char nrows[24], raw[24];
+    snprintf(nrows, sizeof nrows, "%zu", b->n_rows);
+    snprintf(raw, sizeof raw, "%zu", blk.raw_len);
+    const char *p[7] = {b->report[0], b->report[1], b->report[3], nrows, raw, blk.coding, blk.data};
+    int lens[7] = {0, 0, 0, 0, 0, 0, (int)blk.len};
+    int fmts[7] = {0, 0, 0, 0, 0, 0, 1};
+    PGresult *r = PQexecParams(st->db, SQL_OUTBOX, 7, NULL, p, lens, fmts, 0);
+    int rc = 0;
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        set_err(err, errlen, "ch_outbox", PQresultErrorMessage(r));
+        rc = -1;
+    }
+    PQclear(r);
+    chblock_free(&blk);
+    return rc;
+}
+
 static int write_attributions(struct store *st, const struct ingest_batch *b,
                               struct store_result *res, char *err, size_t errlen)
 {
@@ -191,9 +224,13 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
         return -1;
     if (!fresh)
         return 0; /* a resend: the report and its flows are already stored */
-    if (b->n_rows && pgc_copy_in(st->db, "flow_records", copy_flows_sql(), b->copy, b->copy_len,
-                                 err, errlen) < 0)
+    if (b->n_rows && st->cfg->clickhouse.enabled) {
+        if (write_outbox(st, b, err, errlen) < 0)
+            return -1;
+    } else if (b->n_rows && pgc_copy_in(st->db, "flow_records", copy_flows_sql(), b->copy,
+                                        b->copy_len, err, errlen) < 0) {
         return -1;
+    }
     const char *mark[2] = {wsec, b->report[3]};
     if (run(st->db, "window_state", SQL_MARK_ONE, 2, mark, NULL, NULL, err, errlen) < 0)
         return -1;
