@@ -309,6 +309,7 @@ static int ship_outbox(PGconn *db, const struct cfg *cfg, struct chflush_batch *
         if (r) {
             b->reports = (size_t)atol(PQcmdTuples(r));
             b->rows = rows;
+            b->more = rows * 10 >= (size_t)ch->batch_rows * 9;
             PQclear(r);
         }
     }
@@ -359,6 +360,7 @@ int chflush_once(PGconn *db, const struct cfg *cfg, struct chflush_batch *b, cha
         return -1;
     b->reports += l.reports;
     b->rows += l.rows;
+    b->more = b->more || l.reports; /* the legacy outbox goes a window at a time */
     return 0;
 }
 
@@ -434,8 +436,8 @@ static void *run(void *arg)
             if (backoff)
                 log_info("clickhouse", "outbox flushing again");
             backoff = 0;
-            if (b.reports && !wait_ms(f, 0))
-                continue; /* more may be waiting */
+            if (b.more && !wait_ms(f, 0))
+                continue; /* a full block: more is waiting */
         } else {
             schema = false; /* a restarted server may have lost a fresh database */
             backoff = backoff ? (backoff * 2 > 10000 ? 10000 : backoff * 2) : 500;
@@ -445,7 +447,7 @@ static void *run(void *arg)
                 last_log = now;
             }
         }
-        if (wait_ms(f, backoff ? backoff : 200))
+        if (wait_ms(f, backoff ? backoff : CHFLUSH_PARTIAL_MS))
             break;
     }
     if (db)
