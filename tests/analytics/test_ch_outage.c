@@ -113,12 +113,14 @@ static void test_outage_and_restart(void **state)
     assert_true(metric("wanledger_clickhouse_outbox_reports") >= 10);
     assert_true(metric("wanledger_clickhouse_outbox_flows") >= 10 * FLOWS);
     /* the new reports wait as one block each, compressed; none as flow_records rows */
-    assert_int_equal(metric("wanledger_clickhouse_outbox_blocks"), 10);
-    assert_int_equal(metric("wanledger_clickhouse_outbox_block_rows"), 10 * FLOWS);
+    /* 11..20, and those of 1..10 the flusher had not shipped before the stop */
+    long long blocks = metric("wanledger_clickhouse_outbox_blocks");
+    assert_true(blocks >= 10 && blocks <= 20);
+    assert_int_equal(metric("wanledger_clickhouse_outbox_block_rows"), blocks * FLOWS);
     long long stored = metric("wanledger_clickhouse_outbox_bytes");
     long long raw = metric("wanledger_clickhouse_outbox_raw_bytes");
-    print_message("outbox during the outage: 10 blocks, %lld bytes stored, %lld as TSV\n", stored,
-                  raw);
+    print_message("outbox during the outage: %lld blocks, %lld bytes stored, %lld as TSV\n", blocks,
+                  stored, raw);
     assert_true(stored > 0 && stored < raw);
     assert_int_equal(fx_num(&F, "SELECT count(*) FROM flow_records"), LEGACY);
     sleep_ms(2500); /* two reconcile ticks: the window is due, but not computed from half */
