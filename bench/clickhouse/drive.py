@@ -180,6 +180,12 @@ def check_count(want):
 
 print("machine: %d cores; load at start: %s" % (os.cpu_count(), load()))
 # 2. ClickHouse mode (first: PostgreSQL's autovacuum of step 1's flow_records would count here)
+perf = None
+if os.environ.get("PERF_ALL"): # PERF_ALL=FILE: a system-wide perf profile of step 2 only
+    perf = subprocess.Popen(["perf", "record", "-F", "499", "-a", "-g", "-o",
+                             os.environ["PERF_ALL"]], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    time.sleep(1)
 cpu0 = cpu_s(o.wl_pid)
 pg0, ch0 = cpu_of(pg_pids()), cpu_of(ch_pids)
 c0 = path_cpu(o.wl_pid)
@@ -190,7 +196,15 @@ cpu_wl = cpu_s(o.wl_pid) - cpu0
 cpu_path = path_cpu(o.wl_pid) - c0
 cpu_pg_in_ch, cpu_ch_in_ch = cpu_of(pg_pids()) - pg0, cpu_of(ch_pids) - ch0
 load_ch = load()
+if perf:
+    perf.send_signal(signal.SIGINT)
+    perf.wait()
+    print("perf: PostgreSQL pids %s" % ",".join(str(p) for p in pg_pids()))
 check_count(n_rows)
+table = "flow_records_local" if len(ch_http) > 1 else "flow_records"
+on_disk = sum(int(chq("SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database ="
+                      " 'wanledger' AND table = '%s'" % table, n).strip() or 0)
+              for n in range(len(ch_http)))
 # 3. backlog while ClickHouse is frozen, drained after
 for p in ch_pids:
     os.kill(p, signal.SIGSTOP)
@@ -253,6 +267,8 @@ print("| 4. clickhouse-client INSERT of the same rows | %.2f | %.0f | %s |" % (t
 print("ratio to clickhouse-client: end to end %.2fx, backlog drain %.2fx" % (t_cc / t_ch, t_cc / t_replay))
 print("outbox at the end of step 3: %s blocks, %s flows, %.1f MiB stored (%.1f MiB as TSV)" %
       (depth[0], depth[1], int(depth[2]) / 2**20, int(depth[3]) / 2**20))
+print("ClickHouse on disk after step 2: %.1f MiB, %.1f bytes per flow record" %
+      (on_disk / 2**20, on_disk / n_rows))
 print("ack latency per report, PostgreSQL only: " + pct(lat_pg))
 print("ack latency per report, ClickHouse mode: " + pct(lat_ch))
 print("ack latency per report, ClickHouse frozen: " + pct(lat_bl))
