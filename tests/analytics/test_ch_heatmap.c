@@ -1,6 +1,7 @@
 /* The heatmap's raw-flow reads in ClickHouse mode (heatmap/hm_chflows.h): the agents' reports
- * go through the real ingest (ingest_parse, store_write with analytics.clickhouse) and the
- * flusher into a real clickhouse-server, so PostgreSQL's flow_records stays empty; the
+ * go through the real ingest (ingest_parse, store_write with analytics.clickhouse; a resend
+ * adds nothing) and the flusher into a real clickhouse-server, so PostgreSQL's flow_records
+ * stays empty; the
  * unrecorded-traffic query (hm_unrec_query) and the weekly report's "Hosts behind unexplained
  * bytes" must still see them, from ClickHouse. The routers' sampled flows and the agents' flows
  * are test_flow_match's (tests/flows), whose PostgreSQL-only expectations are the reference:
@@ -55,8 +56,9 @@ static long long num(const char *sql)
     return v;
 }
 
-/* One agent report through ingest and the store, as POST /v1/attributions does. */
-static void report(const char *agent, const char *flow)
+/* One agent report through ingest and the store, as POST /v1/attributions does; stored: the
+ * flows it must store (0 for a resend). */
+static void report(const char *agent, const char *flow, size_t stored)
 {
     char body[1024];
     int n = snprintf(body, sizeof body,
@@ -73,7 +75,7 @@ static void report(const char *agent, const char *flow)
     struct store_result res;
     if (store_write(st, &b, &res, err, sizeof err) != 0)
         fail_msg("%s: %s", agent, err);
-    assert_int_equal(res.stored, 1);
+    assert_int_equal(res.stored, stored);
     store_close(st);
     ingest_batch_free(&b);
 }
@@ -135,12 +137,24 @@ static void test_reads_clickhouse(void **state)
     struct evbuffer *ans = evbuffer_new();
     assert_int_equal(flowin_post(g_db, g_cfg, cells, strlen(cells), W0 + 3600000000LL, ans), 200);
     evbuffer_free(ans);
-    report("h6", "{\"source\":\"socket\",\"proto\":\"udp\",\"local\":\"10.0.1.6:40000\","
-                 "\"remote\":\"10.0.2.8:5000\",\"role\":\"client\",\"tx_bytes\":950000,"
-                 "\"rx_bytes\":0}");
-    report("h9", "{\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"10.0.2.9:443\","
-                 "\"remote\":\"10.0.1.9:51000\",\"role\":\"server\",\"tx_bytes\":0,"
-                 "\"rx_bytes\":500000}");
+    report("h6",
+           "{\"source\":\"socket\",\"proto\":\"udp\",\"local\":\"10.0.1.6:40000\","
+           "\"remote\":\"10.0.2.8:5000\",\"role\":\"client\",\"tx_bytes\":950000,"
+           "\"rx_bytes\":0}",
+           1);
+    report("h9",
+           "{\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"10.0.2.9:443\","
+           "\"remote\":\"10.0.1.9:51000\",\"role\":\"server\",\"tx_bytes\":0,"
+           "\"rx_bytes\":500000}",
+           1);
+    /* a resend (a lost answer): nothing more, in the outbox or anywhere */
+    report("h9",
+           "{\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"10.0.2.9:443\","
+           "\"remote\":\"10.0.1.9:51000\",\"role\":\"server\",\"tx_bytes\":0,"
+           "\"rx_bytes\":500000}",
+           0);
+    assert_int_equal(num("SELECT count(*) FROM flow_reports"), 2);
+    assert_int_equal(num("SELECT count(*) FROM window_state WHERE dirty"), 1);
     /* the flows are in the outbox, not in flow_records; shipped, they are in ClickHouse */
     assert_int_equal(num("SELECT count(*) FROM flow_records"), 0);
     assert_int_equal(num("SELECT count(*) FROM ch_outbox"), 2);
