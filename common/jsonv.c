@@ -247,6 +247,18 @@ static int hex4(const char *p, unsigned *out)
     return 0;
 }
 
+/* 1 for the bytes a string holds as they are: printable ASCII (and DEL) but '"' and '\\'. */
+static const unsigned char plain_byte[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x00 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x10 */
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x20 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x30 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x40 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* 0x50 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x60 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x70 */
+};
+
 /* Decodes the string starting after the opening quote in place; *out gets its start. */
 static int parse_string(struct parser *ps, const char **out, uint32_t *n)
 {
@@ -255,12 +267,8 @@ static int parse_string(struct parser *ps, const char **out, uint32_t *n)
      * bytes are already where they would be written); the loop below takes over at the first
      * quote, backslash, control or non-ASCII byte. */
     char *q = ps->p;
-    while (q < ps->end) {
-        unsigned char c = (unsigned char)*q;
-        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80)
-            break;
+    while (q < ps->end && plain_byte[(unsigned char)*q])
         q++;
-    }
     ps->p = q;
     char *w = q;
     for (;;) {
@@ -361,6 +369,12 @@ static int parse_number(struct parser *ps, struct jv *v)
     if (*ps->p == '0') {
         ps->p++;
     } else {
+        /* 19 digits always fit in 64 bits: the overflow test only from the 20th on */
+        uint64_t u = 0;
+        const char *d0 = ps->p;
+        while (ps->p < ps->end && ps->p - d0 < 19 && *ps->p >= '0' && *ps->p <= '9')
+            u = u * 10 + (unsigned)(*ps->p++ - '0');
+        v->u = u;
         while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') {
             unsigned dgt = (unsigned)(*ps->p - '0');
             if (v->u > (UINT64_MAX - dgt) / 10)
@@ -487,7 +501,18 @@ static int check_duplicates(struct parser *ps, const struct jv *obj)
 {
     const struct jv *dup = NULL;
     if (obj->n <= 16) {
-        for (const struct jv *a = obj->child; a && !dup; a = a->next)
+        /* One pass first: a 64-bit filter on (length, first and last byte); equal keys always
+         * collide in it, so only then are the members compared pairwise. */
+        uint64_t seen = 0;
+        bool maybe = false;
+        for (const struct jv *a = obj->child; a && !maybe; a = a->next) {
+            unsigned last = a->key_len ? (unsigned char)a->key[a->key_len - 1] : 0;
+            uint64_t bit = UINT64_C(1)
+                           << ((a->key_len * 7u + (unsigned char)a->key[0] * 3u + last) & 63u);
+            maybe = (seen & bit) != 0;
+            seen |= bit;
+        }
+        for (const struct jv *a = maybe ? obj->child : NULL; a && !dup; a = a->next)
             for (const struct jv *b = obj->child; b != a; b = b->next)
                 if (a->key_len == b->key_len && a->key[0] == b->key[0] &&
                     memcmp(a->key, b->key, a->key_len) == 0) { /* most differ in length or at 0 */

@@ -1,7 +1,8 @@
 /* Ingest parse cost per flow record, in-process (no HTTP, no PostgreSQL): ingest_parse of agent
  * reports shaped like bench/clickhouse/drive.py's (1,000 socket flows each), then chblock_build
- * (the ClickHouse outbox block, zstd). Prints CPU ns per flow for each, the median of ROUNDS
- * rounds of ITER reports.   bench_ingest [ITER] [ROUNDS] */
+ * (the ClickHouse outbox block, zstd). Prints CPU ns per flow for each (and for jv_parse alone,
+ * the JSON reader inside ingest_parse), the median of ROUNDS rounds of ITER reports.   bench_ingest
+ * [ITER] [ROUNDS] */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "chstore_block.h"
 #include "config.h"
 #include "ingest.h"
+#include "jsonv.h"
 #include "timeutil.h"
 
 #define FLOWS 1000
@@ -77,10 +79,21 @@ int main(int argc, char **argv)
     size_t len[NB];
     for (int r = 0; r < NB; r++)
         body[r] = report(r, ws_text, &len[r]);
-    double parse[100], block[100];
+    double parse[100], block[100], json[100];
     size_t zbytes = 0, raw = 0;
     for (int k = 0; k < rounds; k++) {
-        double tp = 0, tb = 0;
+        double tp = 0, tb = 0, tj = 0;
+        for (int i = 0; i < iter; i++) { /* the JSON reader alone, for the split */
+            struct jv *first;
+            size_t nv;
+            struct jv_error je;
+            double t0 = cpu_ns();
+            struct jv_doc *d = jv_parse(body[i % NB], len[i % NB], false, &first, &nv, &je);
+            tj += cpu_ns() - t0;
+            if (!d)
+                return 1;
+            jv_doc_free(d);
+        }
         for (int i = 0; i < iter; i++) {
             struct ingest_batch b;
             struct ingest_error e;
@@ -105,14 +118,17 @@ int main(int argc, char **argv)
         }
         parse[k] = tp / ((double)iter * FLOWS);
         block[k] = tb / ((double)iter * FLOWS);
+        json[k] = tj / ((double)iter * FLOWS);
     }
     qsort(parse, (size_t)rounds, sizeof(double), cmp_d);
     qsort(block, (size_t)rounds, sizeof(double), cmp_d);
-    printf("ingest_parse %.0f ns/flow (min %.0f, max %.0f); chblock_build %.0f ns/flow (min %.0f, "
+    qsort(json, (size_t)rounds, sizeof(double), cmp_d);
+    printf("ingest_parse %.0f ns/flow (min %.0f, max %.0f; of which jv_parse alone %.0f); "
+           "chblock_build %.0f ns/flow (min %.0f, "
            "max %.0f); block %zu -> %zu bytes (%.1f bytes/flow); n = %d rounds x %d reports x %d "
            "flows\n",
-           parse[rounds / 2], parse[0], parse[rounds - 1], block[rounds / 2], block[0],
-           block[rounds - 1], raw, zbytes, (double)zbytes / FLOWS, rounds, iter, FLOWS);
+           parse[rounds / 2], parse[0], parse[rounds - 1], json[rounds / 2], block[rounds / 2],
+           block[0], block[rounds - 1], raw, zbytes, (double)zbytes / FLOWS, rounds, iter, FLOWS);
     for (int r = 0; r < NB; r++)
         free(body[r]);
     cfg_free(cfg);
