@@ -60,6 +60,12 @@ void throttle_set_free(struct throttle_set *ts);
  * applied). */
 size_t throttle_set_apply(struct throttle_set *ts, const struct throttle_rule *rules, size_t n,
                           const struct throttle_selector *allow, size_t n_allow, int64_t now_us);
+/* Sender side: makes ps the applied peer rules (each its own class slot, limiting the listed
+ * connections of this host at ps's rate; rules gone, expired at now_us or without connections
+ * are removed). Returns how many were applied. */
+struct throttle_peer_set;
+size_t throttle_set_peers(struct throttle_set *ts, const struct throttle_peer_set *ps,
+                          int64_t now_us);
 /* Removes every rule (fail open). */
 void throttle_set_clear(struct throttle_set *ts);
 /* Matches every live process again. */
