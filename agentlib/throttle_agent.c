@@ -88,7 +88,7 @@ static void fetch(struct throttle_agent *ta)
         return;
     }
     httpc_response_free(&resp);
-    size_t had = throttle_set_count(ta->ts);
+    size_t had = throttle_set_count(ta->ts), had_peers = ta->peer_rules;
     if (ta->rules.kill_switch) {
         ta->rules.n = 0;
         ta->rules.peers.n = 0;
@@ -98,9 +98,10 @@ static void fetch(struct throttle_agent *ta)
                                   ta->rules.n_allow, tm_now_us());
     /* the sender side: this host's connections towards throttled sockets elsewhere */
     ta->peer_rules = throttle_set_peers(ta->ts, &ta->rules.peers, tm_now_us());
-    ta->peer_sockets = ta->rules.peers.n_sock;
-    if (n != had || ta->failed_open)
-        log_info("throttle", "%zu rules applied%s", n,
+    ta->peer_sockets = throttle_set_peer_sockets(ta->ts);
+    if (throttle_set_count(ta->ts) != had || ta->peer_rules != had_peers || ta->failed_open)
+        log_info("throttle", "%zu rules applied, %zu as the sender (%zu connections)%s", n,
+                 ta->peer_rules, ta->peer_sockets,
                  ta->rules.kill_switch ? " (kill switch on)" : "");
     ta->failed_open = false;
     report(ta);

@@ -39,6 +39,13 @@ struct throttle_set {
     size_t n_map, cap_map;
     struct throttle_peer *peers; /* the peer sockets in the kernel, with their classes */
     size_t n_peers;
+    /* what freed sender-side slots counted, per rule: reports stay cumulative when a rule's
+     * connections end (its slot goes) and new ones come (a fresh slot) */
+    struct {
+        int64_t id;
+        struct throttle_counts c;
+    } retired[THROTTLE_MAX_CLASSES];
+    size_t n_retired;
 };
 
 static const char *const sel_names[] = {"workflow", "user", "program", "container"};
@@ -243,8 +250,42 @@ static bool same_scope(const struct throttle_rule *a, const struct throttle_rule
            memcmp(a->remote, b->remote, a->n_remote * sizeof(a->remote[0])) == 0;
 }
 
+static void counts_add(struct throttle_counts *a, const struct throttle_counts *b)
+{
+    a->pass_bytes += b->pass_bytes;
+    a->pass_pkts += b->pass_pkts;
+    a->mark_pkts += b->mark_pkts;
+    a->delay_bytes += b->delay_bytes;
+    a->delay_pkts += b->delay_pkts;
+    a->drop_bytes += b->drop_bytes;
+    a->drop_pkts += b->drop_pkts;
+}
+
+/* Keeps what sender-side slot c counted under its rule (the oldest entry goes when full). */
+static void retire(struct throttle_set *ts, int c)
+{
+    struct throttle_counts cnt;
+    if (throttle_probe_counts(ts->tp, (unsigned)c, &cnt) != 0)
+        return;
+    int64_t id = ts->slot[c].r.id;
+    for (size_t i = 0; i < ts->n_retired; i++)
+        if (ts->retired[i].id == id) {
+            counts_add(&ts->retired[i].c, &cnt);
+            return;
+        }
+    if (ts->n_retired == THROTTLE_MAX_CLASSES) {
+        memmove(&ts->retired[0], &ts->retired[1],
+                (THROTTLE_MAX_CLASSES - 1) * sizeof(ts->retired[0]));
+        ts->n_retired--;
+    }
+    ts->retired[ts->n_retired].id = id;
+    ts->retired[ts->n_retired++].c = cnt;
+}
+
 static void free_slot(struct throttle_set *ts, int c)
 {
+    if (ts->slot[c].peer)
+        retire(ts, c);
     if (throttle_probe_set_class(ts->tp, (unsigned)c, 0, THROTTLE_OFF, 0) != 0 ||
         throttle_probe_set_scope(ts->tp, (unsigned)c, false, NULL, 0) != 0)
         log_warn("throttle", "cannot turn off class %d", c);
@@ -328,6 +369,7 @@ void throttle_set_clear(struct throttle_set *ts)
     for (int c = 0; c < THROTTLE_MAX_CLASSES; c++)
         if (ts->slot[c].used)
             free_slot(ts, c);
+    ts->n_retired = 0;
     prune_peers(ts);
     throttle_probe_set_active(ts->tp, 0);
     throttle_set_rescan(ts);
@@ -348,6 +390,11 @@ size_t throttle_set_expire(struct throttle_set *ts, int64_t now_us)
         throttle_set_rescan(ts);
     }
     return n;
+}
+
+size_t throttle_set_peer_sockets(const struct throttle_set *ts)
+{
+    return ts->n_peers;
 }
 
 size_t throttle_set_count(const struct throttle_set *ts)
@@ -380,14 +427,12 @@ size_t throttle_set_stats(const struct throttle_set *ts, struct throttle_rule_st
             s->rate_bps = a->r.rate_bps;
         for (size_t i = 0; i < ts->n_map; i++)
             s->processes += ts->map[i].cls == c;
-        s->c.pass_bytes += cnt.pass_bytes;
-        s->c.pass_pkts += cnt.pass_pkts;
-        s->c.mark_pkts += cnt.mark_pkts;
-        s->c.delay_bytes += cnt.delay_bytes;
-        s->c.delay_pkts += cnt.delay_pkts;
-        s->c.drop_bytes += cnt.drop_bytes;
-        s->c.drop_pkts += cnt.drop_pkts;
+        counts_add(&s->c, &cnt);
     }
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < ts->n_retired; k++)
+            if (ts->retired[k].id == out[i].id)
+                counts_add(&out[i].c, &ts->retired[k].c);
     return n;
 }
 
@@ -456,6 +501,16 @@ size_t throttle_set_peers(struct throttle_set *ts, const struct throttle_peer_se
         }
         rules++;
     }
+    /* a rule neither applied here nor with connections here is gone: so is what it counted */
+    size_t kept = 0;
+    for (size_t i = 0; i < ts->n_retired; i++) {
+        bool live = false;
+        for (int c = 0; c < THROTTLE_MAX_CLASSES && !live; c++)
+            live = ts->slot[c].used && ts->slot[c].r.id == ts->retired[i].id;
+        if (live)
+            ts->retired[kept++] = ts->retired[i];
+    }
+    ts->n_retired = kept;
     free(ts->peers);
     ts->peers = next;
     ts->n_peers = n;

@@ -76,6 +76,8 @@ void throttle_set_on_events(struct throttle_set *ts);
 size_t throttle_set_expire(struct throttle_set *ts, int64_t now_us);
 
 size_t throttle_set_count(const struct throttle_set *ts);
+/* Sender side: the connections limited now (in the kernel's peer set). */
+size_t throttle_set_peer_sockets(const struct throttle_set *ts);
 /* Per applied rule; returns how many were written (at most max). */
 size_t throttle_set_stats(const struct throttle_set *ts, struct throttle_rule_stat *out,
                           size_t max);
