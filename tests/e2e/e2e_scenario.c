@@ -466,7 +466,7 @@ static void test_phase2_throttle(void **state)
           "heatmap_cells c WHERE c.window_start = l.window_start AND c.src_site = 'nyc' AND "
           "c.dst_site = 'chi') FROM link_windows l WHERE l.src_site = 'nyc' AND l.dst_site = "
           "'chi' AND l.window_start >= to_timestamp(%lld) AND l.window_start < to_timestamp(%lld) "
-          "GROUP BY 1 ORDER BY 1",
+          "GROUP BY l.window_start ORDER BY l.window_start",
           p2, p3);
     int after = 0;
     bool under = true;
