@@ -5,8 +5,9 @@
  *            dupedog copy and the connections with agents at both ends are counted once);
  *   phase 2  a saturation alert on nyc->chi whose summary names backtest-17 first, and its
  *            throttle rule for backtest-17 (enforced at once by the demo config), applied by
- *            chi-gpu's agent: backtest-17 held at the cap, the rule on the cell page and in the
- *            alert's summary;
+ *            chi-gpu's agent and, as the download's sender side, nyc-data's: backtest-17 held at
+ *            the cap, nyc->chi under 0.90 after the rule and the alert resolved in phase 2, the
+ *            rule on the cell page and in the alert's summary;
  *   phase 3  a gap alert on nyc->chi whose unattributed volume is within 10% of what the filer
  *            replication's sender itself counted (wl-traffic's tx_bytes); the routers' sampled
  *            flows (softflowd in nyc's router, IPFIX 1 in 10) name the nyc filer -> chi filer
