@@ -5,7 +5,9 @@
  * beyond it passes with a congestion signal (TCP enters CWR); any other packet is refused with a
  * congestion signal, which TCP takes as "not sent, keep it" (it resends later, so TCP loses
  * nothing) and UDP as a silent drop. Dry-run classes run the same bucket, count, and pass
- * everything. */
+ * everything. The sender side of downloads: a socket no rule's process owns may still be one of
+ * this host's connections towards a throttled socket elsewhere (thr_peers, 4-tuple -> class);
+ * egress and pacing limit it in that class. Buckets count a packet's wire length (wire_len). */
 #include <vmlinux.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
