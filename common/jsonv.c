@@ -39,8 +39,8 @@ struct parser {
     struct jv_error *e;
 };
 
-/* Freed node chunks are kept per thread (at most JV_CACHE_CHUNKS, ~3.4 MB) for the next
- * document: a fresh 400 KB chunk from malloc is often freshly mapped memory, and its page faults
+/* Freed node chunks are kept per thread (at most JV_CACHE_CHUNKS of 384 KiB: 3 MiB) for the next
+ * document: a fresh chunk from malloc is often freshly mapped memory, and its page faults
  * cost more than parsing into it (bench/reconciler/bench_ingest). Freed at thread exit. */
 #define JV_CACHE_CHUNKS 8
 
