@@ -27,7 +27,7 @@ OTHER = sys.argv[3] if len(sys.argv) > 3 else None
 AGENT = f"{BUILD}/agentlib/wanledger-agent"
 DRAIN = f"{BUILD}/bench/agent/bench_drain"
 NS_A, NS_B, IP_A, IP_B = "wla-bn-a", "wla-bn-b", "10.204.0.1", "10.204.0.2"
-ROUNDS_COST = 7
+ROUNDS_COST = 12
 PAIRS = 9
 SECS = 3
 BT_PROG = r"""
@@ -205,6 +205,17 @@ def part_cost(tmp):
     if OTHER:
         print(fmt("ratio other agent / bpftrace", ratio_old, "x", prec=3))
         print(fmt("ratio agent / other agent", ratio_new_old, "x", prec=3))
+    # each program in the rounds it was attached first (as when it runs alone: it takes the
+    # cache misses itself), and the ratio of those medians
+    for n in names:
+        print(fmt(f"{n}, rounds attached first", [x for x, f in zip(per[n], firsts) if f == n],
+                  "ns"))
+    med = {n: quantiles([x for x, f in zip(per[n], firsts) if f == n])[0] for n in names}
+    print(f"ratio of first-attached p50s: agent / bpftrace {med['agent'] / med['bpftrace']:.3f} x"
+          + (f", other / bpftrace {med['other'] / med['bpftrace']:.3f} x, agent / other "
+             f"{med['agent'] / med['other']:.3f} x" if OTHER else ""))
+    first = [r for r, f in zip(ratio, firsts) if f == "agent"]
+    print(fmt("ratio agent / bpftrace, rounds agent first", first, "x", prec=3))
     print(fmt("load average (1 min) after each round", loads, "", prec=2))
     for n in names:
         print(f"{n:>9} per round (ns): " + " ".join(f"{x:.1f}" for x in per[n]))
