@@ -6,8 +6,9 @@
 #   2 misconfiguration: 12 jobs of workflow backtest-17 in chi read one big file straight from
 #     nyc's data server instead of chi's cache    -> nyc->chi saturates, `saturation` alert
 #     whose throttle proposal for backtest-17 the demo config enforces at once (stack.sh:
-#     auto_enforce_workflows); chi-gpu's agent limits what the jobs receive
-#                                                 -> backtest-17 held at its cap
+#     auto_enforce_workflows); nyc-data's agent limits what its data server sends the jobs (the
+#     sender side), chi-gpu's what they receive  -> backtest-17 held at its cap, nyc->chi under
+#                                                   0.90, the alert resolved in phase 2
 #   3 blind spot: nyc's filer replicates to chi's filer, no agent at either end
 #                                                 -> nyc->chi coverage red, `gap` alert
 #   4 fix: replication stops, the backtest jobs read from chi's cache        -> alerts resolve
