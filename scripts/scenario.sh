@@ -19,7 +19,7 @@
 # With --normal, only the normal load of phase 1 runs, for SECONDS (at most 3600), and no
 # phases are played (the demo keeps the stack busy with it after the scenario).
 #
-# Phases start on window boundaries and last N windows each (default 4,6,4,5: phase 2
+# Phases start on window boundaries and last N windows each (default 4,7,4,5: phase 2
 # has windows after the throttle took hold, for the saturation alert to resolve in). Every load
 # is bounded in bytes and seconds and ends by itself at its phase's end. Writes DIR/scenario/
 # timeline.env (phase start times, epoch seconds) and each load's own byte counts
@@ -28,7 +28,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-RUN= BUILD= PREFIX=${WLE_PREFIX:-wle-} WINDOW=10 WINDOWS=4,6,4,5 EACH= NORMAL=
+RUN= BUILD= PREFIX=${WLE_PREFIX:-wle-} WINDOW=10 WINDOWS=4,7,4,5 EACH= NORMAL=
 while [ $# -gt 0 ]; do
   case $1 in
   --run) RUN=$2; shift 2 ;;
