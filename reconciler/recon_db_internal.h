@@ -55,6 +55,29 @@ void rdb_sb_array_elem(struct rdb_sbuf *b, const char *s, bool first);
 /* Runs the COPY ... FROM STDIN sql with data. 0 or -1 with err. */
 int rdb_copy_in(PGconn *db, const char *sql, const struct rdb_sbuf *data, char *err, size_t errlen);
 
+/* ---- writes in proportion to what changed (recon_db_diff.c) ---- */
+
+/* One per-window result table: its COPY column list (window_start first), its key and the
+ * value columns compared (comma-separated), COPY format, and the upsert of its hourly rollup
+ * from the signed rows of the temp table (a format with one %s: the temp table), or NULL. */
+struct rdb_diff_table {
+    const char *table, *cols, *key, *vals;
+    bool binary;
+    const char *hourly;
+};
+
+/* Rows of the window: written (new or changed), removed (stored rows changed or gone), unchanged
+ * (new rows equal to the stored ones, not written). */
+struct rdb_diff_counts {
+    long long written, removed, unchanged;
+};
+
+/* Makes table t's rows of window ws (timestamptz text) equal to data (COPY rows of t->cols),
+ * writing only the rows that differ, and applies the difference to the hourly rollup. */
+int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
+                   const struct rdb_sbuf *data, struct rdb_diff_counts *out, char *err,
+                   size_t errlen);
+
 /* ---- a window's raw rows (recon_db_load.c) ---- */
 
 struct rdb_inputs {
@@ -99,12 +122,13 @@ int rdb_load_flows_ch(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb_
 /* ---- results (recon_db_write.c) and alerts (recon_db_alerts.c) ---- */
 
 const char *rdb_site_name(const struct cfg *cfg, int i);
-/* Replaces the window's heatmap_cells, attribution_rollup and link_windows rows. */
-/* Replaces the window's dependency_rollup rows (recon_db_deps.c). */
+/* Makes the window's dependency_rollup rows the result's (recon_db_deps.c), and its
+ * heatmap_cells, attribution_rollup (with their hourly rollups) and link_windows rows. */
 int rdb_write_deps(PGconn *db, const struct cfg *cfg, int64_t ws, const struct recon_result *res,
-                   char *err, size_t errlen);
+                   long long *changed, char *err, size_t errlen);
+/* Both add the rows they wrote or removed to *changed (recon_db_diff.c). */
 int rdb_write_results(PGconn *db, const struct cfg *cfg, int64_t ws, const struct recon_result *res,
-                      char *err, size_t errlen);
+                      long long *changed, char *err, size_t errlen);
 /* Re-evaluates the alerts of every pair this window may change from its stored history. */
 int rdb_evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
                         const struct recon_result *res, struct recon_db_stats *st, char *err,

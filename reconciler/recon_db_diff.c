@@ -1,0 +1,124 @@
+/* Writing a window's result rows in proportion to what changed (docs/design.md "Result writes
+ * and hourly rollups"): the new rows are COPYed into a session temp table, the rows equal to the
+ * stored ones are dropped there, the stored rows that differ or are gone are added with sign -1,
+ * and then one DELETE and one INSERT touch only those rows; the hourly rollup of the table, when it
+ * has one, gets the signed sums of the same rows in one upsert (the reconciler's transaction sets
+ * wanledger.hourly_writer, so sql/018's triggers leave its statements alone). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recon_db_internal.h"
+
+/* "a.k1 = b.k1 AND a.k2 = b.k2 ..." for a comma-separated column list; op "=" or
+ * "IS NOT DISTINCT FROM". */
+static int join_cols(char *buf, size_t len, const char *cols, const char *a, const char *b,
+                     const char *op)
+{
+    size_t n = 0;
+    const char *p = cols;
+    int first = 1;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > p && t[-1] == ' ')
+            t--;
+        if (t > p) {
+            int w = snprintf(buf + n, len - n, "%s%s.%.*s %s %s.%.*s", first ? "" : " AND ", a,
+                             (int)(t - p), p, op, b, (int)(t - p), p);
+            if (w < 0 || (size_t)w >= len - n)
+                return -1;
+            n += (size_t)w;
+            first = 0;
+        }
+        p = e;
+    }
+    return 0;
+}
+
+static int run(PGconn *db, const char *what, const char *sql, int np, const char *const *params,
+               long long *rows, char *err, size_t errlen)
+{
+    PGresult *r = rdb_q(db, what, err, errlen, sql, np, params);
+    if (!r)
+        return -1;
+    if (rows)
+        *rows = atoll(PQcmdTuples(r));
+    PQclear(r);
+    return 0;
+}
+
+int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
+                   const struct rdb_sbuf *data, struct rdb_diff_counts *out, char *err,
+                   size_t errlen)
+{
+    char what[96], tmp[64], keyeq[1024], valeq[1024];
+    static char sql[8192];
+    memset(out, 0, sizeof *out);
+    snprintf(what, sizeof what, "writing %s", t->table);
+    snprintf(tmp, sizeof tmp, "wl_diff_%s", t->table);
+    if (join_cols(keyeq, sizeof keyeq, t->key, "d", "o", "=") ||
+        join_cols(valeq, sizeof valeq, t->vals, "d", "o", "IS NOT DISTINCT FROM")) {
+        snprintf(err, errlen, "%s: column list too long", what);
+        return -1;
+    }
+    const char *p1[] = {ws};
+    /* wl_sign: +1 a row to write, -1 a stored row to remove (changed or gone) */
+    snprintf(sql, sizeof sql,
+             "CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s INCLUDING DEFAULTS, wl_sign int NOT "
+             "NULL DEFAULT 1) ON COMMIT DELETE ROWS",
+             tmp, t->table);
+    if (run(db, what, sql, 0, NULL, NULL, err, errlen))
+        return -1;
+    snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN%s", tmp, t->cols,
+             t->binary ? " (FORMAT binary)" : "");
+    if (rdb_copy_in(db, sql, data, err, errlen))
+        return -1;
+    /* the planner knows nothing of a fresh temp table: without statistics it would loop */
+    snprintf(sql, sizeof sql, "ANALYZE %s", tmp);
+    if (run(db, what, sql, 0, NULL, NULL, err, errlen))
+        return -1;
+    /* the stored rows no new row equals, then the new rows a stored row equals dropped */
+    snprintf(sql, sizeof sql,
+             "INSERT INTO %1$s (%2$s, wl_sign) SELECT %2$s, -1 FROM %3$s o WHERE o.window_start "
+             "= $1::timestamptz AND NOT EXISTS (SELECT 1 FROM %1$s d WHERE %4$s AND %5$s)",
+             tmp, t->cols, t->table, keyeq, valeq);
+    if (run(db, what, sql, 1, p1, &out->removed, err, errlen))
+        return -1;
+    snprintf(sql, sizeof sql,
+             "DELETE FROM %1$s d USING %2$s o WHERE d.wl_sign = 1 AND o.window_start = "
+             "$1::timestamptz AND %3$s AND %4$s",
+             tmp, t->table, keyeq, valeq);
+    if (run(db, what, sql, 1, p1, &out->unchanged, err, errlen))
+        return -1;
+    snprintf(sql, sizeof sql,
+             "DELETE FROM %1$s o USING %2$s d WHERE d.wl_sign = -1 AND o.window_start = "
+             "$1::timestamptz AND %3$s",
+             t->table, tmp, keyeq);
+    if (run(db, what, sql, 1, p1, NULL, err, errlen))
+        return -1;
+    snprintf(sql, sizeof sql, "INSERT INTO %1$s (%2$s) SELECT %2$s FROM %3$s WHERE wl_sign = 1",
+             t->table, t->cols, tmp);
+    if (run(db, what, sql, 0, NULL, &out->written, err, errlen))
+        return -1;
+    if (!t->hourly || (out->written == 0 && out->removed == 0))
+        return 0;
+    snprintf(what, sizeof what, "writing %s_hourly", t->table);
+    snprintf(sql, sizeof sql, t->hourly, tmp);
+    if (run(db, what, sql, 0, NULL, NULL, err, errlen))
+        return -1;
+    if (out->removed == 0)
+        return 0;
+    /* an hourly row whose last window went: gone, as the triggers do */
+    snprintf(sql, sizeof sql,
+             "DELETE FROM %1$s_hourly h USING (SELECT DISTINCT date_bin('1 hour', window_start, "
+             "timestamptz 'epoch') AS hs, src_site, dst_site FROM %2$s WHERE wl_sign = -1) o "
+             "WHERE h.windows = 0 AND (h.hour_start, h.src_site, h.dst_site) = (o.hs, "
+             "o.src_site, o.dst_site)",
+             t->table, tmp);
+    return run(db, what, sql, 0, NULL, NULL, err, errlen);
+}
