@@ -43,6 +43,9 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
     if (!r)
         goto cleanup;
     PQclear(r);
+    long long n_reported = 0;
+    if (rdb_set_budget(db, window_start_us, &n_reported, err, errlen))
+        goto cleanup;
     /* read before the inputs: data committed after this keeps the window dirty */
     r = rdb_q(db, "reading window_state", err, errlen,
               "SELECT (extract(epoch from last_data_at) * 1000000)::bigint FROM window_state WHERE "

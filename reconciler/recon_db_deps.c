@@ -45,7 +45,7 @@ int rdb_write_deps(PGconn *db, const struct cfg *cfg, int64_t ws, const struct r
         snprintf(err, errlen, "writing dependency_rollup: out of memory");
     } else {
         /* only the rows that differ from the stored ones (recon_db_diff.c) */
-        rc = rdb_diff_write(db, &deps_table, from, &b, &dc, err, errlen);
+        rc = rdb_diff_write(db, &deps_table, from, &b, (long long)res->n_deps, &dc, err, errlen);
         *changed += dc.written + dc.removed;
     }
     free(b.p);

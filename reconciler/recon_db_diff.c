@@ -52,9 +52,30 @@ static int run(PGconn *db, const char *what, const char *sql, int np, const char
     return 0;
 }
 
+static int first_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
+                       const struct rdb_sbuf *data, long long n_rows, struct rdb_diff_counts *out,
+                       const char *what, char *err, size_t errlen)
+{
+    static char sql[8192];
+    char src[256];
+    snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN%s", t->table, t->cols,
+             t->binary ? " (FORMAT binary)" : "");
+    if (rdb_copy_in(db, sql, data, err, errlen))
+        return -1;
+    out->written = n_rows;
+    if (!t->hourly || n_rows == 0)
+        return 0;
+    /* ws is rdb_fmt_ts's text (digits, '-', ':', ' ', '+'): safe as a literal here */
+    snprintf(src, sizeof src,
+             "(SELECT *, 1 AS wl_sign FROM %s WHERE window_start = '%s'::timestamptz) w", t->table,
+             ws);
+    snprintf(sql, sizeof sql, t->hourly, src);
+    return run(db, what, sql, 0, NULL, NULL, err, errlen);
+}
+
 int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
-                   const struct rdb_sbuf *data, struct rdb_diff_counts *out, char *err,
-                   size_t errlen)
+                   const struct rdb_sbuf *data, long long n_rows, struct rdb_diff_counts *out,
+                   char *err, size_t errlen)
 {
     char what[96], tmp[64], keyeq[1024], valeq[1024];
     static char sql[8192];
@@ -67,6 +88,17 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
         return -1;
     }
     const char *p1[] = {ws};
+    /* a window's first reconciliation (the usual case) has nothing to compare: its rows go
+     * straight in, and the hourly rollup sums them where they landed */
+    snprintf(sql, sizeof sql,
+             "SELECT EXISTS (SELECT 1 FROM %s WHERE window_start = $1::timestamptz)", t->table);
+    PGresult *er = rdb_q(db, what, err, errlen, sql, 1, p1);
+    if (!er)
+        return -1;
+    bool stored = PQgetvalue(er, 0, 0)[0] == 't';
+    PQclear(er);
+    if (!stored)
+        return first_write(db, t, ws, data, n_rows, out, what, err, errlen);
     /* wl_sign: +1 a row to write, -1 a stored row to remove (changed or gone) */
     snprintf(sql, sizeof sql,
              "CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s INCLUDING DEFAULTS, wl_sign int NOT "

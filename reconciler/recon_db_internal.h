@@ -73,10 +73,11 @@ struct rdb_diff_counts {
 };
 
 /* Makes table t's rows of window ws (timestamptz text) equal to data (COPY rows of t->cols),
- * writing only the rows that differ, and applies the difference to the hourly rollup. */
+ * writing only the rows that differ, and applies the difference to the hourly rollup; n_rows:
+ * the rows in data. */
 int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
-                   const struct rdb_sbuf *data, struct rdb_diff_counts *out, char *err,
-                   size_t errlen);
+                   const struct rdb_sbuf *data, long long n_rows, struct rdb_diff_counts *out,
+                   char *err, size_t errlen);
 
 /* ---- a window's raw rows (recon_db_load.c) ---- */
 
@@ -92,6 +93,15 @@ struct rdb_inputs {
 };
 
 void rdb_inputs_free(struct rdb_inputs *in);
+/* The statement budget of a window's transaction: the session's PGC_STATEMENT_TIMEOUT_S, or
+ * RDB_BUDGET_US_PER_FLOW per flow record the window's reports carry when that is more (SET
+ * LOCAL: a 5 M window's statements are not cut at 300 s, a small window's still are), and
+ * work_mem for its joins and aggregates; *n_flows = the flow records its reports carry. */
+#define RDB_BUDGET_US_PER_FLOW                                                                     \
+    100 /* ~3x a whole window's measured cost per flow (BENCHMARKS.md)                             \
+         */
+#define RDB_BIG_WINDOW_WORK_MEM "256MB" /* windows of over 200,000 flow records */
+int rdb_set_budget(PGconn *db, int64_t ws, long long *n_flows, char *err, size_t errlen);
 /* Each fills its part of in for the window starting at ws; 0 or -1 with err. */
 int rdb_load_samples(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb_inputs *in,
                      char *err, size_t errlen);
