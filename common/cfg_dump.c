@@ -15,11 +15,12 @@ void cfg_print_summary(const struct cfg *cfg, void *fp)
     fprintf(f, "windows: %d s, grace %d s, tick %d s; listen %s; reconciler %s\n",
             cfg->window_seconds, cfg->grace_seconds, cfg->tick_seconds, cfg->listen,
             cfg->reconciler_url);
-    fprintf(f,
-            "thresholds: green >= %.2f, red < %.2f, over > %.2f, idle below %llu bytes, "
-            "alert after %d windows, resolve after %d, saturation %.0f%%\n",
-            cfg->green, cfg->red, cfg->over, (unsigned long long)cfg->min_gap_bytes,
-            cfg->alert_windows, cfg->resolve_windows, cfg->saturation * 100);
+    fprintf(
+        f,
+        "thresholds: green >= %.2f, red < %.2f, over > %.2f, idle below %llu bytes, "
+        "alert after %d windows, resolve after %d, saturation %.0f%%, counters up to %g s old\n",
+        cfg->green, cfg->red, cfg->over, (unsigned long long)cfg->min_gap_bytes, cfg->alert_windows,
+        cfg->resolve_windows, cfg->saturation * 100, cfg->counter_staleness_seconds);
     fprintf(f, "sites (%zu):\n", cfg->n_sites);
     for (size_t i = 0; i < cfg->n_sites; i++) {
         fprintf(f, "  %-12s", cfg->sites[i].name);
@@ -230,6 +231,7 @@ char *cfg_to_json(const struct cfg *cfg)
     cJSON_AddNumberToObject(th, "alert_windows", cfg->alert_windows);
     cJSON_AddNumberToObject(th, "resolve_windows", cfg->resolve_windows);
     cJSON_AddNumberToObject(th, "saturation", cfg->saturation);
+    cJSON_AddNumberToObject(th, "counter_staleness_seconds", cfg->counter_staleness_seconds);
     cJSON *al = cJSON_AddObjectToObject(r, "alerts");
     cJSON_AddItemToObject(al, "webhooks", str_array(cfg->webhooks, cfg->n_webhooks));
     cJSON_AddNumberToObject(al, "resend_seconds", cfg->resend_seconds);

@@ -125,9 +125,15 @@ static void parse_thresholds(struct cfg_pctx *c, const cJSON *root)
     cfg->saturation = 0.90;
     if (!th)
         return;
-    static const char *const k[] = {
-        "green",      "red", "min_gap_bytes", "over", "alert_windows", "resolve_windows",
-        "saturation", NULL};
+    static const char *const k[] = {"green",
+                                    "red",
+                                    "min_gap_bytes",
+                                    "over",
+                                    "alert_windows",
+                                    "resolve_windows",
+                                    "saturation",
+                                    "counter_staleness_seconds",
+                                    NULL};
     const char *p = "$.thresholds";
     cfg_check_keys(c, th, p, k);
     cfg->green = cfg_get_num(c, th, "green", p, 0, 1, CELL_DEFAULT_GREEN, 0);
@@ -138,6 +144,12 @@ static void parse_thresholds(struct cfg_pctx *c, const cJSON *root)
     cfg->alert_windows = (int)cfg_get_num(c, th, "alert_windows", p, 1, 1000, 3, 1);
     cfg->resolve_windows = (int)cfg_get_num(c, th, "resolve_windows", p, 1, 1000, 3, 1);
     cfg->saturation = cfg_get_num(c, th, "saturation", p, 0.01, 10, 0.90, 0);
+    cfg->counter_staleness_seconds =
+        cfg_get_num(c, th, "counter_staleness_seconds", p, 0, 3600, 0, 0);
+    if (cfg->window_seconds > 0 && cfg->counter_staleness_seconds >= cfg->window_seconds / 2.0)
+        cfg_err(c, "$.thresholds.counter_staleness_seconds",
+                "expected less than half a window (%d s): %g s", cfg->window_seconds,
+                cfg->counter_staleness_seconds);
     if (cfg->red > cfg->green)
         cfg_err(c, "$.thresholds.red", "expected red (%g) <= green (%g)", cfg->red, cfg->green);
 }

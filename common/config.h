@@ -178,6 +178,10 @@ struct cfg {
     int alert_windows;      /* default 3 */
     int resolve_windows;    /* default 3 */
     double saturation;      /* default 0.90 */
+    /* how old a counter value can be when its device answers (snmpd's interface cache: 3 s by
+     * default); gap and over alerts need a shortfall or excess beyond what that explains.
+     * Default 0. */
+    double counter_staleness_seconds;
 
     /* throttle proposals from saturation alerts ($.throttle, cfg_throttle.c) */
     struct cfg_throttle {

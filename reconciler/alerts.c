@@ -24,14 +24,26 @@ int alerts_kind_parse(const char *s)
     return -1;
 }
 
-enum alert_mark alerts_mark_cell(enum alert_kind kind, enum cell_status status)
+enum alert_mark alerts_mark_cell(const struct cfg *cfg, enum alert_kind kind,
+                                 enum cell_status status, bool has_coverage, double coverage)
 {
     if (status == CELL_INCOMPLETE)
         return ALERT_NEUTRAL;
-    if (kind == ALERT_GAP)
-        return status == CELL_RED ? ALERT_HIT : ALERT_CLEAR;
-    if (kind == ALERT_OVER)
-        return status == CELL_OVER ? ALERT_HIT : ALERT_CLEAR;
+    double slack = 0;
+    if (cfg && cfg->counter_staleness_seconds > 0 && cfg->window_seconds > 0)
+        slack = cfg->counter_staleness_seconds / cfg->window_seconds;
+    if (kind == ALERT_GAP) {
+        if (status != CELL_RED)
+            return ALERT_CLEAR;
+        return !has_coverage || coverage < cell_th_red(cfg) * (1 - slack) ? ALERT_HIT
+                                                                          : ALERT_NEUTRAL;
+    }
+    if (kind == ALERT_OVER) {
+        if (status != CELL_OVER)
+            return ALERT_CLEAR;
+        return !has_coverage || coverage > cell_th_over(cfg) * (1 + slack) ? ALERT_HIT
+                                                                           : ALERT_NEUTRAL;
+    }
     return ALERT_NEUTRAL;
 }
 

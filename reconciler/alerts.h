@@ -31,8 +31,14 @@ struct alert_window {
     double ratio;
 };
 
-/* gap: red is a hit; over: over is a hit; incomplete counts for neither; anything else clears. */
-enum alert_mark alerts_mark_cell(enum alert_kind kind, enum cell_status status);
+/* gap: red is a hit; over: over is a hit; incomplete counts for neither; anything else clears.
+ * With cfg->counter_staleness_seconds S over windows of W seconds, a counter read at a window's
+ * edge may be up to S old, so the true bytes lie within observed x (1 -+ S/W) (at the window's
+ * own rate): a red cell is a hit only when its coverage is below red x (1 - S/W), an over cell
+ * only above over x (1 + S/W); a cell between is neither hit nor clear (neutral). cfg NULL or
+ * S = 0: the status alone decides. */
+enum alert_mark alerts_mark_cell(const struct cfg *cfg, enum alert_kind kind,
+                                 enum cell_status status, bool has_coverage, double coverage);
 /* saturation: any complete circuit direction of the pair above cfg->saturation is a hit; when no
  * direction is complete the window counts for neither. */
 enum alert_mark alerts_mark_saturation(const struct cfg *cfg, const struct recon_link_obs *dirs,

@@ -468,7 +468,8 @@ static int eval_add_hits(struct eval *e, const struct recon_result *res)
     for (size_t i = 0; i < res->n_cells; i++) {
         const struct recon_cell *c = &res->cells[i];
         for (int k = ALERT_GAP; k <= ALERT_OVER; k++)
-            if (alerts_mark_cell((enum alert_kind)k, c->status) == ALERT_HIT &&
+            if (alerts_mark_cell(e->cfg, (enum alert_kind)k, c->status, c->has_coverage,
+                                 c->coverage) == ALERT_HIT &&
                 add_cand(&e->cands, &e->n_cands, &e->cap_cands, (enum alert_kind)k, c->src_site,
                          c->dst_site))
                 return EVAL_OOM;
@@ -576,13 +577,13 @@ static size_t eval_history(struct eval *e, const struct cand *c)
             w->observed_payload_bytes = rdb_val_u64(h, i, 5, NULL);
         } else {
             int status = recon_status_parse(PQgetvalue(h, i, 3));
-            w->mark =
-                status < 0 ? ALERT_NEUTRAL : alerts_mark_cell(c->kind, (enum cell_status)status);
+            bool has_cov = !PQgetisnull(h, i, 6);
+            double cov = has_cov ? strtod(PQgetvalue(h, i, 6), NULL) : 0;
+            w->mark = status < 0 ? ALERT_NEUTRAL
+                                 : alerts_mark_cell(e->cfg, c->kind, (enum cell_status)status,
+                                                    has_cov, cov);
             w->unattributed_bytes = rdb_val_u64(h, i, 4, NULL);
             w->observed_payload_bytes = rdb_val_u64(h, i, 5, NULL);
-            bool has_cov;
-            double cov = PQgetisnull(h, i, 6) ? 0 : strtod(PQgetvalue(h, i, 6), NULL);
-            has_cov = !PQgetisnull(h, i, 6);
             w->ratio = c->kind == ALERT_GAP ? (has_cov ? 1 - cov : 0) : cov;
         }
     }

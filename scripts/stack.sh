@@ -163,7 +163,8 @@ EOF
   "endpoints": [{"name": "nyc-data (big file)", "address": "10.1.0.10", "ports": [9000]},
                 {"name": "chi-cache", "address": "10.2.0.12", "ports": [9000]}],
   "thresholds": {"green": 0.95, "red": 0.80, "min_gap_bytes": 5000000, "over": 1.05,
-                 "alert_windows": 2, "resolve_windows": 2, "saturation": 0.90},
+                 "alert_windows": 2, "resolve_windows": 2, "saturation": 0.90,
+                 "counter_staleness_seconds": 1},
   "alerts": {"webhooks": $webhooks, "resend_seconds": 30},
   "throttle": {"auto_enforce_workflows": ["backtest-17"], "proposal_ttl_seconds": 600},
   "poller": {"spool_dir": "$RUN/spool/poller"$gnmi_listen}

@@ -416,7 +416,8 @@ static void reconcile_window(struct scn *s)
         for (int k = ALERT_GAP; k <= ALERT_OVER; k++) {
             struct alert_window w = {
                 .window_start_us = in.window_start_us,
-                .mark = alerts_mark_cell((enum alert_kind)k, c->status),
+                .mark = alerts_mark_cell(s->cfg, (enum alert_kind)k, c->status, c->has_coverage,
+                                         c->coverage),
                 .unattributed_bytes = c->unattributed_bytes,
                 .observed_payload_bytes = c->observed_payload_bytes,
                 .ratio = k == ALERT_GAP ? (c->has_coverage ? 1 - c->coverage : 0) : c->coverage};

@@ -149,6 +149,46 @@ static void test_spread_exact(void **state)
     assert_int_equal(recon_spread(5, W, W, W, 2 * W), 5);
 }
 
+/* Counters up to 1 s old over 10 s windows (the e2e stack: snmpd's interface cache at 1 s). The
+ * cells are a CI run's nyc->chi at load onset: over 1.0805 and 1.0517, then ok 0.9916 -- within
+ * what 1 s stale counters explain (the true bytes may be 10 % more than read), so no over alert;
+ * without staleness the same cells open one. Bounds: over 1.05 x 1.1 = 1.155, red 0.8 x 0.9 =
+ * 0.72. */
+static void test_mark_staleness(void **state)
+{
+    (void)state;
+    struct cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.window_seconds = 10;
+    cfg.green = 0.95;
+    cfg.red = 0.80;
+    cfg.over = 1.05;
+    cfg.counter_staleness_seconds = 1;
+    assert_int_equal(alerts_mark_cell(&cfg, ALERT_OVER, CELL_OVER, true, 1.0805), ALERT_NEUTRAL);
+    assert_int_equal(alerts_mark_cell(&cfg, ALERT_OVER, CELL_OVER, true, 1.16), ALERT_HIT);
+    assert_int_equal(alerts_mark_cell(&cfg, ALERT_OVER, CELL_OK, true, 0.9916), ALERT_CLEAR);
+    assert_int_equal(alerts_mark_cell(&cfg, ALERT_GAP, CELL_RED, true, 0.75), ALERT_NEUTRAL);
+    assert_int_equal(alerts_mark_cell(&cfg, ALERT_GAP, CELL_RED, true, 0.50), ALERT_HIT);
+    assert_int_equal(alerts_mark_cell(&cfg, ALERT_GAP, CELL_WARN, true, 0.91), ALERT_CLEAR);
+    assert_int_equal(alerts_mark_cell(&cfg, ALERT_GAP, CELL_INCOMPLETE, false, 0), ALERT_NEUTRAL);
+
+    double cov[] = {1.0805, 1.0517, 0.9916, 1.0080};
+    enum cell_status st[] = {CELL_OVER, CELL_OVER, CELL_OK, CELL_OK};
+    struct alert_window w[4];
+    struct alert_episode out[2];
+    for (int stale = 1; stale >= 0; stale--) {
+        cfg.counter_staleness_seconds = stale;
+        for (int i = 0; i < 4; i++)
+            w[i] = (struct alert_window){
+                .window_start_us = i * 10000000LL,
+                .mark = alerts_mark_cell(&cfg, ALERT_OVER, st[i], true, cov[i]),
+                .ratio = cov[i]};
+        assert_int_equal(alerts_replay(2, 2, w, 4, NULL, out, 2), stale ? 0 : 1);
+    }
+    assert_true(out[0].resolved);
+    assert_int_equal(out[0].first_window_us, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -158,6 +198,7 @@ int main(void)
         cmocka_unit_test(test_match_prefers_open_row),
         cmocka_unit_test(test_top_workflows),
         cmocka_unit_test(test_spread_exact),
+        cmocka_unit_test(test_mark_staleness),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
