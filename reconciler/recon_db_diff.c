@@ -52,23 +52,67 @@ static int run(PGconn *db, const char *what, const char *sql, int np, const char
     return 0;
 }
 
-static int first_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
-                       const struct rdb_sbuf *data, long long n_rows, struct rdb_diff_counts *out,
-                       const char *what, char *err, size_t errlen)
+/* Rows over which a first write goes through the temp table and an ORDER BY: inserting a 1 M
+ * window's 406,000 owner rows (and their 8-11-column keys) in random order touched every index
+ * page many times over; below this the plain COPY is cheaper. */
+long long rdb_diff_sort_above = 50000;
+
+/* The session's temp table of t (wl_sign: +1 a row to write, -1 a stored row to remove, changed
+ * or gone), emptied at every commit, filled with data and ANALYZEd: the planner knows nothing of
+ * a fresh temp table, and without statistics it would loop instead of hashing. */
+static int copy_tmp(PGconn *db, const struct rdb_diff_table *t, const char *tmp,
+                    const struct rdb_sbuf *data, bool analyze, const char *what, char *err,
+                    size_t errlen)
 {
-    static char sql[8192];
-    char src[256];
-    snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN%s", t->table, t->cols,
+    static char sql[1024];
+    snprintf(sql, sizeof sql,
+             "CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s INCLUDING DEFAULTS, wl_sign int NOT "
+             "NULL DEFAULT 1) ON COMMIT DELETE ROWS",
+             tmp, t->table);
+    if (run(db, what, sql, 0, NULL, NULL, err, errlen))
+        return -1;
+    snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN%s", tmp, t->cols,
              t->binary ? " (FORMAT binary)" : "");
     if (rdb_copy_in(db, sql, data, err, errlen))
         return -1;
+    if (!analyze)
+        return 0;
+    snprintf(sql, sizeof sql, "ANALYZE %s", tmp);
+    return run(db, what, sql, 0, NULL, NULL, err, errlen);
+}
+
+static int first_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
+                       const struct rdb_sbuf *data, long long n_rows, struct rdb_diff_counts *out,
+                       const char *tmp, const char *what, char *err, size_t errlen)
+{
+    static char sql[8192];
+    char src[256];
     out->written = n_rows;
+    if (n_rows < rdb_diff_sort_above) {
+        snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN%s", t->table, t->cols,
+                 t->binary ? " (FORMAT binary)" : "");
+        if (rdb_copy_in(db, sql, data, err, errlen))
+            return -1;
+    } else {
+        /* a big window's rows go in in key order through the temp table (see rdb_diff_sort_above)
+         */
+        if (copy_tmp(db, t, tmp, data, false, what, err, errlen))
+            return -1;
+        snprintf(sql, sizeof sql, "INSERT INTO %1$s (%2$s) SELECT %2$s FROM %3$s ORDER BY %4$s",
+                 t->table, t->cols, tmp, t->key);
+        if (run(db, what, sql, 0, NULL, NULL, err, errlen))
+            return -1;
+    }
     if (!t->hourly || n_rows == 0)
         return 0;
-    /* ws is rdb_fmt_ts's text (digits, '-', ':', ' ', '+'): safe as a literal here */
-    snprintf(src, sizeof src,
-             "(SELECT *, 1 AS wl_sign FROM %s WHERE window_start = '%s'::timestamptz) w", t->table,
-             ws);
+    /* the rows just written: in the temp table (wl_sign 1) or read back by window; ws is
+     * rdb_fmt_ts's text (digits, '-', ':', 'T', 'Z', '.'): safe as a literal here */
+    if (n_rows >= rdb_diff_sort_above)
+        snprintf(src, sizeof src, "%s", tmp);
+    else
+        snprintf(src, sizeof src,
+                 "(SELECT *, 1 AS wl_sign FROM %s WHERE window_start = '%s'::timestamptz) w",
+                 t->table, ws);
     snprintf(sql, sizeof sql, t->hourly, src);
     return run(db, what, sql, 0, NULL, NULL, err, errlen);
 }
@@ -98,21 +142,8 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
     bool stored = PQgetvalue(er, 0, 0)[0] == 't';
     PQclear(er);
     if (!stored)
-        return first_write(db, t, ws, data, n_rows, out, what, err, errlen);
-    /* wl_sign: +1 a row to write, -1 a stored row to remove (changed or gone) */
-    snprintf(sql, sizeof sql,
-             "CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s INCLUDING DEFAULTS, wl_sign int NOT "
-             "NULL DEFAULT 1) ON COMMIT DELETE ROWS",
-             tmp, t->table);
-    if (run(db, what, sql, 0, NULL, NULL, err, errlen))
-        return -1;
-    snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN%s", tmp, t->cols,
-             t->binary ? " (FORMAT binary)" : "");
-    if (rdb_copy_in(db, sql, data, err, errlen))
-        return -1;
-    /* the planner knows nothing of a fresh temp table: without statistics it would loop */
-    snprintf(sql, sizeof sql, "ANALYZE %s", tmp);
-    if (run(db, what, sql, 0, NULL, NULL, err, errlen))
+        return first_write(db, t, ws, data, n_rows, out, tmp, what, err, errlen);
+    if (copy_tmp(db, t, tmp, data, true, what, err, errlen))
         return -1;
     /* the stored rows no new row equals, then the new rows a stored row equals dropped */
     snprintf(sql, sizeof sql,
@@ -133,8 +164,9 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
              t->table, tmp, keyeq);
     if (run(db, what, sql, 1, p1, NULL, err, errlen))
         return -1;
-    snprintf(sql, sizeof sql, "INSERT INTO %1$s (%2$s) SELECT %2$s FROM %3$s WHERE wl_sign = 1",
-             t->table, t->cols, tmp);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO %1$s (%2$s) SELECT %2$s FROM %3$s WHERE wl_sign = 1 ORDER BY %4$s",
+             t->table, t->cols, tmp, t->key);
     if (run(db, what, sql, 0, NULL, &out->written, err, errlen))
         return -1;
     if (!t->hourly || (out->written == 0 && out->removed == 0))

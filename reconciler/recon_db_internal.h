@@ -72,6 +72,9 @@ struct rdb_diff_counts {
     long long written, removed, unchanged;
 };
 
+/* A first write of at least this many rows goes through the temp table and an ORDER BY of the
+ * key (default 50,000; tests set 0 to take that path with a few rows). */
+extern long long rdb_diff_sort_above;
 /* Makes table t's rows of window ws (timestamptz text) equal to data (COPY rows of t->cols),
  * writing only the rows that differ, and applies the difference to the hourly rollup; n_rows:
  * the rows in data. */

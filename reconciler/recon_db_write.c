@@ -112,9 +112,9 @@ static void fill_links(struct rdb_sbuf *b, const struct cfg *cfg, const char *ts
     "status, valid_fraction, capacity_bps"
 
 /* The signed rows' sums per hour and pair, added to heatmap_cells_hourly (sql/013's columns).
- * No ORDER BY (013's triggers sort so that concurrent writers lock rows in one order): the
- * reconciler's writers of one hour take the hour's advisory lock first (recon_db.c), and sorting
- * a 5 M window's 2 M owner rows on 11 text columns cost more than the upsert. */
+ * In key order: the btree's pages are then visited once each (without the sort the 1 M window's
+ * owner upsert took 20.4 s instead of 8.5 s in bench_fleet), and concurrent writers lock rows in
+ * one order as 013's triggers do. */
 static const char cells_hourly[] =
     "INSERT INTO heatmap_cells_hourly AS h SELECT date_bin('1 hour', window_start, timestamptz "
     "'epoch'), src_site, dst_site, sum(wl_sign), sum(wl_sign * window_seconds), "
@@ -129,7 +129,7 @@ static const char cells_hourly[] =
     "coalesce(sum(wl_sign) FILTER (WHERE status = 'idle'), 0), "
     "coalesce(sum(wl_sign) FILTER (WHERE status = 'incomplete'), 0), "
     "coalesce(sum(wl_sign) FILTER (WHERE status = 'no_counter'), 0) "
-    "FROM %s GROUP BY 1, 2, 3 "
+    "FROM %s GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 "
     "ON CONFLICT (hour_start, src_site, dst_site) DO UPDATE SET "
     "windows = h.windows + EXCLUDED.windows, seconds = h.seconds + EXCLUDED.seconds, "
     "observed_bytes = h.observed_bytes + EXCLUDED.observed_bytes, "
@@ -151,6 +151,7 @@ static const char rollup_hourly[] =
     "SELECT date_bin('1 hour', window_start, timestamptz 'epoch'), src_site, dst_site, source, "
     "workflow, user_name, program, host, namespace, pod, container_name, sum(wl_sign), "
     "sum(wl_sign * bytes) FROM %s GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 "
+    "ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 "
     "ON CONFLICT (hour_start, src_site, dst_site, source, workflow, user_name, program, host, "
     "namespace, pod, container_name) DO UPDATE SET windows = h.windows + EXCLUDED.windows, "
     "bytes = h.bytes + EXCLUDED.bytes";
