@@ -1,9 +1,10 @@
-/* Writing a window's result rows in proportion to what changed (docs/design.md "Result writes
- * and hourly rollups"): the new rows are COPYed into a session temp table, the rows equal to the
- * stored ones are dropped there, the stored rows that differ or are gone are added with sign -1,
- * and then one DELETE and one INSERT touch only those rows; the hourly rollup of the table, when it
- * has one, gets the signed sums of the same rows in one upsert (the reconciler's transaction sets
- * wanledger.hourly_writer, so sql/018's triggers leave its statements alone). */
+/* Writing a window's result rows in proportion to what changed (docs/design.md "Fleet scale",
+ * "Result writes in proportion to what changed"): the new rows are COPYed into a session temp
+ * table (wl_new_<table>); the new rows no stored row equals (sign +1) and the stored rows no new
+ * row equals (sign -1) go into a second one (wl_diff_<table>); then one DELETE and one INSERT touch
+ * only those rows, and the table's hourly rollup, when it has one, gets their signed sums in one
+ * upsert (the reconciler's transaction sets wanledger.hourly_writer, so sql/018's triggers leave
+ * its statements alone). A window with no stored rows is COPYed straight in. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,16 +61,23 @@ long long rdb_diff_sort_above = 50000;
 /* The session's temp table of t (wl_sign: +1 a row to write, -1 a stored row to remove, changed
  * or gone), emptied at every commit, filled with data and ANALYZEd: the planner knows nothing of
  * a fresh temp table, and without statistics it would loop instead of hashing. */
+static int create_tmp(PGconn *db, const struct rdb_diff_table *t, const char *tmp, const char *what,
+                      char *err, size_t errlen)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s INCLUDING DEFAULTS, wl_sign int NOT "
+             "NULL DEFAULT 1) ON COMMIT DELETE ROWS",
+             tmp, t->table);
+    return run(db, what, sql, 0, NULL, NULL, err, errlen);
+}
+
 static int copy_tmp(PGconn *db, const struct rdb_diff_table *t, const char *tmp,
                     const struct rdb_sbuf *data, bool analyze, const char *what, char *err,
                     size_t errlen)
 {
     static char sql[1024];
-    snprintf(sql, sizeof sql,
-             "CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s INCLUDING DEFAULTS, wl_sign int NOT "
-             "NULL DEFAULT 1) ON COMMIT DELETE ROWS",
-             tmp, t->table);
-    if (run(db, what, sql, 0, NULL, NULL, err, errlen))
+    if (create_tmp(db, t, tmp, what, err, errlen))
         return -1;
     snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN%s", tmp, t->cols,
              t->binary ? " (FORMAT binary)" : "");
@@ -121,11 +129,12 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
                    const struct rdb_sbuf *data, long long n_rows, struct rdb_diff_counts *out,
                    char *err, size_t errlen)
 {
-    char what[96], tmp[64], keyeq[1024], valeq[1024];
+    char what[96], tmp[64], tmp_new[64], keyeq[1024], valeq[1024];
     static char sql[8192];
     memset(out, 0, sizeof *out);
     snprintf(what, sizeof what, "writing %s", t->table);
     snprintf(tmp, sizeof tmp, "wl_diff_%s", t->table);
+    snprintf(tmp_new, sizeof tmp_new, "wl_new_%s", t->table);
     if (join_cols(keyeq, sizeof keyeq, t->key, "d", "o", "=") ||
         join_cols(valeq, sizeof valeq, t->vals, "d", "o", "IS NOT DISTINCT FROM")) {
         snprintf(err, errlen, "%s: column list too long", what);
@@ -142,21 +151,29 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
     bool stored = PQgetvalue(er, 0, 0)[0] == 't';
     PQclear(er);
     if (!stored)
-        return first_write(db, t, ws, data, n_rows, out, tmp, what, err, errlen);
-    if (copy_tmp(db, t, tmp, data, true, what, err, errlen))
+        return first_write(db, t, ws, data, n_rows, out, tmp_new, what, err, errlen);
+    /* the new rows in wl_new_<table> (read only from here on: no dead rows for the joins to
+     * wade through), the signed changes in wl_diff_<table> */
+    if (copy_tmp(db, t, tmp_new, data, true, what, err, errlen) ||
+        create_tmp(db, t, tmp, what, err, errlen))
         return -1;
-    /* the stored rows no new row equals, then the new rows a stored row equals dropped */
+    snprintf(sql, sizeof sql,
+             "INSERT INTO %1$s (%2$s, wl_sign) SELECT %2$s, 1 FROM %3$s d WHERE NOT EXISTS "
+             "(SELECT 1 FROM %4$s o WHERE o.window_start = $1::timestamptz AND %5$s AND %6$s)",
+             tmp, t->cols, tmp_new, t->table, keyeq, valeq);
+    if (run(db, what, sql, 1, p1, &out->written, err, errlen))
+        return -1;
     snprintf(sql, sizeof sql,
              "INSERT INTO %1$s (%2$s, wl_sign) SELECT %2$s, -1 FROM %3$s o WHERE o.window_start "
-             "= $1::timestamptz AND NOT EXISTS (SELECT 1 FROM %1$s d WHERE %4$s AND %5$s)",
-             tmp, t->cols, t->table, keyeq, valeq);
+             "= $1::timestamptz AND NOT EXISTS (SELECT 1 FROM %4$s d WHERE %5$s AND %6$s)",
+             tmp, t->cols, t->table, tmp_new, keyeq, valeq);
     if (run(db, what, sql, 1, p1, &out->removed, err, errlen))
         return -1;
-    snprintf(sql, sizeof sql,
-             "DELETE FROM %1$s d USING %2$s o WHERE d.wl_sign = 1 AND o.window_start = "
-             "$1::timestamptz AND %3$s AND %4$s",
-             tmp, t->table, keyeq, valeq);
-    if (run(db, what, sql, 1, p1, &out->unchanged, err, errlen))
+    out->unchanged = n_rows - out->written;
+    if (out->written == 0 && out->removed == 0)
+        return 0;
+    snprintf(sql, sizeof sql, "ANALYZE %s", tmp);
+    if (run(db, what, sql, 0, NULL, NULL, err, errlen))
         return -1;
     snprintf(sql, sizeof sql,
              "DELETE FROM %1$s o USING %2$s d WHERE d.wl_sign = -1 AND o.window_start = "
@@ -167,7 +184,7 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
     snprintf(sql, sizeof sql,
              "INSERT INTO %1$s (%2$s) SELECT %2$s FROM %3$s WHERE wl_sign = 1 ORDER BY %4$s",
              t->table, t->cols, tmp, t->key);
-    if (run(db, what, sql, 0, NULL, &out->written, err, errlen))
+    if (run(db, what, sql, 0, NULL, NULL, err, errlen))
         return -1;
     if (!t->hourly || (out->written == 0 && out->removed == 0))
         return 0;
