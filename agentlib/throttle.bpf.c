@@ -5,7 +5,9 @@
  * beyond it passes with a congestion signal (TCP enters CWR); any other packet is refused with a
  * congestion signal, which TCP takes as "not sent, keep it" (it resends later, so TCP loses
  * nothing) and UDP as a silent drop. Dry-run classes run the same bucket, count, and pass
- * everything. */
+ * everything. The sender side of downloads: a socket no rule's process owns may still be one of
+ * this host's connections towards a throttled socket elsewhere (thr_peers, 4-tuple -> class);
+ * egress and pacing limit it in that class. Buckets count a packet's wire length (wire_len). */
 #include <vmlinux.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
@@ -30,6 +32,10 @@ char LICENSE[] SEC("license") = "GPL";
  * the generation of the tgid -> class map (sockets re-read their class when it changes). */
 volatile __u32 n_active = 0;
 volatile __u32 class_gen = 1;
+/* Entries in thr_peers (0: no lookup at all), and its generation (sockets re-read their peer
+ * class when it changes). */
+volatile __u32 n_peers = 0;
+volatile __u32 peer_gen = 1;
 
 struct {
     __uint(type, BPF_MAP_TYPE_SK_STORAGE);
@@ -81,6 +87,14 @@ struct {
     __type(key, __u32);
     __type(value, struct thr_counts);
 } thr_counts SEC(".maps");
+
+/* Sender side: this host's connections towards throttled sockets elsewhere -> class. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, WL_THR_MAX_PEERS);
+    __type(key, struct thr_peer_key);
+    __type(value, __s32);
+} thr_peers SEC(".maps");
 
 /* tgids already announced to the agent (so each new process is announced once). */
 struct {
@@ -167,6 +181,58 @@ static __always_inline __s32 class_of(struct thr_sk *st)
     return cls >= 0 && cls < WL_THR_MAX_CLASSES ? cls : -1;
 }
 
+#define AF_INET_  2
+#define AF_INET6_ 10
+
+static __always_inline __s32 peer_cached(const struct thr_sk *st)
+{
+    __s32 cls = st->peer_cls;
+    return cls >= 0 && cls < WL_THR_MAX_CLASSES ? cls : -1;
+}
+
+/* Looks the connection's key up in thr_peers and caches the answer in st for generation g. */
+static __always_inline __s32 peer_store(struct thr_sk *st, __u32 g, const struct thr_peer_key *key)
+{
+    __s32 *c = key ? bpf_map_lookup_elem(&thr_peers, key) : NULL;
+    st->peer_cls = c ? *c : -1;
+    st->peer_gen = g;
+    return peer_cached(st);
+}
+
+/* addr (16 bytes) = ::ffff:a */
+static __always_inline void v4_mapped(__u8 *addr, __u32 a)
+{
+    addr[10] = 0xff;
+    addr[11] = 0xff;
+    __builtin_memcpy(&addr[12], &a, 4);
+}
+
+/* The peer class of a full socket seen by cgroup_skb (src_port host order, dst_port network). */
+static __always_inline __s32 peer_class_sk(struct thr_sk *st, struct bpf_sock *sk)
+{
+    if (!n_peers)
+        return -1;
+    __u32 g = peer_gen;
+    if (st->peer_gen == g)
+        return peer_cached(st);
+    struct thr_peer_key key = {};
+    __u32 fam = sk->family;
+    if (fam == AF_INET_) {
+        v4_mapped(key.laddr, sk->src_ip4);
+        v4_mapped(key.raddr, sk->dst_ip4);
+    } else if (fam == AF_INET6_) {
+        __u32 l[4] = {sk->src_ip6[0], sk->src_ip6[1], sk->src_ip6[2], sk->src_ip6[3]};
+        __u32 r[4] = {sk->dst_ip6[0], sk->dst_ip6[1], sk->dst_ip6[2], sk->dst_ip6[3]};
+        __builtin_memcpy(key.laddr, l, 16);
+        __builtin_memcpy(key.raddr, r, 16);
+    } else {
+        return peer_store(st, g, NULL);
+    }
+    key.lport = (__u16)sk->src_port;
+    key.rport = bpf_ntohs(sk->dst_port);
+    return peer_store(st, g, &key);
+}
+
 /* One packet against the bucket; returns the verdict and updates the credit. */
 /* queue: the bytes beyond the credit a TCP packet may still pass (with a congestion signal on
  * egress). */
@@ -242,10 +308,14 @@ static __always_inline int classify(struct __sk_buff *skb, struct thr_sk **stp,
     sk = bpf_sk_fullsock(sk);
     if (!sk)
         return -1;
-    struct thr_sk *st = bpf_sk_storage_get(&thr_socks, sk, 0, 0);
+    /* egress with peers: a socket no process of a rule wrote to may still be a peer socket */
+    __u64 create = !ingress && n_peers ? BPF_SK_STORAGE_GET_F_CREATE : 0;
+    struct thr_sk *st = bpf_sk_storage_get(&thr_socks, sk, 0, create);
     if (!st)
         return -1;
     __s32 cls = class_of(st);
+    if (cls < 0 && !ingress)
+        cls = peer_class_sk(st, sk);
     if (cls < 0)
         return -1;
     __u32 k = (__u32)cls;
@@ -260,6 +330,29 @@ static __always_inline int classify(struct __sk_buff *skb, struct thr_sk **stp,
     *np = n;
     *kp = k;
     return sk->protocol == IPPROTO_TCP_;
+}
+
+/* What skb puts on the wire at the IP layer: a GSO/GRO packet carries one IP and TCP header for
+ * gso_segs segments, each of which has its own on the wire (3-4% of the payload at MTU 1500). */
+static __always_inline __u64 wire_len(struct __sk_buff *skb, int tcp)
+{
+    __u64 len = skb->len;
+    __u32 segs = skb->gso_segs;
+    if (!tcp || segs <= 1)
+        return len;
+    __u8 b[1];
+    __u32 ip = 40;
+    if (skb->protocol == bpf_htons(ETH_P_IP_)) {
+        if (bpf_skb_load_bytes(skb, 0, b, 1) != 0)
+            return len;
+        ip = (b[0] & 0xf) * 4;
+    }
+    if (ip < 20 || ip > 60 || bpf_skb_load_bytes(skb, ip + 12, b, 1) != 0)
+        return len;
+    __u32 hdr = ip + (b[0] >> 4) * 4;
+    if (segs > 0xffff)
+        segs = 0xffff;
+    return len + (__u64)(segs - 1) * hdr;
 }
 
 /* Counts a refused packet: TCP resends it (delayed), anything else is lost (dropped). */
@@ -289,7 +382,7 @@ int thr_egress(struct __sk_buff *skb)
     struct thr_state *s = bpf_map_lookup_elem(&thr_state, &k);
     if (!s)
         return V_PASS;
-    __u64 len = skb->len;
+    __u64 len = wire_len(skb, tcp);
     __u64 now = bpf_ktime_get_ns();
     __u32 epoch = (__u32)(now >> WL_THR_EPOCH_SHIFT);
     int new_active = tcp && st->epoch != epoch;
@@ -338,7 +431,7 @@ int thr_ingress(struct __sk_buff *skb)
     struct thr_state *s = bpf_map_lookup_elem(&thr_state_in, &k);
     if (!s)
         return V_PASS;
-    __u64 len = skb->len;
+    __u64 len = wire_len(skb, tcp);
     /* every protocol may use the queue here: the only signal a receiver can give is a drop */
     enum verdict v = bucket(s, cfg, len, 1, 0, bpf_ktime_get_ns(), IN_QUEUE_X * cfg->queue);
     if (v == REFUSE) {
@@ -350,9 +443,6 @@ int thr_ingress(struct __sk_buff *skb)
     n->pass_pkts++;
     return V_PASS;
 }
-
-#define AF_INET_  2
-#define AF_INET6_ 10
 
 /* Whether a TCP socket's peer is in class k's scope (in_scope for a connection). */
 static __always_inline int sock_in_scope(struct bpf_sock_ops *skops, __u32 k)
@@ -373,6 +463,35 @@ static __always_inline int sock_in_scope(struct bpf_sock_ops *skops, __u32 k)
     return bpf_map_lookup_elem(&thr_scope, &key) != NULL;
 }
 
+/* The peer class of a TCP connection seen by sock_ops (local_port host order, remote_port
+ * network order in the upper 16 bits). */
+static __always_inline __s32 peer_class_ops(struct thr_sk *st, struct bpf_sock_ops *skops)
+{
+    if (!n_peers)
+        return -1;
+    __u32 g = peer_gen;
+    if (st->peer_gen == g)
+        return peer_cached(st);
+    struct thr_peer_key key = {};
+    __u32 fam = skops->family;
+    if (fam == AF_INET_) {
+        v4_mapped(key.laddr, skops->local_ip4);
+        v4_mapped(key.raddr, skops->remote_ip4);
+    } else if (fam == AF_INET6_) {
+        __u32 l[4] = {skops->local_ip6[0], skops->local_ip6[1], skops->local_ip6[2],
+                      skops->local_ip6[3]};
+        __u32 r[4] = {skops->remote_ip6[0], skops->remote_ip6[1], skops->remote_ip6[2],
+                      skops->remote_ip6[3]};
+        __builtin_memcpy(key.laddr, l, 16);
+        __builtin_memcpy(key.raddr, r, 16);
+    } else {
+        return peer_store(st, g, NULL);
+    }
+    key.lport = (__u16)skops->local_port;
+    key.rport = (__u16)(bpf_ntohl(skops->remote_port) & 0xffff);
+    return peer_store(st, g, &key);
+}
+
 /* TCP pacing: on every RTT sample of a TCP socket, an enforced class's active sockets get
  * rate / active as SO_MAX_PACING_RATE (TCP paces itself with its internal timer when there is
  * no fq); a socket that left its class gets its pacing limit lifted. */
@@ -386,6 +505,8 @@ static __always_inline void pace(struct bpf_sock_ops *skops)
         return;
     __u64 want = 0;
     __s32 cls = n_active ? class_of(st) : -1;
+    if (cls < 0 && n_active)
+        cls = peer_class_ops(st, skops);
     if (cls >= 0) {
         __u32 k = (__u32)cls;
         struct thr_cfg *cfg = bpf_map_lookup_elem(&thr_cfg, &k);

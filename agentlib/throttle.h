@@ -62,6 +62,19 @@ struct thr_sk {
     __u64 rcvd;       /* tcp_sock bytes_received at the last clamp pass */
     __u32 clamp;      /* TCP_WINDOW_CLAMP set by the throttle (bytes), 0: none */
     __u32 clamp_orig; /* window_clamp before the throttle set one (restored after) */
+    __u32 peer_gen;   /* peer_gen when peer_cls was looked up */
+    __s32 peer_cls;   /* class from thr_peers (a peer socket: this host sends), -1: none */
+};
+
+/* Sender side (downloads): the connections of this host whose far end is a throttled socket on
+ * another host (the reconciler matched both ends in the flow reports) -> the class of that
+ * rule's peer slot. Addresses in IPv6 form (IPv4 as ::ffff:a.b.c.d), ports in host order. */
+#define WL_THR_MAX_PEERS 8192
+struct thr_peer_key {
+    __u8 laddr[16];
+    __u8 raddr[16];
+    __u16 lport, rport;
+    __u32 pad;
 };
 
 #endif

@@ -32,8 +32,9 @@ struct throttle_agent {
     int64_t last_fetch_mono;
     bool failed_open;
     uint64_t fetches, fetch_errors, reports, report_errors, fail_opens, expired;
-    uint64_t clamp_errors; /* runs of the receive-window iterator that failed */
-    unsigned clamped;      /* TCP sockets holding a receive-window clamp */
+    uint64_t clamp_errors;           /* runs of the receive-window iterator that failed */
+    unsigned clamped;                /* TCP sockets holding a receive-window clamp */
+    size_t peer_rules, peer_sockets; /* sender side: rules and connections limited here */
 };
 
 static void report(struct throttle_agent *ta)
@@ -87,13 +88,20 @@ static void fetch(struct throttle_agent *ta)
         return;
     }
     httpc_response_free(&resp);
-    size_t had = throttle_set_count(ta->ts);
-    if (ta->rules.kill_switch)
+    size_t had = throttle_set_count(ta->ts), had_peers = ta->peer_rules;
+    if (ta->rules.kill_switch) {
         ta->rules.n = 0;
+        ta->rules.peers.n = 0;
+        ta->rules.peers.n_sock = 0;
+    }
     size_t n = throttle_set_apply(ta->ts, ta->rules.rule, ta->rules.n, ta->rules.allow,
                                   ta->rules.n_allow, tm_now_us());
-    if (n != had || ta->failed_open)
-        log_info("throttle", "%zu rules applied%s", n,
+    /* the sender side: this host's connections towards throttled sockets elsewhere */
+    ta->peer_rules = throttle_set_peers(ta->ts, &ta->rules.peers, tm_now_us());
+    ta->peer_sockets = throttle_set_peer_sockets(ta->ts);
+    if (throttle_set_count(ta->ts) != had || ta->peer_rules != had_peers || ta->failed_open)
+        log_info("throttle", "%zu rules applied, %zu as the sender (%zu connections)%s", n,
+                 ta->peer_rules, ta->peer_sockets,
                  ta->rules.kill_switch ? " (kill switch on)" : "");
     ta->failed_open = false;
     report(ta);
@@ -231,10 +239,17 @@ char *throttle_agent_metrics(const struct throttle_agent *ta)
         "# TYPE wanledger_agent_throttle_clamped_sockets gauge\n"
         "wanledger_agent_throttle_clamped_sockets %u\n"
         "# TYPE wanledger_agent_throttle_clamp_errors_total counter\n"
-        "wanledger_agent_throttle_clamp_errors_total %llu\n",
+        "wanledger_agent_throttle_clamp_errors_total %llu\n"
+        "# HELP wanledger_agent_throttle_peer_rules Rules this host limits as the sender (its "
+        "connections towards throttled sockets on other hosts).\n"
+        "# TYPE wanledger_agent_throttle_peer_rules gauge\n"
+        "wanledger_agent_throttle_peer_rules %zu\n"
+        "# TYPE wanledger_agent_throttle_peer_sockets gauge\n"
+        "wanledger_agent_throttle_peer_sockets %zu\n",
         (unsigned long long)ta->fetches, (unsigned long long)ta->fetch_errors,
         (unsigned long long)ta->report_errors, (unsigned long long)ta->fail_opens,
-        (unsigned long long)ta->expired, ta->clamped, (unsigned long long)ta->clamp_errors);
+        (unsigned long long)ta->expired, ta->clamped, (unsigned long long)ta->clamp_errors,
+        ta->peer_rules, ta->peer_sockets);
     PUT("# HELP wanledger_agent_throttle_bytes_total Bytes of throttled sockets by what the rule "
         "did (dry-run rules: what enforcement would have done).\n"
         "# TYPE wanledger_agent_throttle_bytes_total counter\n");

@@ -41,6 +41,8 @@ struct throttle_probe {
         size_t n;
         struct throttle_prefix p[THROTTLE_MAX_PREFIXES];
     } scope[WL_THR_MAX_CLASSES];
+    struct throttle_peer *peers; /* what thr_peers holds (to compare and remove) */
+    size_t n_peers;
 };
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -119,6 +121,7 @@ void throttle_probe_close(struct throttle_probe *tp)
     if (tp->cg_fd >= 0)
         close(tp->cg_fd);
     throttle__destroy(tp->skel);
+    free(tp->peers);
     free(tp);
 }
 
@@ -338,4 +341,47 @@ int throttle_probe_clamp(struct throttle_probe *tp, unsigned *clamped)
     int r = run_iter(tp);
     *clamped = __atomic_load_n(&tp->skel->bss->clamped, __ATOMIC_ACQUIRE);
     return r;
+}
+
+static void peer_key(struct thr_peer_key *k, const struct throttle_peer *p)
+{
+    memset(k, 0, sizeof(*k));
+    memcpy(k->laddr, p->laddr, 16);
+    memcpy(k->raddr, p->raddr, 16);
+    k->lport = p->lport;
+    k->rport = p->rport;
+}
+
+int throttle_probe_set_peers(struct throttle_probe *tp, const struct throttle_peer *p, size_t n)
+{
+    if (n > THROTTLE_MAX_PEERS)
+        n = THROTTLE_MAX_PEERS;
+    if (n == tp->n_peers && (n == 0 || memcmp(p, tp->peers, n * sizeof(*p)) == 0))
+        return 0;
+    int fd = bpf_map__fd(tp->skel->maps.thr_peers), rc = 0;
+    struct thr_peer_key k;
+    for (size_t i = 0; i < tp->n_peers; i++) {
+        peer_key(&k, &tp->peers[i]);
+        bpf_map_delete_elem(fd, &k);
+    }
+    struct throttle_peer *copy = n ? malloc(n * sizeof(*p)) : NULL;
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        __s32 v = p[i].cls;
+        peer_key(&k, &p[i]);
+        if (bpf_map_update_elem(fd, &k, &v, 0) != 0) {
+            rc = -1;
+            continue;
+        }
+        if (copy)
+            copy[kept++] = p[i];
+    }
+    if (n && !copy)
+        rc = -1; /* the next call rewrites the set (the old entries may linger until then) */
+    free(tp->peers);
+    tp->peers = copy;
+    tp->n_peers = copy ? kept : 0;
+    __atomic_store_n(&tp->skel->bss->n_peers, (__u32)n, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&tp->skel->data->peer_gen, 1, __ATOMIC_ACQ_REL);
+    return rc;
 }

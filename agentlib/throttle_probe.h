@@ -75,6 +75,20 @@ int throttle_probe_set_netns(struct throttle_probe *tp, const char *path)
 int throttle_probe_clamp(struct throttle_probe *tp, unsigned *clamped)
     __attribute__((warn_unused_result));
 
+/* Sender side: this host's connections whose far end is a throttled socket elsewhere (the
+ * reconciler's match of both ends), each to the class of its rule's peer slot. Addresses in
+ * IPv6 form (IPv4 as ::ffff:a.b.c.d), ports in host order. */
+#define THROTTLE_MAX_PEERS 8192
+struct throttle_peer {
+    uint8_t laddr[16], raddr[16];
+    uint16_t lport, rport;
+    int cls;
+};
+/* Makes p[0..n) the peer set (replacing the last one; unchanged sets cost nothing); the
+ * sockets re-read their peer class. 0, or -1 when some could not be written. */
+int throttle_probe_set_peers(struct throttle_probe *tp, const struct throttle_peer *p, size_t n)
+    __attribute__((warn_unused_result));
+
 /* Kernel ids of the attached programs (for bpf_stats); returns how many. */
 size_t throttle_probe_prog_ids(const struct throttle_probe *tp, uint32_t *ids, size_t max);
 

@@ -190,11 +190,16 @@ int throttle_rules_parse(const char *json, int64_t now_us, struct throttle_rules
             goto done;
         out->n_allow++;
     }
+    if (throttle_peers_parse(cJSON_GetObjectItemCaseSensitive(root, "peers"), now_us, &out->peers,
+                             err, errlen) != 0)
+        goto done;
     rc = 0;
 done:
     if (rc != 0) {
         out->n = 0;
         out->n_allow = 0;
+        out->peers.n = 0;
+        out->peers.n_sock = 0;
     }
     cJSON_Delete(root);
     return rc;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "throttle_peers.h"
 #include "throttle_set.h"
 
 #define THROTTLE_MAX_RULES 256
@@ -17,15 +18,16 @@ struct throttle_rules {
     size_t n;
     struct throttle_selector allow[THROTTLE_MAX_ALLOW];
     size_t n_allow;
-    bool kill_switch; /* set: apply nothing */
+    bool kill_switch;               /* set: apply nothing */
+    struct throttle_peer_set peers; /* sender side: this host's connections to throttled sockets */
 };
 
 /* Parses {"rules":[{"id":N,"selector":{"workflow":"W"},"mode":"enforce"|"dry_run",
  * "rate_bps":N,"host_rate_bps":N,"expires_in_s":N,"remote_prefixes":["10.1.0.0/16"]},...],"allow":[{"program":"P"},...],
- * "kill_switch":false}. A rule's expiry is now_us + expires_in_s on this host's clock (immune to
- * clock skew); host_rate_bps, when present, is this host's share; remote_prefixes, when
- * present, scope the rule to traffic whose far end is in them. 0, or -1 with err naming the
- * JSON path; out is then empty. */
+ * "kill_switch":false,"peers":[...]} (peers: throttle_peers.h). A rule's expiry is now_us +
+ * expires_in_s on this host's clock (immune to clock skew); host_rate_bps, when present, is this
+ * host's share; remote_prefixes, when present, scope the rule to traffic whose far end is in them.
+ * 0, or -1 with err naming the JSON path; out is then empty. */
 int throttle_rules_parse(const char *json, int64_t now_us, struct throttle_rules *out, char *err,
                          size_t errlen) __attribute__((warn_unused_result));
 

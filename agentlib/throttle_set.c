@@ -11,12 +11,14 @@
 #include "flowset.h"
 #include "log.h"
 #include "procmeta.h"
+#include "throttle_peers.h"
 
 #define MAX_ALLOW   64
 #define PRUNE_SCANS 3
 
 struct applied {
     bool used;
+    bool peer; /* the sender side of rule r.id: its class limits peer sockets, no processes */
     struct throttle_rule r;
 };
 
@@ -35,6 +37,15 @@ struct throttle_set {
     size_t n_allow;
     struct mapped *map; /* processes mapped in the kernel, sorted by pid */
     size_t n_map, cap_map;
+    struct throttle_peer *peers; /* the peer sockets in the kernel, with their classes */
+    size_t n_peers;
+    /* what freed sender-side slots counted, per rule: reports stay cumulative when a rule's
+     * connections end (its slot goes) and new ones come (a fresh slot) */
+    struct {
+        int64_t id;
+        struct throttle_counts c;
+    } retired[THROTTLE_MAX_CLASSES];
+    size_t n_retired;
 };
 
 static const char *const sel_names[] = {"workflow", "user", "program", "container"};
@@ -80,6 +91,7 @@ void throttle_set_free(struct throttle_set *ts)
     throttle_set_clear(ts);
     procmeta_free(ts->pm);
     free(ts->map);
+    free(ts->peers);
     free(ts);
 }
 
@@ -118,7 +130,7 @@ static int class_of(struct throttle_set *ts, uint32_t pid)
     int best = -1;
     for (int c = 0; c < THROTTLE_MAX_CLASSES; c++) {
         const struct applied *a = &ts->slot[c];
-        if (a->used && sel_matches(&a->r.sel, m, comm) &&
+        if (a->used && !a->peer && sel_matches(&a->r.sel, m, comm) &&
             (best < 0 || a->r.rate_bps < ts->slot[best].r.rate_bps))
             best = c;
     }
@@ -238,12 +250,63 @@ static bool same_scope(const struct throttle_rule *a, const struct throttle_rule
            memcmp(a->remote, b->remote, a->n_remote * sizeof(a->remote[0])) == 0;
 }
 
+static void counts_add(struct throttle_counts *a, const struct throttle_counts *b)
+{
+    a->pass_bytes += b->pass_bytes;
+    a->pass_pkts += b->pass_pkts;
+    a->mark_pkts += b->mark_pkts;
+    a->delay_bytes += b->delay_bytes;
+    a->delay_pkts += b->delay_pkts;
+    a->drop_bytes += b->drop_bytes;
+    a->drop_pkts += b->drop_pkts;
+}
+
+/* Keeps what sender-side slot c counted under its rule (the oldest entry goes when full). */
+static void retire(struct throttle_set *ts, int c)
+{
+    struct throttle_counts cnt;
+    if (throttle_probe_counts(ts->tp, (unsigned)c, &cnt) != 0)
+        return;
+    int64_t id = ts->slot[c].r.id;
+    for (size_t i = 0; i < ts->n_retired; i++)
+        if (ts->retired[i].id == id) {
+            counts_add(&ts->retired[i].c, &cnt);
+            return;
+        }
+    if (ts->n_retired == THROTTLE_MAX_CLASSES) {
+        memmove(&ts->retired[0], &ts->retired[1],
+                (THROTTLE_MAX_CLASSES - 1) * sizeof(ts->retired[0]));
+        ts->n_retired--;
+    }
+    ts->retired[ts->n_retired].id = id;
+    ts->retired[ts->n_retired++].c = cnt;
+}
+
 static void free_slot(struct throttle_set *ts, int c)
 {
+    if (ts->slot[c].peer)
+        retire(ts, c);
     if (throttle_probe_set_class(ts->tp, (unsigned)c, 0, THROTTLE_OFF, 0) != 0 ||
         throttle_probe_set_scope(ts->tp, (unsigned)c, false, NULL, 0) != 0)
         log_warn("throttle", "cannot turn off class %d", c);
     ts->slot[c].used = false;
+    ts->slot[c].peer = false;
+}
+
+/* Drops the peer sockets whose class was freed from the kernel's set. */
+static void prune_peers(struct throttle_set *ts)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < ts->n_peers; i++) {
+        int c = ts->peers[i].cls;
+        if (c >= 0 && c < THROTTLE_MAX_CLASSES && ts->slot[c].used && ts->slot[c].peer)
+            ts->peers[k++] = ts->peers[i];
+    }
+    if (k == ts->n_peers)
+        return;
+    ts->n_peers = k;
+    if (throttle_probe_set_peers(ts->tp, ts->peers, k) != 0)
+        log_warn("throttle", "cannot write all of the %zu peer sockets", k);
 }
 
 size_t throttle_set_apply(struct throttle_set *ts, const struct throttle_rule *rules, size_t n,
@@ -254,7 +317,7 @@ size_t throttle_set_apply(struct throttle_set *ts, const struct throttle_rule *r
         memcpy(ts->allow, allow, ts->n_allow * sizeof(*allow));
     /* remove what is no longer listed (or expired) */
     for (int c = 0; c < THROTTLE_MAX_CLASSES; c++) {
-        if (!ts->slot[c].used)
+        if (!ts->slot[c].used || ts->slot[c].peer)
             continue;
         bool keep = false;
         for (size_t k = 0; k < n && !keep; k++)
@@ -269,7 +332,7 @@ size_t throttle_set_apply(struct throttle_set *ts, const struct throttle_rule *r
             continue;
         int c = -1, fresh = 0;
         for (int s = 0; s < THROTTLE_MAX_CLASSES && c < 0; s++)
-            if (ts->slot[s].used && ts->slot[s].r.id == r->id)
+            if (ts->slot[s].used && !ts->slot[s].peer && ts->slot[s].r.id == r->id)
                 c = s;
         for (int s = 0; s < THROTTLE_MAX_CLASSES && c < 0; s++)
             if (!ts->slot[s].used)
@@ -306,6 +369,8 @@ void throttle_set_clear(struct throttle_set *ts)
     for (int c = 0; c < THROTTLE_MAX_CLASSES; c++)
         if (ts->slot[c].used)
             free_slot(ts, c);
+    ts->n_retired = 0;
+    prune_peers(ts);
     throttle_probe_set_active(ts->tp, 0);
     throttle_set_rescan(ts);
 }
@@ -320,10 +385,16 @@ size_t throttle_set_expire(struct throttle_set *ts, int64_t now_us)
             n++;
         }
     if (n) {
+        prune_peers(ts);
         throttle_probe_set_active(ts->tp, active_count(ts));
         throttle_set_rescan(ts);
     }
     return n;
+}
+
+size_t throttle_set_peer_sockets(const struct throttle_set *ts)
+{
+    return ts->n_peers;
 }
 
 size_t throttle_set_count(const struct throttle_set *ts)
@@ -338,15 +409,113 @@ size_t throttle_set_stats(const struct throttle_set *ts, struct throttle_rule_st
         const struct applied *a = &ts->slot[c];
         if (!a->used)
             continue;
-        struct throttle_rule_stat *s = &out[n++];
-        memset(s, 0, sizeof(*s));
-        s->id = a->r.id;
-        s->mode = a->r.mode;
-        s->rate_bps = a->r.rate_bps;
+        struct throttle_counts cnt;
+        if (throttle_probe_counts(ts->tp, (unsigned)c, &cnt) != 0)
+            log_warn("throttle", "rule %lld: cannot read its counters", (long long)a->r.id);
+        /* a rule's own class and its sender side (peer class) are one rule to the reconciler */
+        struct throttle_rule_stat *s = NULL;
+        for (size_t i = 0; i < n && !s; i++)
+            if (out[i].id == a->r.id)
+                s = &out[i];
+        if (!s) {
+            s = &out[n++];
+            memset(s, 0, sizeof(*s));
+            s->id = a->r.id;
+            s->mode = a->r.mode;
+        }
+        if (!a->peer)
+            s->rate_bps = a->r.rate_bps;
         for (size_t i = 0; i < ts->n_map; i++)
             s->processes += ts->map[i].cls == c;
-        if (throttle_probe_counts(ts->tp, (unsigned)c, &s->c) != 0)
-            log_warn("throttle", "rule %lld: cannot read its counters", (long long)a->r.id);
+        counts_add(&s->c, &cnt);
     }
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < ts->n_retired; k++)
+            if (ts->retired[k].id == out[i].id)
+                counts_add(&out[i].c, &ts->retired[k].c);
     return n;
+}
+
+/* The slot of rule id's sender side: its own, else a free one (fresh); -1 when none is left. */
+static int peer_slot(struct throttle_set *ts, int64_t id, int *fresh)
+{
+    *fresh = 0;
+    for (int c = 0; c < THROTTLE_MAX_CLASSES; c++)
+        if (ts->slot[c].used && ts->slot[c].peer && ts->slot[c].r.id == id)
+            return c;
+    for (int c = 0; c < THROTTLE_MAX_CLASSES; c++)
+        if (!ts->slot[c].used) {
+            *fresh = 1;
+            return c;
+        }
+    return -1;
+}
+
+size_t throttle_set_peers(struct throttle_set *ts, const struct throttle_peer_set *ps,
+                          int64_t now_us)
+{
+    for (int c = 0; c < THROTTLE_MAX_CLASSES; c++) {
+        if (!ts->slot[c].used || !ts->slot[c].peer)
+            continue;
+        bool keep = false;
+        for (size_t k = 0; k < ps->n && !keep; k++)
+            keep = ps->rule[k].id == ts->slot[c].r.id && ps->rule[k].expires_at_us > now_us &&
+                   ps->rule[k].n > 0;
+        if (!keep)
+            free_slot(ts, c);
+    }
+    struct throttle_peer *next = ps->n_sock ? malloc(ps->n_sock * sizeof(*next)) : NULL;
+    size_t n = 0, rules = 0;
+    for (size_t k = 0; k < ps->n; k++) {
+        const struct throttle_peer_rule *r = &ps->rule[k];
+        if (r->expires_at_us <= now_us || r->rate_bps == 0 || r->n == 0 || !next)
+            continue;
+        int fresh, c = peer_slot(ts, r->id, &fresh);
+        if (c < 0) {
+            log_warn("throttle", "rule %lld: no class left for its sender side", (long long)r->id);
+            continue;
+        }
+        struct applied *a = &ts->slot[c];
+        int reset = fresh || a->r.mode != r->mode;
+        if ((reset || a->r.rate_bps != r->rate_bps) &&
+            throttle_probe_set_class(ts->tp, (unsigned)c, r->rate_bps, r->mode, reset) != 0) {
+            log_warn("throttle", "rule %lld: cannot set its sender-side class", (long long)r->id);
+            if (fresh)
+                continue;
+        }
+        if (fresh && throttle_probe_set_scope(ts->tp, (unsigned)c, false, NULL, 0) != 0)
+            log_warn("throttle", "rule %lld: cannot clear its sender-side scope", (long long)r->id);
+        if (fresh)
+            log_info("throttle", "rule %lld: sending side for %zu connections at %llu bit/s",
+                     (long long)r->id, r->n, (unsigned long long)r->rate_bps);
+        a->used = true;
+        a->peer = true;
+        memset(&a->r, 0, sizeof(a->r));
+        a->r.id = r->id;
+        a->r.mode = r->mode;
+        a->r.rate_bps = r->rate_bps;
+        a->r.expires_at_us = r->expires_at_us;
+        for (size_t i = 0; i < r->n && r->first + i < ps->n_sock; i++) {
+            next[n] = ps->sock[r->first + i];
+            next[n++].cls = c;
+        }
+        rules++;
+    }
+    /* a rule neither applied here nor with connections here is gone: so is what it counted */
+    size_t kept = 0;
+    for (size_t i = 0; i < ts->n_retired; i++) {
+        bool live = false;
+        for (int c = 0; c < THROTTLE_MAX_CLASSES && !live; c++)
+            live = ts->slot[c].used && ts->slot[c].r.id == ts->retired[i].id;
+        if (live)
+            ts->retired[kept++] = ts->retired[i];
+    }
+    ts->n_retired = kept;
+    free(ts->peers);
+    ts->peers = next;
+    ts->n_peers = n;
+    if (throttle_probe_set_peers(ts->tp, next, n) != 0)
+        log_warn("throttle", "cannot write all of the %zu peer sockets", n);
+    throttle_probe_set_active(ts->tp, active_count(ts));
+    return rules;
 }

@@ -60,6 +60,12 @@ void throttle_set_free(struct throttle_set *ts);
  * applied). */
 size_t throttle_set_apply(struct throttle_set *ts, const struct throttle_rule *rules, size_t n,
                           const struct throttle_selector *allow, size_t n_allow, int64_t now_us);
+/* Sender side: makes ps the applied peer rules (each its own class slot, limiting the listed
+ * connections of this host at ps's rate; rules gone, expired at now_us or without connections
+ * are removed). Returns how many were applied. */
+struct throttle_peer_set;
+size_t throttle_set_peers(struct throttle_set *ts, const struct throttle_peer_set *ps,
+                          int64_t now_us);
 /* Removes every rule (fail open). */
 void throttle_set_clear(struct throttle_set *ts);
 /* Matches every live process again. */
@@ -70,6 +76,8 @@ void throttle_set_on_events(struct throttle_set *ts);
 size_t throttle_set_expire(struct throttle_set *ts, int64_t now_us);
 
 size_t throttle_set_count(const struct throttle_set *ts);
+/* Sender side: the connections limited now (in the kernel's peer set). */
+size_t throttle_set_peer_sockets(const struct throttle_set *ts);
 /* Per applied rule; returns how many were written (at most max). */
 size_t throttle_set_stats(const struct throttle_set *ts, struct throttle_rule_stat *out,
                           size_t max);

@@ -378,7 +378,7 @@ static int check_duplicates(struct parser *ps, const struct jv *obj)
     if (obj->n <= 16) {
         for (const struct jv *a = obj->child; a && !dup; a = a->next)
             for (const struct jv *b = obj->child; b != a; b = b->next)
-                if (strcmp(a->key, b->key) == 0) {
+                if (a->key[0] == b->key[0] && strcmp(a->key, b->key) == 0) { /* most differ at 0 */
                     dup = a;
                     break;
                 }

@@ -9,6 +9,7 @@
 
 #include "cell_status.h"
 #include "hm_chart.h"
+#include "hm_chflows.h"
 #include "hm_esc.h"
 #include "hm_fmt.h"
 #include "hm_html.h"
@@ -342,28 +343,42 @@ static int gaps_section(struct rep *r, PGconn *db, const char *const *p, char *e
     return 0;
 }
 
+#define HOSTS_BODY                                                                                 \
+    "f AS (SELECT DISTINCT ON (window_start, src_addr, dst_addr, proto, dst_port)"                 \
+    " window_start, src_addr, dst_addr, src_site, dst_site, estimated_bytes FROM flow_samples"     \
+    " WHERE window_start >= " HM_SQL_TS(1) " AND window_start < " HM_SQL_TS(                       \
+        2) " ORDER BY window_start, src_addr, dst_addr, proto, dst_port, samples DESC, device),"   \
+           " u AS (SELECT * FROM f WHERE NOT EXISTS (SELECT 1 FROM flow_records x WHERE"           \
+           " x.window_start = f.window_start AND ((x.local_addr = f.src_addr AND x.remote_addr ="  \
+           " f.dst_addr) OR (x.local_addr = f.dst_addr AND x.remote_addr = f.src_addr)))),"        \
+           " h AS (SELECT window_start, src_addr AS host, src_site AS site, dst_addr AS peer,"     \
+           " estimated_bytes FROM u UNION ALL SELECT window_start, dst_addr, dst_site, src_addr,"  \
+           " estimated_bytes FROM u)"                                                              \
+           " SELECT host(host), coalesce(min(site), ''), count(DISTINCT window_start),"            \
+           " sum(estimated_bytes)::bigint, count(DISTINCT peer) FROM h GROUP BY host"              \
+           " ORDER BY 3 DESC, 4 DESC, 1 LIMIT 10"
+
+/* In ClickHouse mode flow_records is the CTE of the week's flows in $3 (hm_chflows.h), read for
+ * the addresses of the week's sampled flows. */
+static const char SQL_HOST_ADDRS[] =
+    "SELECT DISTINCT host(v.a) FROM flow_samples, LATERAL (VALUES (src_addr), (dst_addr)) v(a)"
+    " WHERE window_start >= " HM_SQL_TS(1) " AND window_start < " HM_SQL_TS(2);
+
 /* Hosts at either end of sampled flows (flow_samples, one exporter per pair and window) that no
  * agent reported in that window: where to install an agent next (heatmap/hm_unrec.h). */
-static int hosts_section(struct rep *r, PGconn *db, const char *const *p, char *err, size_t errlen)
+static int hosts_section(struct rep *r, PGconn *db, const struct cfg *cfg, const char *const *p,
+                         int64_t week_us, char *err, size_t errlen)
 {
-    PGresult *q = pgc_query(
-        db, "reading the hosts behind unexplained bytes",
-        "WITH f AS (SELECT DISTINCT ON (window_start, src_addr, dst_addr, proto, dst_port)"
-        " window_start, src_addr, dst_addr, src_site, dst_site, estimated_bytes FROM flow_samples"
-        " WHERE window_start >= " HM_SQL_TS(1) " AND window_start < " HM_SQL_TS(
-            2) " ORDER BY window_start, src_addr, dst_addr, proto, dst_port, samples DESC, device),"
-               " u AS (SELECT * FROM f WHERE NOT EXISTS (SELECT 1 FROM flow_records x WHERE"
-               " x.window_start = f.window_start AND ((x.local_addr = f.src_addr AND x.remote_addr "
-               "="
-               " f.dst_addr) OR (x.local_addr = f.dst_addr AND x.remote_addr = f.src_addr)))),"
-               " h AS (SELECT window_start, src_addr AS host, src_site AS site, dst_addr AS peer,"
-               " estimated_bytes FROM u UNION ALL SELECT window_start, dst_addr, dst_site, "
-               "src_addr,"
-               " estimated_bytes FROM u)"
-               " SELECT host(host), coalesce(min(site), ''), count(DISTINCT window_start),"
-               " sum(estimated_bytes)::bigint, count(DISTINCT peer) FROM h GROUP BY host"
-               " ORDER BY 3 DESC, 4 DESC, 1 LIMIT 10",
-        2, p, err, errlen);
+    char *flows = NULL;
+    if (cfg->clickhouse.enabled &&
+        !(flows = hm_chflows_json(db, &cfg->clickhouse, SQL_HOST_ADDRS, 2, p, week_us,
+                                  week_us + WEEK_US, err, errlen)))
+        return -1;
+    const char *p3[3] = {p[0], p[1], flows};
+    PGresult *q = pgc_query(db, "reading the hosts behind unexplained bytes",
+                            flows ? "WITH " HM_CHFLOWS_CTE(3) HOSTS_BODY : "WITH " HOSTS_BODY,
+                            flows ? 3 : 2, p3, err, errlen);
+    free(flows);
     if (!q)
         return -1;
     h2(r, "Hosts behind unexplained bytes",
@@ -637,7 +652,8 @@ static int render(struct evbuffer *out, PGconn *db, const struct cfg *cfg, int64
     if (pairs_section(&r, db, p, prev_label, err, errlen) < 0)
         return -1;
     if (days_section(&r, db, cfg, p, week_us, err, errlen) < 0 ||
-        gaps_section(&r, db, p, err, errlen) < 0 || hosts_section(&r, db, p, err, errlen) < 0 ||
+        gaps_section(&r, db, p, err, errlen) < 0 ||
+        hosts_section(&r, db, cfg, p, week_us, err, errlen) < 0 ||
         workflows_section(&r, db, p, err, errlen) < 0 || over_section(&r, db, p, err, errlen) < 0 ||
         throttle_section(&r, db, p, err, errlen) < 0)
         return -1;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hm_fmt.h"
+#include "hm_chflows.h"
 #include "timeutil.h"
 
 #define Z95                 1.959963984540054
@@ -31,30 +32,39 @@ void hm_unrec_interval(double x, double v, double *lo, double *hi)
 /* Per window: one exporter per pair (most samples), the agents' bytes for the same pair from
  * either end; then summed over the windows. $1 from, $2 to, $3 src site, $4 dst site, $5 one
  * exporting device or NULL. */
-static const char SQL_PAIRS[] =
-    "WITH f AS (SELECT DISTINCT ON (window_start, src_addr, dst_addr, proto, dst_port)"
-    "  window_start, src_addr, dst_addr, proto, dst_port, samples, estimated_bytes, variance"
-    "  FROM flow_samples WHERE window_start >= $1 AND window_start < $2"
-    "  AND src_site = $3 AND dst_site = $4 AND ($5::text IS NULL OR device = $5)"
-    "  ORDER BY window_start, src_addr, dst_addr, proto, dst_port, samples DESC, device),"
-    " s AS (SELECT window_start, local_addr AS a, remote_addr AS b, remote_port AS port, proto,"
-    "  sum(tx_bytes) AS bytes FROM flow_records WHERE window_start >= $1 AND window_start < $2"
-    "  AND source = 'socket' GROUP BY 1, 2, 3, 4, 5),"
-    " d AS (SELECT window_start, remote_addr AS a, local_addr AS b, local_port AS port, proto,"
-    "  sum(rx_bytes) AS bytes FROM flow_records WHERE window_start >= $1 AND window_start < $2"
-    "  AND source = 'socket' GROUP BY 1, 2, 3, 4, 5),"
-    " m AS (SELECT f.*, s.bytes AS src_bytes, d.bytes AS dst_bytes FROM f"
-    "  LEFT JOIN s ON s.window_start = f.window_start AND s.a = f.src_addr AND s.b = f.dst_addr"
-    "   AND s.port = f.dst_port AND s.proto = CASE f.proto WHEN 6 THEN 'tcp' WHEN 17 THEN 'udp'"
-    "   END"
-    "  LEFT JOIN d ON d.window_start = f.window_start AND d.a = f.src_addr AND d.b = f.dst_addr"
-    "   AND d.port = f.dst_port AND d.proto = CASE f.proto WHEN 6 THEN 'tcp' WHEN 17 THEN 'udp'"
-    "   END)"
-    " SELECT host(src_addr), host(dst_addr), proto, dst_port, sum(samples)::text,"
-    "  sum(estimated_bytes)::float8, sum(variance),"
-    "  coalesce(sum(greatest(coalesce(src_bytes, 0), coalesce(dst_bytes, 0))), 0)::float8,"
-    "  bool_or(src_bytes IS NOT NULL), bool_or(dst_bytes IS NOT NULL), count(*)"
-    " FROM m GROUP BY 1, 2, 3, 4 ORDER BY 6 DESC";
+#define PAIRS_BODY                                                                                 \
+    "f AS (SELECT DISTINCT ON (window_start, src_addr, dst_addr, proto, dst_port)"                 \
+    "  window_start, src_addr, dst_addr, proto, dst_port, samples, estimated_bytes, variance"      \
+    "  FROM flow_samples WHERE window_start >= $1 AND window_start < $2"                           \
+    "  AND src_site = $3 AND dst_site = $4 AND ($5::text IS NULL OR device = $5)"                  \
+    "  ORDER BY window_start, src_addr, dst_addr, proto, dst_port, samples DESC, device),"         \
+    " s AS (SELECT window_start, local_addr AS a, remote_addr AS b, remote_port AS port, proto,"   \
+    "  sum(tx_bytes) AS bytes FROM flow_records WHERE window_start >= $1 AND window_start < $2"    \
+    "  AND source = 'socket' GROUP BY 1, 2, 3, 4, 5),"                                             \
+    " d AS (SELECT window_start, remote_addr AS a, local_addr AS b, local_port AS port, proto,"    \
+    "  sum(rx_bytes) AS bytes FROM flow_records WHERE window_start >= $1 AND window_start < $2"    \
+    "  AND source = 'socket' GROUP BY 1, 2, 3, 4, 5),"                                             \
+    " m AS (SELECT f.*, s.bytes AS src_bytes, d.bytes AS dst_bytes FROM f"                         \
+    "  LEFT JOIN s ON s.window_start = f.window_start AND s.a = f.src_addr AND s.b = f.dst_addr"   \
+    "   AND s.port = f.dst_port AND s.proto = CASE f.proto WHEN 6 THEN 'tcp' WHEN 17 THEN 'udp'"   \
+    "   END"                                                                                       \
+    "  LEFT JOIN d ON d.window_start = f.window_start AND d.a = f.src_addr AND d.b = f.dst_addr"   \
+    "   AND d.port = f.dst_port AND d.proto = CASE f.proto WHEN 6 THEN 'tcp' WHEN 17 THEN 'udp'"   \
+    "   END)"                                                                                      \
+    " SELECT host(src_addr), host(dst_addr), proto, dst_port, sum(samples)::text,"                 \
+    "  sum(estimated_bytes)::float8, sum(variance),"                                               \
+    "  coalesce(sum(greatest(coalesce(src_bytes, 0), coalesce(dst_bytes, 0))), 0)::float8,"        \
+    "  bool_or(src_bytes IS NOT NULL), bool_or(dst_bytes IS NOT NULL), count(*)"                   \
+    " FROM m GROUP BY 1, 2, 3, 4 ORDER BY 6 DESC"
+
+static const char SQL_PAIRS[] = "WITH " PAIRS_BODY;
+/* In ClickHouse mode: the same, flow_records being the CTE of the flows in $6 (hm_chflows.h) */
+static const char SQL_PAIRS_CH[] = "WITH " HM_CHFLOWS_CTE(6) PAIRS_BODY;
+/* The addresses whose flows SQL_PAIRS_CH needs: both ends of the pair's sampled flows */
+static const char SQL_PAIR_ADDRS[] =
+    "SELECT DISTINCT host(v.a) FROM flow_samples, LATERAL (VALUES (src_addr), (dst_addr)) v(a)"
+    " WHERE window_start >= $1 AND window_start < $2 AND src_site = $3 AND dst_site = $4"
+    " AND ($5::text IS NULL OR device = $5)";
 
 int hm_unrec_query(PGconn *db, const struct cfg *cfg, const char *src_site, const char *dst_site,
                    const char *device, int64_t from_us, int64_t to_us, size_t limit,
@@ -63,9 +73,20 @@ int hm_unrec_query(PGconn *db, const struct cfg *cfg, const char *src_site, cons
     *rows = NULL;
     *n = 0;
     char a[TM_RFC3339_LEN], b[TM_RFC3339_LEN];
-    const char *p[5] = {tm_format_rfc3339(from_us, a), tm_format_rfc3339(to_us, b), src_site,
-                        dst_site, device};
-    PGresult *r = PQexecParams(db, SQL_PAIRS, 5, NULL, p, NULL, NULL, 0);
+    const char *p[6] = {tm_format_rfc3339(from_us, a),
+                        tm_format_rfc3339(to_us, b),
+                        src_site,
+                        dst_site,
+                        device,
+                        NULL};
+    char *flows = NULL; /* ClickHouse mode: the raw flows are there (hm_chflows.h) */
+    if (cfg->clickhouse.enabled && !(flows = hm_chflows_json(db, &cfg->clickhouse, SQL_PAIR_ADDRS,
+                                                             5, p, from_us, to_us, err, errlen)))
+        return -1;
+    p[5] = flows;
+    PGresult *r =
+        PQexecParams(db, flows ? SQL_PAIRS_CH : SQL_PAIRS, flows ? 6 : 5, NULL, p, NULL, NULL, 0);
+    free(flows);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         snprintf(err, errlen, "unrecorded pairs: %s", PQerrorMessage(db));
         PQclear(r);

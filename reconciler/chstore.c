@@ -1,12 +1,12 @@
 /* ClickHouse over HTTP: statements, schema (see chstore.h). */
 #include "chstore.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "chhttp.h"
 #include "flow_row.h"
 
 const char *chstore_table(const struct cfg_clickhouse *ch)
@@ -16,62 +16,10 @@ const char *chstore_table(const struct cfg_clickhouse *ch)
     return t;
 }
 
-/* The server's message up to its first newline (ClickHouse answers errors as text). */
-static void first_line(char *out, size_t len, const char *body)
-{
-    size_t n = body ? strcspn(body, "\n") : 0;
-    if (n > 300)
-        n = 300;
-    snprintf(out, len, "%.*s", (int)n, body ? body : "");
-}
-
 int chstore_exec(const struct cfg_clickhouse *ch, const char *sql, const char *data, size_t len,
                  const char *url_params, struct httpc_response *resp, char *err, size_t errlen)
 {
-    memset(resp, 0, sizeof *resp);
-    size_t sl = strlen(sql);
-    char *body = malloc(sl + 1 + len);
-    if (!body) {
-        snprintf(err, errlen, "clickhouse: out of memory for %zu bytes", sl + 1 + len);
-        return -1;
-    }
-    memcpy(body, sql, sl);
-    body[sl] = '\n';
-    if (len)
-        memcpy(body + sl + 1, data, len);
-    char url[512], auth[600] = "";
-    snprintf(url, sizeof url, "%s/%s%s", ch->url, url_params ? "?" : "",
-             url_params ? url_params : ""); /* tables are named with their database */
-    if (ch->user) {
-        char cred[400];
-        int n = snprintf(cred, sizeof cred, "%s:%s", ch->user, ch->password ? ch->password : "");
-        if (n > 0 && (size_t)n < sizeof cred) {
-            memcpy(auth, "Basic ", 6);
-            EVP_EncodeBlock((unsigned char *)auth + 6, (const unsigned char *)cred, n);
-        }
-    }
-    struct httpc_req rq = {.url = url,
-                           .authorization = auth[0] ? auth : NULL,
-                           .body = body,
-                           .len = sl + 1 + len,
-                           .content_type = "text/plain; charset=utf-8",
-                           .timeout_ms = ch->timeout_ms,
-                           .max_response = (size_t)1 << 30};
-    char e[300];
-    int rc = httpc_do(&rq, resp, e, sizeof e);
-    free(body);
-    if (rc != 0) {
-        snprintf(err, errlen, "clickhouse: %s", e);
-        return -1;
-    }
-    if (resp->status != 200) {
-        char msg[320];
-        first_line(msg, sizeof msg, resp->body);
-        snprintf(err, errlen, "clickhouse: HTTP %d: %s", resp->status, msg);
-        httpc_response_free(resp);
-        return -1;
-    }
-    return 0;
+    return chhttp_exec(ch, sql, data, len, url_params, resp, err, errlen);
 }
 
 static int exec_simple(const struct cfg_clickhouse *ch, const char *sql, char *err, size_t errlen)

@@ -1,7 +1,8 @@
 /* The ClickHouse store of raw flow records (docs/design.md "ClickHouse store"), configured by
  * $.analytics.clickhouse (common/cfg_analytics.c). PostgreSQL stays the store ingest commits to
- * and acknowledges from; a report's flows reach ClickHouse later, from the outbox flusher
- * (chstore_flush.c), and the reconciler sums a window's connections there (recon_db_ch.c) once
+ * and acknowledges from: a report's flows are committed as one compressed block in its outbox
+ * (store.c, chstore_block.h, sql/017) and reach ClickHouse later, from the outbox flusher
+ * (chstore_flush.c); the reconciler sums a window's connections there (recon_db_ch.c) once
  * every report of the window has arrived.
  *
  * Tables (ClickHouse 18.16 subset, also valid on current releases), columns from flow_row.h:
@@ -22,10 +23,10 @@
 #include "config.h"
 #include "httpc.h"
 
-/* Runs one statement over the HTTP interface: POST body = sql, then (for INSERT … FORMAT) a
- * newline and data[0..len). url_params: settings "k=v&k2=v2" or NULL. 0 on HTTP 200 (resp
- * holds the answer; free it with httpc_response_free), -1 with err ("clickhouse: …" and the
- * server's first message line) otherwise; resp is then empty. */
+/* Runs one statement over the HTTP interface: common/chhttp.h's chhttp_exec (POST body = sql,
+ * then for INSERT … FORMAT a newline and data[0..len); url_params "k=v&k2=v2" or NULL). 0 on
+ * HTTP 200 (resp holds the answer; free it with httpc_response_free), -1 with err
+ * ("clickhouse: …" and the server's first message line) otherwise; resp is then empty. */
 int chstore_exec(const struct cfg_clickhouse *ch, const char *sql, const char *data, size_t len,
                  const char *url_params, struct httpc_response *resp, char *err, size_t errlen)
     __attribute__((warn_unused_result));

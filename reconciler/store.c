@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chstore_block.h"
 #include "db.h"
 #include "flow_row.h"
 #include "gaps.h"
@@ -35,6 +36,20 @@ static const char SQL_REPORT[] =
     " sampling_k, sampling_threshold, flows_seen, n_flows, ch_pending)"
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::boolean AND $10::int > 0)"
     " ON CONFLICT DO NOTHING RETURNING 1";
+
+/* With ClickHouse, for a report with flows: its row, its flows as one outbox block
+ * (sql/017_ch_outbox.sql; $14 binary) and its window's mark in one statement, all or nothing
+ * when the report is a resend (ON CONFLICT: r is empty). Returns 1 for a fresh report. */
+static const char SQL_REPORT_OUTBOX[] =
+    "WITH r AS (INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds,"
+    " dropped_events, sampling_k, sampling_threshold, flows_seen, n_flows, ch_pending)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, true) ON CONFLICT DO NOTHING RETURNING 1),"
+    " o AS (INSERT INTO ch_outbox (agent_id, seq, window_start, n_rows, raw_bytes, coding, block)"
+    " SELECT $1, $2, $4, $11::int, $12::int, $13, $14::bytea FROM r),"
+    " m AS (INSERT INTO window_state (window_start, window_seconds, dirty, last_data_at)"
+    " SELECT $4::timestamptz, $15::int, true, clock_timestamp() FROM r"
+    " ON CONFLICT (window_start) DO UPDATE SET dirty = true, last_data_at = clock_timestamp())"
+    " SELECT count(*) FROM r";
 
 static char copy_flows[1024];
 
@@ -176,27 +191,73 @@ static int run(PGconn *db, const char *what, const char *sql, int nparams,
     return 0;
 }
 
+/* The report's flows as one ClickHouse outbox row instead of n_rows flow_records rows: the raw
+ * flows live in ClickHouse (docs/design.md "ClickHouse store"), PostgreSQL keeps them only until
+ * the flusher has them confirmed there. *fresh: 0 for a resend (nothing written). */
+static int write_report_outbox(struct store *st, const struct ingest_batch *b, const char *wsec,
+                               int *fresh, char *err, size_t errlen)
+{
+    struct chblock blk;
+    if (chblock_build(b->copy, b->copy_len, b->window_start_us, &blk) < 0) {
+        snprintf(err, errlen, "ch_outbox: cannot build the ClickHouse block (out of memory)");
+        return -1;
+    }
+    char nrows[24], raw[24];
+    snprintf(nrows, sizeof nrows, "%zu", b->n_rows);
+    snprintf(raw, sizeof raw, "%zu", blk.raw_len);
+    enum { N = INGEST_REPORT_PARAMS + 5 };
+    const char *p[N];
+    int lens[N] = {0}, fmts[N] = {0};
+    memcpy(p, b->report, sizeof b->report);
+    p[INGEST_REPORT_PARAMS] = nrows;
+    p[INGEST_REPORT_PARAMS + 1] = raw;
+    p[INGEST_REPORT_PARAMS + 2] = blk.coding;
+    p[INGEST_REPORT_PARAMS + 3] = blk.data;
+    lens[INGEST_REPORT_PARAMS + 3] = (int)blk.len;
+    fmts[INGEST_REPORT_PARAMS + 3] = 1;
+    p[INGEST_REPORT_PARAMS + 4] = wsec;
+    PGresult *r = PQexecParams(st->db, SQL_REPORT_OUTBOX, N, NULL, p, lens, fmts, 0);
+    int rc = 0;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+        set_err(err, errlen, "flow_reports/ch_outbox", PQresultErrorMessage(r));
+        rc = -1;
+    } else {
+        *fresh = atoi(PQgetvalue(r, 0, 0));
+    }
+    PQclear(r);
+    chblock_free(&blk);
+    return rc;
+}
+
 static int write_attributions(struct store *st, const struct ingest_batch *b,
                               struct store_result *res, char *err, size_t errlen)
 {
     char wsec[16];
     snprintf(wsec, sizeof(wsec), "%d", st->cfg->window_seconds);
     int fresh = 0;
-    /* the report's row, and whether its flows still have to reach ClickHouse (chstore_flush.h) */
-    const char *params[INGEST_REPORT_PARAMS + 1];
-    memcpy(params, b->report, sizeof b->report);
-    params[INGEST_REPORT_PARAMS] = st->cfg->clickhouse.enabled ? "true" : "false";
-    if (run(st->db, "flow_reports", SQL_REPORT, INGEST_REPORT_PARAMS + 1, params, NULL, &fresh, err,
-            errlen) < 0)
-        return -1;
-    if (!fresh)
-        return 0; /* a resend: the report and its flows are already stored */
-    if (b->n_rows && pgc_copy_in(st->db, "flow_records", copy_flows_sql(), b->copy, b->copy_len,
-                                 err, errlen) < 0)
-        return -1;
-    const char *mark[2] = {wsec, b->report[3]};
-    if (run(st->db, "window_state", SQL_MARK_ONE, 2, mark, NULL, NULL, err, errlen) < 0)
-        return -1;
+    bool outbox = b->n_rows && st->cfg->clickhouse.enabled;
+    if (outbox) {
+        if (write_report_outbox(st, b, wsec, &fresh, err, errlen) < 0)
+            return -1;
+        if (!fresh)
+            return 0; /* a resend: the report and its flows are already stored */
+    } else {
+        /* the report's row; ch_pending is true only for a report with flows (chstore_flush.h) */
+        const char *params[INGEST_REPORT_PARAMS + 1];
+        memcpy(params, b->report, sizeof b->report);
+        params[INGEST_REPORT_PARAMS] = st->cfg->clickhouse.enabled ? "true" : "false";
+        if (run(st->db, "flow_reports", SQL_REPORT, INGEST_REPORT_PARAMS + 1, params, NULL, &fresh,
+                err, errlen) < 0)
+            return -1;
+        if (!fresh)
+            return 0;
+        if (b->n_rows && pgc_copy_in(st->db, "flow_records", copy_flows_sql(), b->copy, b->copy_len,
+                                     err, errlen) < 0)
+            return -1;
+        const char *mark[2] = {wsec, b->report[3]};
+        if (run(st->db, "window_state", SQL_MARK_ONE, 2, mark, NULL, NULL, err, errlen) < 0)
+            return -1;
+    }
     if (nasin_store(st->db, b->nas, st->cfg->window_seconds, err, errlen) < 0)
         return -1;
     long gaps = 0;

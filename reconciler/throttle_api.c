@@ -1,5 +1,6 @@
 /* The throttle rules API (see throttle_api.h). */
 #include "throttle_api.h"
+#include "throttle_senders.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -343,8 +344,8 @@ static int create(PGconn *db, const char *body, struct evbuffer *out)
 /* A 'total' rule's share for host: its share of the selector's bytes in the latest window
  * attribution_rollup has for it; without bytes there, an even split over the hosts that applied
  * the rule (at least this one). */
-static double host_share(PGconn *db, const char *kind, const char *value, const char *host,
-                         double rate, double hosts)
+double thr_host_share(PGconn *db, const char *kind, const char *value, const char *host,
+                      double rate, double hosts)
 {
     const char *col = strcmp(kind, "workflow") == 0  ? "workflow"
                       : strcmp(kind, "user") == 0    ? "user_name"
@@ -416,8 +417,8 @@ static int list_for_host(PGconn *db, const char *host, const char *site, struct 
         cJSON_AddNumberToObject(e, "rate_bps", rate);
         if (strcmp(PQgetvalue(r, i, 6), "total") == 0)
             cJSON_AddNumberToObject(e, "host_rate_bps",
-                                    host_share(db, PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), host,
-                                               rate, atof(PQgetvalue(r, i, 7))));
+                                    thr_host_share(db, PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
+                                                   host, rate, atof(PQgetvalue(r, i, 7))));
         cJSON_AddStringToObject(e, "mode", PQgetvalue(r, i, 4));
         cJSON_AddNumberToObject(e, "expires_in_s", atof(PQgetvalue(r, i, 5)));
         if (PQgetvalue(r, i, 8)[0] == 't')
@@ -433,6 +434,10 @@ static int list_for_host(PGconn *db, const char *host, const char *site, struct 
     }
     PQclear(r);
     cJSON_AddBoolToObject(o, "kill_switch", kill_switch_on(db));
+    if (thr_peers_add(db, host, o) != 0) {
+        cJSON_Delete(o);
+        return error(out, 500, PQerrorMessage(db), "peers");
+    }
     return send_json(out, 200, o);
 }
 

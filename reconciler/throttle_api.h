@@ -4,7 +4,9 @@
  *                                     (?proposals=1: only proposals waiting for approval);
  *                                     agent (?host=H[&site=S]): the live rules for that host
  *                                     (and site), the allow-list and the kill switch, as the
- *                                     agent applies them
+ *                                     agent applies them, and "peers": the host's
+ *                                     connections towards throttled sockets elsewhere
+ *                                     (throttle_senders.h)
  *   DELETE /v1/throttles/ID           operator: revokes
  *   POST   /v1/throttles/ID/revoke    operator: the same as DELETE
  *   POST   /v1/throttles/ID/approve   operator: a proposal (dry_run) becomes enforced
@@ -35,5 +37,10 @@ bool thr_api_owns(const char *path);
 int thr_api_handle(PGconn *db, const char *role, const char *bound_host, const char *method,
                    const char *path, const char *query, const char *body, size_t len,
                    struct evbuffer *out);
+
+/* A 'total' rule's share for host: its share of the selector's bytes in the latest window
+ * attribution_rollup has for it; without bytes there, rate / hosts (at least 1 bit/s). */
+double thr_host_share(PGconn *db, const char *kind, const char *value, const char *host,
+                      double rate, double hosts);
 
 #endif

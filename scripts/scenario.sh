@@ -6,8 +6,9 @@
 #   2 misconfiguration: 12 jobs of workflow backtest-17 in chi read one big file straight from
 #     nyc's data server instead of chi's cache    -> nyc->chi saturates, `saturation` alert
 #     whose throttle proposal for backtest-17 the demo config enforces at once (stack.sh:
-#     auto_enforce_workflows); chi-gpu's agent limits what the jobs receive
-#                                                 -> backtest-17 held at its cap
+#     auto_enforce_workflows); nyc-data's agent limits what its data server sends the jobs (the
+#     sender side), chi-gpu's what they receive  -> backtest-17 held at its cap, nyc->chi under
+#                                                   0.90, the alert resolved in phase 2
 #   3 blind spot: nyc's filer replicates to chi's filer, no agent at either end
 #                                                 -> nyc->chi coverage red, `gap` alert
 #   4 fix: replication stops, the backtest jobs read from chi's cache        -> alerts resolve
@@ -18,7 +19,7 @@
 # With --normal, only the normal load of phase 1 runs, for SECONDS (at most 3600), and no
 # phases are played (the demo keeps the stack busy with it after the scenario).
 #
-# Phases start on window boundaries and last N windows each (default 4,6,4,5: phase 2
+# Phases start on window boundaries and last N windows each (default 4,7,4,5: phase 2
 # has windows after the throttle took hold, for the saturation alert to resolve in). Every load
 # is bounded in bytes and seconds and ends by itself at its phase's end. Writes DIR/scenario/
 # timeline.env (phase start times, epoch seconds) and each load's own byte counts
@@ -27,7 +28,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-RUN= BUILD= PREFIX=${WLE_PREFIX:-wle-} WINDOW=10 WINDOWS=4,6,4,5 EACH= NORMAL=
+RUN= BUILD= PREFIX=${WLE_PREFIX:-wle-} WINDOW=10 WINDOWS=4,7,4,5 EACH= NORMAL=
 while [ $# -gt 0 ]; do
   case $1 in
   --run) RUN=$2; shift 2 ;;

@@ -1,22 +1,33 @@
 #!/usr/bin/env python3
-"""The driver of bench/clickhouse/run.sh: posts REPORTS agent reports of 1,000 flows each to
-`wanledger reconcile` over 2 keep-alive connections, times until every flow is in ClickHouse
-(the outbox empty and ClickHouse's FINAL count equal to what was acknowledged), then inserts the
-same rows (exported from ClickHouse as TabSeparated) with clickhouse-client into an identical
-table, and prints both side by side."""
-import argparse, base64, http.client, json, os, subprocess, threading, time, urllib.request
+"""The driver of bench/clickhouse/run.sh, in one run:
+ 1. PostgreSQL only (run third): posts REPORTS agent reports of 1,000 flows each to a
+    `wanledger reconcile` without analytics (flows COPY'd into flow_records): the
+    acknowledgement latency to keep;
+ 2. ClickHouse mode (run first): the same reports to `wanledger reconcile` with analytics.clickhouse; times
+    the acknowledgements and until every flow is in ClickHouse (no report pending, ClickHouse's
+    FINAL count equal to what was acknowledged);
+ 3. backlog: ClickHouse frozen (SIGSTOP) while the same reports arrive again as seq 2, then
+    thawed: how fast the outbox drains (what an outage's backlog costs);
+ 4. clickhouse-client inserting the rows of step 2 (exported from ClickHouse as TabSeparated)
+    into an identical table.
+Reports are posted over --conns keep-alive connections (default 2), open loop within each (the next as soon as
+the previous is acknowledged)."""
+import argparse, base64, http.client, json, os, resource, signal, socket, subprocess, threading, time
+import urllib.request
 
 FLOWS = 1000
 TOKEN = "bench-agent-token-0123456789"
 
 ap = argparse.ArgumentParser()
-for a in ("--port", "--wl-pid", "--reports"):
+for a in ("--port", "--pg-port", "--wl-pid", "--wlpg-pid", "--reports"):
     ap.add_argument(a, type=int, required=True)
-for a in ("--conninfo", "--ch", "--tcp", "--password", "--dir"):
+ap.add_argument("--conns", type=int, default=2)
+for a in ("--conninfo", "--ch", "--tcp", "--ch-pids", "--password", "--dir", "--pg-data"):
     ap.add_argument(a, required=True)
 o = ap.parse_args()
 ch_http = o.ch.split()
 ch_tcp = o.tcp.split()
+ch_pids = [int(p) for p in o.ch_pids.split()]
 auth = "Basic " + base64.b64encode(("default:" + o.password).encode()).decode()
 
 
@@ -38,6 +49,53 @@ def cpu_s(pid):
     return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def pg_pids():
+    with open(os.path.join(o.pg_data, "postmaster.pid")) as f:
+        pm = int(f.readline())
+    out = [pm]
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pm:
+                        out.append(int(d))
+            except (OSError, ValueError):
+                pass
+    return out
+
+
+def cpu_of(pids):
+    t = 0.0
+    for p in pids:
+        try:
+            t += cpu_s(p)
+        except OSError:
+            pass
+    return t
+
+
+def path_cpu(wl_pid):
+    """CPU seconds so far of everything on the path: wanledger, PostgreSQL's processes (the
+    backends alive now), the ClickHouse servers."""
+    return cpu_s(wl_pid) + cpu_of(pg_pids()) + cpu_of(ch_pids)
+
+
+def wait_port(port):
+    for _ in range(300):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("nothing listens on %d" % port)
+
+
+def load():
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
+wait_port(o.port)
+wait_port(o.pg_port)
 # the flusher creates its tables at start; with shards, the same local table on every other one
 for _ in range(300):
     if chq("EXISTS TABLE wanledger.flow_records").strip() == "1":
@@ -61,52 +119,117 @@ for r in range(o.reports):
     bodies.append(json.dumps({"version": 1, "host": "h%d" % r, "agent_id": "agent-%d" % r, "seq": 1,
                               "window_start": ws_text, "flows": flows}).encode())
 n_rows = o.reports * FLOWS
-lat = []
-lock = threading.Lock()
 
 
-def client(part):
-    c = http.client.HTTPConnection("127.0.0.1", o.port, timeout=120)
-    for b in part:
-        t = time.monotonic()
-        c.request("POST", "/v1/attributions", b, {"Authorization": "Bearer " + TOKEN,
-                                                  "Content-Type": "application/json"})
-        resp = c.getresponse()
-        resp.read()
-        if resp.status != 200:
-            raise SystemExit("HTTP %d" % resp.status)
-        with lock:
-            lat.append(time.monotonic() - t)
+def post_all(port, seq):
+    lat = []
+    lock = threading.Lock()
+
+    def client(part):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        for b in part:
+            if seq != 1:
+                b = b.replace(b'"seq": 1,', b'"seq": %d,' % seq, 1)
+            t = time.monotonic()
+            c.request("POST", "/v1/attributions", b, {"Authorization": "Bearer " + TOKEN,
+                                                      "Content-Type": "application/json"})
+            resp = c.getresponse()
+            resp.read()
+            if resp.status != 200:
+                raise SystemExit("HTTP %d" % resp.status)
+            with lock:
+                lat.append(time.monotonic() - t)
+
+    t0 = time.monotonic()
+    ts = [threading.Thread(target=client, args=(bodies[i::o.conns],)) for i in range(o.conns)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    lat.sort()
+    return t0, time.monotonic() - t0, lat
 
 
+def pct(lat):
+    p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] * 1000
+    return "p50 %.1f ms, p99 %.1f ms, max %.1f ms (n=%d)" % (p(0.5), p(0.99), lat[-1] * 1000, len(lat))
+
+
+def outbox_reports():
+    """wanledger_clickhouse_outbox_reports from /metrics (one keep-alive connection: polling
+    with psql would start a PostgreSQL backend per poll)."""
+    c = http.client.HTTPConnection("127.0.0.1", o.port, timeout=60)
+    c.request("GET", "/metrics")
+    body = c.getresponse().read().decode()
+    c.close()
+    for line in body.splitlines():
+        if line.startswith("wanledger_clickhouse_outbox_reports "):
+            return int(line.split()[1])
+    raise SystemExit("no wanledger_clickhouse_outbox_reports in /metrics")
+
+
+def wait_empty():
+    while outbox_reports() != 0:
+        time.sleep(0.05)
+
+
+def check_count(want):
+    got = int(chq("SELECT count() FROM wanledger.flow_records FINAL"))
+    assert got == want, (got, want)
+
+
+print("machine: %d cores; load at start: %s" % (os.cpu_count(), load()))
+# 2. ClickHouse mode (first: PostgreSQL's autovacuum of step 1's flow_records would count here)
+perf = None
+if os.environ.get("PERF_ALL"): # PERF_ALL=FILE: a system-wide perf profile of step 2 only
+    perf = subprocess.Popen(["perf", "record", "-F", "499", "-a", "-g", "-o",
+                             os.environ["PERF_ALL"]], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    time.sleep(1)
 cpu0 = cpu_s(o.wl_pid)
-t0 = time.monotonic()
-ts = [threading.Thread(target=client, args=(bodies[i::2],)) for i in range(2)]
-for t in ts:
-    t.start()
-for t in ts:
-    t.join()
-t_ack = time.monotonic() - t0
-while psql("SELECT count(*) FROM flow_reports WHERE ch_pending") != "0":
-    time.sleep(0.02)
+pg0, ch0 = cpu_of(pg_pids()), cpu_of(ch_pids)
+c0 = path_cpu(o.wl_pid)
+t0, t_ack, lat_ch = post_all(o.port, 1)
+wait_empty()
 t_ch = time.monotonic() - t0
 cpu_wl = cpu_s(o.wl_pid) - cpu0
-got = int(chq("SELECT count() FROM wanledger.flow_records FINAL"))
-assert got == n_rows, (got, n_rows)
-
-# the outbox alone (an outage's replay): every report pending again, the flusher re-sends them
-# (ReplacingMergeTree keeps one copy); includes up to 0.2 s of the idle flusher's poll
-psql("UPDATE flow_reports SET ch_pending = true")
+cpu_path = path_cpu(o.wl_pid) - c0
+cpu_pg_in_ch, cpu_ch_in_ch = cpu_of(pg_pids()) - pg0, cpu_of(ch_pids) - ch0
+load_ch = load()
+if perf:
+    perf.send_signal(signal.SIGINT)
+    perf.wait()
+    print("perf: PostgreSQL pids %s" % ",".join(str(p) for p in pg_pids()))
+check_count(n_rows)
+table = "flow_records_local" if len(ch_http) > 1 else "flow_records"
+on_disk = sum(int(chq("SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database ="
+                      " 'wanledger' AND table = '%s'" % table, n).strip() or 0)
+              for n in range(len(ch_http)))
+# 3. backlog while ClickHouse is frozen, drained after
+for p in ch_pids:
+    os.kill(p, signal.SIGSTOP)
+try:
+    _, t_ack2, lat_bl = post_all(o.port, 2)
+    depth = psql("SELECT count(*), sum(n_rows), sum(octet_length(block)), sum(raw_bytes)"
+                 " FROM ch_outbox").split("|")
+finally:
+    for p in ch_pids:
+        os.kill(p, signal.SIGCONT)
 t2 = time.monotonic()
-while psql("SELECT count(*) FROM flow_reports WHERE ch_pending") != "0":
-    time.sleep(0.02)
+wait_empty()
 t_replay = time.monotonic() - t2
-assert int(chq("SELECT count() FROM wanledger.flow_records FINAL")) == n_rows
+check_count(2 * n_rows)
+load_bl = load()
+# 1. PostgreSQL only (run after 2 and 3, see there)
+c0 = cpu_s(o.wlpg_pid) + cpu_of(pg_pids())
+_, t_pg, lat_pg = post_all(o.pg_port, 1)
+cpu_pg = cpu_s(o.wlpg_pid) + cpu_of(pg_pids()) - c0
+load_pg = load()
 
-# the same rows through clickhouse-client into an identical table (on every shard)
+# 4. the rows of step 2 through clickhouse-client into an identical table (on every shard)
 tsv = os.path.join(o.dir, "rows.tsv")
 with open(tsv, "w") as f:
-    f.write(chq("SELECT * FROM wanledger.flow_records FINAL FORMAT TabSeparated"))
+    f.write(chq("SELECT * FROM wanledger.flow_records FINAL WHERE seq = 1 FORMAT TabSeparated"))
 local = "flow_records_local" if len(ch_http) > 1 else "flow_records"
 for n in range(len(ch_http)):
     chq("CREATE TABLE wanledger.cc_local AS wanledger.%s" % local, n)
@@ -117,25 +240,41 @@ if len(ch_http) > 1:
         " cc_local, cityHash64(agent_id, seq))")
     target = "wanledger.cc"
     settings = ["--insert_distributed_sync=1"]
+ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+cc0 = cpu_of(ch_pids)
 t1 = time.monotonic()
 with open(tsv) as f:
     subprocess.run(["clickhouse-client", "--port", ch_tcp[0], "--password", o.password] + settings +
                    ["--query", "INSERT INTO %s FORMAT TabSeparated" % target], stdin=f, check=True)
 t_cc = time.monotonic() - t1
+ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu_cc = (ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime) + cpu_of(ch_pids) - cc0
 got_cc = int(chq("SELECT count() FROM %s" % target))
 assert got_cc == n_rows, (got_cc, n_rows)
+load_cc = load()
 
-lat.sort()
-pct = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] * 1000
-print("shards: %d, n = %d flow records (%d reports x %d), TabSeparated %.1f MiB" %
-      (len(ch_http), n_rows, o.reports, FLOWS, os.path.getsize(tsv) / 2**20))
-print("| path | wall (s) | flow records/s |")
-print("|---|---|---|")
-print("| wanledger: POST -> PostgreSQL commit + 200 (all acknowledged) | %.2f | %.0f |" % (t_ack, n_rows / t_ack))
-print("| wanledger: POST -> in ClickHouse (outbox empty) | %.2f | %.0f |" % (t_ch, n_rows / t_ch))
-print("| wanledger outbox replay: PostgreSQL -> ClickHouse | %.2f | %.0f |" % (t_replay, n_rows / t_replay))
-print("| clickhouse-client INSERT of the same rows | %.2f | %.0f |" % (t_cc, n_rows / t_cc))
-print("ratio to clickhouse-client: end to end %.2fx, outbox replay %.2fx" % (t_cc / t_ch, t_cc / t_replay))
-print("ack latency per report: p50 %.1f ms, p99 %.1f ms, max %.1f ms (n=%d); wanledger CPU %.2f s"
-      " (%.2f us/flow)" % (pct(0.5), pct(0.99), lat[-1] * 1000, len(lat), cpu_wl, cpu_wl / n_rows * 1e6))
-print("load after: " + open("/proc/loadavg").read().strip())
+print("shards: %d, n = %d flow records per step (%d reports x %d, %d connections),"
+      " TabSeparated %.1f MiB" % (len(ch_http), n_rows, o.reports, FLOWS, o.conns,
+                                 os.path.getsize(tsv) / 2**20))
+print("| step | wall (s) | flow records/s | load after |")
+print("|---|---|---|---|")
+print("| 1. PostgreSQL only: POST -> flow_records COPY + commit + 200 | %.2f | %.0f | %s |" % (t_pg, n_rows / t_pg, load_pg))
+print("| 2. ClickHouse mode: POST -> commit (report + outbox block) + 200 | %.2f | %.0f | |" % (t_ack, n_rows / t_ack))
+print("| 2. ClickHouse mode: POST -> in ClickHouse (none pending, FINAL count) | %.2f | %.0f | %s |" % (t_ch, n_rows / t_ch, load_ch))
+print("| 3. backlog acknowledged while ClickHouse is frozen | %.2f | %.0f | |" % (t_ack2, n_rows / t_ack2))
+print("| 3. backlog drained after the thaw | %.2f | %.0f | %s |" % (t_replay, n_rows / t_replay, load_bl))
+print("| 4. clickhouse-client INSERT of the same rows | %.2f | %.0f | %s |" % (t_cc, n_rows / t_cc, load_cc))
+print("ratio to clickhouse-client: end to end %.2fx, backlog drain %.2fx" % (t_cc / t_ch, t_cc / t_replay))
+print("outbox at the end of step 3: %s blocks, %s flows, %.1f MiB stored (%.1f MiB as TSV)" %
+      (depth[0], depth[1], int(depth[2]) / 2**20, int(depth[3]) / 2**20))
+print("ClickHouse on disk after step 2: %.1f MiB, %.1f bytes per flow record" %
+      (on_disk / 2**20, on_disk / n_rows))
+print("ack latency per report, PostgreSQL only: " + pct(lat_pg))
+print("ack latency per report, ClickHouse mode: " + pct(lat_ch))
+print("ack latency per report, ClickHouse frozen: " + pct(lat_bl))
+us = lambda c: c / n_rows * 1e6
+print("CPU per flow record, every process on the path: PostgreSQL only (wanledger + PostgreSQL)"
+      " %.2f us; ClickHouse mode (wanledger + PostgreSQL + ClickHouse) %.2f us (%.2f + %.2f +"
+      " %.2f); clickhouse-client + ClickHouse %.2f us; ratio %.2fx" %
+      (us(cpu_pg), us(cpu_path), us(cpu_wl), us(cpu_pg_in_ch), us(cpu_ch_in_ch), us(cpu_cc),
+       cpu_cc / cpu_path))

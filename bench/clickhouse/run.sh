@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Flow records/s into ClickHouse through wanledger (agent reports over HTTP -> PostgreSQL commit
-# and 200 -> outbox flusher -> ClickHouse INSERT … FORMAT TabSeparated) side by side with
-# clickhouse-client inserting the same rows (the same TabSeparated file) into an identical table.
+# Flow records/s into ClickHouse through wanledger (agent reports over HTTP -> PostgreSQL commit of
+# the report row + one compressed outbox block, and 200 -> flusher -> ClickHouse INSERT … FORMAT
+# TabSeparated) side by side with clickhouse-client inserting the same rows (the same TabSeparated
+# file) into an identical table, and with a PostgreSQL-only wanledger acknowledging the same
+# reports (flow_records COPY): the acknowledgement latency the ClickHouse mode must not exceed.
 #   [BATCH_ROWS=N] bench/clickhouse/run.sh [REPORTS] [SHARDS]
 #     REPORTS x 1,000 flows (default 200); SHARDS 1 or 2 (two servers on loopback behind a
 #     Distributed table); BATCH_ROWS: analytics.clickhouse.batch_rows (default 100,000)
@@ -11,13 +13,13 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${WL_BENCH_BUILD:-$SRC/build/rel}
 REPORTS=${1:-200}
 SHARDS=${2:-1}
-cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DWL_SANITIZE=OFF >/dev/null
+cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWL_SANITIZE=OFF >/dev/null
 nice cmake --build "$BUILD" -j2 --target wanledger >/dev/null
 W=$(mktemp -d /tmp/wl-chbench-XXXXXX)
 chmod 755 "$W"
 PIDS=()
 cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do while kill -0 "$p" 2>/dev/null; do sleep 0.1; done; done
   bash "$SRC/scripts/pg.sh" stop "$W/pg" >/dev/null 2>&1 || true
   rm -rf "$W"
@@ -28,7 +30,7 @@ PASS=bench-ch-secret
 printf '%s\n' "$PASS" > "$W/ch.pass"
 chmod 600 "$W/ch.pass"
 
-declare -a HTTP TCP
+declare -a HTTP TCP CHPIDS
 for i in $(seq 1 "$SHARDS"); do HTTP[$i]=$(free_port); TCP[$i]=$(free_port); done
 REMOTE=""
 if [ "$SHARDS" -gt 1 ]; then
@@ -61,6 +63,7 @@ XML
 XML
   clickhouse-server --config-file="$d/config.xml" >"$d/stdout.log" 2>&1 &
   PIDS+=($!)
+  CHPIDS+=($!)
   for _ in $(seq 1 300); do
     curl -sf -u "default:$PASS" "http://127.0.0.1:${HTTP[$1]}/" --data-binary 'SELECT 1' >/dev/null 2>&1 && return 0
     sleep 0.1
@@ -86,6 +89,26 @@ JSON
 "$BUILD/cmd/wanledger" --config "$W/config.json" reconcile >"$W/reconcile.log" 2>&1 &
 WL=$!
 PIDS+=($WL)
+# the PostgreSQL-only reference: same server, its own database, no analytics section
+psql "$CONNINFO" -qc "CREATE DATABASE wl_pgonly" >/dev/null
+PGPORT_WL=$(free_port)
+python3 - "$W/config.json" "$W/config-pg.json" "$PGPORT_WL" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+del c["analytics"]
+c["database"] = c["database"].replace("dbname=wanledger", "dbname=wl_pgonly")
+c["listen"] = "127.0.0.1:" + sys.argv[3]
+json.dump(c, open(sys.argv[2], "w"))
+PY
+"$BUILD/cmd/wanledger" --config "$W/config-pg.json" migrate >/dev/null
+"$BUILD/cmd/wanledger" --config "$W/config-pg.json" reconcile >"$W/reconcile-pg.log" 2>&1 &
+WLPG=$!
+PIDS+=($WLPG)
 echo "machine: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "${PERF_OUT:-}" ]; then # PERF_OUT=FILE: a perf profile of the ClickHouse-mode wanledger
+  perf record -F 499 -g -p "$WL" -o "$PERF_OUT" >/dev/null 2>&1 &
+  PIDS+=($!)
+fi
 python3 "$SRC/bench/clickhouse/drive.py" --port "$PORT" --wl-pid "$WL" --conninfo "$CONNINFO" \
-  --ch "${HTTP[*]}" --tcp "${TCP[*]}" --password "$PASS" --reports "$REPORTS" --dir "$W"
+  --pg-port "$PGPORT_WL" --wlpg-pid "$WLPG" --pg-data "$W/pg/data" --ch "${HTTP[*]}" --tcp "${TCP[*]}" --ch-pids "${CHPIDS[*]}" \
+  --password "$PASS" --reports "$REPORTS" --conns "${CONNS:-2}" --dir "$W"

@@ -1,6 +1,7 @@
 /* The agent's reading of the reconciler's rules (throttle_rules.c): expiry on the agent's own
  * clock, the host's share, the allow-list, the kill switch; bad input names its JSON path and
- * leaves nothing applied; the report body carries every counter. */
+ * leaves nothing applied; the report body carries every counter; the sender side's peer
+ * sockets. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -115,6 +116,48 @@ static void test_scope(void **state)
     assert_false(r.rule[2].scoped);
 }
 
+/* The sender side ("peers"): each rule's connections in the kernel's form (IPv6 form, IPv4
+ * as ::ffff:a.b.c.d, ports in host order); a bad socket names its path and leaves no rule. */
+static void test_peers(void **state)
+{
+    (void)state;
+    static struct throttle_rules r;
+    char err[256];
+    const char *j = "{\"rules\":[],\"peers\":[{\"id\":9,\"mode\":\"enforce\",\"rate_bps\":"
+                    "40000000,\"expires_in_s\":60,\"sockets\":[{\"local\":\"10.1.0.10:9000\","
+                    "\"remote\":\"10.2.0.10:41000\"},{\"local\":\"[2001:db8::1]:443\","
+                    "\"remote\":\"[2001:db8::2]:50000\"}]}]}";
+    assert_int_equal(throttle_rules_parse(j, 1000000, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.peers.n, 1);
+    assert_int_equal(r.peers.rule[0].id, 9);
+    assert_int_equal(r.peers.rule[0].mode, THROTTLE_ENFORCE);
+    assert_int_equal(r.peers.rule[0].rate_bps, 40000000);
+    assert_int_equal(r.peers.rule[0].expires_at_us, 1000000 + 60 * 1000000LL);
+    assert_int_equal(r.peers.rule[0].n, 2);
+    assert_int_equal(r.peers.n_sock, 2);
+    const struct throttle_peer *p = &r.peers.sock[0];
+    static const uint8_t l4[16] = {[10] = 0xff, [11] = 0xff, [12] = 10, [13] = 1, [15] = 10};
+    static const uint8_t r4[16] = {[10] = 0xff, [11] = 0xff, [12] = 10, [13] = 2, [15] = 10};
+    assert_memory_equal(p->laddr, l4, 16);
+    assert_memory_equal(p->raddr, r4, 16);
+    assert_int_equal(p->lport, 9000);
+    assert_int_equal(p->rport, 41000);
+    static const uint8_t l6[16] = {0x20, 0x01, 0x0d, 0xb8, [15] = 1};
+    assert_memory_equal(r.peers.sock[1].laddr, l6, 16);
+    assert_int_equal(r.peers.sock[1].rport, 50000);
+    const char *bad = "{\"rules\":[],\"peers\":[{\"id\":9,\"mode\":\"enforce\",\"rate_bps\":1,"
+                      "\"expires_in_s\":60,\"sockets\":[{\"local\":\"10.1.0.10\",\"remote\":"
+                      "\"10.2.0.10:1\"}]}]}";
+    assert_int_equal(throttle_rules_parse(bad, 1000000, &r, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "$.peers[0].sockets[0]"));
+    assert_int_equal(r.peers.n, 0);
+    assert_int_equal(r.peers.n_sock, 0);
+    const char *mode = "{\"rules\":[],\"peers\":[{\"id\":9,\"mode\":\"off\",\"rate_bps\":1,"
+                       "\"expires_in_s\":60,\"sockets\":[]}]}";
+    assert_int_equal(throttle_rules_parse(mode, 1000000, &r, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "$.peers[0].mode"));
+}
+
 static void test_report(void **state)
 {
     (void)state;
@@ -142,10 +185,8 @@ static void test_report(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),
-        cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_scope),
-        cmocka_unit_test(test_report),
+        cmocka_unit_test(test_parse),  cmocka_unit_test(test_refused), cmocka_unit_test(test_scope),
+        cmocka_unit_test(test_report), cmocka_unit_test(test_peers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

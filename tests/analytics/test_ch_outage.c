@@ -5,8 +5,15 @@
  * no cell is computed from part of the window while its flows wait; after the restart every
  * acknowledged flow is in ClickHouse exactly once and the window's cell counts each once.
  * Flow k of report s: 10.1.0.2:(20000+k) -> 10.2.0.2:5201, client, tx_bytes 1000 s + k, so
- *   sum tx = 1000 x 40 x (1 + … + 30) + 30 x (0 + … + 39) = 18,600,000 + 23,400 = 18,623,400. */
+ *   sum tx = 1000 x 40 x (1 + … + 30) + 30 x (0 + … + 39) = 18,600,000 + 23,400 = 18,623,400.
+ * The reports' flows never become flow_records rows: each waits as one compressed block in
+ * ch_outbox (sql/017). Beside them, one report written the way a database from before sql/017
+ * holds it (flow_reports.ch_pending and 5 flow_records rows, 10.1.0.3:(3000+k) -> 10.2.0.2:5201,
+ * tx 7 each: 35) must ship too. After the restart, ClickHouse is frozen (SIGSTOP) while reports
+ * arrive: the flusher's insert times out, is retried once ClickHouse runs again, and the rows
+ * are still counted once. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +32,7 @@
 #define REPORTS 30
 #define FLOWS   40
 #define TX_SUM  18623400LL
+#define LEGACY  5 /* flows of the pre-017 report, tx 7 each */
 
 static struct fx F;
 static struct th_ch CH;
@@ -82,6 +90,18 @@ static void test_outage_and_restart(void **state)
              fx_ts(ws));
     for (int s = 1; s <= 10; s++)
         post_report(ws, s);
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "WITH r AS (INSERT INTO flow_reports (agent_id, seq, host, window_start,"
+             " window_seconds, n_flows, ch_pending) VALUES ('agent-legacy', 1, 'nyc-gpu-2', '%s',"
+             " 60, %d, true) RETURNING 1), f AS (INSERT INTO flow_records (window_start, agent_id,"
+             " seq, idx, host, source, proto, local_addr, local_port, remote_addr, remote_port,"
+             " role, tx_bytes, rx_bytes) SELECT '%s', 'agent-legacy', 1, k, 'nyc-gpu-2', 'socket',"
+             " 'tcp', '10.1.0.3', 3000 + k, '10.2.0.2', 5201, 'client', 7, 0"
+             " FROM generate_series(0, %d) k RETURNING 1) SELECT (SELECT count(*) FROM r) +"
+             " (SELECT count(*) FROM f)",
+             fx_ts(ws), LEGACY, fx_ts(ws), LEGACY - 1);
+    assert_int_equal(fx_num(&F, sql), 1 + LEGACY);
     th_ch_stop(&CH);
     for (int s = 11; s <= 20; s++)
         post_report(ws, s); /* acknowledged while ClickHouse is down */
@@ -92,35 +112,65 @@ static void test_outage_and_restart(void **state)
     assert_int_equal(waiting, 1);
     assert_true(metric("wanledger_clickhouse_outbox_reports") >= 10);
     assert_true(metric("wanledger_clickhouse_outbox_flows") >= 10 * FLOWS);
+    /* the new reports wait as one block each, compressed; none as flow_records rows */
+    /* 11..20, and those of 1..10 the flusher had not shipped before the stop */
+    long long blocks = metric("wanledger_clickhouse_outbox_blocks");
+    assert_true(blocks >= 10 && blocks <= 20);
+    assert_int_equal(metric("wanledger_clickhouse_outbox_block_rows"), blocks * FLOWS);
+    long long stored = metric("wanledger_clickhouse_outbox_bytes");
+    long long raw = metric("wanledger_clickhouse_outbox_raw_bytes");
+    print_message("outbox during the outage: %lld blocks, %lld bytes stored, %lld as TSV\n", blocks,
+                  stored, raw);
+    assert_true(stored > 0 && stored < raw);
+    assert_int_equal(fx_num(&F, "SELECT count(*) FROM flow_records"), LEGACY);
     sleep_ms(2500); /* two reconcile ticks: the window is due, but not computed from half */
     /* at most the 10 reports shipped before the stop: 1000 x 40 x 55 + 10 x 780 */
-    assert_true(fx_num(&F, cell) <= 2207800);
+    assert_true(fx_num(&F, cell) <= 2207800 + 7 * LEGACY);
     assert_true(metric("wanledger_clickhouse_deferred_total") >= 1);
     char dirty[256];
     snprintf(dirty, sizeof dirty,
              "SELECT count(*) FROM window_state WHERE dirty AND window_start = '%s'", fx_ts(ws));
     assert_int_equal(fx_num(&F, dirty), 1); /* still due, not marked reconciled */
     assert_int_equal(th_ch_restart(&CH), 0);
-    for (int s = 21; s <= REPORTS; s++)
-        post_report(ws, s);
     long long pending = -1;
+    for (int i = 0; i < 300 && pending != 0; i++, sleep_ms(100))
+        pending = fx_num(&F, "SELECT count(*) FROM flow_reports WHERE ch_pending");
+    assert_int_equal(pending, 0); /* the backlog, both kinds, shipped */
+    /* frozen, not down: the insert is sent and its answer never comes (timeout_ms 2000) */
+    long long failed = metric("wanledger_clickhouse_insert_failures_total");
+    assert_int_equal(kill(CH.pid, SIGSTOP), 0);
+    for (int s = 21; s <= 25; s++)
+        post_report(ws, s);
+    long long now_failed = failed;
+    for (int i = 0; i < 80 && now_failed == failed; i++, sleep_ms(100))
+        now_failed = metric("wanledger_clickhouse_insert_failures_total");
+    assert_int_equal(kill(CH.pid, SIGCONT), 0);
+    assert_true(now_failed > failed);
+    assert_true(fx_num(&F, "SELECT count(*) FROM flow_reports WHERE ch_pending") >= 1);
+    for (int s = 26; s <= REPORTS; s++)
+        post_report(ws, s);
+    pending = -1;
     for (int i = 0; i < 300 && pending != 0; i++, sleep_ms(100))
         pending = fx_num(&F, "SELECT count(*) FROM flow_reports WHERE ch_pending");
     assert_int_equal(pending, 0);
     assert_int_equal(metric("wanledger_clickhouse_outbox_reports"), 0);
+    assert_int_equal(metric("wanledger_clickhouse_outbox_blocks"), 0);
+    assert_int_equal(fx_num(&F, "SELECT count(*) FROM ch_outbox"), 0);
     /* exactly once in ClickHouse */
+    print_message("rows stored in ClickHouse before FINAL: %lld\n",
+                  th_ch_num(&CH, "SELECT count() FROM wanledger.flow_records"));
     assert_int_equal(th_ch_num(&CH, "SELECT count() FROM wanledger.flow_records FINAL"),
-                     REPORTS * FLOWS);
+                     REPORTS * FLOWS + LEGACY);
     assert_int_equal(th_ch_num(&CH, "SELECT count() FROM (SELECT DISTINCT agent_id, seq, idx"
                                     " FROM wanledger.flow_records)"),
-                     REPORTS * FLOWS);
+                     REPORTS * FLOWS + LEGACY);
     assert_int_equal(th_ch_num(&CH, "SELECT sum(tx_bytes) FROM wanledger.flow_records FINAL"),
-                     TX_SUM);
+                     TX_SUM + 7 * LEGACY);
     /* and the window's cell, summed by ClickHouse, counts every flow once */
     long long attributed = -1;
-    for (int i = 0; i < 100 && attributed != TX_SUM; i++, sleep_ms(100))
+    for (int i = 0; i < 100 && attributed != TX_SUM + 7 * LEGACY; i++, sleep_ms(100))
         attributed = fx_num(&F, cell);
-    assert_int_equal(attributed, TX_SUM);
+    assert_int_equal(attributed, TX_SUM + 7 * LEGACY);
 }
 
 static int setup(void **state)

@@ -432,6 +432,95 @@ static void test_proposal_demand(void **state)
     free(want);
 }
 
+/* One agent report of window ws for host with one TCP flow (owner: workflow or program). */
+static void peer_report(const char *host, int seq, int64_t ws, const char *local,
+                        const char *remote, const char *owner)
+{
+    fx_post_ok(&g_fx, "/v1/attributions", FX_TOKEN_AGENT,
+               fx_fmt("{\"version\":1,\"host\":\"%s\",\"agent_id\":\"agent-%s\",\"seq\":%d,"
+                      "\"window_start\":\"%s\",\"flows\":[{\"source\":\"socket\",\"proto\":"
+                      "\"tcp\",\"local\":\"%s\",\"remote\":\"%s\",\"role\":\"unknown\","
+                      "\"tx_bytes\":1000,\"rx_bytes\":5000000,\"user\":\"u\",%s}]}",
+                      host, host, seq, fx_ts(ws), local, remote, owner));
+}
+
+/* GET /v1/throttles as host's agent: the "peers" member (a JSON text, malloc'd). */
+static char *peers_of(const char *token, const char *host)
+{
+    char path[96], *resp = NULL;
+    snprintf(path, sizeof(path), "/v1/throttles?host=%s", host);
+    assert_int_equal(fx_http(&g_fx, "GET", path, token, NULL, NULL, 0, &resp), 200);
+    cJSON *j = cJSON_Parse(resp);
+    free(resp);
+    assert_non_null(j);
+    char *out = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "peers"));
+    cJSON_Delete(j);
+    assert_non_null(out);
+    return out;
+}
+
+/* The sender side: the agents of chi-gpu and chi-cache report sockets of workflow peer-wf
+ * (throttled) and train-x (not) downloading from nyc-data and nyc-dd; nyc-data's agent gets the
+ * 4-tuple of its one socket towards a peer-wf socket, with the rule's per-host rate for its one
+ * receiving host; nyc-dd gets only its own; chi-gpu (whose far ends are not throttled) and a
+ * host without reports get none; a token bound to h1 gets h1's (none). */
+static void test_peer_sockets(void **state)
+{
+    (void)state;
+    int64_t ws = fx_window_ago(1, 60);
+    /* the throttled download to chi-gpu and its sender */
+    peer_report("chi-gpu", 1, ws, "10.2.0.10:41000", "10.1.0.10:9000", "\"workflow\":\"peer-wf\"");
+    peer_report("nyc-data", 1, ws, "10.1.0.10:9000", "10.2.0.10:41000", "\"program\":\"datasrv\"");
+    /* an unthrottled download from the same server */
+    peer_report("chi-gpu", 2, ws, "10.2.0.10:41001", "10.1.0.10:9000", "\"workflow\":\"train-x\"");
+    peer_report("nyc-data", 2, ws, "10.1.0.10:9000", "10.2.0.10:41001", "\"program\":\"datasrv\"");
+    /* another sender's throttled download */
+    peer_report("chi-cache", 1, ws, "10.2.0.12:42000", "10.1.0.11:7000",
+                "\"workflow\":\"peer-wf\"");
+    peer_report("nyc-dd", 1, ws, "10.1.0.11:7000", "10.2.0.12:42000", "\"program\":\"datasrv\"");
+    char *resp = NULL;
+    assert_int_equal(post(TOKEN_OP, "/v1/throttles",
+                          "{\"selector\":{\"workflow\":\"peer-wf\"},\"rate_bps\":30000000,"
+                          "\"ttl_seconds\":120,\"mode\":\"enforce\",\"reason\":\"download\"}",
+                          &resp),
+                     201);
+    cJSON *j = cJSON_Parse(resp);
+    long long id = (long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "id"));
+    cJSON_Delete(j);
+    free(resp);
+    char *want = fx_fmt("[{\"id\":%lld,\"mode\":\"enforce\",\"rate_bps\":30000000,", id);
+    char *got = peers_of(FX_TOKEN_AGENT, "nyc-data");
+    if (strncmp(got, want, strlen(want)) != 0 ||
+        !strstr(got,
+                "\"sockets\":[{\"local\":\"10.1.0.10:9000\",\"remote\":\"10.2.0.10:41000\"}]}]"))
+        fail_msg("nyc-data's peers: %s", got);
+    free(got);
+    got = peers_of(FX_TOKEN_AGENT, "nyc-dd");
+    if (strncmp(got, want, strlen(want)) != 0 ||
+        !strstr(got,
+                "\"sockets\":[{\"local\":\"10.1.0.11:7000\",\"remote\":\"10.2.0.12:42000\"}]}]"))
+        fail_msg("nyc-dd's peers: %s", got);
+    free(got);
+    free(want);
+    static const char *const none[] = {"chi-gpu", "chi-cache", "osl-lab"};
+    for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+        got = peers_of(FX_TOKEN_AGENT, none[i]);
+        if (strcmp(got, "[]") != 0)
+            fail_msg("%s's peers: %s, expected none", none[i], got);
+        free(got);
+    }
+    got = peers_of(TOKEN_H1, "h1");
+    assert_string_equal(got, "[]");
+    free(got);
+    /* revoked: no sender side either */
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/throttles/%lld", id);
+    assert_int_equal(fx_http(&g_fx, "DELETE", path, TOKEN_OP, NULL, NULL, 0, NULL), 200);
+    got = peers_of(FX_TOKEN_AGENT, "nyc-data");
+    assert_string_equal(got, "[]");
+    free(got);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -467,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_proposal_from_alert),
         cmocka_unit_test(test_proposal_demand),
         cmocka_unit_test(test_scope_and_bound_token),
+        cmocka_unit_test(test_peer_sockets),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
