@@ -336,6 +336,8 @@ int main(int argc, char **argv)
         n_sizes++;
     if (max_flows > sizes[n_sizes - 1] && n_sizes < 3)
         sizes[n_sizes++] = max_flows;
+    if (getenv("WL_BENCH_ONLY_LARGEST")) /* one window of MAX_FLOWS only */
+        sizes[0] = sizes[n_sizes - 1], n_sizes = 1;
     /* windows: the sizes' at W - i min, the backlog's after them (older) */
     int64_t W = tm_window_start(tm_now_us(), 60) - 20 * 60 * TM_USEC_PER_SEC;
     int64_t win[3], back[BACKLOG];
