@@ -20,9 +20,14 @@
 #define PARENT_DEPTH   16
 #define ENV_READ_LIMIT (1 << 20)
 
+/* One per (process, uid, cgroup id) the kernel recorded: a process that changes uid or moves to
+ * another cgroup while it talks has flows under each (socket.bpf.c keys them so), and each gets
+ * the user name and cgroup path it had. */
 struct proc_entry {
     struct proc_entry *next;
     uint32_t pid;
+    uint32_t uid;       /* as recorded; UINT32_MAX: looked up from /proc (a parent) */
+    uint64_t cgroup_id; /* as recorded; 0: looked up from /proc */
     uint64_t start_ns;
     char comm[16];
     unsigned last_used; /* join counter */
@@ -397,10 +402,14 @@ static void cgroup_path_of(struct procmeta *pm, uint64_t id, char *out, size_t o
     }
 }
 
-static struct proc_entry *find(struct procmeta *pm, uint32_t pid, uint64_t start_ns)
+/* The entry of (pid, start_ns) with this uid and cgroup id; uid UINT32_MAX / cgroup_id 0 match
+ * any (a parent's lookup). */
+static struct proc_entry *find(struct procmeta *pm, uint32_t pid, uint64_t start_ns, uint32_t uid,
+                               uint64_t cgroup_id)
 {
     for (struct proc_entry *e = pm->buckets[bucket_of(pid, start_ns)]; e; e = e->next)
-        if (e->pid == pid && e->start_ns == start_ns)
+        if (e->pid == pid && e->start_ns == start_ns && (uid == UINT32_MAX || e->uid == uid) &&
+            (cgroup_id == 0 || e->cgroup_id == cgroup_id))
             return e;
     return NULL;
 }
@@ -428,7 +437,7 @@ static struct proc_entry *resolve(struct procmeta *pm, uint32_t pid, uint64_t st
                                   uint32_t ppid, uint32_t uid, uint64_t cgroup_id, const char *comm,
                                   int depth)
 {
-    struct proc_entry *e = find(pm, pid, start_ns);
+    struct proc_entry *e = find(pm, pid, start_ns, uid, cgroup_id);
     if (e && (!comm || strncmp(e->comm, comm, sizeof(e->comm)) == 0)) {
         e->last_used = pm->joins;
         kube_of(pm, &e->m);
@@ -440,6 +449,8 @@ static struct proc_entry *resolve(struct procmeta *pm, uint32_t pid, uint64_t st
         if (!e)
             return NULL;
         e->pid = pid;
+        e->uid = uid;
+        e->cgroup_id = cgroup_id;
         e->start_ns = start_ns;
         size_t b = bucket_of(pid, start_ns);
         e->next = pm->buckets[b];

@@ -80,8 +80,9 @@ struct {
 
 /* Per socket (tp_btf/fentry modes): the slot its last event counted in, as one 64-bit word
  * (slot + 1) << 32 | epoch, read and written whole (threads of several CPUs share sockets). An
- * event uses it when the epoch still holds and the slot's key (slot_keys) equals the event's key
- * (another process or thread, or a new peer, differs): no hash of the whole key per event. */
+ * event uses it when the epoch still holds and the slot's key (slot_keys) is this event's, checked
+ * field by field against the task and the socket (fast_account): no flow key built, no hash.
+ * Another process or thread name, a new peer or owner, differs and takes the full path. */
 struct {
     __uint(type, BPF_MAP_TYPE_SK_STORAGE);
     __uint(map_flags, BPF_F_NO_PREALLOC);
@@ -241,20 +242,6 @@ static __always_inline bool key_equal(const struct flow_key *a, const struct flo
     return true;
 }
 
-/* The socket's cached slot for k, or -1 (sk_slots). */
-static __always_inline long cached_slot(const __u64 *cache, const struct flow_key *k)
-{
-    __u64 c = *(const volatile __u64 *)cache;
-    if (!c)
-        return -1;
-    __u32 s = (__u32)(c >> 32) - 1;
-    __u32 *ep = bpf_map_lookup_elem(&slot_epoch, &s);
-    struct flow_key *sk_key = bpf_map_lookup_elem(&slot_keys, &s);
-    if (!ep || !sk_key || *(volatile __u32 *)ep != (__u32)c || !key_equal(sk_key, k))
-        return -1;
-    return s;
-}
-
 /* Caches slot for the socket: the epoch is read first, then slot_of is checked to still publish
  * the slot; the agent unpublishes (slot_of) before it bumps the epoch, so a cached epoch is
  * either current for a published slot or already stale. */
@@ -270,29 +257,24 @@ static __always_inline void cache_slot(__u64 *cache, const struct flow_key *k, _
 }
 
 /* Adds one event (the caller holds its generation's in-flight count). cache: the socket's
- * sk_slots word, or NULL. */
+ * sk_slots word, or NULL. The socket's cached slot was tried before (fast_account). */
 static __always_inline void flow_add(void *counts, const struct flow_key *k, __u64 bytes,
                                      __u64 calls, bool tx, __u64 skp, __u64 *cache)
 {
-    long hit = cache ? cached_slot(cache, k) : -1;
     __u32 slot;
-    if (hit >= 0) {
-        slot = (__u32)hit;
+    __u32 *sp = bpf_map_lookup_elem(&slot_of, k);
+    if (sp) {
+        slot = *sp;
     } else {
-        __u32 *sp = bpf_map_lookup_elem(&slot_of, k);
-        if (sp) {
-            slot = *sp;
-        } else {
-            long got = slot_claim(k, skp);
-            if (got < 0) {
-                bump_drop(WL_DROP_MAP_FULL);
-                return;
-            }
-            slot = (__u32)got;
+        long got = slot_claim(k, skp);
+        if (got < 0) {
+            bump_drop(WL_DROP_MAP_FULL);
+            return;
         }
-        if (cache)
-            cache_slot(cache, k, slot);
+        slot = (__u32)got;
     }
+    if (cache)
+        cache_slot(cache, k, slot);
     struct flow_val *v = bpf_map_lookup_elem(counts, &slot);
     if (!v)
         return;
@@ -332,6 +314,103 @@ static __always_inline void account(const struct flow_key *k, __u64 bytes, __u64
         g = now;
     }
     bump_drop(WL_DROP_RACE);
+}
+
+/* ---- the per-event fast path (BTF-typed sk, no peer from the message) ----
+ * A socket's cached slot (sk_slots) is checked against the facts of this event directly, with
+ * no flow key built: the slot's key (slot_keys, unchanged while its epoch holds) must equal, field
+ * by field, what key_from_sock would build now. Read per event: tgid, uid and cgroup id (three
+ * helper calls), the group leader's start time, the parent's tgid and the thread's comm (plain
+ * loads from the task: an exec, prctl(PR_SET_NAME) or a reparent changes them), and the socket's
+ * ports and addresses (plain loads: a TCP socket can be disconnected and connected again, a UDP
+ * socket reconnected). Not read: the socket's family, protocol and netns (fixed for the socket's
+ * life, which is the storage's) and the filters and loopback/excluded-port checks (functions of
+ * the key, passed when the slot was cached). Any difference is a miss: the full path runs. */
+static __always_inline bool key_is_current(const struct flow_key *key, struct sock *sk)
+{
+    __u64 id = (bpf_get_current_pid_tgid() >> 32) | (bpf_get_current_uid_gid() << 32);
+    if (*(const __u64 *)key != id || key->cgroup_id != bpf_get_current_cgroup_id())
+        return false;
+    /* ports: lport | rport << 16, as the key holds them (host order) */
+    __u32 ports =
+        (__u32)sk->__sk_common.skc_num | ((__u32)bpf_ntohs(sk->__sk_common.skc_dport) << 16);
+    if (*(const __u32 *)&key->lport != ports)
+        return false;
+    /* an unconnected UDP socket's peer comes from the message (the stash): full path */
+    if (key->proto == IPPROTO_UDP && key->rport == 0)
+        return false;
+    if (key->family == AF_INET) {
+        if (*(const __u32 *)key->laddr != sk->__sk_common.skc_rcv_saddr ||
+            *(const __u32 *)key->raddr != sk->__sk_common.skc_daddr)
+            return false;
+    } else {
+        const __u64 *l = (const __u64 *)sk->__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8;
+        const __u64 *r = (const __u64 *)sk->__sk_common.skc_v6_daddr.in6_u.u6_addr8;
+        const __u64 *kl = (const __u64 *)key->laddr, *kr = (const __u64 *)key->raddr;
+        if (kl[0] != l[0] || kl[1] != l[1] || kr[0] != r[0] || kr[1] != r[1])
+            return false;
+    }
+    struct task_struct *task = bpf_get_current_task_btf();
+    const __u64 *comm = (const __u64 *)task->comm, *kc = (const __u64 *)key->comm;
+    if (kc[0] != comm[0] || kc[1] != comm[1])
+        return false;
+    return key->ppid == (__u32)task->real_parent->tgid &&
+           key->start_ns == wl_task_start_boottime_btf(task->group_leader);
+}
+
+/* Counts into slot s of `counts` if the socket's cached word c still names it (epoch) and its key
+ * is this event's. The caller holds the generation's in-flight count: a slot whose epoch held
+ * here is released only after that generation was drained (sockprobe.c free_idle_slots). */
+static __always_inline bool fast_add(void *counts, __u64 c, struct sock *sk, __u64 bytes, bool tx)
+{
+    __u32 s = (__u32)(c >> 32) - 1;
+    __u32 *ep = bpf_map_lookup_elem(&slot_epoch, &s);
+    if (!ep || *(volatile __u32 *)ep != (__u32)c)
+        return false;
+    struct flow_key *key = bpf_map_lookup_elem(&slot_keys, &s);
+    if (!key || !key_is_current(key, sk))
+        return false;
+    struct flow_val *v = bpf_map_lookup_elem(counts, &s);
+    if (!v)
+        return false;
+    if (tx) {
+        __sync_fetch_and_add(&v->tx_bytes, bytes);
+        __sync_fetch_and_add(&v->tx_calls, 1);
+    } else {
+        __sync_fetch_and_add(&v->rx_bytes, bytes);
+        __sync_fetch_and_add(&v->rx_calls, 1);
+    }
+    return true;
+}
+
+/* One event through the socket's cached slot, in the current generation (as account()). Returns
+ * false on a miss (nothing counted; the caller takes the full path). */
+static __always_inline bool fast_account(struct sock *sk, __u64 bytes, bool tx)
+{
+    __u64 *cache = bpf_sk_storage_get(&sk_slots, sk, NULL, 0);
+    if (!cache)
+        return false;
+    __u64 c = *(volatile __u64 *)cache;
+    if (!c)
+        return false;
+    __u32 g = gen & 1;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        __u64 *inf = bpf_map_lookup_elem(&inflight, &g);
+        if (!inf)
+            return false;
+        __sync_fetch_and_add(inf, 1);
+        __u32 now = *(volatile __u32 *)&gen & 1;
+        if (now == g) {
+            bool hit =
+                g ? fast_add(&counts1, c, sk, bytes, tx) : fast_add(&counts0, c, sk, bytes, tx);
+            __sync_fetch_and_add(inf, -1);
+            return hit;
+        }
+        __sync_fetch_and_add(inf, -1);
+        g = now;
+    }
+    bump_drop(WL_DROP_RACE);
+    return true;
 }
 
 static __always_inline bool addr_is_loopback(__u8 family, const __u8 *a)
@@ -505,6 +584,8 @@ static __always_inline int handle(struct sock *sk, long ret, int flags, bool tx,
     struct flow_key k;
     if (ret <= 0 || (!tx && (flags & MSG_PEEK)) || !sk)
         return 0;
+    if (btf && !peer && fast_account(sk, ret, tx))
+        return 0;
     if (!key_from_sock(&k, sk, btf))
         return 0;
     if (k.proto == IPPROTO_TCP && k.lport == 0) {
@@ -573,7 +654,8 @@ int BPF_PROG(tpb_send, struct sock *sk, int ret, int flags)
 {
     struct wl_peer buf;
     const struct wl_peer *peer = NULL;
-    if (ret > 0 && sk && wl_sock_protocol(sk) == IPPROTO_UDP)
+    /* a plain (BTF) load of the protocol, not a probed read: a helper call per event */
+    if (ret > 0 && sk && (__u16)BPF_CORE_READ_BITFIELD(sk, sk_protocol) == IPPROTO_UDP)
         peer = stash_send_peer(&buf);
     return handle(sk, ret, flags, true, peer, false, true);
 }

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@ struct jv_chunk {
 
 struct jv_doc {
     char *text; /* mutable copy of the input; strings are decoded in place */
+    size_t text_cap;
     struct jv_chunk *chunks;
     size_t n_nodes;
 };
@@ -37,6 +39,104 @@ struct parser {
     struct jv_error *e;
 };
 
+/* Freed node chunks are kept per thread (at most JV_CACHE_CHUNKS of 384 KiB: 3 MiB) for the next
+ * document: a fresh chunk from malloc is often freshly mapped memory, and its page faults
+ * cost more than parsing into it (bench/reconciler/bench_ingest). Freed at thread exit. */
+#define JV_CACHE_CHUNKS 8
+
+/* The copy of the input is kept too (one, up to JV_CACHE_TEXT bytes). */
+#define JV_CACHE_TEXT (4u << 20)
+
+struct chunk_cache {
+    struct jv_chunk *list;
+    int n;
+    char *text;
+    size_t text_cap;
+    bool registered;
+};
+
+static _Thread_local struct chunk_cache cache;
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static bool cache_key_ok;
+
+static void cache_drop(void *arg)
+{
+    struct chunk_cache *cc = arg;
+    while (cc->list) {
+        struct jv_chunk *c = cc->list;
+        cc->list = c->prev;
+        free(c);
+    }
+    cc->n = 0;
+    free(cc->text);
+    cc->text = NULL;
+    cc->text_cap = 0;
+}
+
+static void cache_key_init(void)
+{
+    cache_key_ok = pthread_key_create(&cache_key, cache_drop) == 0;
+}
+
+static struct jv_chunk *chunk_get(void)
+{
+    struct jv_chunk *c = cache.list;
+    if (c) {
+        cache.list = c->prev;
+        cache.n--;
+        return c;
+    }
+    return malloc(sizeof(*c));
+}
+
+static bool cache_ready(void)
+{
+    if (!cache.registered) {
+        pthread_once(&cache_once, cache_key_init);
+        cache.registered = cache_key_ok && pthread_setspecific(cache_key, &cache) == 0;
+    }
+    return cache.registered;
+}
+
+static void chunk_put(struct jv_chunk *c)
+{
+    if (!cache_ready() || cache.n >= JV_CACHE_CHUNKS) {
+        free(c);
+        return;
+    }
+    c->prev = cache.list;
+    cache.list = c;
+    cache.n++;
+}
+
+/* A buffer of at least n bytes for the input's copy: the kept one when large enough. */
+static char *text_get(size_t n, size_t *cap)
+{
+    if (cache.text && cache.text_cap >= n) {
+        char *t = cache.text;
+        *cap = cache.text_cap;
+        cache.text = NULL;
+        cache.text_cap = 0;
+        return t;
+    }
+    *cap = n;
+    return malloc(n);
+}
+
+static void text_put(char *t, size_t cap)
+{
+    if (!t)
+        return;
+    if (cap > JV_CACHE_TEXT || !cache_ready() || cache.text_cap >= cap) {
+        free(t);
+        return;
+    }
+    free(cache.text); /* keep the larger one */
+    cache.text = t;
+    cache.text_cap = cap;
+}
+
 static struct jv *node_new(struct parser *ps)
 {
     struct jv_chunk *c = ps->doc->chunks;
@@ -44,7 +144,7 @@ static struct jv *node_new(struct parser *ps)
         return NULL;
     ps->doc->n_nodes++;
     if (!c || c->used == JV_CHUNK_NODES) {
-        c = malloc(sizeof(*c));
+        c = chunk_get();
         if (!c)
             return NULL;
         c->prev = ps->doc->chunks;
@@ -52,7 +152,10 @@ static struct jv *node_new(struct parser *ps)
         ps->doc->chunks = c;
     }
     struct jv *v = &c->nodes[c->used++];
-    memset(v, 0, sizeof(*v));
+    /* a copy of a zero node, not memset: GCC made the memset a `rep stos`, whose start-up cost
+     * was most of this function's time (perf annotate, bench_ingest) */
+    static const struct jv zero;
+    *v = zero;
     return v;
 }
 
@@ -147,11 +250,30 @@ static int hex4(const char *p, unsigned *out)
     return 0;
 }
 
+/* 1 for the bytes a string holds as they are: printable ASCII (and DEL) but '"' and '\\'. */
+static const unsigned char plain_byte[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x00 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x10 */
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x20 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x30 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x40 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* 0x50 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x60 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x70 */
+};
+
 /* Decodes the string starting after the opening quote in place; *out gets its start. */
 static int parse_string(struct parser *ps, const char **out, uint32_t *n)
 {
-    char *w = ps->p;
-    char *begin = w;
+    char *begin = ps->p;
+    /* The common case first: a run of printable ASCII needs no decoding and no copying (the
+     * bytes are already where they would be written); the loop below takes over at the first
+     * quote, backslash, control or non-ASCII byte. */
+    char *q = ps->p;
+    while (q < ps->end && plain_byte[(unsigned char)*q])
+        q++;
+    ps->p = q;
+    char *w = q;
     for (;;) {
         if (ps->p >= ps->end)
             return fail(ps, "truncated JSON: unterminated string");
@@ -250,6 +372,12 @@ static int parse_number(struct parser *ps, struct jv *v)
     if (*ps->p == '0') {
         ps->p++;
     } else {
+        /* 19 digits always fit in 64 bits: the overflow test only from the 20th on */
+        uint64_t u = 0;
+        const char *d0 = ps->p;
+        while (ps->p < ps->end && ps->p - d0 < 19 && *ps->p >= '0' && *ps->p <= '9')
+            u = u * 10 + (unsigned)(*ps->p++ - '0');
+        v->u = u;
         while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') {
             unsigned dgt = (unsigned)(*ps->p - '0');
             if (v->u > (UINT64_MAX - dgt) / 10)
@@ -376,9 +504,21 @@ static int check_duplicates(struct parser *ps, const struct jv *obj)
 {
     const struct jv *dup = NULL;
     if (obj->n <= 16) {
-        for (const struct jv *a = obj->child; a && !dup; a = a->next)
+        /* One pass first: a 64-bit filter on (length, first and last byte); equal keys always
+         * collide in it, so only then are the members compared pairwise. */
+        uint64_t seen = 0;
+        bool maybe = false;
+        for (const struct jv *a = obj->child; a && !maybe; a = a->next) {
+            unsigned last = a->key_len ? (unsigned char)a->key[a->key_len - 1] : 0;
+            uint64_t bit = UINT64_C(1)
+                           << ((a->key_len * 7u + (unsigned char)a->key[0] * 3u + last) & 63u);
+            maybe = (seen & bit) != 0;
+            seen |= bit;
+        }
+        for (const struct jv *a = maybe ? obj->child : NULL; a && !dup; a = a->next)
             for (const struct jv *b = obj->child; b != a; b = b->next)
-                if (a->key[0] == b->key[0] && strcmp(a->key, b->key) == 0) { /* most differ at 0 */
+                if (a->key_len == b->key_len && a->key[0] == b->key[0] &&
+                    memcmp(a->key, b->key, a->key_len) == 0) { /* most differ in length or at 0 */
                     dup = a;
                     break;
                 }
@@ -433,6 +573,7 @@ static int parse_object(struct parser *ps, struct jv *v)
         if (!c || parse_value(ps, c) < 0)
             return -1;
         c->key = key;
+        c->key_len = klen;
         ps->depth--;
         int more = next_or_close(ps, '}', "object");
         if (more < 0)
@@ -515,7 +656,7 @@ struct jv_doc *jv_parse(const char *buf, size_t len, bool allow_many, struct jv 
         return NULL;
     }
     struct jv_doc *doc = calloc(1, sizeof(*doc));
-    if (!doc || !(doc->text = malloc(len + 1))) {
+    if (!doc || !(doc->text = text_get(len + 1, &doc->text_cap))) {
         free(doc);
         snprintf(e->msg, sizeof(e->msg), "out of memory");
         snprintf(e->path, sizeof(e->path), "$");
@@ -571,10 +712,10 @@ void jv_doc_free(struct jv_doc *doc)
     struct jv_chunk *c = doc->chunks;
     while (c) {
         struct jv_chunk *prev = c->prev;
-        free(c);
+        chunk_put(c);
         c = prev;
     }
-    free(doc->text);
+    text_put(doc->text, doc->text_cap);
     free(doc);
 }
 

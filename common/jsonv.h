@@ -29,6 +29,7 @@ struct jv {
     const char *s;    /* string: decoded, NUL-terminated (U+0000 is refused) */
     const char *num;  /* number: its text as written (not NUL-terminated: num_len bytes) */
     uint32_t num_len; /* number: length of num */
+    uint32_t key_len; /* member of an object: the length of key in bytes; else 0 */
     size_t off, len;  /* the value's text in the input: buf[off, off + len) */
     const char *key;  /* member of an object: its decoded key; else NULL */
     struct jv *child; /* first element or member */

@@ -52,21 +52,6 @@ const struct flow_col_def flow_cols[FR_NCOLS] = {
     [FR_CONTAINER_NAME] = TXT("container_name", false, "text", "String"),
 };
 
-void flow_row_text(struct flow_row *r, enum flow_col c, const char *s, size_t n)
-{
-    r->v[c] = (struct flow_val){.s = s, .n = n, .set = s != NULL};
-}
-
-void flow_row_str(struct flow_row *r, enum flow_col c, const char *s)
-{
-    flow_row_text(r, c, s, s ? strlen(s) : 0);
-}
-
-void flow_row_int(struct flow_row *r, enum flow_col c, uint64_t u)
-{
-    r->v[c] = (struct flow_val){.u = u, .set = true};
-}
-
 size_t flow_row_copy_max(const struct flow_row *r)
 {
     size_t n = 0;

@@ -2,6 +2,7 @@
 #include "ingest.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -32,6 +33,7 @@ struct loc {
 struct vctx {
     const struct cfg *cfg;
     int64_t now_us;
+    size_t body_len; /* bounds buf_hint */
     struct ingest_error *e;
     struct ingest_batch *b;
 };
@@ -85,6 +87,19 @@ static int buf_reserve(struct ingest_batch *b, size_t more)
     b->copy = p;
     b->copy_cap = cap;
     return 0;
+}
+
+/* Makes room for about n bytes in one step (no repeated doubling and copying); a failure here
+ * is not an error: buf_reserve decides when the rows are written. */
+static void buf_hint(struct ingest_batch *b, size_t n)
+{
+    if (n <= b->copy_cap)
+        return;
+    char *p = realloc(b->copy, n);
+    if (p) {
+        b->copy = p;
+        b->copy_cap = n;
+    }
 }
 
 static void buf_put(struct ingest_batch *b, const char *s, size_t n)
@@ -290,11 +305,57 @@ static int in_bounds(struct vctx *c, struct loc l, int64_t us)
 /* "10.1.0.2:41522" or "[fd00::1]:5201" (common/hostport.h, address literals only, port 0
  * allowed); with port_optional a bare address (IPv6 also without brackets) is accepted and *port
  * is set to -1. The address text (without brackets) goes to addr. */
-static int parse_endpoint(const char *s, bool port_optional, char addr[INET6_ADDRSTRLEN],
+/* The common case of parse_endpoint, without copies or libc's parsers: "a.b.c.d" (what
+ * inet_pton accepts: four decimal octets 0-255 without leading zeros) and ":digits" up to 65535
+ * (hostport_parse's rule: leading zeros allowed, 0 allowed here). 0 when s[0..n) is that,
+ * or -1 to let parse_endpoint decide, which accepts and refuses exactly as before. */
+static int fast_ipv4_endpoint(const char *s, size_t n, bool port_optional,
+                              char addr[INET6_ADDRSTRLEN], long *port)
+{
+    size_t i = 0;
+    for (int octet = 0; octet < 4; octet++) {
+        if (octet) {
+            if (i >= n || s[i] != '.')
+                return -1;
+            i++;
+        }
+        size_t d0 = i;
+        unsigned v = 0;
+        while (i < n && i - d0 < 4 && s[i] >= '0' && s[i] <= '9')
+            v = v * 10 + (unsigned)(s[i++] - '0');
+        size_t nd = i - d0;
+        if (nd == 0 || nd > 3 || v > 255 || (nd > 1 && s[d0] == '0'))
+            return -1;
+    }
+    size_t alen = i;
+    long p = -1;
+    if (i == n) {
+        if (!port_optional)
+            return -1;
+    } else {
+        if (s[i] != ':' || i + 1 == n)
+            return -1;
+        p = 0;
+        for (i++; i < n; i++) {
+            if (s[i] < '0' || s[i] > '9')
+                return -1;
+            p = p * 10 + (s[i] - '0');
+            if (p > 65535)
+                return -1;
+        }
+    }
+    memcpy(addr, s, alen);
+    addr[alen] = 0;
+    *port = p;
+    return 0;
+}
+
+static int parse_endpoint(const char *s, size_t n, bool port_optional, char addr[INET6_ADDRSTRLEN],
                           long *port)
 {
     unsigned char bin[16];
-    size_t n = strlen(s);
+    if (fast_ipv4_endpoint(s, n, port_optional, addr, port) == 0)
+        return 0;
     if (port_optional && s[0] != '[' && n < INET6_ADDRSTRLEN && inet_pton(AF_INET6, s, bin) == 1) {
         memcpy(addr, s, n + 1);
         *port = -1;
@@ -317,7 +378,7 @@ static int want_endpoint(struct vctx *c, const struct jv *v, struct loc l, bool 
     const struct jv *s;
     if (want_name(c, v, l, false, &s) < 0)
         return -1;
-    if (parse_endpoint(s->s, port_optional, addr, port) < 0)
+    if (parse_endpoint(s->s, s->n, port_optional, addr, port) < 0)
         return bad(c, l, "expected %s, got \"%.80s\"",
                    port_optional ? "an IP address with an optional :port" : "ADDRESS:PORT", s->s);
     return 0;
@@ -390,11 +451,34 @@ static const char *const flow_keys[F_N] = {
     "server", "export",  "op",       "bytes",     "ops",       "pid",      "uid",
     "user",   "program", "workflow", "container", "namespace", "pod",      "container_name"};
 
-static int flow_slot_of(const char *k)
+/* The slots (plus one; 0 ends a list) whose key has a given length: a member's key is compared
+ * with at most four keys of its own length instead of all F_N. Checked against flow_keys by
+ * flow_slot_selftest in test builds (NDEBUG unset). */
+#define FLOW_KEY_MAXLEN 14
+#define S1(x)           ((unsigned char)((x) + 1))
+static const unsigned char flow_keys_by_len[FLOW_KEY_MAXLEN + 1][5] = {
+    [2] = {S1(F_OP)},
+    [3] = {S1(F_PID), S1(F_UID), S1(F_OPS), S1(F_POD)},
+    [4] = {S1(F_ROLE), S1(F_USER)},
+    [5] = {S1(F_PROTO), S1(F_LOCAL), S1(F_BYTES)},
+    [6] = {S1(F_SOURCE), S1(F_REMOTE), S1(F_SERVER), S1(F_EXPORT)},
+    [7] = {S1(F_PROGRAM)},
+    [8] = {S1(F_TX), S1(F_RX), S1(F_WORKFLOW)},
+    [9] = {S1(F_CONTAINER), S1(F_NAMESPACE)},
+    [14] = {S1(F_CONTAINER_NAME)},
+};
+#undef S1
+
+static int flow_slot_of(const struct jv *m)
 {
-    for (int i = 0; i < F_N; i++)
-        if (k[0] == flow_keys[i][0] && strcmp(k, flow_keys[i]) == 0)
-            return i;
+    if (m->key_len > FLOW_KEY_MAXLEN)
+        return -1;
+    const unsigned char *cand = flow_keys_by_len[m->key_len];
+    for (int j = 0; j < 4 && cand[j]; j++) {
+        const char *k = flow_keys[cand[j] - 1];
+        if (m->key[0] == k[0] && memcmp(m->key, k, m->key_len) == 0)
+            return cand[j] - 1;
+    }
     return -1;
 }
 
@@ -411,7 +495,7 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
     if (want_object(c, f, l) < 0)
         return -1;
     for (const struct jv *m = f->child; m; m = m->next) {
-        int k = flow_slot_of(m->key);
+        int k = flow_slot_of(m);
         if (k < 0)
             continue; /* unknown members are ignored: newer agents may add fields */
         s[k] = m;     /* no duplicates: the reader refuses them (jsonv.h) */
@@ -645,6 +729,9 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
     char ws_text[TM_RFC3339_LEN];
     tm_format_rfc3339(ws, ws_text);
     uint64_t cap = max_bytes_over(cfg, (uint64_t)cfg->window_seconds);
+    /* ~1.5x a typical row's COPY text per flow: no realloc-and-copy while the rows are written
+     * (a hint only: buf_reserve grows the buffer further when rows are longer) */
+    buf_hint(c->b, (size_t)flows->n * 192 < c->body_len ? (size_t)flows->n * 192 : c->body_len);
     long i = 0;
     for (const struct jv *f = flows->child; f; f = f->next, i++)
         if (one_flow(c, f, i, ws_text, agent_id, seq, host, cap) < 0)
@@ -929,13 +1016,27 @@ void ingest_batch_free(struct ingest_batch *b)
     memset(b, 0, sizeof(*b));
 }
 
+#ifndef NDEBUG
+/* flow_keys_by_len is written by hand: every key of flow_keys must find its own slot. */
+static void flow_slot_selftest(void)
+{
+    for (int i = 0; i < F_N; i++) {
+        struct jv m = {.key = flow_keys[i], .key_len = (uint32_t)strlen(flow_keys[i])};
+        assert(flow_slot_of(&m) == i);
+    }
+}
+#endif
+
 int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body, size_t len,
                  int64_t now_us, struct ingest_batch *b, struct ingest_error *e)
 {
+#ifndef NDEBUG
+    flow_slot_selftest();
+#endif
     memset(b, 0, sizeof(*b));
     memset(e, 0, sizeof(*e));
     b->kind = kind;
-    struct vctx c = {.cfg = cfg, .now_us = now_us, .e = e, .b = b};
+    struct vctx c = {.cfg = cfg, .now_us = now_us, .body_len = len, .e = e, .b = b};
 
     /* Transfers come as one array, or as a stream of objects (NDJSON, concatenated). */
     size_t lead = 0;

@@ -8,8 +8,10 @@
    alternating runs; ratios per pair.
 3. Drain time with 100,000 live flows (bench_drain).
 
-Usage: run.py [BUILD_DIR] [PARTS]   BUILD_DIR default /work/build-agent-bench (non-sanitized);
-       PARTS a subset of "123" (default all)
+Usage: run.py [BUILD_DIR] [PARTS] [OTHER_AGENT]   BUILD_DIR default /work/build-agent-bench
+       (non-sanitized); PARTS a subset of "123" (default all); OTHER_AGENT: another
+       wanledger-agent binary (e.g. built from the previous commit) attached at the same time in
+       part 1, so that a change's own effect is measured in the same run
 """
 import ctypes
 import json
@@ -21,10 +23,11 @@ import time
 
 BUILD = sys.argv[1] if len(sys.argv) > 1 else "/work/build-agent-bench"
 PARTS = sys.argv[2] if len(sys.argv) > 2 else "123"
+OTHER = sys.argv[3] if len(sys.argv) > 3 else None
 AGENT = f"{BUILD}/agentlib/wanledger-agent"
 DRAIN = f"{BUILD}/bench/agent/bench_drain"
 NS_A, NS_B, IP_A, IP_B = "wla-bn-a", "wla-bn-b", "10.204.0.1", "10.204.0.2"
-ROUNDS_COST = 7
+ROUNDS_COST = 12
 PAIRS = 9
 SECS = 3
 BT_PROG = r"""
@@ -88,9 +91,9 @@ def iperf(length, secs=SECS):
     return json.loads(out)["end"]["sum_received"]["bits_per_second"]
 
 
-def start_agent(tmp, extra=""):
+def start_agent(tmp, extra="", binary=AGENT):
     return subprocess.Popen(
-        f"exec {AGENT} --stdout --window 60 --spool {tmp}/spool --pin-dir none {extra}", shell=True,
+        f"exec {binary} --stdout --window 60 --spool {tmp}/spool --pin-dir none {extra}", shell=True,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -139,23 +142,42 @@ def main():
     sh(f"rm -rf {tmp}", check=False)
 
 
+def attach(tmp, what):
+    """Starts one of "agent", "other", "bpftrace"; returns (process, its program ids)."""
+    before = progs()
+    if what == "bpftrace":
+        with open(f"{tmp}/p.bt", "w") as f:
+            f.write(BT_PROG)
+        p = subprocess.Popen(["bpftrace", f"{tmp}/p.bt"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    elif what == "other":
+        os.makedirs(f"{tmp}/other", exist_ok=True)
+        p = start_agent(f"{tmp}/other", binary=OTHER)
+    else:
+        p = start_agent(tmp)
+    return p, new_ids(before)
+
+
 def part_cost(tmp):
-    # 1. per-event cost, side by side
-    before = progs()
-    agent = start_agent(tmp)
-    agent_ids = new_ids(before)
-    before = progs()
-    with open(f"{tmp}/p.bt", "w") as f:
-        f.write(BT_PROG)
-    bt = subprocess.Popen(["bpftrace", f"{tmp}/p.bt"], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
-    bt_ids = new_ids(before)
+    # 1. per-event cost, side by side: all attached at once to the same events. Programs on one
+    # tracepoint run in attach order and the first one takes the cache misses on the socket and
+    # the task, so the order rotates every round (each program first in as many rounds).
+    names = ["agent", "bpftrace"] + (["other"] if OTHER else [])
     ev_names = ("tpb_send", "tpb_recv")
-    ours, theirs, ratio = [], [], []
-    for _ in range(ROUNDS_COST):
+    per = {n: [] for n in names}
+    ratio, ratio_old, ratio_new_old, loads, firsts = [], [], [], [], []
+    rounds = ROUNDS_COST if ROUNDS_COST % len(names) == 0 else \
+        ROUNDS_COST + len(names) - ROUNDS_COST % len(names)
+    for r in range(rounds):
+        order = names[r % len(names):] + names[:r % len(names)]
+        running = {n: attach(tmp, n) for n in order}
         a = progs()
         iperf(64)
         b = progs()
+        loads.append(os.getloadavg()[0])
+        firsts.append(order[0])
+        for n in reversed(order):
+            stop(running[n][0])
 
         def cost(ids, event_filter):
             rt = sum(b[i].get("run_time_ns", 0) - a[i].get("run_time_ns", 0) for i in ids)
@@ -163,18 +185,40 @@ def part_cost(tmp):
                      if event_filter(b[i]))
             return rt / ev if ev else float("nan"), ev
 
-        o, oev = cost(agent_ids, lambda p: p.get("name") in ev_names)
-        t, tev = cost(bt_ids, lambda p: True)
-        ours.append(o)
-        theirs.append(t)
-        ratio.append(o / t)
-    stop(bt)
-    stop(agent)
-    print("== 1. kernel cost per socket event (iperf3 -l 64 over veth, both attached; "
-          f"{SECS} s rounds; last round {oev} events agent, {tev} bpftrace)")
-    print(fmt("wanledger socket probe (all programs)", ours, "ns"))
-    print(fmt("bpftrace, same per-flow sums", theirs, "ns"))
+        got = {}
+        for n in names:
+            filt = (lambda p: True) if n == "bpftrace" else (lambda p: p.get("name") in ev_names)
+            got[n], evs = cost(running[n][1], filt)
+            per[n].append(got[n])
+        ratio.append(got["agent"] / got["bpftrace"])
+        if OTHER:
+            ratio_old.append(got["other"] / got["bpftrace"])
+            ratio_new_old.append(got["agent"] / got["other"])
+    print("== 1. kernel cost per socket event (iperf3 -l 64 over veth, all attached at once, "
+          f"attach order rotating; {SECS} s rounds; last round {evs} events)")
+    print("first attached per round: " + " ".join(firsts))
+    print(fmt("wanledger socket probe (all programs)", per["agent"], "ns"))
+    if OTHER:
+        print(fmt("other agent", per["other"], "ns"))
+    print(fmt("bpftrace, same per-flow sums", per["bpftrace"], "ns"))
     print(fmt("ratio agent / bpftrace", ratio, "x", prec=3))
+    if OTHER:
+        print(fmt("ratio other agent / bpftrace", ratio_old, "x", prec=3))
+        print(fmt("ratio agent / other agent", ratio_new_old, "x", prec=3))
+    # each program in the rounds it was attached first (as when it runs alone: it takes the
+    # cache misses itself), and the ratio of those medians
+    for n in names:
+        print(fmt(f"{n}, rounds attached first", [x for x, f in zip(per[n], firsts) if f == n],
+                  "ns"))
+    med = {n: quantiles([x for x, f in zip(per[n], firsts) if f == n])[0] for n in names}
+    print(f"ratio of first-attached p50s: agent / bpftrace {med['agent'] / med['bpftrace']:.3f} x"
+          + (f", other / bpftrace {med['other'] / med['bpftrace']:.3f} x, agent / other "
+             f"{med['agent'] / med['other']:.3f} x" if OTHER else ""))
+    first = [r for r, f in zip(ratio, firsts) if f == "agent"]
+    print(fmt("ratio agent / bpftrace, rounds agent first", first, "x", prec=3))
+    print(fmt("load average (1 min) after each round", loads, "", prec=2))
+    for n in names:
+        print(f"{n:>9} per round (ns): " + " ".join(f"{x:.1f}" for x in per[n]))
 
 
 def part_throughput(tmp):

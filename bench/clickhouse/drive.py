@@ -9,7 +9,10 @@
  3. backlog: ClickHouse frozen (SIGSTOP) while the same reports arrive again as seq 2, then
     thawed: how fast the outbox drains (what an outage's backlog costs);
  4. clickhouse-client inserting the rows of step 2 (exported from ClickHouse as TabSeparated)
-    into an identical table.
+    into an identical table;
+ 5. psql \copy of step 1's rows (exported with COPY ... TO STDOUT) into a table LIKE
+    flow_records INCLUDING ALL (same indexes), one COPY: the tool a user would otherwise load
+    PostgreSQL with.
 Reports are posted over --conns keep-alive connections (default 2), open loop within each (the next as soon as
 the previous is acknowledged)."""
 import argparse, base64, http.client, json, os, resource, signal, socket, subprocess, threading, time
@@ -253,6 +256,21 @@ got_cc = int(chq("SELECT count() FROM %s" % target))
 assert got_cc == n_rows, (got_cc, n_rows)
 load_cc = load()
 
+# 5. the rows of step 1 through psql \copy into an identical table of the PostgreSQL-only database
+pg_only = o.conninfo.replace("dbname=wanledger", "dbname=wl_pgonly")
+copy_file = os.path.join(o.dir, "rows.copy")
+subprocess.run(["psql", pg_only, "-qc", "\\copy (SELECT * FROM flow_records) TO '%s'" % copy_file],
+               check=True)
+subprocess.run(["psql", pg_only, "-qc", "CREATE TABLE copy_rows (LIKE flow_records INCLUDING ALL)"],
+               check=True)
+t1 = time.monotonic()
+subprocess.run(["psql", pg_only, "-qc", "\\copy copy_rows FROM '%s'" % copy_file], check=True)
+t_copy = time.monotonic() - t1
+got_copy = int(subprocess.run(["psql", pg_only, "-Atc", "SELECT count(*) FROM copy_rows"],
+                              check=True, capture_output=True, text=True).stdout)
+assert got_copy == n_rows, (got_copy, n_rows)
+load_copy = load()
+
 print("shards: %d, n = %d flow records per step (%d reports x %d, %d connections),"
       " TabSeparated %.1f MiB" % (len(ch_http), n_rows, o.reports, FLOWS, o.conns,
                                  os.path.getsize(tsv) / 2**20))
@@ -265,6 +283,10 @@ print("| 3. backlog acknowledged while ClickHouse is frozen | %.2f | %.0f | |" %
 print("| 3. backlog drained after the thaw | %.2f | %.0f | %s |" % (t_replay, n_rows / t_replay, load_bl))
 print("| 4. clickhouse-client INSERT of the same rows | %.2f | %.0f | %s |" % (t_cc, n_rows / t_cc, load_cc))
 print("ratio to clickhouse-client: end to end %.2fx, backlog drain %.2fx" % (t_cc / t_ch, t_cc / t_replay))
+print("| 5. psql \\copy of step 1's rows into a table LIKE flow_records | %.2f | %.0f | %s |" %
+      (t_copy, n_rows / t_copy, load_copy))
+print("ratio to psql \\copy: PostgreSQL only end to end %.2fx, ClickHouse mode acknowledged"
+      " %.2fx" % (t_copy / t_pg, t_copy / t_ack))
 print("outbox at the end of step 3: %s blocks, %s flows, %.1f MiB stored (%.1f MiB as TSV)" %
       (depth[0], depth[1], int(depth[2]) / 2**20, int(depth[3]) / 2**20))
 print("ClickHouse on disk after step 2: %.1f MiB, %.1f bytes per flow record" %

@@ -209,7 +209,7 @@ static int teardown(void **state)
  * at both ends + the dupedog copy; chi->osl: osl's chatter), over the phase attributed / observed
  * payload is within [green, over] (nothing counted twice, nothing missed), and every window is
  * `ok` -- except that a window may miss by what its neighbour has extra: when the counter reading
- * behind a window edge comes late (snmpd's 1 s interface cache, a busy machine), bytes move
+ * behind a window edge comes late (the 2 s poll interval, a busy machine), bytes move
  * across the edge, one window reads low and the next high; then the two together must be within
  * [green, over]. A window `incomplete` for a poll gap is honest, not wrong: at most one. */
 static void check_phase1_pair(const char *src, const char *dst)

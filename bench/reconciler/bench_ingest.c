@@ -1,0 +1,136 @@
+/* Ingest parse cost per flow record, in-process (no HTTP, no PostgreSQL): ingest_parse of agent
+ * reports shaped like bench/clickhouse/drive.py's (1,000 socket flows each), then chblock_build
+ * (the ClickHouse outbox block, zstd). Prints CPU ns per flow for each (and for jv_parse alone,
+ * the JSON reader inside ingest_parse), the median of ROUNDS rounds of ITER reports.   bench_ingest
+ * [ITER] [ROUNDS] */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "chstore_block.h"
+#include "config.h"
+#include "ingest.h"
+#include "jsonv.h"
+#include "timeutil.h"
+
+#define FLOWS 1000
+
+static double cpu_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One report as drive.py builds it (json.dumps: ", " and ": " separators). */
+static char *report(int r, const char *ws_text, size_t *len)
+{
+    size_t cap = 400 * FLOWS + 512, n = 0;
+    char *b = malloc(cap);
+    if (!b)
+        exit(1);
+    n += (size_t)snprintf(b + n, cap - n,
+                          "{\"version\": 1, \"host\": \"h%d\", \"agent_id\": \"agent-%d\", "
+                          "\"seq\": 1, \"window_start\": \"%s\", \"flows\": [",
+                          r, r, ws_text);
+    for (int k = 0; k < FLOWS; k++)
+        n += (size_t)snprintf(
+            b + n, cap - n,
+            "%s{\"source\": \"socket\", \"proto\": \"tcp\", \"local\": \"10.1.%d.%d:%d\", "
+            "\"remote\": \"10.2.0.%d:5201\", \"role\": \"client\", \"tx_bytes\": %d, "
+            "\"rx_bytes\": %d, \"pid\": %d, \"uid\": 1000, \"user\": \"u%d\", \"program\": "
+            "\"python3\", \"workflow\": \"wf%d\"}",
+            k ? ", " : "", r % 250, k % 250, 20000 + k, k % 200 + 1, 1000 * r + k, k, 4000 + r,
+            r % 50, r % 20);
+    n += (size_t)snprintf(b + n, cap - n, "]}");
+    *len = n;
+    return b;
+}
+
+int main(int argc, char **argv)
+{
+    int iter = argc > 1 ? atoi(argv[1]) : 50, rounds = argc > 2 ? atoi(argv[2]) : 5;
+    if (iter < 1 || rounds < 1 || rounds > 100)
+        return 2;
+    struct cfg_errors errs = {0};
+    struct cfg *cfg = cfg_parse("bench.json",
+                                "{\"window_seconds\": 60, \"database\": \"dbname=x\", "
+                                "\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]},"
+                                " {\"name\": \"chi\", \"prefixes\": [\"10.2.0.0/16\"]}]}",
+                                &errs);
+    if (!cfg) {
+        cfg_errors_print(NULL, "bench.json", &errs, stderr);
+        return 1;
+    }
+    int64_t now = tm_now_us();
+    int64_t ws = tm_window_start(now, 60) - 120 * TM_USEC_PER_SEC;
+    char ws_text[TM_RFC3339_LEN];
+    tm_format_rfc3339(ws, ws_text);
+    enum { NB = 8 };
+    char *body[NB];
+    size_t len[NB];
+    for (int r = 0; r < NB; r++)
+        body[r] = report(r, ws_text, &len[r]);
+    double parse[100], block[100], json[100];
+    size_t zbytes = 0, raw = 0;
+    for (int k = 0; k < rounds; k++) {
+        double tp = 0, tb = 0, tj = 0;
+        for (int i = 0; i < iter; i++) { /* the JSON reader alone, for the split */
+            struct jv *first;
+            size_t nv;
+            struct jv_error je;
+            double t0 = cpu_ns();
+            struct jv_doc *d = jv_parse(body[i % NB], len[i % NB], false, &first, &nv, &je);
+            tj += cpu_ns() - t0;
+            if (!d)
+                return 1;
+            jv_doc_free(d);
+        }
+        for (int i = 0; i < iter; i++) {
+            struct ingest_batch b;
+            struct ingest_error e;
+            double t0 = cpu_ns();
+            if (ingest_parse(cfg, INGEST_ATTRIBUTIONS, body[i % NB], len[i % NB], now, &b, &e) <
+                    0 ||
+                b.n_rows != FLOWS) {
+                fprintf(stderr, "ingest_parse: %s at %s\n", e.msg, e.path);
+                return 1;
+            }
+            double t1 = cpu_ns();
+            struct chblock blk;
+            if (chblock_build(b.copy, b.copy_len, b.window_start_us, &blk) < 0)
+                return 1;
+            double t2 = cpu_ns();
+            tp += t1 - t0;
+            tb += t2 - t1;
+            zbytes = blk.len;
+            raw = blk.raw_len;
+            chblock_free(&blk);
+            ingest_batch_free(&b);
+        }
+        parse[k] = tp / ((double)iter * FLOWS);
+        block[k] = tb / ((double)iter * FLOWS);
+        json[k] = tj / ((double)iter * FLOWS);
+    }
+    qsort(parse, (size_t)rounds, sizeof(double), cmp_d);
+    qsort(block, (size_t)rounds, sizeof(double), cmp_d);
+    qsort(json, (size_t)rounds, sizeof(double), cmp_d);
+    printf("ingest_parse %.0f ns/flow (min %.0f, max %.0f; of which jv_parse alone %.0f); "
+           "chblock_build %.0f ns/flow (min %.0f, "
+           "max %.0f); block %zu -> %zu bytes (%.1f bytes/flow); n = %d rounds x %d reports x %d "
+           "flows\n",
+           parse[rounds / 2], parse[0], parse[rounds - 1], json[rounds / 2], block[rounds / 2],
+           block[0], block[rounds - 1], raw, zbytes, (double)zbytes / FLOWS, rounds, iter, FLOWS);
+    for (int r = 0; r < NB; r++)
+        free(body[r]);
+    cfg_free(cfg);
+    return 0;
+}
