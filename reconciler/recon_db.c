@@ -43,6 +43,9 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
     if (!r)
         goto cleanup;
     PQclear(r);
+    long long n_reported = 0;
+    if (rdb_set_budget(db, window_start_us, &n_reported, err, errlen))
+        goto cleanup;
     /* read before the inputs: data committed after this keeps the window dirty */
     r = rdb_q(db, "reading window_state", err, errlen,
               "SELECT (extract(epoch from last_data_at) * 1000000)::bigint FROM window_state WHERE "
@@ -81,8 +84,8 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
     st->n_rollup = res.n_rollup;
     st->n_link_windows = res.n_links;
     st->n_unmapped = res.n_unmapped;
-    /* writers of one hour one at a time: the hourly rollups' triggers (sql/013) update that
-     * hour's rows; order window -> hour -> alerts, the same in every transaction */
+    /* writers of one hour one at a time: recon_db_diff.c adds this window's changes to that
+     * hour's rollup rows; order window -> hour -> alerts, the same in every transaction */
     r = rdb_q(db, "locking the hour", err, errlen,
               "SELECT pg_advisory_xact_lock(hashtext('wanledger.reconcile.hour'),"
               " hashtext(date_bin('1 hour', $1::timestamptz, timestamptz 'epoch')::text))",
@@ -90,8 +93,8 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
     if (!r)
         goto cleanup;
     PQclear(r);
-    if (rdb_write_results(db, cfg, window_start_us, &res, err, errlen) ||
-        rdb_write_deps(db, cfg, window_start_us, &res, err, errlen))
+    if (rdb_write_results(db, cfg, window_start_us, &res, &st->n_rows_changed, err, errlen) ||
+        rdb_write_deps(db, cfg, window_start_us, &res, &st->n_rows_changed, err, errlen))
         goto cleanup;
     int64_t t3 = tm_mono_ns();
     /* one alert evaluation at a time, held to COMMIT: alert rows are read, then written, from the

@@ -26,6 +26,9 @@ struct recon_db_stats {
     int64_t load_us;    /* reading the raw tables */
     int64_t compute_us; /* recon + alerts in memory */
     int64_t write_us;   /* writing the results and committing */
+    /* result rows (cells, owner and dependency rollups) written or removed: what changed; a
+     * window reconciled again with nothing new writes none */
+    long long n_rows_changed;
     /* window_state.last_data_at seen before the inputs were read (INT64_MIN: no row). Pass it to
      * recon_db_mark_done so data that arrived during the reconciliation keeps the window dirty. */
     int64_t seen_last_data_at_us;

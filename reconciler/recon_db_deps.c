@@ -5,21 +5,22 @@
 
 #include "recon_db_internal.h"
 
+static const struct rdb_diff_table deps_table = {
+    "dependency_rollup",
+    "window_start, local_site, workflow, user_name, program, remote_site, kind, endpoint, "
+    "bytes_out, bytes_in, connections",
+    "window_start, local_site, workflow, user_name, program, remote_site, kind, endpoint",
+    "bytes_out, bytes_in, connections",
+    false,
+    NULL,
+};
+
 int rdb_write_deps(PGconn *db, const struct cfg *cfg, int64_t ws, const struct recon_result *res,
-                   char *err, size_t errlen)
+                   long long *changed, char *err, size_t errlen)
 {
     char from[TM_RFC3339_LEN], tsbuf[TM_RFC3339_LEN];
     rdb_fmt_ts(from, ws);
     tm_format_rfc3339(ws, tsbuf);
-    const char *params[] = {from};
-    PGresult *r =
-        rdb_q(db, "clearing the window's dependency map", err, errlen,
-              "DELETE FROM dependency_rollup WHERE window_start = $1::timestamptz", 1, params);
-    if (!r)
-        return -1;
-    PQclear(r);
-    if (res->n_deps == 0)
-        return 0;
     struct rdb_sbuf b = {0};
     for (size_t i = 0; i < res->n_deps; i++) {
         const struct recon_dep *d = &res->deps[i];
@@ -38,15 +39,15 @@ int rdb_write_deps(PGconn *db, const struct cfg *cfg, int64_t ws, const struct r
         rdb_sb_printf(&b, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", d->bytes_out, d->bytes_in,
                       d->connections);
     }
+    struct rdb_diff_counts dc = {0};
     int rc = -1;
-    if (b.oom)
+    if (b.oom) {
         snprintf(err, errlen, "writing dependency_rollup: out of memory");
-    else
-        rc = rdb_copy_in(db,
-                         "COPY dependency_rollup (window_start, local_site, workflow, user_name, "
-                         "program, remote_site, kind, endpoint, bytes_out, bytes_in, connections) "
-                         "FROM STDIN",
-                         &b, err, errlen);
+    } else {
+        /* only the rows that differ from the stored ones (recon_db_diff.c) */
+        rc = rdb_diff_write(db, &deps_table, from, &b, (long long)res->n_deps, &dc, err, errlen);
+        *changed += dc.written + dc.removed;
+    }
     free(b.p);
     return rc;
 }

@@ -55,6 +55,33 @@ void rdb_sb_array_elem(struct rdb_sbuf *b, const char *s, bool first);
 /* Runs the COPY ... FROM STDIN sql with data. 0 or -1 with err. */
 int rdb_copy_in(PGconn *db, const char *sql, const struct rdb_sbuf *data, char *err, size_t errlen);
 
+/* ---- writes in proportion to what changed (recon_db_diff.c) ---- */
+
+/* One per-window result table: its COPY column list (window_start first), its key and the
+ * value columns compared (comma-separated), COPY format, and the upsert of its hourly rollup
+ * from the signed rows of the temp table (a format with one %s: the temp table), or NULL. */
+struct rdb_diff_table {
+    const char *table, *cols, *key, *vals;
+    bool binary;
+    const char *hourly;
+};
+
+/* Rows of the window: written (new or changed), removed (stored rows changed or gone), unchanged
+ * (new rows equal to the stored ones, not written). */
+struct rdb_diff_counts {
+    long long written, removed, unchanged;
+};
+
+/* A first write of at least this many rows goes through the temp table and an ORDER BY of the
+ * key (default 50,000; tests set 0 to take that path with a few rows). */
+extern long long rdb_diff_sort_above;
+/* Makes table t's rows of window ws (timestamptz text) equal to data (COPY rows of t->cols),
+ * writing only the rows that differ, and applies the difference to the hourly rollup; n_rows:
+ * the rows in data. */
+int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
+                   const struct rdb_sbuf *data, long long n_rows, struct rdb_diff_counts *out,
+                   char *err, size_t errlen);
+
 /* ---- a window's raw rows (recon_db_load.c) ---- */
 
 struct rdb_inputs {
@@ -69,6 +96,15 @@ struct rdb_inputs {
 };
 
 void rdb_inputs_free(struct rdb_inputs *in);
+/* The statement budget of a window's transaction: the session's PGC_STATEMENT_TIMEOUT_S, or
+ * RDB_BUDGET_US_PER_FLOW per flow record the window's reports carry when that is more (SET
+ * LOCAL: a 5 M window's statements are not cut at 300 s, a small window's still are), and
+ * work_mem for its joins and aggregates; *n_flows = the flow records its reports carry. */
+#define RDB_BUDGET_US_PER_FLOW                                                                     \
+    100 /* ~3x a whole window's measured cost per flow (BENCHMARKS.md)                             \
+         */
+#define RDB_BIG_WINDOW_WORK_MEM "256MB" /* windows of over 200,000 flow records */
+int rdb_set_budget(PGconn *db, int64_t ws, long long *n_flows, char *err, size_t errlen);
 /* Each fills its part of in for the window starting at ws; 0 or -1 with err. */
 int rdb_load_samples(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb_inputs *in,
                      char *err, size_t errlen);
@@ -99,12 +135,13 @@ int rdb_load_flows_ch(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb_
 /* ---- results (recon_db_write.c) and alerts (recon_db_alerts.c) ---- */
 
 const char *rdb_site_name(const struct cfg *cfg, int i);
-/* Replaces the window's heatmap_cells, attribution_rollup and link_windows rows. */
-/* Replaces the window's dependency_rollup rows (recon_db_deps.c). */
+/* Makes the window's dependency_rollup rows the result's (recon_db_deps.c), and its
+ * heatmap_cells, attribution_rollup (with their hourly rollups) and link_windows rows. */
 int rdb_write_deps(PGconn *db, const struct cfg *cfg, int64_t ws, const struct recon_result *res,
-                   char *err, size_t errlen);
+                   long long *changed, char *err, size_t errlen);
+/* Both add the rows they wrote or removed to *changed (recon_db_diff.c). */
 int rdb_write_results(PGconn *db, const struct cfg *cfg, int64_t ws, const struct recon_result *res,
-                      char *err, size_t errlen);
+                      long long *changed, char *err, size_t errlen);
 /* Re-evaluates the alerts of every pair this window may change from its stored history. */
 int rdb_evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
                         const struct recon_result *res, struct recon_db_stats *st, char *err,

@@ -7,12 +7,45 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "pgc.h"
 #include "recon_db_internal.h"
 
 int recon_db_neighbour_span_seconds(const struct cfg *cfg)
 {
     int ten = 10 * cfg->window_seconds;
     return ten > 3600 ? ten : 3600;
+}
+
+int rdb_set_budget(PGconn *db, int64_t ws, long long *n_flows, char *err, size_t errlen)
+{
+    char from[TM_RFC3339_LEN], sql[256];
+    rdb_fmt_ts(from, ws);
+    const char *p[] = {from};
+    PGresult *r = rdb_q(db, "counting the window's flow records", err, errlen,
+                        "SELECT coalesce(sum(n_flows), 0)::bigint FROM flow_reports"
+                        " WHERE window_start = $1::timestamptz",
+                        1, p);
+    if (!r)
+        return -1;
+    *n_flows = rdb_val_i64(r, 0, 0, 0);
+    PQclear(r);
+    long long ms = (long long)PGC_STATEMENT_TIMEOUT_S * 1000;
+    if (*n_flows > ms * 1000 / RDB_BUDGET_US_PER_FLOW)
+        ms = *n_flows * RDB_BUDGET_US_PER_FLOW / 1000;
+    /* and memory for the window's hash joins and aggregates over its own rows (4 MB, the
+     * default, spills a 1 M window's anti-joins to disk) */
+    for (int k = 0; k < 2; k++) {
+        if (k == 0)
+            snprintf(sql, sizeof sql, "SET LOCAL statement_timeout = %lld", ms);
+        else
+            snprintf(sql, sizeof sql, "SET LOCAL work_mem = '%s'",
+                     *n_flows > 200000 ? RDB_BIG_WINDOW_WORK_MEM : "16MB");
+        r = rdb_q(db, "setting the window's statement budget", err, errlen, sql, 0, NULL);
+        if (!r)
+            return -1;
+        PQclear(r);
+    }
+    return 0;
 }
 
 void rdb_inputs_free(struct rdb_inputs *in)

@@ -4,7 +4,11 @@
  *    retention delete; expected sums computed here from the values the test wrote, not read back;
  *    wl_cells_range/wl_attribution_range over a range with partial hours at both edges;
  *  - recon_par_run with 2 workers, newest window first, writes the same cells, rollup rows and
- *    alerts as reconciling the same windows one after another, oldest first. */
+ *    alerts as reconciling the same windows one after another, oldest first;
+ *  - the reconciler's own hourly upkeep (sql/018, recon_db_diff.c): a window reconciled again
+ *    with nothing new writes no row; a late report writes only the rows it changes; the hourly
+ *    rows equal the sums of their windows after each step, and the owner sums the hand-computed
+ *    bytes of the flows inserted here. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +23,7 @@
 #include "db.h"
 #include "harness.h"
 #include "recon_db.h"
+#include "recon_db_internal.h" /* rdb_diff_sort_above */
 #include "recon_par.h"
 #include "timeutil.h"
 
@@ -351,6 +356,141 @@ static void test_parallel_equals_serial(void **state)
     free(par);
 }
 
+/* Rows in which the hourly tables and the sums of their windows (computed here in SQL from the
+ * per-window tables) differ, both ways. */
+static long long hourly_mismatches(void)
+{
+    static const char cells_sums[] =
+        "SELECT date_bin('1 hour', window_start, timestamptz 'epoch'), src_site, dst_site, "
+        "count(*)::int, sum(window_seconds)::bigint, coalesce(sum(observed_bytes), 0)::bigint, "
+        "coalesce(sum(observed_payload_bytes), 0)::bigint, "
+        "coalesce(sum(attributed_bytes), 0)::bigint, coalesce(sum(socket_bytes), 0)::bigint, "
+        "coalesce(sum(nfs_bytes), 0)::bigint, coalesce(sum(service_bytes), 0)::bigint, "
+        "coalesce(sum(unattributed_bytes), 0)::bigint, "
+        "(count(*) FILTER (WHERE status = 'ok'))::int, "
+        "(count(*) FILTER (WHERE status = 'warn'))::int, "
+        "(count(*) FILTER (WHERE status = 'red'))::int, "
+        "(count(*) FILTER (WHERE status = 'over'))::int, "
+        "(count(*) FILTER (WHERE status = 'idle'))::int, "
+        "(count(*) FILTER (WHERE status = 'incomplete'))::int, "
+        "(count(*) FILTER (WHERE status = 'no_counter'))::int FROM heatmap_cells GROUP BY 1, 2, 3";
+    static const char cells_hourly[] =
+        "SELECT hour_start, src_site, dst_site, windows, seconds, observed_bytes, "
+        "observed_payload_bytes, attributed_bytes, socket_bytes, nfs_bytes, service_bytes, "
+        "unattributed_bytes, n_ok, n_warn, n_red, n_over, n_idle, n_incomplete, n_no_counter "
+        "FROM heatmap_cells_hourly";
+    static const char owner_sums[] =
+        "SELECT date_bin('1 hour', window_start, timestamptz 'epoch'), src_site, dst_site, "
+        "source, workflow, user_name, program, host, namespace, pod, container_name, "
+        "count(*)::int, sum(bytes)::bigint FROM attribution_rollup GROUP BY 1, 2, 3, 4, 5, 6, 7, "
+        "8, 9, 10, 11";
+    static const char owner_hourly[] =
+        "SELECT hour_start, src_site, dst_site, source, workflow, user_name, program, host, "
+        "namespace, pod, container_name, windows, bytes FROM attribution_rollup_hourly";
+    char sql[4096];
+    snprintf(sql, sizeof sql,
+             "SELECT (SELECT count(*) FROM ((%1$s) EXCEPT ALL (%2$s)) a) + (SELECT count(*) FROM "
+             "((%2$s) EXCEPT ALL (%1$s)) b) + (SELECT count(*) FROM ((%3$s) EXCEPT ALL (%4$s)) c) "
+             "+ (SELECT count(*) FROM ((%4$s) EXCEPT ALL (%3$s)) d)",
+             cells_sums, cells_hourly, owner_sums, owner_hourly);
+    PGresult *r = query(sql);
+    long long n = atoll(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return n;
+}
+
+static long long num(const char *sql)
+{
+    PGresult *r = query(sql);
+    long long v = PQgetisnull(r, 0, 0) ? -1 : atoll(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return v;
+}
+
+static void reconcile_w(int w, struct recon_db_stats *st)
+{
+    char err[512];
+    if (recon_db_reconcile_window(db, cfg, US(W0_S + 60 * w), st, err, sizeof err))
+        fail_msg("window %d: %s", w, err);
+}
+
+static void writer_changes_only(void)
+{
+    reset_results();
+    exec("DELETE FROM heatmap_cells_hourly; DELETE FROM attribution_rollup_hourly");
+    if (num("SELECT count(*) FROM flow_reports WHERE agent_id = 'agent-nyc-1'") == 0)
+        insert_inputs();
+    struct recon_db_stats st;
+    for (int w = 0; w < 12; w++) {
+        reconcile_w(w, &st);
+        assert_true(st.n_rows_changed > 0); /* a cell, an owner row and a dependency each */
+    }
+    assert_int_equal(hourly_mismatches(), 0);
+    /* by hand: insert_inputs' one client flow per window, tx bytes, workflow wf-(w % 3) */
+    static const long long tx[12] = {57000, 11400, 11400, 11400, 57000, 57000,
+                                     11400, 11400, 57000, 57000, 57000, 20000};
+    long long wf0 = 0;
+    for (int w = 0; w < 12; w += 3)
+        wf0 += tx[w];
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT bytes FROM attribution_rollup_hourly WHERE hour_start = '%s' AND src_site = "
+             "'nyc' AND dst_site = 'chi' AND workflow = 'wf-0'",
+             ts(W0_S));
+    assert_int_equal(num(sql), wf0);
+    /* nothing new: nothing written */
+    reconcile_w(3, &st);
+    assert_int_equal(st.n_rows_changed, 0);
+    assert_int_equal(hourly_mismatches(), 0);
+    /* a late report for window 3: its cell (the stored row removed, the new one written), one
+     * new owner row, one new dependency row */
+    exec("INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds, n_flows) "
+         "VALUES ('agent-nyc-2', 3, 'nyc-2', '%s', 60, 1)",
+         ts(W0_S + 180));
+    exec("INSERT INTO flow_records (window_start, agent_id, seq, idx, host, source, proto, "
+         "local_addr, local_port, remote_addr, remote_port, role, tx_bytes, rx_bytes, pid, uid, "
+         "user_name, program, workflow) VALUES ('%s', 'agent-nyc-2', 3, 0, 'nyc-2', 'socket', "
+         "'tcp', '10.1.0.3', 40001, '10.2.0.2', 5201, 'client', 5000, 0, 4308, 1000, 'bob', "
+         "'rsync', 'wf-late')",
+         ts(W0_S + 180));
+    reconcile_w(3, &st);
+    assert_int_equal(st.n_rows_changed, 4);
+    assert_int_equal(hourly_mismatches(), 0);
+    snprintf(sql, sizeof sql,
+             "SELECT bytes * 1000 + windows FROM attribution_rollup_hourly WHERE hour_start = '%s' "
+             "AND workflow = 'wf-late'",
+             ts(W0_S));
+    assert_int_equal(num(sql), 5000 * 1000 + 1);
+    snprintf(sql, sizeof sql,
+             "SELECT attributed_bytes FROM heatmap_cells_hourly WHERE hour_start = '%s' AND "
+             "src_site = 'nyc' AND dst_site = 'chi'",
+             ts(W0_S));
+    long long all = 5000;
+    for (int w = 0; w < 12; w++)
+        all += tx[w];
+    assert_int_equal(num(sql), all);
+    /* the late flow withdrawn: its owner row goes from the window and from the hour */
+    exec("DELETE FROM flow_records WHERE agent_id = 'agent-nyc-2'; DELETE FROM flow_reports "
+         "WHERE agent_id = 'agent-nyc-2'");
+    reconcile_w(3, &st);
+    assert_int_equal(st.n_rows_changed, 4); /* the cell twice, the owner and dependency rows */
+    assert_int_equal(hourly_mismatches(), 0);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM attribution_rollup_hourly WHERE workflow = 'wf-late'");
+    assert_int_equal(num(sql), 0);
+}
+
+static void test_writer_changes_only(void **state)
+{
+    (void)state;
+    writer_changes_only();
+    /* again with every first write in key order through the temp table (big windows' path) */
+    long long keep = rdb_diff_sort_above;
+    rdb_diff_sort_above = 0;
+    writer_changes_only();
+    rdb_diff_sort_above = keep;
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -396,6 +536,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hourly_rollups),
         cmocka_unit_test(test_parallel_equals_serial),
+        cmocka_unit_test(test_writer_changes_only),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
