@@ -277,6 +277,37 @@ static void test_hourly_rollups(void **state)
         e += owner_bytes[w][0][0] + owner_bytes[w][0][1];
     assert_int_equal(atoll(PQgetvalue(r, 0, 0)), e);
     PQclear(r);
+    /* retention as wanledger runs it (wl_prune_results, sql/019), cutoff 12:10: hour 11:00 goes
+     * whole (its hourly rows deleted outright, the triggers standing aside), 12:00-12:10 through
+     * the triggers; the counts it returns are the rows that were there */
+    const char *cut = ts(W0_S + 60 * 130);
+    r = query(
+        "SELECT (SELECT count(*) FROM heatmap_cells WHERE window_start < '2025-11-02T12:10:00Z'), "
+        "(SELECT count(*) FROM attribution_rollup WHERE window_start < "
+        "'2025-11-02T12:10:00Z')");
+    long long want_cells = atoll(PQgetvalue(r, 0, 0)), want_owners = atoll(PQgetvalue(r, 0, 1));
+    PQclear(r);
+    assert_true(want_cells > 0 && want_owners > 0);
+    snprintf(sql, sizeof sql,
+             "SELECT table_name, deleted FROM wl_prune_results('%s', '1970-01-01Z', "
+             "'1970-01-01Z', '1970-01-01Z') WHERE table_name IN ('heatmap_cells', "
+             "'attribution_rollup') ORDER BY 1",
+             cut);
+    r = query(sql);
+    assert_int_equal(PQntuples(r), 2);
+    assert_int_equal(atoll(PQgetvalue(r, 0, 1)), want_owners);
+    assert_int_equal(atoll(PQgetvalue(r, 1, 1)), want_cells);
+    PQclear(r);
+    memset(cells, 0, 130 * sizeof cells[0]);
+    memset(owner_bytes, 0, 130 * sizeof owner_bytes[0]);
+    r = query("SELECT count(*) FROM heatmap_cells_hourly WHERE hour_start < "
+              "'2025-11-02T12:00:00Z'");
+    assert_string_equal(PQgetvalue(r, 0, 0), "0");
+    PQclear(r);
+    r = query("SELECT coalesce(current_setting('wanledger.hourly_writer', true), '')");
+    assert_string_equal(PQgetvalue(r, 0, 0), ""); /* the setting does not outlive the prune */
+    PQclear(r);
+    check_hours();
 }
 
 /* ---- parallel reconciliation --------------------------------------------------------------- */
