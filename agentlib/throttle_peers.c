@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "hostport.h"
+#include "throttle_rules.h"
 
 /* "ADDR:PORT" (IPv6 in brackets) into addr (IPv6 form) and port. */
 static int addr_port(const cJSON *v, uint8_t addr[16], uint16_t *port)
@@ -53,15 +54,8 @@ static int parse_one(const cJSON *o, int64_t now_us, struct throttle_peer_set *o
                  where);
         return -1;
     }
-    const char *mode = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "mode"));
-    if (mode && strcmp(mode, "enforce") == 0) {
-        r->mode = THROTTLE_ENFORCE;
-    } else if (mode && strcmp(mode, "dry_run") == 0) {
-        r->mode = THROTTLE_DRY_RUN;
-    } else {
-        snprintf(err, errlen, "%s.mode: expected \"enforce\" or \"dry_run\"", where);
+    if (throttle_mode_parse(o, &r->mode, where, err, errlen) != 0)
         return -1;
-    }
     const cJSON *socks = cJSON_GetObjectItemCaseSensitive(o, "sockets");
     if (!cJSON_IsArray(socks)) {
         snprintf(err, errlen, "%s.sockets: expected a list", where);

@@ -9,6 +9,21 @@
 
 #include <cjson/cJSON.h>
 
+int throttle_mode_parse(const cJSON *obj, enum throttle_mode *out, const char *where, char *err,
+                        size_t errlen)
+{
+    const char *mode = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(obj, "mode"));
+    if (mode && strcmp(mode, "enforce") == 0) {
+        *out = THROTTLE_ENFORCE;
+    } else if (mode && strcmp(mode, "dry_run") == 0) {
+        *out = THROTTLE_DRY_RUN;
+    } else {
+        snprintf(err, errlen, "%s.mode: expected \"enforce\" or \"dry_run\"", where);
+        return -1;
+    }
+    return 0;
+}
+
 int throttle_selector_parse(const struct cJSON *obj, struct throttle_selector *out,
                             const char *where, char *err, size_t errlen)
 {
@@ -125,15 +140,8 @@ static int parse_rule(const cJSON *o, int64_t now_us, struct throttle_rule *r, c
     if (throttle_selector_parse(cJSON_GetObjectItemCaseSensitive(o, "selector"), &r->sel, w, err,
                                 errlen) != 0)
         return -1;
-    const char *mode = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "mode"));
-    if (mode && strcmp(mode, "enforce") == 0) {
-        r->mode = THROTTLE_ENFORCE;
-    } else if (mode && strcmp(mode, "dry_run") == 0) {
-        r->mode = THROTTLE_DRY_RUN;
-    } else {
-        snprintf(err, errlen, "%s.mode: expected \"enforce\" or \"dry_run\"", where);
+    if (throttle_mode_parse(o, &r->mode, where, err, errlen) != 0)
         return -1;
-    }
     const cJSON *rp = cJSON_GetObjectItemCaseSensitive(o, "remote_prefixes");
     if (rp && parse_prefixes(rp, r, where, err, errlen) != 0)
         return -1;

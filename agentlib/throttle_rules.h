@@ -41,4 +41,8 @@ int throttle_selector_parse(const struct cJSON *obj, struct throttle_selector *o
                             const char *where, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* A rule object's "mode", "enforce" or "dry_run", into out; 0 or -1 (err names WHERE.mode). */
+int throttle_mode_parse(const struct cJSON *obj, enum throttle_mode *out, const char *where,
+                        char *err, size_t errlen) __attribute__((warn_unused_result));
+
 #endif
