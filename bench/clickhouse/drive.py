@@ -41,9 +41,9 @@ def chq(sql, node=0):
         return r.read().decode()
 
 
-def psql(sql):
-    return subprocess.run(["psql", o.conninfo, "-Atc", sql], check=True, capture_output=True,
-                          text=True).stdout.strip()
+def psql(sql, conninfo=None):
+    return subprocess.run(["psql", conninfo or o.conninfo, "-Atc", sql], check=True,
+                          capture_output=True, text=True).stdout.strip()
 
 
 def cpu_s(pid):
@@ -261,13 +261,11 @@ pg_only = o.conninfo.replace("dbname=wanledger", "dbname=wl_pgonly")
 copy_file = os.path.join(o.dir, "rows.copy")
 subprocess.run(["psql", pg_only, "-qc", "\\copy (SELECT * FROM flow_records) TO '%s'" % copy_file],
                check=True)
-subprocess.run(["psql", pg_only, "-qc", "CREATE TABLE copy_rows (LIKE flow_records INCLUDING ALL)"],
-               check=True)
+psql("CREATE TABLE copy_rows (LIKE flow_records INCLUDING ALL)", pg_only)
 t1 = time.monotonic()
 subprocess.run(["psql", pg_only, "-qc", "\\copy copy_rows FROM '%s'" % copy_file], check=True)
 t_copy = time.monotonic() - t1
-got_copy = int(subprocess.run(["psql", pg_only, "-Atc", "SELECT count(*) FROM copy_rows"],
-                              check=True, capture_output=True, text=True).stdout)
+got_copy = int(psql("SELECT count(*) FROM copy_rows", pg_only))
 assert got_copy == n_rows, (got_copy, n_rows)
 load_copy = load()
 
