@@ -226,12 +226,13 @@ struct conn {
 };
 
 struct host_site {
-    const char *host;
+    const struct recon_flow *flow; /* the first of the host's flows with a site */
     int site;
 };
 
 struct run {
     const struct cfg *cfg;
+    const struct recon_input *in;
     struct cell_acc *cells;
     size_t n_cells, cap_cells;
     struct hix cell_ix;
@@ -504,7 +505,24 @@ static int eq_conn(const void *ctx, size_t idx, const void *key)
 
 static int eq_host(const void *ctx, size_t idx, const void *key)
 {
-    return strcmp(((const struct run *)ctx)->hosts[idx].host, (const char *)key) == 0;
+    return strcmp(((const struct run *)ctx)->hosts[idx].flow->host, (const char *)key) == 0;
+}
+
+/* Whether flow a came before flow b (recon_flow_order; else their order in flows[]). */
+static bool came_before(const struct run *r, const struct recon_flow *a, const struct recon_flow *b)
+{
+    size_t i = (size_t)(a - r->in->flows), j = (size_t)(b - r->in->flows);
+    const struct recon_flow_order *o = r->in->order;
+    if (o && o[i].seq != o[j].seq)
+        return o[i].seq < o[j].seq;
+    if (o) {
+        int c = strcmp(o[i].agent, o[j].agent);
+        if (c)
+            return c < 0;
+        if (o[i].idx != o[j].idx)
+            return o[i].idx < o[j].idx;
+    }
+    return i < j;
 }
 
 static bool is_dedup_flow(const struct cfg *cfg, const struct recon_flow *f)
@@ -526,11 +544,15 @@ static int note_host_site(struct run *r, const struct recon_flow *f, int site)
         return 0;
     uint64_t h = hix_hash_str(0, f->host);
     struct hix_slot *s = hix_find(&r->host_ix, h, eq_host, r, f->host);
-    if (s->idx1)
+    if (s->idx1) {
+        struct host_site *hs = &r->hosts[s->idx1 - 1];
+        if (came_before(r, f, hs->flow))
+            *hs = (struct host_site){.flow = f, .site = site};
         return 0;
+    }
     if (hix_grow((void **)&r->hosts, &r->cap_hosts, r->n_hosts + 1, sizeof *r->hosts))
         return -1;
-    r->hosts[r->n_hosts] = (struct host_site){.host = f->host, .site = site};
+    r->hosts[r->n_hosts] = (struct host_site){.flow = f, .site = site};
     if (hix_put(&r->host_ix, s, h, r->n_hosts))
         return -1;
     r->n_hosts++;
@@ -583,8 +605,12 @@ static int add_socket_flow(struct run *r, const struct recon_flow *f, struct rec
             return -1;
         r->n_conns++;
     }
+    /* the owner: the side's first flow with a known role, else its first flow (in arrival
+     * order: came_before) */
     struct conn_side *side = &c->side[me];
-    if (!side->seen || (side->role == RECON_ROLE_UNKNOWN && f->role != RECON_ROLE_UNKNOWN)) {
+    bool known = f->role != RECON_ROLE_UNKNOWN, side_known = side->role != RECON_ROLE_UNKNOWN;
+    if (!side->seen || (known && !side_known) ||
+        (known == side_known && came_before(r, f, side->owner))) {
         side->role = f->role;
         side->owner = f;
     }
@@ -822,7 +848,7 @@ int recon_run(const struct cfg *cfg, const struct recon_input *in, struct recon_
               char *err, size_t errlen)
 {
     int rc = -1;
-    struct run r = {.cfg = cfg};
+    struct run r = {.cfg = cfg, .in = in};
     struct link_counts *lc = NULL;
     memset(out, 0, sizeof *out);
     if (cfg->window_seconds <= 0 ||

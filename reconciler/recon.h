@@ -72,12 +72,24 @@ struct recon_transfer {
     int64_t start_us, end_us;
 };
 
+/* Where a flow stands in arrival order: (seq, agent, idx) compared in that order, agent by
+ * strcmp. recon_run makes two choices by the first flow seen, a connection side's owner and a
+ * host's site; with recon_input.order it makes them by this order, whatever the order of flows[]
+ * (the ClickHouse path reads rows summed per connection side and owner in no order: sorting 5 M
+ * of them there cost more than the GROUP BY). */
+struct recon_flow_order {
+    uint64_t seq;
+    const char *agent; /* never NULL */
+    uint64_t idx;
+};
+
 struct recon_input {
     int64_t window_start_us; /* aligned to cfg->window_seconds */
     const struct recon_sample *samples;
     size_t n_samples; /* any order; include the last sample before and the first after */
     const struct recon_flow *flows;
     size_t n_flows;
+    const struct recon_flow_order *order; /* NULL (flows[] is in arrival order) or n_flows */
     const struct recon_transfer *transfers;
     size_t n_transfers;
 };

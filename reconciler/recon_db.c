@@ -57,8 +57,9 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
         st->seen_last_data_at_us = rdb_val_i64(r, 0, 0, INT64_MIN);
     PQclear(r);
     /* flows: from ClickHouse when configured (1: the window waits for its outbox) */
-    int lf = cfg->clickhouse.enabled ? rdb_load_flows_ch(db, cfg, window_start_us, &in, err, errlen)
-                                     : rdb_load_flows(db, window_start_us, &in, err, errlen);
+    int lf = cfg->clickhouse.enabled
+                 ? rdb_load_flows_ch(db, cfg, window_start_us, n_reported, &in, err, errlen)
+                 : rdb_load_flows(db, window_start_us, &in, err, errlen);
     if (lf > 0) {
         rc = 1;
         goto cleanup;
@@ -75,6 +76,7 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
                              .n_samples = in.n_samples,
                              .flows = in.flows,
                              .n_flows = in.n_flows,
+                             .order = in.order,
                              .transfers = in.transfers,
                              .n_transfers = in.n_transfers};
     if (recon_run(cfg, &ri, &res, err, errlen))

@@ -90,6 +90,7 @@ struct rdb_inputs {
     size_t n_samples;
     struct recon_flow *flows;
     size_t n_flows;
+    struct recon_flow_order *order; /* NULL (flows in arrival order) or n_flows */
     char *flows_text; /* the ClickHouse answer the flows' strings point into, or NULL */
     struct recon_transfer *transfers;
     size_t n_transfers;
@@ -126,11 +127,12 @@ int rdb_load_transfers(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb
                        char *err, size_t errlen);
 /* With analytics.clickhouse (recon_db_ch.c): *n = reports of the window still in the outbox. */
 int rdb_ch_pending(PGconn *db, int64_t ws, long long *n, char *err, size_t errlen);
-/* The window's flows summed per connection side and owner by ClickHouse; 1 (err says why) when
- * some of its reports are not in ClickHouse yet: the window waits, it is not computed from part
- * of its flows. */
-int rdb_load_flows_ch(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb_inputs *in,
-                      char *err, size_t errlen);
+/* The window's flows summed per connection side and owner by ClickHouse, with their order; 1 (err
+ * says why) when some of its reports are not in ClickHouse yet: the window waits, it is not
+ * computed from part of its flows. n_reported: the flow records its reports carry
+ * (rdb_set_budget). */
+int rdb_load_flows_ch(PGconn *db, const struct cfg *cfg, int64_t ws, long long n_reported,
+                      struct rdb_inputs *in, char *err, size_t errlen);
 
 /* ---- results (recon_db_write.c) and alerts (recon_db_alerts.c) ---- */
 

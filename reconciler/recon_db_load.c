@@ -55,6 +55,7 @@ void rdb_inputs_free(struct rdb_inputs *in)
     PQclear(in->transfers_r);
     free(in->samples);
     free(in->flows);
+    free(in->order);
     free(in->flows_text);
     free(in->transfers);
 }

@@ -386,6 +386,71 @@ static void alerts_apply(struct scn *s, struct hist *h)
     }
 }
 
+static bool same_str(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/* The window again with its flows in reverse and their arrival order given as recon_flow_order
+ * (as the ClickHouse path passes them): every result must be the same. */
+static void check_any_order(struct scn *s, const struct recon_input *in0)
+{
+    size_t n = in0->n_flows;
+    struct recon_flow *rev = xrealloc(NULL, (n + 1) * sizeof *rev);
+    struct recon_flow_order *ord = xrealloc(NULL, (n + 1) * sizeof *ord);
+    for (size_t i = 0; i < n; i++) {
+        rev[i] = in0->flows[n - 1 - i];
+        /* arrival position n-1-i spelt as (seq, agent, idx): seq and idx split it, agent ties */
+        ord[i] = (struct recon_flow_order){(n - 1 - i) / 3, "agent", (n - 1 - i) % 3};
+    }
+    struct recon_input in = *in0;
+    in.flows = rev;
+    in.order = ord;
+    struct recon_result r;
+    char err[256];
+    if (recon_run(s->cfg, &in, &r, err, sizeof err))
+        scn_fail(s, "recon_run (flows reversed): %s", err);
+    const struct recon_result *a = &s->res;
+    bool same = r.n_cells == a->n_cells && r.n_rollup == a->n_rollup && r.n_deps == a->n_deps &&
+                r.n_links == a->n_links && r.n_unmapped == a->n_unmapped &&
+                r.n_intra_site == a->n_intra_site && r.n_dedup_flows == a->n_dedup_flows &&
+                r.n_both_ends == a->n_both_ends;
+    for (size_t i = 0; same && i < r.n_cells; i++) {
+        const struct recon_cell *x = &r.cells[i], *y = &a->cells[i];
+        same = x->src_site == y->src_site && x->dst_site == y->dst_site &&
+               x->has_link == y->has_link && x->observed_bytes == y->observed_bytes &&
+               x->observed_payload_bytes == y->observed_payload_bytes &&
+               x->attributed_bytes == y->attributed_bytes && x->socket_bytes == y->socket_bytes &&
+               x->nfs_bytes == y->nfs_bytes && x->service_bytes == y->service_bytes &&
+               x->unattributed_bytes == y->unattributed_bytes &&
+               x->has_coverage == y->has_coverage && x->coverage == y->coverage &&
+               x->valid_fraction == y->valid_fraction && x->capacity_bps == y->capacity_bps &&
+               x->status == y->status;
+    }
+    for (size_t i = 0; same && i < r.n_rollup; i++) {
+        const struct recon_rollup *x = &r.rollup[i], *y = &a->rollup[i];
+        same = x->src_site == y->src_site && x->dst_site == y->dst_site && x->bytes == y->bytes &&
+               same_str(x->source, y->source) && same_str(x->workflow, y->workflow) &&
+               same_str(x->user, y->user) && same_str(x->program, y->program) &&
+               same_str(x->host, y->host) && same_str(x->kube.ns, y->kube.ns) &&
+               same_str(x->kube.pod, y->kube.pod) && same_str(x->kube.container, y->kube.container);
+    }
+    for (size_t i = 0; same && i < r.n_deps; i++) {
+        const struct recon_dep *x = &r.deps[i], *y = &a->deps[i];
+        same = x->local_site == y->local_site && x->remote_site == y->remote_site &&
+               x->kind == y->kind && x->bytes_out == y->bytes_out && x->bytes_in == y->bytes_in &&
+               x->connections == y->connections && same_str(x->endpoint, y->endpoint) &&
+               same_str(x->workflow, y->workflow) && same_str(x->user, y->user) &&
+               same_str(x->program, y->program);
+    }
+    if (!same)
+        scn_fail(s, "window %lld: flows in reverse with their order given differ from in order",
+                 (long long)s->window);
+    recon_result_free(&r);
+    free(rev);
+    free(ord);
+}
+
 static void reconcile_window(struct scn *s)
 {
     struct recon_flow *flows = xrealloc(NULL, (s->n_flows + 1) * sizeof *flows);
@@ -403,6 +468,7 @@ static void reconcile_window(struct scn *s)
     char err[256];
     if (recon_run(s->cfg, &in, &s->res, err, sizeof err))
         scn_fail(s, "recon_run: %s", err);
+    check_any_order(s, &in);
     free(flows);
     s->cell_seen = xrealloc(NULL, (s->res.n_cells + 1) * sizeof(bool));
     memset(s->cell_seen, 0, (s->res.n_cells + 1) * sizeof(bool));
