@@ -117,6 +117,7 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
     in_tx = false;
     st->load_us = (t1 - t0) / 1000;
     st->compute_us = ((t2 - t1) + (t4 - t3)) / 1000;
+    st->alerts_us = (t4 - t3) / 1000;
     st->write_us = ((t3 - t2) + (tm_mono_ns() - t4)) / 1000;
     rc = 0;
 cleanup:

@@ -25,6 +25,7 @@ struct recon_db_stats {
     size_t n_alerts_resolved;
     int64_t load_us;    /* reading the raw tables */
     int64_t compute_us; /* recon + alerts in memory */
+    int64_t alerts_us;  /* of compute_us: the alerts' evaluation (reads stored history) */
     int64_t write_us;   /* writing the results and committing */
     /* result rows (cells, owner and dependency rollups) written or removed: what changed; a
      * window reconciled again with nothing new writes none */

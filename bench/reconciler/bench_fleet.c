@@ -291,10 +291,11 @@ static void clickhouse_path(PGconn *db, struct cfg *cfg, const int64_t *win, con
             if (recon_db_reconcile_window(db, cfg, win[i], &st, err, sizeof(err)) != 0)
                 die("reconcile (clickhouse): %s", err);
             tt[k] = tm_mono_ns() - b;
-            printf("   %ld flows run %d: %.3f s (load %.3f, compute %.3f, write %.3f), %zu rows "
-                   "read from ClickHouse, %lld rows changed, load average %s\n",
-                   sizes[i], k + 1, tt[k] / 1e9, st.load_us / 1e6, st.compute_us / 1e6,
-                   st.write_us / 1e6, st.n_flows, st.n_rows_changed, loadavg());
+            printf(
+                "   %ld flows run %d: %.3f s (load %.3f, compute %.3f [alerts %.3f], write %.3f),"
+                " %zu rows read from ClickHouse, %lld rows changed, load average %s\n",
+                sizes[i], k + 1, tt[k] / 1e9, st.load_us / 1e6, st.compute_us / 1e6,
+                st.alerts_us / 1e6, st.write_us / 1e6, st.n_flows, st.n_rows_changed, loadavg());
         }
         if (window_sum(db, win[i], "attribution_rollup", "bytes") != pg_att[i] ||
             window_sum(db, win[i], "heatmap_cells", "attributed_bytes") != pg_cells[i])
@@ -378,10 +379,11 @@ int main(int argc, char **argv)
             if (recon_db_reconcile_window(db, cfg, win[i], &st, err, sizeof(err)) < 0)
                 die("reconcile: %s", err);
             t[k] = tm_mono_ns() - a;
-            printf("   %zu flows run %d: %.3f s (load %.3f, compute %.3f, write %.3f), %lld rows "
-                   "changed, load average %s\n",
-                   st.n_flows, k + 1, t[k] / 1e9, st.load_us / 1e6, st.compute_us / 1e6,
-                   st.write_us / 1e6, st.n_rows_changed, loadavg());
+            printf(
+                "   %zu flows run %d: %.3f s (load %.3f, compute %.3f [alerts %.3f], write %.3f),"
+                " %lld rows changed, load average %s\n",
+                st.n_flows, k + 1, t[k] / 1e9, st.load_us / 1e6, st.compute_us / 1e6,
+                st.alerts_us / 1e6, st.write_us / 1e6, st.n_rows_changed, loadavg());
         }
         char what[256];
         snprintf(what, sizeof(what),
