@@ -13,6 +13,7 @@ static const struct rdb_diff_table deps_table = {
     "bytes_out, bytes_in, connections",
     false,
     NULL,
+    NULL,
 };
 
 int rdb_write_deps(PGconn *db, const struct cfg *cfg, int64_t ws, const struct recon_result *res,

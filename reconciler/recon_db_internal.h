@@ -64,6 +64,9 @@ struct rdb_diff_table {
     const char *table, *cols, *key, *vals;
     bool binary;
     const char *hourly;
+    /* when set, the table listing the hours whose hourly rows exist (sql/020's
+     * attribution_hours): a window of another hour writes no hourly rows */
+    const char *hours;
 };
 
 /* Rows of the window: written (new or changed), removed (stored rows changed or gone), unchanged
