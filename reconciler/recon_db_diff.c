@@ -120,7 +120,8 @@ static int first_write(PGconn *db, const struct rdb_diff_table *t, const char *w
     static char sql[8192];
     char src[256];
     out->written = n_rows;
-    if (n_rows < rdb_diff_sort_above) {
+    bool sorted = t->keyed && n_rows >= rdb_diff_sort_above;
+    if (!sorted) {
         snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN%s", t->table, t->cols,
                  t->binary ? " (FORMAT binary)" : "");
         if (rdb_copy_in(db, sql, data, err, errlen))
@@ -142,7 +143,7 @@ static int first_write(PGconn *db, const struct rdb_diff_table *t, const char *w
         return h;
     /* the rows just written: in the temp table (wl_sign 1) or read back by window; ws is
      * rdb_fmt_ts's text (digits, '-', ':', 'T', 'Z', '.'): safe as a literal here */
-    if (n_rows >= rdb_diff_sort_above)
+    if (sorted)
         snprintf(src, sizeof src, "%s", tmp);
     else
         snprintf(src, sizeof src,
@@ -209,8 +210,8 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
     if (run(db, what, sql, 1, p1, NULL, err, errlen))
         return -1;
     snprintf(sql, sizeof sql,
-             "INSERT INTO %1$s (%2$s) SELECT %2$s FROM %3$s WHERE wl_sign = 1 ORDER BY %4$s",
-             t->table, t->cols, tmp, t->key);
+             "INSERT INTO %1$s (%2$s) SELECT %2$s FROM %3$s WHERE wl_sign = 1%4$s%5$s", t->table,
+             t->cols, tmp, t->keyed ? " ORDER BY " : "", t->keyed ? t->key : "");
     if (run(db, what, sql, 0, NULL, NULL, err, errlen))
         return -1;
     if (out->written == 0 && out->removed == 0)
