@@ -110,14 +110,17 @@ BEGIN
 END $$;
 
 -- The hours a fold may take: ended before `before`, with windows the reconciler knows of
--- (window_state), not folded; oldest first.
+-- (window_state), not folded, and none of their windows waiting to be reconciled (a backlog's
+-- windows would each add to the folded rows: the upsert the fold is there to avoid) unless the
+-- hour ended over 6 hours before `before`; oldest first.
 CREATE FUNCTION wl_owner_hours_to_fold(before timestamptz, max_hours int)
 RETURNS SETOF timestamptz LANGUAGE sql STABLE AS $$
-    SELECT DISTINCT date_bin('1 hour', w.window_start, timestamptz 'epoch') AS hs
-      FROM window_state w
-     WHERE date_bin('1 hour', w.window_start, timestamptz 'epoch') + interval '1 hour' <= before
-       AND NOT EXISTS (SELECT 1 FROM attribution_hours f
-                        WHERE f.hour_start = date_bin('1 hour', w.window_start, timestamptz 'epoch'))
+    SELECT h.hs FROM (
+        SELECT date_bin('1 hour', w.window_start, timestamptz 'epoch') AS hs, bool_or(w.dirty) AS dirty
+          FROM window_state w GROUP BY 1) h
+     WHERE h.hs + interval '1 hour' <= before
+       AND (NOT h.dirty OR h.hs + interval '7 hours' <= before)
+       AND NOT EXISTS (SELECT 1 FROM attribution_hours f WHERE f.hour_start = h.hs)
      ORDER BY 1 LIMIT max_hours
 $$;
 

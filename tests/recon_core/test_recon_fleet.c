@@ -507,16 +507,21 @@ static void writer_changes_only(void)
     /* the hour is not folded yet (sql/020): no hourly owner row */
     assert_int_equal(num("SELECT count(*) FROM attribution_rollup_hourly"), 0);
     assert_int_equal(hourly_mismatches(), 0);
-    /* the loop's fold: not before the hour has ended two windows ago, then once */
+    /* the loop's fold: not while a window of the hour waits to be reconciled, not before the
+     * hour has ended two windows ago, then once */
     exec("INSERT INTO window_state (window_start, window_seconds) VALUES ('%s', 60) ON CONFLICT "
-         "DO NOTHING",
+         "(window_start) DO UPDATE SET dirty = true",
          ts(W0_S));
     char err[512];
     int hours = -1;
     long long hrows = -1;
+    if (recon_db_fold_hours(db, cfg, US(W0_S + 3600 + 120), 4, &hours, &hrows, err, sizeof err))
+        fail_msg("fold: %s", err);
+    assert_int_equal(hours, 0); /* dirty */
+    exec("UPDATE window_state SET dirty = false WHERE window_start = '%s'", ts(W0_S));
     if (recon_db_fold_hours(db, cfg, US(W0_S + 3600 + 119), 4, &hours, &hrows, err, sizeof err))
         fail_msg("fold: %s", err);
-    assert_int_equal(hours, 0);
+    assert_int_equal(hours, 0); /* too early */
     assert_int_equal(num("SELECT count(*) FROM attribution_hours"), 0);
     if (recon_db_fold_hours(db, cfg, US(W0_S + 3600 + 120), 4, &hours, &hrows, err, sizeof err))
         fail_msg("fold: %s", err);
@@ -527,6 +532,19 @@ static void writer_changes_only(void)
     if (recon_db_fold_hours(db, cfg, US(W0_S + 7200), 4, &hours, &hrows, err, sizeof err))
         fail_msg("fold: %s", err);
     assert_int_equal(hours, 0); /* folded already */
+    /* an hour whose window stays dirty is folded all the same once it ended 6 hours ago */
+    exec("INSERT INTO window_state (window_start, window_seconds) VALUES ('%s', 60)",
+         ts(W0_S + 3600));
+    if (recon_db_fold_hours(db, cfg, US(W0_S + 7200 + 6 * 3600 - 1), 4, &hours, &hrows, err,
+                            sizeof err))
+        fail_msg("fold: %s", err);
+    assert_int_equal(hours, 0);
+    if (recon_db_fold_hours(db, cfg, US(W0_S + 7200 + 6 * 3600 + 120), 4, &hours, &hrows, err,
+                            sizeof err))
+        fail_msg("fold: %s", err);
+    assert_int_equal(hours, 1);
+    assert_int_equal(hrows, 0); /* no owner row in that hour */
+    exec("DELETE FROM window_state WHERE window_start = '%s'", ts(W0_S + 3600));
     /* a window's first write into the folded hour adds to its hourly rows */
     reconcile_w(11, &st);
     assert_true(st.n_rows_changed > 0);
