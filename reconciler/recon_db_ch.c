@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "chstore.h"
+#include "hindex.h"
 #include "recon_db_internal.h"
 
 static void parse_inet(const char *s, struct recon_addr *a)
@@ -175,6 +176,125 @@ static int parse_rows(char *body, const int pos[FR_NCOLS], struct rdb_inputs *in
     return 0;
 }
 
+/* ---- the rows in arrival order again ----
+ * The GROUP BY's rows come in hash order. recon.c's choices follow in->order whatever the order,
+ * but its speed does not: in arrival order one agent's flows come together and its owners' rollup
+ * and dependency rows stay in cache (1 M flows: compute 3.2-3.4 s from ClickHouse's ORDER BY,
+ * 6.2-7.0 s in hash order). Sorting here by (seq, agent, idx) restores that order at a fraction of
+ * the ORDER BY's cost there: agents are ranked once (a few thousand strings), then one qsort of
+ * integer keys and an in-place permutation. */
+struct arrival_key {
+    uint64_t seq, idx;
+    uint32_t agent, row;
+};
+
+struct agents {
+    const char **name;
+    size_t n, cap;
+    struct hix ix;
+};
+
+static int eq_agent(const void *ctx, size_t idx, const void *key)
+{
+    return strcmp(((const struct agents *)ctx)->name[idx], (const char *)key) == 0;
+}
+
+static int cmp_agent_name(const void *a, const void *b, void *ctx)
+{
+    const struct agents *ag = ctx;
+    return strcmp(ag->name[*(const uint32_t *)a], ag->name[*(const uint32_t *)b]);
+}
+
+static int cmp_arrival(const void *a, const void *b)
+{
+    const struct arrival_key *x = a, *y = b;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    if (x->agent != y->agent)
+        return x->agent < y->agent ? -1 : 1;
+    if (x->idx != y->idx)
+        return x->idx < y->idx ? -1 : 1;
+    return (x->row > y->row) - (x->row < y->row);
+}
+
+/* The agents' ids of keys[] replaced by their rank in strcmp order. */
+static int rank_agents(struct rdb_inputs *in, struct arrival_key *keys)
+{
+    struct agents ag = {0};
+    uint32_t *by_name = NULL, *rank = NULL;
+    int rc = -1;
+    if (hix_init(&ag.ix, 1024))
+        return -1;
+    for (size_t i = 0; i < in->n_flows; i++) {
+        const char *a = in->order[i].agent;
+        uint64_t h = hix_hash_str(0, a);
+        struct hix_slot *s = hix_find(&ag.ix, h, eq_agent, &ag, a);
+        if (!s->idx1) {
+            if (hix_grow((void **)&ag.name, &ag.cap, ag.n + 1, sizeof *ag.name))
+                goto out;
+            ag.name[ag.n] = a;
+            if (hix_put(&ag.ix, s, h, ag.n))
+                goto out;
+            s = hix_find(&ag.ix, h, eq_agent, &ag, a);
+            ag.n++;
+        }
+        keys[i] = (struct arrival_key){in->order[i].seq, in->order[i].idx, (uint32_t)(s->idx1 - 1),
+                                       (uint32_t)i};
+    }
+    by_name = malloc((ag.n + 1) * sizeof *by_name);
+    rank = malloc((ag.n + 1) * sizeof *rank);
+    if (!by_name || !rank)
+        goto out;
+    for (size_t k = 0; k < ag.n; k++)
+        by_name[k] = (uint32_t)k;
+    qsort_r(by_name, ag.n, sizeof *by_name, cmp_agent_name, &ag);
+    for (size_t k = 0; k < ag.n; k++)
+        rank[by_name[k]] = (uint32_t)k;
+    for (size_t i = 0; i < in->n_flows; i++)
+        keys[i].agent = rank[keys[i].agent];
+    rc = 0;
+out:
+    free(by_name);
+    free(rank);
+    free(ag.name);
+    hix_free(&ag.ix);
+    return rc;
+}
+
+/* Reorders in->flows and in->order by (seq, agent, idx); -1: out of memory (nothing changed). */
+static int sort_by_arrival(struct rdb_inputs *in)
+{
+    size_t n = in->n_flows;
+    if (n < 2 || n > UINT32_MAX)
+        return 0;
+    struct arrival_key *keys = malloc(n * sizeof *keys);
+    if (!keys || rank_agents(in, keys)) {
+        free(keys);
+        return -1;
+    }
+    qsort(keys, n, sizeof *keys, cmp_arrival);
+    /* in place, cycle by cycle: position k takes row keys[k].row (row = n marks k done) */
+    for (size_t k = 0; k < n; k++) {
+        if (keys[k].row == (uint32_t)k || keys[k].row == UINT32_MAX)
+            continue;
+        struct recon_flow f = in->flows[k];
+        struct recon_flow_order o = in->order[k];
+        size_t j = k;
+        while (keys[j].row != (uint32_t)k) {
+            size_t from = keys[j].row;
+            in->flows[j] = in->flows[from];
+            in->order[j] = in->order[from];
+            keys[j].row = UINT32_MAX;
+            j = from;
+        }
+        in->flows[j] = f;
+        in->order[j] = o;
+        keys[j].row = UINT32_MAX;
+    }
+    free(keys);
+    return 0;
+}
+
 static int query_flows(const struct cfg *cfg, int64_t ws, bool final, struct rdb_inputs *in,
                        unsigned long long *rows, char *err, size_t errlen)
 {
@@ -200,7 +320,13 @@ static int query_flows(const struct cfg *cfg, int64_t ws, bool final, struct rdb
         snprintf(err, errlen, "loading flows from ClickHouse: out of memory");
         return -1;
     }
-    return parse_rows(in->flows_text, pos, in, rows, err, errlen);
+    if (parse_rows(in->flows_text, pos, in, rows, err, errlen) < 0)
+        return -1;
+    if (sort_by_arrival(in) < 0) {
+        snprintf(err, errlen, "loading flows from ClickHouse: out of memory");
+        return -1;
+    }
+    return 0;
 }
 
 int rdb_load_flows_ch(PGconn *db, const struct cfg *cfg, int64_t ws, long long n_reported,
