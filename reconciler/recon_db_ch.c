@@ -32,8 +32,8 @@ static uint64_t parse_u64(const char *s)
  * agree on all the others (one connection side of one owner), then (seq, agent, idx) of their
  * first row: recon.c keeps the first owner it meets for a connection side reported under several
  * owners by one agent (a forked process) and the first site of a host, and the PostgreSQL path
- * meets rows in heap (arrival) order, which for one agent is seq order too. The rows come in no
- * order (recon_flow_order says it): an ORDER BY of 5 M groups there cost more than the GROUP BY.
+ * meets rows in heap (arrival) order, which for one agent is seq order too. No ORDER BY: sorting
+ * 5 M groups there cost more than the GROUP BY (sort_by_arrival does it here).
  * Last, the rows each group sums (rdb_load_flows_ch checks their total). final: read through
  * FINAL (the window holds duplicates of a retried insert). */
 static int build_query(const struct cfg *cfg, int64_t ws, bool final, char *sql, size_t len,
