@@ -51,22 +51,24 @@ static const char SQL_REPORT_OUTBOX[] =
     " ON CONFLICT (window_start) DO UPDATE SET dirty = true, last_data_at = clock_timestamp())"
     " SELECT count(*) FROM r";
 
-static char copy_flows[1024];
+static char copy_flows[2][1024];
 
 static void build_copy_flows_sql(void)
 {
     char cols[768];
     if (flow_row_list(cols, sizeof cols, FRL_NAMES, FLOW_ROW_ALL, NULL, NULL) < 0)
         abort(); /* a fixed list that fits: only a change to flow_row.c can get here */
-    snprintf(copy_flows, sizeof copy_flows, "COPY flow_records (%s) FROM STDIN", cols);
+    snprintf(copy_flows[0], sizeof copy_flows[0], "COPY flow_records (%s) FROM STDIN", cols);
+    snprintf(copy_flows[1], sizeof copy_flows[1],
+             "COPY flow_records (%s) FROM STDIN (FORMAT binary)", cols);
 }
 
-/* COPY flow_records (the columns of flow_row.h, in their order) FROM STDIN */
-static const char *copy_flows_sql(void)
+/* COPY flow_records (the columns of flow_row.h, in their order) FROM STDIN [(FORMAT binary)] */
+static const char *copy_flows_sql(bool binary)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, build_copy_flows_sql);
-    return copy_flows;
+    return copy_flows[binary];
 }
 
 /* Marks as recon_db_mark_done expects: a fresh clock_timestamp() on every mark. */
@@ -251,8 +253,8 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
             return -1;
         if (!fresh)
             return 0;
-        if (b->n_rows && pgc_copy_in(st->db, "flow_records", copy_flows_sql(), b->copy, b->copy_len,
-                                     err, errlen) < 0)
+        if (b->n_rows && pgc_copy_in(st->db, "flow_records", copy_flows_sql(b->copy_binary),
+                                     b->copy, b->copy_len, err, errlen) < 0)
             return -1;
         const char *mark[2] = {wsec, b->report[3]};
         if (run(st->db, "window_state", SQL_MARK_ONE, 2, mark, NULL, NULL, err, errlen) < 0)
