@@ -64,9 +64,7 @@ struct flow_col_def {
 
 extern const struct flow_col_def flow_cols[FR_NCOLS];
 
-/* One row's values: text (s, n), inet and time (s, NUL-terminated), int (u); set false = NULL.
- * A time also carries its microseconds since the Unix epoch in u (flow_row_time): the binary
- * COPY writes those (flow_row_bin.h), the text one writes s. */
+/* One row's values: text (s, n), inet and time (s, NUL-terminated), int (u); set false = NULL. */
 struct flow_val {
     const char *s;
     size_t n;
@@ -87,12 +85,6 @@ static inline void flow_row_text(struct flow_row *r, enum flow_col c, const char
 static inline void flow_row_str(struct flow_row *r, enum flow_col c, const char *s) /* NULL: NULL */
 {
     flow_row_text(r, c, s, s ? strlen(s) : 0);
-}
-
-static inline void flow_row_time(struct flow_row *r, enum flow_col c, const char *rfc3339,
-                                 int64_t us)
-{
-    r->v[c] = (struct flow_val){.s = rfc3339, .n = strlen(rfc3339), .u = (uint64_t)us, .set = true};
 }
 
 static inline void flow_row_int(struct flow_row *r, enum flow_col c, uint64_t u)

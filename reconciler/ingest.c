@@ -13,9 +13,7 @@
 
 #include "hostport.h"
 #include "copyesc.h"
-#include "copybin.h"
 #include "flow_row.h"
-#include "flow_row_bin.h"
 #include "fluent.h"
 #include "jsonv.h"
 #include "nasin.h"
@@ -489,7 +487,7 @@ static const char *const protos[] = {"tcp", "udp", NULL};
 static const char *const roles[] = {"client", "server", "unknown", NULL};
 static const char *const nfs_ops[] = {"read", "write", NULL};
 
-static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_text, int64_t ws,
+static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_text,
                     const struct jv *agent_id, uint64_t seq, const struct jv *host, uint64_t cap)
 {
     struct loc l = {.arr = "flows", .idx = i};
@@ -564,7 +562,7 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
 
     struct flow_row row;
     memset(&row, 0, sizeof row);
-    flow_row_time(&row, FR_WINDOW_START, ws_text, ws);
+    flow_row_str(&row, FR_WINDOW_START, ws_text);
     flow_row_text(&row, FR_AGENT_ID, agent_id->s, agent_id->n);
     flow_row_int(&row, FR_SEQ, seq);
     flow_row_int(&row, FR_IDX, (uint64_t)i);
@@ -613,15 +611,8 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         else
             flow_row_text(&row, FR_NAMESPACE + k, "", 0);
     struct ingest_batch *b = c->b;
-    if (b->copy_binary) {
-        if (buf_reserve(b, flow_row_bin_max(&row)) == 0) {
-            size_t n = flow_row_copy_bin(b->copy + b->copy_len, &row);
-            b->oom |= n == 0; /* an address ingest validated that inet_pton refuses: cannot be */
-            b->copy_len += n;
-        }
-    } else if (buf_reserve(b, flow_row_copy_max(&row)) == 0) {
+    if (buf_reserve(b, flow_row_copy_max(&row)) == 0)
         b->copy_len += flow_row_copy_text(b->copy + b->copy_len, &row);
-    }
     return row_done(c); /* flow_row_copy_text ended the line */
 }
 
@@ -738,32 +729,15 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
     char ws_text[TM_RFC3339_LEN];
     tm_format_rfc3339(ws, ws_text);
     uint64_t cap = max_bytes_over(cfg, (uint64_t)cfg->window_seconds);
-    /* PostgreSQL only: binary COPY (the server parses no times, addresses or numbers:
-     * reconciler/README.md "Binary COPY of flow_records"); with ClickHouse the outbox block is
-     * built from the text rows (chstore_block.h) */
-    struct ingest_batch *b = c->b;
-    b->copy_binary = !cfg->clickhouse.enabled;
-    /* ~1.5x a typical row's COPY text (binary: ~1.2x its tuple) per flow: no realloc-and-copy
-     * while the rows are written (a hint only: buf_reserve grows the buffer further when rows
-     * are longer) */
-    size_t per_row = b->copy_binary ? 288 : 192,
-           cap_hint = b->copy_binary ? 2 * c->body_len : c->body_len;
-    buf_hint(b, (size_t)flows->n * per_row < cap_hint ? (size_t)flows->n * per_row : cap_hint);
-    if (b->copy_binary && flows->n)
-        buf_put(b, COPYBIN_HEADER, COPYBIN_HEADER_LEN);
+    /* ~1.5x a typical row's COPY text per flow: no realloc-and-copy while the rows are written
+     * (a hint only: buf_reserve grows the buffer further when rows are longer) */
+    buf_hint(c->b, (size_t)flows->n * 192 < c->body_len ? (size_t)flows->n * 192 : c->body_len);
     long i = 0;
     for (const struct jv *f = flows->child; f; f = f->next, i++)
-        if (one_flow(c, f, i, ws_text, ws, agent_id, seq, host, cap) < 0)
+        if (one_flow(c, f, i, ws_text, agent_id, seq, host, cap) < 0)
             return -1;
-    if (b->copy_binary && b->n_rows) {
-        buf_put(b, COPYBIN_TRAILER, COPYBIN_TRAILER_LEN);
-        if (b->oom) {
-            c->e->status = 500;
-            snprintf(c->e->msg, sizeof(c->e->msg), "out of memory");
-            return -1;
-        }
-    }
 
+    struct ingest_batch *b = c->b;
     char thr[40];
     snprintf(thr, sizeof(thr), "%.17g", threshold);
     b->window_start_us = ws;

@@ -47,11 +47,8 @@ struct ingest_batch {
     int64_t lost_from_us, lost_to_us;
     char *lost_reason;
     uint64_t spool_dropped_reports;
-    /* rows in PostgreSQL COPY text format: flow_records, or the counter/transfer staging table;
-     * attributions without analytics.clickhouse: flow_records as a whole binary COPY stream,
-     * header and trailer included (copy_binary; flow_row_bin.h) */
+    /* rows in PostgreSQL COPY text format: flow_records, or the counter/transfer staging table */
     char *copy;
-    bool copy_binary;
     size_t copy_len, copy_cap;
     size_t n_rows;
     int64_t min_us, max_us;        /* range of the rows' partition keys */

@@ -12,7 +12,6 @@
 
 #include "alerts.h"
 #include "config.h"
-#include "copybin.h"
 #include "flow_row.h"
 #include "recon.h"
 #include "recon_db.h"
@@ -45,8 +44,8 @@ struct rdb_sbuf {
 
 void rdb_sb_add(struct rdb_sbuf *b, const char *s, size_t n);
 __attribute__((format(printf, 2, 3))) void rdb_sb_printf(struct rdb_sbuf *b, const char *fmt, ...);
-/* Microseconds from the Unix epoch to PostgreSQL's (2000-01-01T00:00:00Z): copybin.h's. */
-#define RDB_PG_EPOCH_OFFSET_US COPYBIN_PG_EPOCH_US
+/* Microseconds from the Unix epoch to PostgreSQL's (2000-01-01T00:00:00Z). */
+#define RDB_PG_EPOCH_OFFSET_US (INT64_C(946684800) * TM_USEC_PER_SEC)
 /* An unsigned big-endian integer of n bytes (binary COPY). */
 void rdb_sb_be(struct rdb_sbuf *b, uint64_t v, int n);
 /* A COPY text-format field (then a tab or newline is added by the caller). */

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "copybin.h"
 #include "copyesc.h"
 #include "pgc.h"
 #include "recon_db_internal.h"
@@ -104,11 +103,12 @@ __attribute__((format(printf, 2, 3))) void rdb_sb_printf(struct rdb_sbuf *b, con
     free(big);
 }
 
-/* An unsigned big-endian integer of n bytes (binary COPY: copybin.h). */
+/* An unsigned big-endian integer of n bytes (binary COPY). */
 void rdb_sb_be(struct rdb_sbuf *b, uint64_t v, int n)
 {
-    unsigned char out[8];
-    copybin_be(out, v, n);
+    uint8_t out[8];
+    for (int i = 0; i < n; i++)
+        out[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
     rdb_sb_add(b, (const char *)out, (size_t)n);
 }
 

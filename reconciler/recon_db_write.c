@@ -51,7 +51,7 @@ static void fill_rollup(struct rdb_sbuf *b, const struct cfg *cfg, int64_t ws,
                         const struct recon_result *res)
 {
     /* binary COPY: the server parses no timestamps or numbers for the biggest table */
-    rdb_sb_add(b, COPYBIN_HEADER, COPYBIN_HEADER_LEN);
+    rdb_sb_add(b, "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0", 19);
     int64_t ws_pg = ws - RDB_PG_EPOCH_OFFSET_US;
     for (size_t i = 0; i < res->n_rollup; i++) {
         const struct recon_rollup *r = &res->rollup[i];
@@ -79,7 +79,7 @@ static void fill_rollup(struct rdb_sbuf *b, const struct cfg *cfg, int64_t ws,
             rdb_sb_add(b, kube[k], len);
         }
     }
-    rdb_sb_add(b, COPYBIN_TRAILER, COPYBIN_TRAILER_LEN);
+    rdb_sb_be(b, 0xffff, 2);
 }
 
 /* The window's circuit directions as COPY text rows of link_windows. */

@@ -51,24 +51,22 @@ static const char SQL_REPORT_OUTBOX[] =
     " ON CONFLICT (window_start) DO UPDATE SET dirty = true, last_data_at = clock_timestamp())"
     " SELECT count(*) FROM r";
 
-static char copy_flows[2][1024];
+static char copy_flows[1024];
 
 static void build_copy_flows_sql(void)
 {
     char cols[768];
     if (flow_row_list(cols, sizeof cols, FRL_NAMES, FLOW_ROW_ALL, NULL, NULL) < 0)
         abort(); /* a fixed list that fits: only a change to flow_row.c can get here */
-    snprintf(copy_flows[0], sizeof copy_flows[0], "COPY flow_records (%s) FROM STDIN", cols);
-    snprintf(copy_flows[1], sizeof copy_flows[1],
-             "COPY flow_records (%s) FROM STDIN (FORMAT binary)", cols);
+    snprintf(copy_flows, sizeof copy_flows, "COPY flow_records (%s) FROM STDIN", cols);
 }
 
-/* COPY flow_records (the columns of flow_row.h, in their order) FROM STDIN [(FORMAT binary)] */
-static const char *copy_flows_sql(bool binary)
+/* COPY flow_records (the columns of flow_row.h, in their order) FROM STDIN */
+static const char *copy_flows_sql(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, build_copy_flows_sql);
-    return copy_flows[binary];
+    return copy_flows;
 }
 
 /* Marks as recon_db_mark_done expects: a fresh clock_timestamp() on every mark. */
@@ -240,7 +238,7 @@ static void copy_target_sql(const struct ingest_batch *b, char *out, size_t len)
 {
     char table[64];
     db_partition_name("flow_records", b->window_start_us, table, sizeof table);
-    const char *all = copy_flows_sql(b->copy_binary); /* "COPY flow_records (" ... */
+    const char *all = copy_flows_sql(); /* "COPY flow_records (" ... */
     snprintf(out, len, "COPY %s%s", table, all + strlen("COPY flow_records"));
 }
 

@@ -1,9 +1,7 @@
 /* Ingest parse cost per flow record, in-process (no HTTP, no PostgreSQL): ingest_parse of agent
- * reports shaped like bench/clickhouse/drive.py's (1,000 socket flows each) as with
- * analytics.clickhouse (COPY text rows), then chblock_build (the ClickHouse outbox block, zstd),
- * and ingest_parse as PostgreSQL only (binary COPY tuples, flow_row_bin.h). Prints CPU ns per flow
- * for each (and for jv_parse alone, the JSON reader inside ingest_parse), the median of ROUNDS
- * rounds of ITER reports.   bench_ingest
+ * reports shaped like bench/clickhouse/drive.py's (1,000 socket flows each), then chblock_build
+ * (the ClickHouse outbox block, zstd). Prints CPU ns per flow for each (and for jv_parse alone,
+ * the JSON reader inside ingest_parse), the median of ROUNDS rounds of ITER reports.   bench_ingest
  * [ITER] [ROUNDS] */
 #include <inttypes.h>
 #include <stdio.h>
@@ -81,10 +79,10 @@ int main(int argc, char **argv)
     size_t len[NB];
     for (int r = 0; r < NB; r++)
         body[r] = report(r, ws_text, &len[r]);
-    double parse[100], block[100], json[100], pgparse[100];
+    double parse[100], block[100], json[100];
     size_t zbytes = 0, raw = 0;
     for (int k = 0; k < rounds; k++) {
-        double tp = 0, tb = 0, tj = 0, tq = 0;
+        double tp = 0, tb = 0, tj = 0;
         for (int i = 0; i < iter; i++) { /* the JSON reader alone, for the split */
             struct jv *first;
             size_t nv;
@@ -96,19 +94,6 @@ int main(int argc, char **argv)
                 return 1;
             jv_doc_free(d);
         }
-        cfg->clickhouse.enabled = false; /* parsing only: nothing connects to ClickHouse */
-        for (int i = 0; i < iter; i++) {
-            struct ingest_batch b;
-            struct ingest_error e;
-            double t0 = cpu_ns();
-            if (ingest_parse(cfg, INGEST_ATTRIBUTIONS, body[i % NB], len[i % NB], now, &b, &e) <
-                    0 ||
-                b.n_rows != FLOWS || !b.copy_binary)
-                return 1;
-            tq += cpu_ns() - t0;
-            ingest_batch_free(&b);
-        }
-        cfg->clickhouse.enabled = true;
         for (int i = 0; i < iter; i++) {
             struct ingest_batch b;
             struct ingest_error e;
@@ -134,9 +119,7 @@ int main(int argc, char **argv)
         parse[k] = tp / ((double)iter * FLOWS);
         block[k] = tb / ((double)iter * FLOWS);
         json[k] = tj / ((double)iter * FLOWS);
-        pgparse[k] = tq / ((double)iter * FLOWS);
     }
-    qsort(pgparse, (size_t)rounds, sizeof(double), cmp_d);
     qsort(parse, (size_t)rounds, sizeof(double), cmp_d);
     qsort(block, (size_t)rounds, sizeof(double), cmp_d);
     qsort(json, (size_t)rounds, sizeof(double), cmp_d);
@@ -146,8 +129,6 @@ int main(int argc, char **argv)
            "flows\n",
            parse[rounds / 2], parse[0], parse[rounds - 1], json[rounds / 2], block[rounds / 2],
            block[0], block[rounds - 1], raw, zbytes, (double)zbytes / FLOWS, rounds, iter, FLOWS);
-    printf("ingest_parse PostgreSQL only (binary COPY) %.0f ns/flow (min %.0f, max %.0f)\n",
-           pgparse[rounds / 2], pgparse[0], pgparse[rounds - 1]);
     for (int r = 0; r < NB; r++)
         free(body[r]);
     cfg_free(cfg);

@@ -1,11 +1,11 @@
 /* Flow records reach flow_records exactly as sent when the flows stay in PostgreSQL (no
- * analytics.clickhouse: ingest COPYs them in PostgreSQL's binary format,
- * reconciler/flow_row_bin.c), against the real `wanledger reconcile` and PostgreSQL: every column
- * of every row is read back as text and compared with the value the request carried (IPv4, IPv6,
- * IPv4-mapped IPv6, NULLs against empty strings, NFS flows with and without a client address,
- * Kubernetes fields, UTF-8 and control characters in names, the largest seq/ops/pid/uid the API
- * accepts and the largest tx_bytes limits.max_flow_bps allows); a report of 5,000 flows (the COPY
- * buffer grows) and one without flows (no COPY) are stored whole. */
+ * analytics.clickhouse: ingest COPYs them as text into the day's partition, reconciler/store.c),
+ * against the real `wanledger reconcile` and PostgreSQL: every column of every row is read back
+ * as text and compared with the value the request carried (IPv4, IPv6, IPv4-mapped IPv6, NULLs
+ * against empty strings, NFS flows with and without a client address, Kubernetes fields, UTF-8
+ * and control characters in names, the largest seq/ops/pid/uid the API accepts and the largest
+ * tx_bytes limits.max_flow_bps allows); a report of 5,000 flows (the COPY buffer grows) and one
+ * without flows (no COPY) are stored whole, through the parent table flow_records. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -178,7 +178,7 @@ static void test_big_and_empty_reports(void **state)
 
 int main(void)
 {
-    fx_setup(&F, "recon-binary", " \"tick_seconds\": 3600, \"limits\": {\"max_flow_bps\": 1e15},");
+    fx_setup(&F, "recon-columns", " \"tick_seconds\": 3600, \"limits\": {\"max_flow_bps\": 1e15},");
     W = fx_window_ago(5, 60);
     fx_start(&F);
     const struct CMUnitTest tests[] = {
