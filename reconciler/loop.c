@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "db.h"
+#include "fold_thread.h"
 #include "log.h"
 #include "recon_db.h"
 #include "recon_par.h"
@@ -24,6 +25,7 @@ struct loop {
     struct metrics *metrics;
     const struct leader *leader;
     struct ticker tk;
+    struct fold_thread *fold; /* the owner-hour fold, beside this loop */
 };
 
 int loop_pass(PGconn *db, const struct cfg *cfg, struct metrics *m, int64_t now_us,
@@ -125,9 +127,15 @@ struct loop *loop_start(const struct cfg *cfg, struct metrics *m, const struct l
     l->cfg = cfg;
     l->metrics = m;
     l->leader = ld;
+    l->fold = fold_thread_start(cfg, ld, err, errlen);
+    if (!l->fold) {
+        free(l);
+        return NULL;
+    }
     int rc = ticker_start(&l->tk, run, l);
     if (rc != 0) {
         snprintf(err, errlen, "cannot start the reconcile thread: error %d", rc);
+        fold_thread_stop(l->fold);
         free(l);
         return NULL;
     }
@@ -139,5 +147,6 @@ void loop_stop(struct loop *l)
     if (!l)
         return;
     ticker_stop(&l->tk);
+    fold_thread_stop(l->fold);
     free(l);
 }
