@@ -74,6 +74,23 @@ static void prune(PGconn *db, const struct cfg *cfg)
                  rs.partitions_dropped, rows);
 }
 
+/* The ended hours' owner rows into their hourly rollup (recon_db_fold_hours): one hour a pass,
+ * so that a backlog of hours never holds up the windows. */
+static void fold_hours(PGconn *db, const struct cfg *cfg)
+{
+    char err[512];
+    int hours = 0;
+    long long rows = 0;
+    int64_t t0 = tm_mono_ns();
+    if (recon_db_fold_hours(db, cfg, tm_now_us(), 1, &hours, &rows, err, sizeof(err)) != 0) {
+        log_error("reconcile", "folding owner hours: %s", err);
+        return;
+    }
+    if (hours)
+        log_info("reconcile", "folded %d hour(s) of owner rows into %lld hourly row(s) in %.1f s",
+                 hours, rows, (double)(tm_mono_ns() - t0) / 1e9);
+}
+
 static void *run(void *arg)
 {
     struct loop *l = arg;
@@ -102,6 +119,8 @@ static void *run(void *arg)
         } else if (st.reconciled || st.failed) {
             log_info("reconcile", "%zu window(s) reconciled, %zu failed", st.reconciled, st.failed);
         }
+        if (db)
+            fold_hours(db, cfg);
         if (db && tm_now_us() - last_prune >= PRUNE_EVERY_US) {
             last_prune = tm_now_us();
             prune(db, cfg);

@@ -19,6 +19,7 @@
 #include "leader.h"
 #include "loop.h"
 #include "metrics.h"
+#include "recon_db.h"
 #include "server.h"
 #include "store.h"
 #include "timeutil.h"
@@ -99,6 +100,12 @@ static int run_once(const struct cfg *cfg, struct store *st, struct metrics *m)
         return 1;
     }
     log_info("reconcile", "--once: %zu window(s) reconciled, %zu failed", ps.reconciled, ps.failed);
+    /* the ended hours' owner rows into their hourly rollup, as the loop does (a day at most) */
+    int hours = 0;
+    if (recon_db_fold_hours(store_db(st), cfg, tm_now_us(), 24, &hours, NULL, err, sizeof(err)))
+        log_error("reconcile", "--once: folding owner hours: %s", err);
+    else if (hours)
+        log_info("reconcile", "--once: folded %d hour(s) of owner rows", hours);
     once_webhooks(cfg, st, m);
     return ps.failed ? 1 : 0;
 }

@@ -84,12 +84,12 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
     st->n_rollup = res.n_rollup;
     st->n_link_windows = res.n_links;
     st->n_unmapped = res.n_unmapped;
-    /* writers of one hour one at a time: recon_db_diff.c adds this window's changes to that
-     * hour's rollup rows; order window -> hour -> alerts, the same in every transaction */
+    /* writers of one hour one at a time (sql/020's wl_hour_lock, also taken by the hour's fold):
+     * recon_db_diff.c adds this window's changes to that hour's rollup rows; order window ->
+     * hour -> alerts, the same in every transaction */
     r = rdb_q(db, "locking the hour", err, errlen,
-              "SELECT pg_advisory_xact_lock(hashtext('wanledger.reconcile.hour'),"
-              " hashtext(date_bin('1 hour', $1::timestamptz, timestamptz 'epoch')::text))",
-              1, p1);
+              "SELECT wl_hour_lock(date_bin('1 hour', $1::timestamptz, timestamptz 'epoch'))", 1,
+              p1);
     if (!r)
         goto cleanup;
     PQclear(r);

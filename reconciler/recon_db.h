@@ -75,4 +75,14 @@ int recon_db_mark_done(PGconn *db, const struct cfg *cfg, int64_t window_start_u
                        int64_t seen_last_data_at_us, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* Folds the ended hours' owner rows into attribution_rollup_hourly (sql/020): the hours that
+ * ended at least two windows before now_us, have windows in window_state and are not folded,
+ * oldest first, at most max_hours, each in a transaction of its own (wl_fold_owner_hour, under
+ * the hour's lock: a window of that hour being reconciled waits, and then adds its changes to
+ * the folded hour). *hours and *rows (may be NULL): hours folded, hourly rows written.
+ * 0 or -1 with err (the hours folded before the error stay folded). */
+int recon_db_fold_hours(PGconn *db, const struct cfg *cfg, int64_t now_us, int max_hours,
+                        int *hours, long long *rows, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
 #endif

@@ -13,6 +13,8 @@ static const struct rdb_diff_table deps_table = {
     "bytes_out, bytes_in, connections",
     false,
     NULL,
+    NULL,
+    false, /* no primary key since sql/020 */
 };
 
 int rdb_write_deps(PGconn *db, const struct cfg *cfg, int64_t ws, const struct recon_result *res,

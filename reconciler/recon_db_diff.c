@@ -89,6 +89,30 @@ static int copy_tmp(PGconn *db, const struct rdb_diff_table *t, const char *tmp,
     return run(db, what, sql, 0, NULL, NULL, err, errlen);
 }
 
+/* Whether the window ws gets hourly rows for t: always when t has an hourly rollup of every
+ * hour, else when its hour is folded (t->hours; the caller holds the hour's lock, so a fold of it
+ * cannot slip in between). 1 yes, 0 no, -1 error. */
+static int hourly_applies(PGconn *db, const struct rdb_diff_table *t, const char *ws,
+                          const char *what, char *err, size_t errlen)
+{
+    if (!t->hourly)
+        return 0;
+    if (!t->hours)
+        return 1;
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT EXISTS (SELECT 1 FROM %s WHERE hour_start = date_bin('1 hour', "
+             "$1::timestamptz, timestamptz 'epoch'))",
+             t->hours);
+    const char *p[] = {ws};
+    PGresult *r = rdb_q(db, what, err, errlen, sql, 1, p);
+    if (!r)
+        return -1;
+    int yes = PQgetvalue(r, 0, 0)[0] == 't';
+    PQclear(r);
+    return yes;
+}
+
 static int first_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
                        const struct rdb_sbuf *data, long long n_rows, struct rdb_diff_counts *out,
                        const char *tmp, const char *what, char *err, size_t errlen)
@@ -96,7 +120,8 @@ static int first_write(PGconn *db, const struct rdb_diff_table *t, const char *w
     static char sql[8192];
     char src[256];
     out->written = n_rows;
-    if (n_rows < rdb_diff_sort_above) {
+    bool sorted = t->keyed && n_rows >= rdb_diff_sort_above;
+    if (!sorted) {
         snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN%s", t->table, t->cols,
                  t->binary ? " (FORMAT binary)" : "");
         if (rdb_copy_in(db, sql, data, err, errlen))
@@ -111,11 +136,14 @@ static int first_write(PGconn *db, const struct rdb_diff_table *t, const char *w
         if (run(db, what, sql, 0, NULL, NULL, err, errlen))
             return -1;
     }
-    if (!t->hourly || n_rows == 0)
+    if (n_rows == 0)
         return 0;
+    int h = hourly_applies(db, t, ws, what, err, errlen);
+    if (h <= 0)
+        return h;
     /* the rows just written: in the temp table (wl_sign 1) or read back by window; ws is
      * rdb_fmt_ts's text (digits, '-', ':', 'T', 'Z', '.'): safe as a literal here */
-    if (n_rows >= rdb_diff_sort_above)
+    if (sorted)
         snprintf(src, sizeof src, "%s", tmp);
     else
         snprintf(src, sizeof src,
@@ -182,12 +210,15 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
     if (run(db, what, sql, 1, p1, NULL, err, errlen))
         return -1;
     snprintf(sql, sizeof sql,
-             "INSERT INTO %1$s (%2$s) SELECT %2$s FROM %3$s WHERE wl_sign = 1 ORDER BY %4$s",
-             t->table, t->cols, tmp, t->key);
+             "INSERT INTO %1$s (%2$s) SELECT %2$s FROM %3$s WHERE wl_sign = 1%4$s%5$s", t->table,
+             t->cols, tmp, t->keyed ? " ORDER BY " : "", t->keyed ? t->key : "");
     if (run(db, what, sql, 0, NULL, NULL, err, errlen))
         return -1;
-    if (!t->hourly || (out->written == 0 && out->removed == 0))
+    if (out->written == 0 && out->removed == 0)
         return 0;
+    int h = hourly_applies(db, t, ws, what, err, errlen);
+    if (h <= 0)
+        return h;
     snprintf(what, sizeof what, "writing %s_hourly", t->table);
     snprintf(sql, sizeof sql, t->hourly, tmp);
     if (run(db, what, sql, 0, NULL, NULL, err, errlen))

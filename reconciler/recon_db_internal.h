@@ -64,6 +64,12 @@ struct rdb_diff_table {
     const char *table, *cols, *key, *vals;
     bool binary;
     const char *hourly;
+    /* when set, the table listing the hours whose hourly rows exist (sql/020's
+     * attribution_hours): a window of another hour writes no hourly rows */
+    const char *hours;
+    /* the key is a btree (a primary key): a big first write goes in in key order
+     * (rdb_diff_sort_above); without one the rows are COPYed straight in */
+    bool keyed;
 };
 
 /* Rows of the window: written (new or changed), removed (stored rows changed or gone), unchanged
@@ -72,8 +78,8 @@ struct rdb_diff_counts {
     long long written, removed, unchanged;
 };
 
-/* A first write of at least this many rows goes through the temp table and an ORDER BY of the
- * key (default 50,000; tests set 0 to take that path with a few rows). */
+/* A first write of at least this many rows into a keyed table goes through the temp table and an
+ * ORDER BY of the key (default 50,000; tests set 0 to take that path with a few rows). */
 extern long long rdb_diff_sort_above;
 /* Makes table t's rows of window ws (timestamptz text) equal to data (COPY rows of t->cols),
  * writing only the rows that differ, and applies the difference to the hourly rollup; n_rows:

@@ -1,6 +1,6 @@
 /* Fleet scale against a throwaway real PostgreSQL:
  *  - the hourly rollups (sql/013) equal the sums of the per-window rows after inserts, a
- *    window's replacement, the reconciler's merge (INSERT ... ON CONFLICT DO UPDATE) and a
+ *    window's replacement, a merge (UPDATE of existing rows, INSERT of new ones) and a
  *    retention delete; expected sums computed here from the values the test wrote, not read back;
  *    wl_cells_range/wl_attribution_range over a range with partial hours at both edges;
  *  - recon_par_run with 2 workers, newest window first, writes the same cells, rollup rows and
@@ -8,7 +8,10 @@
  *  - the reconciler's own hourly upkeep (sql/018, recon_db_diff.c): a window reconciled again
  *    with nothing new writes no row; a late report writes only the rows it changes; the hourly
  *    rows equal the sums of their windows after each step, and the owner sums the hand-computed
- *    bytes of the flows inserted here. */
+ *    bytes of the flows inserted here;
+ *  - the owner hours' fold (sql/020): no hourly owner row before an hour is folded, the range
+ *    reader equal either way, the loop's fold only once the hour has ended two windows ago, first
+ *    writes and late data into a folded hour kept in its hourly rows. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -116,20 +119,29 @@ static void put_cell(int w, int p)
 
 static void put_owners(int w, int p)
 {
-    char sql[1024];
-    int n = snprintf(sql, sizeof sql,
-                     "INSERT INTO attribution_rollup (window_start, src_site, dst_site, source, "
-                     "workflow, user_name, program, host, bytes) VALUES ");
+    char vals[1024];
+    int n = 0;
+    vals[0] = 0;
     for (int o = 0; o < N_OWNER; o++) {
         owner_bytes[w][p][o] = 1 + rnd(1000000);
-        n += snprintf(sql + n, sizeof sql - (size_t)n,
-                      "%s('%s', '%s', '%s', 'socket', 'wf-%d', 'user%d', 'prog', 'h1', %lld)",
+        n += snprintf(vals + n, sizeof vals - (size_t)n,
+                      "%s('%s'::timestamptz, '%s', '%s', 'socket', 'wf-%d', 'user%d', 'prog', "
+                      "'h1', %lld::bigint)",
                       o ? ", " : "", ts(W0_S + 60 * w), SRC[p], DST[p], o, o, owner_bytes[w][p][o]);
     }
-    /* the reconciler's merge: an existing row's bytes are updated in place */
-    exec("%s ON CONFLICT (window_start, src_site, dst_site, source, workflow, user_name, program, "
-         "host, namespace, pod, container_name) DO UPDATE SET bytes = EXCLUDED.bytes",
-         sql);
+    /* a merge: an existing row's bytes updated in place (an UPDATE), a new one inserted */
+    exec("WITH v (window_start, src_site, dst_site, source, workflow, user_name, program, host, "
+         "bytes) AS (VALUES %s), u AS (UPDATE attribution_rollup a SET bytes = v.bytes FROM v "
+         "WHERE (a.window_start, a.src_site, a.dst_site, a.source, a.workflow, a.user_name, "
+         "a.program, a.host, a.namespace, a.pod, a.container_name) = (v.window_start, v.src_site, "
+         "v.dst_site, v.source, v.workflow, v.user_name, v.program, v.host, '', '', '') "
+         "RETURNING 1) INSERT INTO attribution_rollup (window_start, src_site, dst_site, source, "
+         "workflow, user_name, program, host, bytes) SELECT * FROM v WHERE NOT EXISTS (SELECT 1 "
+         "FROM attribution_rollup a WHERE (a.window_start, a.src_site, a.dst_site, a.source, "
+         "a.workflow, a.user_name, a.program, a.host, a.namespace, a.pod, a.container_name) = "
+         "(v.window_start, v.src_site, v.dst_site, v.source, v.workflow, v.user_name, v.program, "
+         "v.host, '', '', ''))",
+         vals);
 }
 
 /* Sums over windows [w0, w1) per pair, computed from what was written; compared with rows of
@@ -227,6 +239,39 @@ static void test_hourly_rollups(void **state)
                 put_owners(w, p);
             }
     exec("COMMIT");
+    /* no hour folded yet (sql/020): no hourly owner row, the range reads the windows */
+    PGresult *r0 = query("SELECT count(*) FROM attribution_rollup_hourly");
+    assert_string_equal(PQgetvalue(r0, 0, 0), "0");
+    PQclear(r0);
+    long long whole = 0; /* nyc->chi, 10:00-12:00: two whole hours */
+    for (int w = 0; w < 120 && w < N_WIN; w++)
+        whole += owner_bytes[w][0][0] + owner_bytes[w][0][1];
+    char rsql[512];
+    snprintf(rsql, sizeof rsql,
+             "SELECT sum(bytes)::bigint FROM wl_attribution_range('%s', '%s') WHERE src_site = "
+             "'nyc' AND dst_site = 'chi'",
+             ts(W0_S), ts(W0_S + 7200));
+    r0 = query(rsql);
+    assert_int_equal(atoll(PQgetvalue(r0, 0, 0)), whole);
+    PQclear(r0);
+    /* the hours folded as the reconciler's loop does (first one, then the rest); a second fold
+     * of an hour changes nothing and says so */
+    for (int h = 0; h * 60 < N_WIN; h++) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "SELECT wl_fold_owner_hour('%s')", ts(W0_S + 3600 * h));
+        PQclear(query(sql));
+        if (h == 0) {
+            r0 = query(rsql); /* one hour folded, one from its windows: the same sum */
+            assert_int_equal(atoll(PQgetvalue(r0, 0, 0)), whole);
+            PQclear(r0);
+        }
+    }
+    r0 = query("SELECT wl_fold_owner_hour('2025-11-02T10:00:00Z')");
+    assert_string_equal(PQgetvalue(r0, 0, 0), "-1");
+    PQclear(r0);
+    r0 = query(rsql);
+    assert_int_equal(atoll(PQgetvalue(r0, 0, 0)), whole);
+    PQclear(r0);
     check_hours();
     /* a window replaced as the reconciler does (DELETE, then the new rows), one pair gone */
     exec("BEGIN; DELETE FROM heatmap_cells WHERE window_start = '%s'", ts(W0_S + 60 * 75));
@@ -410,11 +455,13 @@ static long long hourly_mismatches(void)
         "observed_payload_bytes, attributed_bytes, socket_bytes, nfs_bytes, service_bytes, "
         "unattributed_bytes, n_ok, n_warn, n_red, n_over, n_idle, n_incomplete, n_no_counter "
         "FROM heatmap_cells_hourly";
+    /* owners: the folded hours only (sql/020); another hour has no hourly row */
     static const char owner_sums[] =
         "SELECT date_bin('1 hour', window_start, timestamptz 'epoch'), src_site, dst_site, "
         "source, workflow, user_name, program, host, namespace, pod, container_name, "
-        "count(*)::int, sum(bytes)::bigint FROM attribution_rollup GROUP BY 1, 2, 3, 4, 5, 6, 7, "
-        "8, 9, 10, 11";
+        "count(*)::int, sum(bytes)::bigint FROM attribution_rollup WHERE date_bin('1 hour', "
+        "window_start, timestamptz 'epoch') IN (SELECT hour_start FROM attribution_hours) "
+        "GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11";
     static const char owner_hourly[] =
         "SELECT hour_start, src_site, dst_site, source, workflow, user_name, program, host, "
         "namespace, pod, container_name, windows, bytes FROM attribution_rollup_hourly";
@@ -448,14 +495,59 @@ static void reconcile_w(int w, struct recon_db_stats *st)
 static void writer_changes_only(void)
 {
     reset_results();
-    exec("DELETE FROM heatmap_cells_hourly; DELETE FROM attribution_rollup_hourly");
+    exec("DELETE FROM heatmap_cells_hourly; DELETE FROM attribution_rollup_hourly; DELETE FROM "
+         "attribution_hours");
     if (num("SELECT count(*) FROM flow_reports WHERE agent_id = 'agent-nyc-1'") == 0)
         insert_inputs();
     struct recon_db_stats st;
-    for (int w = 0; w < 12; w++) {
+    for (int w = 0; w < 11; w++) {
         reconcile_w(w, &st);
         assert_true(st.n_rows_changed > 0); /* a cell, an owner row and a dependency each */
     }
+    /* the hour is not folded yet (sql/020): no hourly owner row */
+    assert_int_equal(num("SELECT count(*) FROM attribution_rollup_hourly"), 0);
+    assert_int_equal(hourly_mismatches(), 0);
+    /* the loop's fold: not while a window of the hour waits to be reconciled, not before the
+     * hour has ended two windows ago, then once */
+    exec("INSERT INTO window_state (window_start, window_seconds) VALUES ('%s', 60) ON CONFLICT "
+         "(window_start) DO UPDATE SET dirty = true",
+         ts(W0_S));
+    char err[512];
+    int hours = -1;
+    long long hrows = -1;
+    if (recon_db_fold_hours(db, cfg, US(W0_S + 3600 + 120), 4, &hours, &hrows, err, sizeof err))
+        fail_msg("fold: %s", err);
+    assert_int_equal(hours, 0); /* dirty */
+    exec("UPDATE window_state SET dirty = false WHERE window_start = '%s'", ts(W0_S));
+    if (recon_db_fold_hours(db, cfg, US(W0_S + 3600 + 119), 4, &hours, &hrows, err, sizeof err))
+        fail_msg("fold: %s", err);
+    assert_int_equal(hours, 0); /* too early */
+    assert_int_equal(num("SELECT count(*) FROM attribution_hours"), 0);
+    if (recon_db_fold_hours(db, cfg, US(W0_S + 3600 + 120), 4, &hours, &hrows, err, sizeof err))
+        fail_msg("fold: %s", err);
+    assert_int_equal(hours, 1);
+    assert_int_equal(hrows, num("SELECT count(*) FROM attribution_rollup_hourly"));
+    assert_true(hrows > 0);
+    assert_int_equal(hourly_mismatches(), 0);
+    if (recon_db_fold_hours(db, cfg, US(W0_S + 7200), 4, &hours, &hrows, err, sizeof err))
+        fail_msg("fold: %s", err);
+    assert_int_equal(hours, 0); /* folded already */
+    /* an hour whose window stays dirty is folded all the same once it ended 6 hours ago */
+    exec("INSERT INTO window_state (window_start, window_seconds) VALUES ('%s', 60)",
+         ts(W0_S + 3600));
+    if (recon_db_fold_hours(db, cfg, US(W0_S + 7200 + 6 * 3600 - 1), 4, &hours, &hrows, err,
+                            sizeof err))
+        fail_msg("fold: %s", err);
+    assert_int_equal(hours, 0);
+    if (recon_db_fold_hours(db, cfg, US(W0_S + 7200 + 6 * 3600 + 120), 4, &hours, &hrows, err,
+                            sizeof err))
+        fail_msg("fold: %s", err);
+    assert_int_equal(hours, 1);
+    assert_int_equal(hrows, 0); /* no owner row in that hour */
+    exec("DELETE FROM window_state WHERE window_start = '%s'", ts(W0_S + 3600));
+    /* a window's first write into the folded hour adds to its hourly rows */
+    reconcile_w(11, &st);
+    assert_true(st.n_rows_changed > 0);
     assert_int_equal(hourly_mismatches(), 0);
     /* by hand: insert_inputs' one client flow per window, tx bytes, workflow wf-(w % 3) */
     static const long long tx[12] = {57000, 11400, 11400, 11400, 57000, 57000,

@@ -292,7 +292,13 @@ static void test_kube_owner_shown(void **state)
              fx_ts(A));
     assert_string_equal(fx_row(&F, sql), "alice:python3:ml/train-42-worker-0/trainer:30000000,"
                                          "alice:python3:ml/train-42-worker-1/trainer:20000000");
-    /* the hourly rollup (sql/013 trigger, 015's owner) keeps the pods apart too */
+    /* the hourly rollup (sql/013 trigger, 015's owner) keeps the pods apart too, once the hour
+     * is folded (sql/020; --once folds only hours that have ended) */
+    snprintf(sql, sizeof(sql),
+             "SELECT wl_fold_owner_hour(date_bin('1 hour', '%s'::timestamptz, timestamptz "
+             "'epoch')) IS NOT NULL",
+             fx_ts(A));
+    assert_string_equal(fx_row(&F, sql), "t");
     assert_int_equal(fx_num(&F, "SELECT sum(bytes) FROM attribution_rollup_hourly WHERE"
                                 " src_site = 'nyc' AND dst_site = 'osl' AND namespace = 'ml'"
                                 " AND pod = 'train-42-worker-1' AND container_name = 'trainer'"),
