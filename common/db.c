@@ -145,6 +145,13 @@ int db_ensure_partitions(PGconn *db, int64_t from_us, int64_t to_us, char *err, 
     return rc;
 }
 
+void db_partition_name(const char *table, int64_t us, char *out, size_t len)
+{
+    char day[TM_RFC3339_LEN];
+    tm_format_rfc3339(tm_window_start(us, 86400), day);
+    snprintf(out, len, "%s_p%.4s%.2s%.2s", table, day, day + 5, day + 8);
+}
+
 int db_partitions_stale(PGconn *db, int64_t from_us, int64_t to_us)
 {
     char a[TM_RFC3339_LEN], b[TM_RFC3339_LEN];

@@ -31,6 +31,9 @@ int db_migrate(PGconn *db, int *applied, char *err, size_t errlen)
  * made in-process, so calling it per batch is cheap. 0 or -1. */
 int db_ensure_partitions(PGconn *db, int64_t from_us, int64_t to_us, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+/* The name of table's daily partition holding time us (UTC day), as wl_ensure_partitions
+ * (sql/001_schema.sql) names them: TABLE_pYYYYMMDD. */
+void db_partition_name(const char *table, int64_t us, char *out, size_t len);
 /* After a failed write into [from_us, to_us]: 1 when a day partition there no longer exists
  * (another process' prune dropped it while this one's cache said it was made); the cache is
  * then forgotten, and the caller may retry (db_ensure_partitions makes it again). 0 otherwise. */

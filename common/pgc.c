@@ -2,6 +2,7 @@
 #include "pgc.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void chomp(char *s)
@@ -96,7 +97,7 @@ PGresult *pgc_query(PGconn *db, const char *what, const char *sql, int n, const 
 
 static void set_what(char *err, size_t errlen, const char *what, const char *msg)
 {
-    snprintf(err, errlen, "%s: %s", what, msg && *msg ? msg : "COPY failed");
+    snprintf(err, errlen, "%s: %s", what, msg && *msg ? msg : "failed without a message");
     chomp(err);
 }
 
@@ -130,6 +131,58 @@ int pgc_copy_in(PGconn *db, const char *what, const char *sql, const char *data,
             rc = -1;
         }
         PQclear(r);
+    }
+    return rc;
+}
+
+int pgc_pipeline(PGconn *db, struct pgc_stmt *st, int n, char *err, size_t errlen)
+{
+    if (PQenterPipelineMode(db) != 1) {
+        set_what(err, errlen, st[0].what, PQerrorMessage(db));
+        return -1;
+    }
+    int rc = 0, sent = 0;
+    while (sent < n && PQsendQueryParams(db, st[sent].sql, st[sent].nparams, NULL, st[sent].params,
+                                         NULL, NULL, 0) == 1)
+        sent++;
+    if (sent < n) {
+        set_what(err, errlen, st[sent].what, PQerrorMessage(db));
+        rc = -1;
+    }
+    if (PQpipelineSync(db) != 1) {
+        if (rc == 0)
+            set_what(err, errlen, st[n - 1].what, PQerrorMessage(db));
+        PQexitPipelineMode(db);
+        return -1; /* the connection is gone (PQstatus tells) */
+    }
+    /* every statement's results (each ends with NULL), then the sync's */
+    for (int i = 0; i < sent; i++) {
+        PGresult *r;
+        st[i].ntuples = 0;
+        st[i].first_value = 0;
+        while ((r = PQgetResult(db)) != NULL) {
+            ExecStatusType s = PQresultStatus(r);
+            if (s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK) {
+                st[i].ntuples = PQntuples(r);
+                st[i].first_value = PQntuples(r) > 0 ? atol(PQgetvalue(r, 0, 0)) : 0;
+            } else if (rc == 0) {
+                set_what(err, errlen, st[i].what,
+                         s == PGRES_PIPELINE_ABORTED ? "not run after an earlier error"
+                                                     : PQresultErrorMessage(r));
+                rc = -1;
+            }
+            PQclear(r);
+        }
+    }
+    PGresult *r = PQgetResult(db);
+    if (PQresultStatus(r) != PGRES_PIPELINE_SYNC && rc == 0) {
+        set_what(err, errlen, st[n - 1].what, PQerrorMessage(db));
+        rc = -1;
+    }
+    PQclear(r);
+    if (PQexitPipelineMode(db) != 1 && rc == 0) {
+        set_what(err, errlen, st[n - 1].what, PQerrorMessage(db));
+        rc = -1;
     }
     return rc;
 }

@@ -34,4 +34,21 @@ PGresult *pgc_query(PGconn *db, const char *what, const char *sql, int n, const 
 int pgc_copy_in(PGconn *db, const char *what, const char *sql, const char *data, size_t len,
                 char *err, size_t errlen);
 
+/* One statement of pgc_pipeline: text parameters (NULL = SQL NULL); out: the number of rows and
+ * the first row's first value as a number (0 when none). */
+struct pgc_stmt {
+    const char *what; /* for the error message */
+    const char *sql;
+    int nparams;
+    const char *const *params;
+    int ntuples;
+    long first_value;
+};
+
+/* Runs n statements in one round trip (libpq pipeline mode, one sync at the end): a transaction's
+ * BEGIN and first statement, or its last statements and COMMIT. 0, or -1 with err = "WHAT: the
+ * server's message" of the first that failed (the ones after it were not run). The connection is
+ * out of pipeline mode again, unless it broke (PQpipelineStatus tells; do not reuse it then). */
+int pgc_pipeline(PGconn *db, struct pgc_stmt *st, int n, char *err, size_t errlen);
+
 #endif

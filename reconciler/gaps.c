@@ -2,6 +2,7 @@
 #include "gaps.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,35 +12,25 @@
 static const char SQL_GAPS[] = "SELECT wl_record_report_gaps($1, $2::bigint, $3::timestamptz,"
                                " $4::int, $5::bigint, $6::timestamptz, $7::timestamptz, $8)";
 
-int gaps_record(PGconn *db, const struct ingest_batch *b, int window_seconds, long *inserted,
-                char *err, size_t errlen)
+void gaps_stmt(const struct ingest_batch *b, int window_seconds, struct gaps_params *g,
+               struct pgc_stmt *st)
 {
-    char wsec[16], spool[24], from[TM_RFC3339_LEN], to[TM_RFC3339_LEN];
-    snprintf(wsec, sizeof(wsec), "%d", window_seconds);
-    snprintf(spool, sizeof(spool), "%" PRIu64, b->spool_dropped_reports);
+    snprintf(g->wsec, sizeof(g->wsec), "%d", window_seconds);
+    snprintf(g->spool, sizeof(g->spool), "%" PRIu64, b->spool_dropped_reports);
     bool lost = b->lost_to_us > 0 && b->lost_reason;
+    _Static_assert(sizeof(g->from) >= TM_RFC3339_LEN, "an RFC 3339 time fits");
     const char *params[8] = {
         b->report[0], /* agent_id */
         b->report[1], /* seq */
         b->report[3], /* window_start */
-        wsec,
-        spool,
-        lost ? tm_format_rfc3339(b->lost_from_us, from) : NULL,
-        lost ? tm_format_rfc3339(b->lost_to_us, to) : NULL,
+        g->wsec,
+        g->spool,
+        lost ? tm_format_rfc3339(b->lost_from_us, g->from) : NULL,
+        lost ? tm_format_rfc3339(b->lost_to_us, g->to) : NULL,
         lost ? b->lost_reason : NULL,
     };
-    PGresult *r = PQexecParams(db, SQL_GAPS, 8, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        snprintf(err, errlen, "agent_gaps: %s", PQresultErrorMessage(r));
-        size_t n = strlen(err);
-        while (n && (err[n - 1] == '\n' || err[n - 1] == ' '))
-            err[--n] = 0;
-        PQclear(r);
-        return -1;
-    }
-    *inserted = PQntuples(r) > 0 ? atol(PQgetvalue(r, 0, 0)) : 0;
-    PQclear(r);
-    return 0;
+    memcpy(g->p, params, sizeof params);
+    *st = (struct pgc_stmt){.what = "agent_gaps", .sql = SQL_GAPS, .nparams = 8, .params = g->p};
 }
 
 void gaps_render_metrics(PGconn *db, struct evbuffer *out)

@@ -9,11 +9,18 @@
 #include <stddef.h>
 
 #include "ingest.h"
+#include "pgc.h"
 
-/* Inside the report's transaction, after its flow_reports row was inserted. *inserted gets the
- * number of gap rows recorded. 0, or -1 with err. */
-int gaps_record(PGconn *db, const struct ingest_batch *b, int window_seconds, long *inserted,
-                char *err, size_t errlen) __attribute__((warn_unused_result));
+/* The statement recording a report's gaps, run inside the report's transaction after its
+ * flow_reports row was inserted: store.c sends it in one pipeline with the COMMIT (pgc_pipeline).
+ * Fills *st, whose params live in *g (which must outlive the statement); its first_value is the
+ * number of gap rows recorded. */
+struct gaps_params {
+    char wsec[16], spool[24], from[40], to[40];
+    const char *p[8];
+};
+void gaps_stmt(const struct ingest_batch *b, int window_seconds, struct gaps_params *g,
+               struct pgc_stmt *st);
 
 /* Appends the gap gauges kept in PostgreSQL (every reconciler shows the same numbers):
  * wanledger_agent_gaps{reason}, wanledger_agent_gap_reports_missing,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "db.h"
+#include "fold_thread.h"
 #include "log.h"
 #include "recon_db.h"
 #include "recon_par.h"
@@ -24,6 +25,7 @@ struct loop {
     struct metrics *metrics;
     const struct leader *leader;
     struct ticker tk;
+    struct fold_thread *fold; /* the owner-hour fold, beside this loop */
 };
 
 int loop_pass(PGconn *db, const struct cfg *cfg, struct metrics *m, int64_t now_us,
@@ -74,23 +76,6 @@ static void prune(PGconn *db, const struct cfg *cfg)
                  rs.partitions_dropped, rows);
 }
 
-/* The ended hours' owner rows into their hourly rollup (recon_db_fold_hours): one hour a pass,
- * so that a backlog of hours never holds up the windows. */
-static void fold_hours(PGconn *db, const struct cfg *cfg)
-{
-    char err[512];
-    int hours = 0;
-    long long rows = 0;
-    int64_t t0 = tm_mono_ns();
-    if (recon_db_fold_hours(db, cfg, tm_now_us(), 1, &hours, &rows, err, sizeof(err)) != 0) {
-        log_error("reconcile", "folding owner hours: %s", err);
-        return;
-    }
-    if (hours)
-        log_info("reconcile", "folded %d hour(s) of owner rows into %lld hourly row(s) in %.1f s",
-                 hours, rows, (double)(tm_mono_ns() - t0) / 1e9);
-}
-
 static void *run(void *arg)
 {
     struct loop *l = arg;
@@ -119,8 +104,6 @@ static void *run(void *arg)
         } else if (st.reconciled || st.failed) {
             log_info("reconcile", "%zu window(s) reconciled, %zu failed", st.reconciled, st.failed);
         }
-        if (db)
-            fold_hours(db, cfg);
         if (db && tm_now_us() - last_prune >= PRUNE_EVERY_US) {
             last_prune = tm_now_us();
             prune(db, cfg);
@@ -144,9 +127,15 @@ struct loop *loop_start(const struct cfg *cfg, struct metrics *m, const struct l
     l->cfg = cfg;
     l->metrics = m;
     l->leader = ld;
+    l->fold = fold_thread_start(cfg, ld, err, errlen);
+    if (!l->fold) {
+        free(l);
+        return NULL;
+    }
     int rc = ticker_start(&l->tk, run, l);
     if (rc != 0) {
         snprintf(err, errlen, "cannot start the reconcile thread: error %d", rc);
+        fold_thread_stop(l->fold);
         free(l);
         return NULL;
     }
@@ -158,5 +147,6 @@ void loop_stop(struct loop *l)
     if (!l)
         return;
     ticker_stop(&l->tk);
+    fold_thread_stop(l->fold);
     free(l);
 }

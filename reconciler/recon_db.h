@@ -76,7 +76,8 @@ int recon_db_mark_done(PGconn *db, const struct cfg *cfg, int64_t window_start_u
     __attribute__((warn_unused_result));
 
 /* Folds the ended hours' owner rows into attribution_rollup_hourly (sql/020): the hours that
- * ended at least two windows before now_us, have windows in window_state and are not folded,
+ * ended at least two windows before now_us, have windows in window_state (none dirty, unless
+ * the hour ended over 6 hours before) and are not folded,
  * oldest first, at most max_hours, each in a transaction of its own (wl_fold_owner_hour, under
  * the hour's lock: a window of that hour being reconciled waits, and then adds its changes to
  * the folded hour). *hours and *rows (may be NULL): hours folded, hourly rows written.

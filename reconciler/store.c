@@ -162,7 +162,8 @@ void store_close(struct store *st)
 
 PGconn *store_db(struct store *st)
 {
-    if (st->db && PQstatus(st->db) == CONNECTION_OK)
+    /* a connection left in pipeline mode (a pipeline cut short: pgc_pipeline) is not reused */
+    if (st->db && PQstatus(st->db) == CONNECTION_OK && PQpipelineStatus(st->db) == PQ_PIPELINE_OFF)
         return st->db;
     char err[512];
     if (st->db)
@@ -233,6 +234,24 @@ static int write_report_outbox(struct store *st, const struct ingest_batch *b, c
     return rc;
 }
 
+/* The day's partition of flow_records (sql/001 wl_ensure_partitions names them) that a report's
+ * flows go to: COPY into the partition itself, not through the parent, spares the server the
+ * tuple routing set up per COPY (a report is one window, so one day; reconciler/README.md
+ * "Round trips and COPY target"). */
+static void copy_target_sql(const struct ingest_batch *b, char *out, size_t len)
+{
+    char table[64];
+    db_partition_name("flow_records", b->window_start_us, table, sizeof table);
+    const char *all = copy_flows_sql(); /* "COPY flow_records (" ... */
+    snprintf(out, len, "COPY %s%s", table, all + strlen("COPY flow_records"));
+}
+
+/* A report in one transaction of four round trips, PostgreSQL only: {BEGIN, its flow_reports
+ * row} in one pipeline, the flows' COPY (two: libpq waits for the server's CopyInResponse), then
+ * {window mark, seq gaps, COMMIT} in one pipeline. With ClickHouse the row and the outbox block
+ * are one statement (SQL_REPORT_OUTBOX, binary parameter) after a BEGIN of its own. The window's
+ * mark comes last: it locks the window's window_state row until the commit, and every report of
+ * the window waits for that lock (marking first would serialise their COPYs). */
 static int write_attributions(struct store *st, const struct ingest_batch *b,
                               struct store_result *res, char *err, size_t errlen)
 {
@@ -241,33 +260,45 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
     int fresh = 0;
     bool outbox = b->n_rows && st->cfg->clickhouse.enabled;
     if (outbox) {
-        if (write_report_outbox(st, b, wsec, &fresh, err, errlen) < 0)
+        if (run(st->db, "BEGIN", "BEGIN", 0, NULL, NULL, NULL, err, errlen) < 0 ||
+            write_report_outbox(st, b, wsec, &fresh, err, errlen) < 0)
             return -1;
-        if (!fresh)
-            return 0; /* a resend: the report and its flows are already stored */
     } else {
         /* the report's row; ch_pending is true only for a report with flows (chstore_flush.h) */
         const char *params[INGEST_REPORT_PARAMS + 1];
         memcpy(params, b->report, sizeof b->report);
         params[INGEST_REPORT_PARAMS] = st->cfg->clickhouse.enabled ? "true" : "false";
-        if (run(st->db, "flow_reports", SQL_REPORT, INGEST_REPORT_PARAMS + 1, params, NULL, &fresh,
-                err, errlen) < 0)
+        struct pgc_stmt first[2] = {
+            {.what = "BEGIN", .sql = "BEGIN"},
+            {.what = "flow_reports",
+             .sql = SQL_REPORT,
+             .nparams = INGEST_REPORT_PARAMS + 1,
+             .params = params},
+        };
+        if (pgc_pipeline(st->db, first, 2, err, errlen) < 0)
             return -1;
-        if (!fresh)
-            return 0;
-        if (b->n_rows && pgc_copy_in(st->db, "flow_records", copy_flows_sql(), b->copy, b->copy_len,
-                                     err, errlen) < 0)
-            return -1;
-        const char *mark[2] = {wsec, b->report[3]};
-        if (run(st->db, "window_state", SQL_MARK_ONE, 2, mark, NULL, NULL, err, errlen) < 0)
-            return -1;
+        fresh = first[1].ntuples;
+        if (fresh && b->n_rows) {
+            char sql[1200];
+            copy_target_sql(b, sql, sizeof sql);
+            if (pgc_copy_in(st->db, "flow_records", sql, b->copy, b->copy_len, err, errlen) < 0)
+                return -1;
+        }
     }
+    if (!fresh) /* a resend: the report and its flows are already stored */
+        return run(st->db, "COMMIT", "COMMIT", 0, NULL, NULL, NULL, err, errlen);
     if (nasin_store(st->db, b->nas, st->cfg->window_seconds, err, errlen) < 0)
         return -1;
-    long gaps = 0;
-    if (gaps_record(st->db, b, st->cfg->window_seconds, &gaps, err, errlen) < 0)
+    const char *mark[2] = {wsec, b->report[3]};
+    struct gaps_params gp;
+    struct pgc_stmt last[3] = {
+        {.what = "window_state", .sql = SQL_MARK_ONE, .nparams = 2, .params = mark}};
+    int k = outbox ? 0 : 1; /* the outbox statement marked the window already */
+    gaps_stmt(b, st->cfg->window_seconds, &gp, &last[k]);
+    last[k + 1] = (struct pgc_stmt){.what = "COMMIT", .sql = "COMMIT"};
+    if (pgc_pipeline(st->db, last, k + 2, err, errlen) < 0)
         return -1;
-    res->gaps = (size_t)gaps;
+    res->gaps = (size_t)last[k].first_value;
     res->stored = b->n_rows;
     return 0;
 }
@@ -314,13 +345,17 @@ static int write_once(struct store *st, const struct ingest_batch *b, struct sto
             return -1;
         i = j + 1;
     }
-    if (run(st->db, "BEGIN", "BEGIN", 0, NULL, NULL, NULL, err, errlen) < 0)
-        return -1;
-    int rc = b->kind == INGEST_ATTRIBUTIONS ? write_attributions(st, b, res, err, errlen)
-                                            : write_staged(st, b, res, err, errlen);
-    if (rc == 0)
-        rc = run(st->db, "COMMIT", "COMMIT", 0, NULL, NULL, NULL, err, errlen);
-    chq_release(&st->held, rc == 0);
+    int rc;
+    if (b->kind == INGEST_ATTRIBUTIONS) {
+        rc = write_attributions(st, b, res, err, errlen); /* its BEGIN and COMMIT pipelined */
+    } else {
+        rc = run(st->db, "BEGIN", "BEGIN", 0, NULL, NULL, NULL, err, errlen);
+        if (rc == 0)
+            rc = write_staged(st, b, res, err, errlen);
+        if (rc == 0)
+            rc = run(st->db, "COMMIT", "COMMIT", 0, NULL, NULL, NULL, err, errlen);
+    }
+    chq_release(&st->held, rc == 0); /* after COMMIT: queued for the flusher */
     if (rc < 0) {
         PGresult *r = PQexec(st->db, "ROLLBACK");
         PQclear(r);

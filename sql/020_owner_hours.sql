@@ -12,7 +12,7 @@
 -- them so: the reconciler's signed changes (recon_db_diff.c), retention, the statement triggers
 -- of 013/018 for any other writer. An hour not in attribution_hours has no hourly rows; whoever
 -- reads a range reads that hour's per-window rows (wl_attribution_range). The reconciler folds an
--- hour once it has ended (wl_fold_owner_hour, called from its loop: reconciler/recon_db_fold.c);
+-- hour once it has ended (wl_fold_owner_hour, from its fold thread: reconciler/fold_thread.c);
 -- a window reconciled after that (late data) adds its changes to the folded hour like any other.
 --
 -- Every hour that has rows today is folded here: its hourly rows were kept equal to its windows.

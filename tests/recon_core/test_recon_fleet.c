@@ -11,7 +11,8 @@
  *    bytes of the flows inserted here;
  *  - the owner hours' fold (sql/020): no hourly owner row before an hour is folded, the range
  *    reader equal either way, the loop's fold only once the hour has ended two windows ago, first
- *    writes and late data into a folded hour kept in its hourly rows. */
+ *    writes and late data into a folded hour kept in its hourly rows; the reconciler's fold
+ *    thread folds an ended hour on its own connection and stops promptly. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,11 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "config.h"
 #include "db.h"
+#include "fold_thread.h"
 #include "harness.h"
 #include "recon_db.h"
 #include "recon_db_internal.h" /* rdb_diff_sort_above */
@@ -614,6 +617,32 @@ static void test_writer_changes_only(void **state)
     rdb_diff_sort_above = keep;
 }
 
+/* The reconciler's fold thread (fold_thread.c) on its own connection: the ended hour folded
+ * within its first round, its hourly rows the sums of the windows left by the test above. */
+static void test_fold_thread(void **state)
+{
+    (void)state;
+    exec("DELETE FROM attribution_rollup_hourly; DELETE FROM attribution_hours; DELETE FROM "
+         "window_state; INSERT INTO window_state (window_start, window_seconds, dirty) VALUES "
+         "('%s', 60, false)",
+         ts(W0_S));
+    long long owners = num("SELECT count(*) FROM attribution_rollup");
+    assert_true(owners > 0);
+    char err[512];
+    struct fold_thread *f = fold_thread_start(cfg, NULL, err, sizeof err);
+    if (!f)
+        fail_msg("%s", err);
+    int64_t until = tm_mono_ns() + 20 * INT64_C(1000000000);
+    while (num("SELECT count(*) FROM attribution_hours") == 0 && tm_mono_ns() < until)
+        usleep(50000);
+    int64_t t0 = tm_mono_ns();
+    fold_thread_stop(f);
+    assert_true(tm_mono_ns() - t0 < 5 * INT64_C(1000000000)); /* stops while it waits */
+    assert_int_equal(num("SELECT count(*) FROM attribution_hours"), 1);
+    assert_true(num("SELECT count(*) FROM attribution_rollup_hourly") > 0);
+    assert_int_equal(hourly_mismatches(), 0);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -660,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_hourly_rollups),
         cmocka_unit_test(test_parallel_equals_serial),
         cmocka_unit_test(test_writer_changes_only),
+        cmocka_unit_test(test_fold_thread),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,7 +1,7 @@
 /* Migrations on a real PostgreSQL: the contract's tables and columns exist with their types
  * (checked through information_schema against DESIGN.md, written out here by hand), extra columns
  * all have defaults, migrate is idempotent and safe from two processes at once, partitions are
- * made ahead and pruned whole. */
+ * made ahead and pruned whole, an upgrade to sql/020 keeps the hourly owner rows it finds. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -254,6 +254,89 @@ static void test_migrate_command(void **state)
     PQfinish(db);
 }
 
+static long long num(PGconn *db, const char *sql)
+{
+    PGresult *r = q(db, sql);
+    long long v = PQgetisnull(r, 0, 0) ? -1 : atoll(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return v;
+}
+
+/* An upgrade to sql/020 with owner rows in place (a database migrated up to 019, its hourly rows
+ * kept by 013's triggers): the hours that had rows are folded, their hourly rows stay the sums of
+ * their windows, a writer after the upgrade keeps a folded hour so and adds nothing for an hour
+ * that is not folded, the range reader gives the same bytes, the wide keys are gone. */
+static void test_upgrade_owner_hours(void **state)
+{
+    (void)state;
+    char err[512], ci[1024];
+    PGconn *db = db_connect_str(g_conn, err, sizeof(err));
+    assert_non_null(db);
+    PQclear(q(db, "DROP DATABASE IF EXISTS wl_upgrade_020"));
+    PQclear(q(db, "CREATE DATABASE wl_upgrade_020"));
+    PQfinish(db);
+    snprintf(ci, sizeof(ci), "%s dbname=wl_upgrade_020", g_conn); /* the last dbname wins */
+    db = db_connect_str(ci, err, sizeof(err));
+    assert_non_null(db);
+    PQclear(q(db, "CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, "
+                  "applied_at timestamptz NOT NULL DEFAULT now())"));
+    unsigned i = 0;
+    for (; i < db_n_migrations && atoi(db_migrations[i].name) < 20; i++) {
+        PQclear(q(db, "BEGIN"));
+        PQclear(q(db, db_migrations[i].sql));
+        char rec[256];
+        snprintf(rec, sizeof(rec), "INSERT INTO schema_migrations VALUES (%d, '%s')",
+                 atoi(db_migrations[i].name), db_migrations[i].name);
+        PQclear(q(db, rec));
+        PQclear(q(db, "COMMIT"));
+    }
+    assert_true(i < db_n_migrations);
+    assert_string_equal(db_migrations[i].name, "020_owner_hours.sql");
+    /* 019's world: two windows of 10:00, one of 11:00, hourly rows by the triggers */
+    PQclear(q(db, "INSERT INTO attribution_rollup (window_start, src_site, dst_site, source, "
+                  "workflow, user_name, program, host, bytes) VALUES "
+                  "('2026-11-29T10:00:00Z', 'nyc', 'chi', 'socket', 'w', 'u', 'p', 'h', 80), "
+                  "('2026-11-29T10:01:00Z', 'nyc', 'chi', 'socket', 'w', 'u', 'p', 'h', 20), "
+                  "('2026-11-29T10:01:00Z', 'nyc', 'chi', 'socket', 'w2', 'u', 'p', 'h', 5), "
+                  "('2026-11-29T11:30:00Z', 'chi', 'nyc', 'nfs', 'w', 'u', 'p', 'h', 7)"));
+    assert_int_equal(num(db, "SELECT count(*) FROM attribution_rollup_hourly"), 3);
+    int applied = 0;
+    if (db_migrate(db, &applied, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(applied, (int)(db_n_migrations - i));
+    assert_int_equal(num(db, "SELECT count(*) FROM attribution_hours WHERE hour_start IN "
+                             "('2026-11-29T10:00:00Z', '2026-11-29T11:00:00Z')"),
+                     2);
+    assert_int_equal(num(db, "SELECT count(*) FROM attribution_hours"), 2);
+    assert_int_equal(num(db, "SELECT bytes * 10 + windows FROM attribution_rollup_hourly WHERE "
+                             "hour_start = '2026-11-29T10:00:00Z' AND workflow = 'w'"),
+                     1002);
+    /* after the upgrade: a folded hour kept by the trigger, an unfolded one left to its windows */
+    PQclear(q(db, "INSERT INTO attribution_rollup (window_start, src_site, dst_site, source, "
+                  "workflow, user_name, program, host, bytes) VALUES "
+                  "('2026-11-29T10:02:00Z', 'nyc', 'chi', 'socket', 'w', 'u', 'p', 'h', 300), "
+                  "('2026-11-29T13:00:00Z', 'nyc', 'chi', 'socket', 'w', 'u', 'p', 'h', 9)"));
+    assert_int_equal(num(db, "SELECT bytes * 10 + windows FROM attribution_rollup_hourly WHERE "
+                             "hour_start = '2026-11-29T10:00:00Z' AND workflow = 'w'"),
+                     4003);
+    assert_int_equal(num(db, "SELECT count(*) FROM attribution_rollup_hourly WHERE hour_start = "
+                             "'2026-11-29T13:00:00Z'"),
+                     0);
+    assert_int_equal(num(db, "SELECT sum(bytes) FROM wl_attribution_range("
+                             "'2026-11-29T09:00:00Z', '2026-11-29T14:00:00Z')"),
+                     80 + 20 + 5 + 7 + 300 + 9);
+    assert_int_equal(num(db, "SELECT count(*) FROM pg_constraint WHERE conname IN "
+                             "('attribution_rollup_pkey', 'dependency_rollup_pkey')"),
+                     0);
+    assert_int_equal(num(db, "SELECT count(*) FROM pg_indexes WHERE indexname IN "
+                             "('attribution_rollup_window', 'dependency_rollup_window')"),
+                     2);
+    PQfinish(db);
+    db = db_connect_str(g_conn, err, sizeof(err));
+    PQclear(q(db, "DROP DATABASE wl_upgrade_020"));
+    PQfinish(db);
+}
+
 int main(void)
 {
     g_conn = th_pg_default();
@@ -262,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_migrate_twice_and_concurrently),
         cmocka_unit_test(test_partitions_and_prune),
         cmocka_unit_test(test_migrate_command),
+        cmocka_unit_test(test_upgrade_owner_hours),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

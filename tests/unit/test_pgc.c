@@ -1,6 +1,8 @@
 /* common/pgc.c against a real PostgreSQL: the session is set up (UTC, statement_timeout), errors
  * carry the server's message, a connection whose backend was terminated is reset by pgc_ensure,
- * and a server that is not there fails with a message naming where. */
+ * and a server that is not there fails with a message naming where; pgc_pipeline runs a
+ * transaction's statements in one round trip, and a failing one leaves the transaction aborted
+ * (nothing of it is committed) and the connection usable. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -87,10 +89,69 @@ static void test_session_errors_reconnect(void **state)
     assert_non_null(strstr(err, "cannot connect to PostgreSQL (the test's closed port)"));
 }
 
+static void test_pipeline(void **state)
+{
+    (void)state;
+    char err[512];
+    PGconn *db = pgc_connect(th_pg_default(), NULL, err, sizeof(err));
+    assert_non_null(db);
+    assert_int_equal(pgc_exec(db,
+                              "DROP TABLE IF EXISTS wl_pipe; CREATE TABLE wl_pipe (k int"
+                              " PRIMARY KEY, v text)",
+                              err, sizeof(err)),
+                     0);
+    const char *a[] = {"1", "one"}, *b[] = {"2", NULL};
+    struct pgc_stmt ok[4] = {
+        {.what = "BEGIN", .sql = "BEGIN"},
+        {.what = "a",
+         .sql = "INSERT INTO wl_pipe VALUES ($1::int, $2) RETURNING k",
+         .nparams = 2,
+         .params = a},
+        {.what = "b",
+         .sql = "INSERT INTO wl_pipe VALUES ($1::int, $2) RETURNING 40 + k",
+         .nparams = 2,
+         .params = b},
+        {.what = "COMMIT", .sql = "COMMIT"},
+    };
+    assert_int_equal(pgc_pipeline(db, ok, 4, err, sizeof(err)), 0);
+    assert_int_equal(ok[1].ntuples, 1);
+    assert_int_equal(ok[2].first_value, 42);
+    assert_int_equal(PQpipelineStatus(db), PQ_PIPELINE_OFF);
+    assert_int_equal(PQtransactionStatus(db), PQTRANS_IDLE);
+
+    /* the second statement fails (duplicate key): the third is not run, COMMIT neither */
+    const char *c[] = {"3", "three"}, *d[] = {"4", "four"};
+    struct pgc_stmt bad[5] = {
+        {.what = "BEGIN", .sql = "BEGIN"},
+        {.what = "c", .sql = "INSERT INTO wl_pipe VALUES ($1::int, $2)", .nparams = 2, .params = c},
+        {.what = "dup",
+         .sql = "INSERT INTO wl_pipe VALUES ($1::int, $2)",
+         .nparams = 2,
+         .params = a},
+        {.what = "d", .sql = "INSERT INTO wl_pipe VALUES ($1::int, $2)", .nparams = 2, .params = d},
+        {.what = "COMMIT", .sql = "COMMIT"},
+    };
+    assert_int_equal(pgc_pipeline(db, bad, 5, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "dup: ERROR:  duplicate key value"));
+    assert_int_equal(PQpipelineStatus(db), PQ_PIPELINE_OFF);
+    assert_int_equal(PQtransactionStatus(db), PQTRANS_INERROR);
+    assert_int_equal(pgc_exec(db, "ROLLBACK", err, sizeof(err)), 0);
+    PGresult *r = pgc_query(db, "rows",
+                            "SELECT string_agg(k || '=' || coalesce(v, 'null'), ','"
+                            " ORDER BY k) FROM wl_pipe",
+                            0, NULL, err, sizeof(err));
+    assert_non_null(r);
+    assert_string_equal(PQgetvalue(r, 0, 0), "1=one,2=null");
+    PQclear(r);
+    assert_int_equal(pgc_exec(db, "DROP TABLE wl_pipe", err, sizeof(err)), 0);
+    PQfinish(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_session_errors_reconnect),
+        cmocka_unit_test(test_pipeline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
