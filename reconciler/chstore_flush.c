@@ -12,6 +12,7 @@
 
 #include "chstore.h"
 #include "chstore_block.h"
+#include "chstore_queue.h"
 #include "db.h"
 #include "flow_row.h"
 #include "log.h"
@@ -217,9 +218,11 @@ static uint32_t be32(const char *p)
 
 /* The outbox blocks ch_outbox holds: up to $1 rows' worth of the oldest (at least one), read in
  * binary (the block as stored, no hex). */
+/* $2: the ids this process holds in memory (chstore_queue.h), shipped from there instead. */
 static const char SQL_OUTBOX_READ[] =
     "WITH k AS (SELECT id FROM (SELECT id, n_rows, sum(n_rows) OVER (ORDER BY id) AS cum"
-    " FROM ch_outbox ORDER BY id LIMIT $1::bigint) x WHERE cum - n_rows < $1::bigint)"
+    " FROM ch_outbox WHERE id <> ALL($2::bigint[]) ORDER BY id LIMIT $1::bigint) x"
+    " WHERE cum - n_rows < $1::bigint)"
     " SELECT o.id::text, o.n_rows, o.raw_bytes, o.coding, o.block FROM ch_outbox o JOIN k"
     " USING (id) ORDER BY o.id";
 
@@ -264,6 +267,23 @@ static int outbox_concat(PGresult *r, struct buf *data, struct buf *ids, size_t 
     return 0;
 }
 
+/* One INSERT … FORMAT TabSeparated of data (decoded blocks one after another). 0 after the 200,
+ * or -1 with err. */
+static int insert_tsv(const struct cfg_clickhouse *ch, const struct buf *data, char *err,
+                      size_t errlen)
+{
+    char names[768], ins[1024];
+    if (flow_row_list(names, sizeof names, FRL_NAMES, FLOW_ROW_ALL, NULL, NULL) < 0)
+        abort(); /* a fixed list that fits: only a change to flow_row.c can get here */
+    snprintf(ins, sizeof ins, "INSERT INTO %s (%s) FORMAT TabSeparated", chstore_table(ch), names);
+    struct httpc_response resp;
+    int rc = chstore_exec(ch, ins, data->p, data->n,
+                          ch->cluster ? "insert_distributed_sync=1" : NULL, &resp, err, errlen);
+    if (rc == 0)
+        httpc_response_free(&resp);
+    return rc;
+}
+
 /* Inside the transaction: the outbox of sql/017. Reads the oldest blocks, inserts them as one
  * TabSeparated INSERT, and after the 200 deletes them and marks their reports. */
 static int ship_outbox(PGconn *db, const struct cfg *cfg, struct chflush_batch *b, char *err,
@@ -275,8 +295,14 @@ static int ship_outbox(PGconn *db, const struct cfg *cfg, struct chflush_batch *
         return mine;
     char lim[24];
     snprintf(lim, sizeof lim, "%d", ch->batch_rows);
-    const char *p[] = {lim};
-    PGresult *r = PQexecParams(db, SQL_OUTBOX_READ, 1, NULL, p, NULL, NULL, 1);
+    char *queued = chq_ids();
+    if (!queued) {
+        snprintf(err, errlen, "clickhouse outbox: out of memory");
+        return -1;
+    }
+    const char *p[] = {lim, queued};
+    PGresult *r = PQexecParams(db, SQL_OUTBOX_READ, 2, NULL, p, NULL, NULL, 1);
+    free(queued);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         snprintf(err, errlen, "clickhouse outbox: reading blocks: %s", PQresultErrorMessage(r));
         PQclear(r);
@@ -290,18 +316,8 @@ static int ship_outbox(PGconn *db, const struct cfg *cfg, struct chflush_batch *
     size_t rows = 0;
     int rc = outbox_concat(r, &data, &ids, &rows, err, errlen);
     PQclear(r);
-    if (rc == 0) {
-        char names[768], ins[1024];
-        if (flow_row_list(names, sizeof names, FRL_NAMES, FLOW_ROW_ALL, NULL, NULL) < 0)
-            abort(); /* a fixed list that fits: only a change to flow_row.c can get here */
-        snprintf(ins, sizeof ins, "INSERT INTO %s (%s) FORMAT TabSeparated", chstore_table(ch),
-                 names);
-        struct httpc_response resp;
-        rc = chstore_exec(ch, ins, data.p, data.n, ch->cluster ? "insert_distributed_sync=1" : NULL,
-                          &resp, err, errlen);
-        if (rc == 0)
-            httpc_response_free(&resp);
-    }
+    if (rc == 0)
+        rc = insert_tsv(ch, &data, err, errlen);
     free(data.p);
     if (rc == 0) {
         const char *d[] = {ids.p};
@@ -376,29 +392,197 @@ int chflush_drain(PGconn *db, const struct cfg *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* The rows of ch_outbox among $1 still there, locked until the transaction ends: a row shipped
+ * from the table meanwhile (another reconciler, or read before it was queued) is gone and its
+ * memory copy is skipped, so that no block goes twice while both copies exist. */
+static const char SQL_MEM_LOCK[] =
+    "SELECT id FROM ch_outbox WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE";
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Inside the transaction: decodes the blocks of list whose ids r (SQL_MEM_LOCK) returned into
+ * data. 0 or -1 with err. */
+static int memory_concat(PGresult *r, const struct chq_block *list, struct buf *data, size_t *rows,
+                         size_t *blocks, char *err, size_t errlen)
+{
+    int n = PQntuples(r);
+    int64_t *ids = malloc(((size_t)n + 1) * sizeof *ids);
+    if (!ids) {
+        snprintf(err, errlen, "clickhouse outbox: out of memory");
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        ids[i] = atoll(PQgetvalue(r, i, 0));
+    qsort(ids, (size_t)n, sizeof *ids, cmp_i64); /* ORDER BY id: already sorted; cheap */
+    int rc = 0;
+    for (const struct chq_block *b = list; b && rc == 0; b = b->next) {
+        if (!bsearch(&b->id, ids, (size_t)n, sizeof *ids, cmp_i64))
+            continue; /* shipped already, from ch_outbox */
+        if (buf_need(data, b->blk.raw_len) < 0 ||
+            chblock_decode(b->blk.coding, b->blk.data, b->blk.len, b->blk.raw_len,
+                           data->p + data->n) < 0) {
+            snprintf(err, errlen, "clickhouse outbox: block %lld does not decode in memory",
+                     (long long)b->id);
+            rc = -1;
+            break;
+        }
+        data->n += b->blk.raw_len;
+        *rows += b->rows;
+        (*blocks)++;
+    }
+    free(ids);
+    return rc;
+}
+
+/* Ships blocks taken from the in-memory queue (chstore_queue.h) without reading them back: in
+ * one READ COMMITTED transaction the advisory lock, their ch_outbox rows locked, one INSERT of
+ * those still there, and after the 200 the rows deleted and their reports marked
+ * (SQL_OUTBOX_DONE), committed. Takes list: freed when shipped, put back at the head of the
+ * queue when anything failed or another process is the flusher. 0 with b filled, 1 when
+ * another process is the flusher, or -1 with err. */
+static int ship_memory(PGconn *db, const struct cfg *cfg, struct chq_block *list,
+                       struct chflush_batch *b, char *err, size_t errlen)
+{
+    memset(b, 0, sizeof *b);
+    size_t nblk = 0;
+    for (struct chq_block *l = list; l; l = l->next)
+        nblk++;
+    struct buf ids = {0}, data = {0};
+    if (buf_need(&ids, nblk * 21 + 3) < 0) {
+        snprintf(err, errlen, "clickhouse outbox: out of memory");
+        chq_putback(list);
+        return -1;
+    }
+    ids.p[ids.n++] = '{';
+    for (struct chq_block *l = list; l; l = l->next)
+        ids.n +=
+            (size_t)snprintf(ids.p + ids.n, 22, "%s%lld", l == list ? "" : ",", (long long)l->id);
+    ids.p[ids.n++] = '}';
+    ids.p[ids.n] = 0;
+    const char *p[] = {ids.p};
+    size_t rows = 0, nship = 0;
+    int rc = -1, mine = 0;
+    PGresult *r = q(db, "BEGIN", "BEGIN ISOLATION LEVEL READ COMMITTED", 0, NULL, err, errlen);
+    if (r) {
+        PQclear(r);
+        mine = lock_flusher(db, err, errlen);
+        rc = mine < 0 ? -1 : 0;
+    }
+    if (mine > 0 && (r = q(db, "locking blocks", SQL_MEM_LOCK, 1, p, err, errlen))) {
+        rc = memory_concat(r, list, &data, &rows, &nship, err, errlen);
+        PQclear(r);
+        if (rc == 0 && rows)
+            rc = insert_tsv(&cfg->clickhouse, &data, err, errlen);
+        if (rc == 0 && rows) {
+            rc = (r = q(db, "marking reports", SQL_OUTBOX_DONE, 1, p, err, errlen)) ? 0 : -1;
+            if (r)
+                b->reports = (size_t)atol(PQcmdTuples(r));
+            PQclear(r);
+        }
+        if (rc == 0 && !(r = q(db, "COMMIT", "COMMIT", 0, NULL, err, errlen)))
+            rc = -1;
+        if (rc == 0)
+            PQclear(r);
+    } else if (mine > 0) {
+        rc = -1;
+    }
+    free(data.p);
+    free(ids.p);
+    if (rc < 0 || mine <= 0)
+        PQclear(PQexec(db, "ROLLBACK"));
+    if (rc < 0 || mine == 0) {
+        chq_putback(list); /* still in ch_outbox as well; retried from memory */
+        memset(b, 0, sizeof *b);
+        if (rc < 0)
+            atomic_fetch_add(&inserts_failed, 1);
+        return rc < 0 ? -1 : 1;
+    }
+    chq_free_list(list);
+    chq_note_shipped(nship);
+    b->rows = rows;
+    atomic_fetch_add(&rows_inserted, rows);
+    if (b->reports)
+        atomic_fetch_add(&inserts_ok, 1);
+    return 0;
+}
+
 struct chflush {
     const struct cfg *cfg;
     pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool stop;
+    atomic_bool stop;
 };
 
-/* Waits ms milliseconds or until stopped; true when stopped. */
-static bool wait_ms(struct chflush *f, long ms)
+/* Whether the queued blocks go now: batch_rows of them; or the oldest has waited
+ * CHFLUSH_PARTIAL_MS; or nothing new came for CHFLUSH_QUIET_MS and the last insert is
+ * CHFLUSH_MIN_GAP_MS ago. Otherwise *next_ns: when they would. */
+static bool memory_due(const struct chq_state *s, size_t batch, int64_t now, int64_t last_insert,
+                       int64_t *next_ns)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L)
-        ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-    pthread_mutex_lock(&f->mu);
-    while (ms > 0 && !f->stop && pthread_cond_timedwait(&f->cv, &f->mu, &ts) == 0)
-        ;
-    bool stop = f->stop;
-    pthread_mutex_unlock(&f->mu);
-    return stop;
+    const int64_t ms = 1000000;
+    *next_ns = INT64_MAX;
+    if (!s->rows)
+        return false;
+    if (s->rows >= batch)
+        return true;
+    int64_t quiet = s->last_ns + CHFLUSH_QUIET_MS * ms;
+    if (last_insert + CHFLUSH_MIN_GAP_MS * ms > quiet)
+        quiet = last_insert + CHFLUSH_MIN_GAP_MS * ms;
+    int64_t full = s->first_ns + CHFLUSH_PARTIAL_MS * ms;
+    *next_ns = quiet < full ? quiet : full;
+    return now >= *next_ns;
+}
+
+/* One round: the queued blocks when due, and ch_outbox (what is not queued: after a restart, an
+ * overflow, another process's) every CHFLUSH_PARTIAL_MS or at once after a full batch. 0 with
+ * *more (a full batch went) and *busy (another process is the flusher), or -1 with err. */
+static int round_once(PGconn *db, const struct cfg *cfg, int64_t *last_table, int64_t *last_insert,
+                      bool *more, bool *busy, char *err, size_t errlen)
+{
+    size_t batch = (size_t)cfg->clickhouse.batch_rows;
+    struct chq_state s;
+    int64_t next, now = tm_mono_ns();
+    chq_state(&s);
+    *more = false;
+    if (memory_due(&s, batch, now, *last_insert, &next)) {
+        struct chflush_batch b;
+        int rc = ship_memory(db, cfg, chq_take(batch), &b, err, errlen);
+        if (rc < 0)
+            return -1;
+        *busy = rc == 1;
+        if (b.reports)
+            *last_insert = now;
+        chq_state(&s);
+        *more = b.reports && s.rows >= batch;
+    }
+    if (now - *last_table >= CHFLUSH_PARTIAL_MS * INT64_C(1000000)) {
+        struct chflush_batch b;
+        *last_table = now;
+        if (chflush_once(db, cfg, &b, err, errlen) < 0)
+            return -1;
+        if (b.reports)
+            *last_insert = now;
+        if (b.more)
+            *last_table = INT64_MIN / 2, *more = true;
+    }
+    return 0;
+}
+
+static void prune_hourly(const struct cfg *cfg, int64_t *last_prune)
+{
+    if (tm_mono_ns() - *last_prune <= 3600 * INT64_C(1000000000))
+        return;
+    int dropped = 0;
+    char perr[512];
+    *last_prune = tm_mono_ns();
+    if (chstore_prune(&cfg->clickhouse, cfg->retention_raw_days, tm_now_us(), &dropped, perr,
+                      sizeof perr) < 0)
+        log_error("clickhouse", "retention: %s", perr);
+    else if (dropped)
+        log_info("clickhouse", "retention: dropped %d day partition(s)", dropped);
 }
 
 static void *run(void *arg)
@@ -409,10 +593,11 @@ static void *run(void *arg)
     bool schema = false;
     long backoff = 0;
     int64_t last_log = 0, last_prune = INT64_MIN / 2; /* once an hour, first at start */
+    int64_t last_table = INT64_MIN / 2, last_insert = INT64_MIN / 2;
     char err[512];
-    for (;;) {
+    while (!atomic_load(&f->stop)) {
         int rc = -1;
-        struct chflush_batch b = {0};
+        bool more = false, busy = false;
         if (!db || PQstatus(db) != CONNECTION_OK) {
             if (db)
                 PQfinish(db);
@@ -421,35 +606,36 @@ static void *run(void *arg)
         if (db && !schema)
             schema = chstore_ensure_schema(&cfg->clickhouse, err, sizeof err) == 0;
         if (db && schema)
-            rc = chflush_once(db, cfg, &b, err, sizeof err);
-        if (schema && tm_mono_ns() - last_prune > 3600 * INT64_C(1000000000)) {
-            int dropped = 0;
-            char perr[512];
-            last_prune = tm_mono_ns();
-            if (chstore_prune(&cfg->clickhouse, cfg->retention_raw_days, tm_now_us(), &dropped,
-                              perr, sizeof perr) < 0)
-                log_error("clickhouse", "retention: %s", perr);
-            else if (dropped)
-                log_info("clickhouse", "retention: dropped %d day partition(s)", dropped);
-        }
+            rc = round_once(db, cfg, &last_table, &last_insert, &more, &busy, err, sizeof err);
+        if (schema)
+            prune_hourly(cfg, &last_prune);
+        int64_t now = tm_mono_ns();
         if (rc == 0) {
             if (backoff)
                 log_info("clickhouse", "outbox flushing again");
             backoff = 0;
-            if (b.more && !wait_ms(f, 0))
-                continue; /* a full block: more is waiting */
-        } else {
-            schema = false; /* a restarted server may have lost a fresh database */
-            backoff = backoff ? (backoff * 2 > 10000 ? 10000 : backoff * 2) : 500;
-            int64_t now = tm_mono_ns();
-            if (now - last_log > 60 * INT64_C(1000000000)) {
-                log_error("clickhouse", "outbox: %s (retrying; flows wait in PostgreSQL)", err);
-                last_log = now;
+            if (more)
+                continue; /* a full batch: more is waiting */
+            if (busy) {   /* another reconciler's flusher holds the lock for its insert */
+                chq_wait(now + CHFLUSH_QUIET_MS * INT64_C(1000000), SIZE_MAX);
+                continue;
             }
+            struct chq_state s;
+            int64_t until = last_table + CHFLUSH_PARTIAL_MS * INT64_C(1000000), next;
+            chq_state(&s);
+            memory_due(&s, (size_t)cfg->clickhouse.batch_rows, now, last_insert, &next);
+            chq_wait(next < until ? next : until, (size_t)cfg->clickhouse.batch_rows);
+            continue;
         }
-        if (wait_ms(f, backoff ? backoff : CHFLUSH_PARTIAL_MS))
-            break;
+        schema = false; /* a restarted server may have lost a fresh database */
+        backoff = backoff ? (backoff * 2 > 10000 ? 10000 : backoff * 2) : 500;
+        if (now - last_log > 60 * INT64_C(1000000000)) {
+            log_error("clickhouse", "outbox: %s (retrying; flows wait in PostgreSQL)", err);
+            last_log = now;
+        }
+        chq_wait(now + backoff * INT64_C(1000000), SIZE_MAX);
     }
+    chq_enable(false); /* what is still queued is in ch_outbox */
     if (db)
         PQfinish(db);
     return NULL;
@@ -463,16 +649,11 @@ struct chflush *chflush_start(const struct cfg *cfg, char *err, size_t errlen)
         return NULL;
     }
     f->cfg = cfg;
-    pthread_mutex_init(&f->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&f->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    atomic_init(&f->stop, false);
+    chq_enable(true);
     if (pthread_create(&f->thread, NULL, run, f) != 0) {
         snprintf(err, errlen, "cannot start the ClickHouse flusher thread");
-        pthread_cond_destroy(&f->cv);
-        pthread_mutex_destroy(&f->mu);
+        chq_enable(false);
         free(f);
         return NULL;
     }
@@ -483,13 +664,9 @@ void chflush_stop(struct chflush *f)
 {
     if (!f)
         return;
-    pthread_mutex_lock(&f->mu);
-    f->stop = true;
-    pthread_cond_signal(&f->cv);
-    pthread_mutex_unlock(&f->mu);
+    atomic_store(&f->stop, true);
+    chq_kick();
     pthread_join(f->thread, NULL);
-    pthread_cond_destroy(&f->cv);
-    pthread_mutex_destroy(&f->mu);
     free(f);
 }
 
@@ -565,4 +742,5 @@ void chflush_metrics(PGconn *db, struct evbuffer *out)
         (unsigned long long)atomic_load(&inserts_ok),
         (unsigned long long)atomic_load(&inserts_failed),
         (unsigned long long)atomic_load(&deferred));
+    chq_metrics(out);
 }

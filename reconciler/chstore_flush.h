@@ -37,12 +37,21 @@ int chflush_once(PGconn *db, const struct cfg *cfg, struct chflush_batch *b, cha
  * chstore_ensure_schema). 0 or -1 with err. */
 int chflush_drain(PGconn *db, const struct cfg *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
-/* A thread that runs chflush_once at once again after a full block (b.more), otherwise every
- * CHFLUSH_PARTIAL_MS: a steady stream of reports becomes one insert a second rather than one per
- * few reports (every insert is a ClickHouse part merged later: few large inserts cost ClickHouse
- * half the CPU of many small ones, bench/clickhouse). After a failure it backs off (0.5 s
- * doubling to 10 s) and logs once per minute. NULL with err. */
+/* A thread that ships the blocks this process's ingest workers committed from memory
+ * (chstore_queue.h: no read-back from PostgreSQL; their ch_outbox rows are locked FOR UPDATE
+ * before the insert, so a block shipped meanwhile from the table is skipped, and deleted after
+ * the 200), and ch_outbox's other blocks (after a restart, a full queue, another process's) with
+ * chflush_once every CHFLUSH_PARTIAL_MS, at once again after a full batch. Queued blocks go as
+ * soon as batch_rows are queued, or when nothing new came for CHFLUSH_QUIET_MS and the last
+ * insert is CHFLUSH_MIN_GAP_MS ago, or when the oldest has waited CHFLUSH_PARTIAL_MS: a steady
+ * stream of reports becomes a few large inserts a second rather than one per report (every
+ * insert is a ClickHouse part merged later: few large inserts cost ClickHouse half the CPU of
+ * many small ones, bench/clickhouse), and the last reports of a burst do not wait a second.
+ * After a failure it backs off (0.5 s doubling to 10 s) and logs once per minute. NULL with
+ * err. One per process. */
 #define CHFLUSH_PARTIAL_MS 1000
+#define CHFLUSH_QUIET_MS   100
+#define CHFLUSH_MIN_GAP_MS 250
 struct chflush *chflush_start(const struct cfg *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 void chflush_stop(struct chflush *f);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "chstore_block.h"
+#include "chstore_queue.h"
 #include "db.h"
 #include "flow_row.h"
 #include "gaps.h"
@@ -18,7 +19,8 @@
 struct store {
     const struct cfg *cfg;
     PGconn *db;
-    bool staged; /* the session's temporary staging tables exist */
+    bool staged;          /* the session's temporary staging tables exist */
+    struct chq_held held; /* the outbox block for the flusher, queued after COMMIT */
 };
 
 static const char SQL_STAGING[] =
@@ -45,11 +47,11 @@ static const char SQL_REPORT_OUTBOX[] =
     " dropped_events, sampling_k, sampling_threshold, flows_seen, n_flows, ch_pending)"
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, true) ON CONFLICT DO NOTHING RETURNING 1),"
     " o AS (INSERT INTO ch_outbox (agent_id, seq, window_start, n_rows, raw_bytes, coding, block)"
-    " SELECT $1, $2, $4, $11::int, $12::int, $13, $14::bytea FROM r),"
+    " SELECT $1, $2, $4, $11::int, $12::int, $13, $14::bytea FROM r RETURNING id),"
     " m AS (INSERT INTO window_state (window_start, window_seconds, dirty, last_data_at)"
     " SELECT $4::timestamptz, $15::int, true, clock_timestamp() FROM r"
     " ON CONFLICT (window_start) DO UPDATE SET dirty = true, last_data_at = clock_timestamp())"
-    " SELECT count(*) FROM r";
+    " SELECT (SELECT count(*) FROM r), (SELECT id FROM o)";
 
 static char copy_flows[1024];
 
@@ -224,6 +226,8 @@ static int write_report_outbox(struct store *st, const struct ingest_batch *b, c
         rc = -1;
     } else {
         *fresh = atoi(PQgetvalue(r, 0, 0));
+        if (*fresh) /* handed to the flusher in memory after COMMIT (chstore_queue.h) */
+            chq_hold(&st->held, atoll(PQgetvalue(r, 0, 1)), b->n_rows, &blk);
     }
     PQclear(r);
     chblock_free(&blk);
@@ -351,6 +355,7 @@ static int write_once(struct store *st, const struct ingest_batch *b, struct sto
         if (rc == 0)
             rc = run(st->db, "COMMIT", "COMMIT", 0, NULL, NULL, NULL, err, errlen);
     }
+    chq_release(&st->held, rc == 0); /* after COMMIT: queued for the flusher */
     if (rc < 0) {
         PGresult *r = PQexec(st->db, "ROLLBACK");
         PQclear(r);

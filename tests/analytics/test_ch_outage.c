@@ -11,7 +11,8 @@
  * holds it (flow_reports.ch_pending and 5 flow_records rows, 10.1.0.3:(3000+k) -> 10.2.0.2:5201,
  * tx 7 each: 35) must ship too. After the restart, ClickHouse is frozen (SIGSTOP) while reports
  * arrive: the flusher's insert times out, is retried once ClickHouse runs again, and the rows
- * are still counted once. */
+ * are still counted once. A second test kills the reconciler while blocks wait in its memory
+ * queue (test_crash_with_queued_blocks). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include <cmocka.h>
@@ -37,14 +39,14 @@
 static struct fx F;
 static struct th_ch CH;
 
-static void post_report(int64_t ws, int s)
+static void post_report_as(const char *agent, int64_t ws, int s)
 {
     size_t cap = 200 + FLOWS * 200, n = 0;
     char *b = malloc(cap);
     n += (size_t)snprintf(b + n, cap - n,
-                          "{\"version\":1,\"host\":\"nyc-gpu-1\",\"agent_id\":\"agent-o\","
+                          "{\"version\":1,\"host\":\"nyc-gpu-1\",\"agent_id\":\"%s\","
                           "\"seq\":%d,\"window_start\":\"%s\",\"flows\":[",
-                          s, fx_ts(ws));
+                          agent, s, fx_ts(ws));
     for (int k = 0; k < FLOWS; k++)
         n +=
             (size_t)snprintf(b + n, cap - n,
@@ -59,6 +61,11 @@ static void post_report(int64_t ws, int s)
         fail_msg("report %d: HTTP %d %s", s, st, resp ? resp : "");
     free(resp);
     free(b);
+}
+
+static void post_report(int64_t ws, int s)
+{
+    post_report_as("agent-o", ws, s);
 }
 
 static long long metric(const char *name)
@@ -173,6 +180,75 @@ static void test_outage_and_restart(void **state)
     assert_int_equal(attributed, TX_SUM + 7 * LEGACY);
 }
 
+/* The reconciler killed (SIGKILL) while committed blocks wait in its memory queue for the flusher
+ * (chstore_queue.h) and ClickHouse is frozen with one insert in flight: after the restart the
+ * blocks are shipped from ch_outbox, every flow is in ClickHouse once (the in-flight insert may
+ * have landed too: FINAL collapses it), the window's cell counts each once, and reports posted
+ * after the restart go from memory. Flow k of report s (agent-q, 10 reports of 40): tx 1000 s + k,
+ *   sum = 1000 x 40 x (1 + … + 10) + 10 x (0 + … + 39) = 2,200,000 + 7,800 = 2,207,800. */
+#define Q_REPORTS 10
+#define Q_KILLED  8
+#define Q_TX_SUM  2207800LL
+
+static void test_crash_with_queued_blocks(void **state)
+{
+    (void)state;
+    int64_t ws = fx_window_ago(6, 60);
+    char cell[256], ch[256];
+    snprintf(cell, sizeof cell,
+             "SELECT coalesce(max(attributed_bytes), -1) FROM heatmap_cells WHERE window_start ="
+             " '%s' AND src_site = 'nyc' AND dst_site = 'chi'",
+             fx_ts(ws));
+    assert_int_equal(kill(CH.pid, SIGSTOP), 0);
+    post_report_as("agent-q", ws, 1);
+    /* the flusher takes it from memory ~0.1 s later and its insert hangs on the frozen server */
+    long long queued = 1;
+    for (int i = 0; i < 50 && queued != 0; i++, sleep_ms(50))
+        queued = metric("wanledger_clickhouse_queue_blocks");
+    assert_int_equal(queued, 0);
+    for (int s = 2; s <= Q_KILLED; s++)
+        post_report_as("agent-q", ws, s);
+    queued = metric("wanledger_clickhouse_queue_blocks");
+    print_message("blocks in the memory queue when the reconciler is killed: %lld\n", queued);
+    assert_true(queued >= 1);
+    assert_int_equal(metric("wanledger_clickhouse_queue_overflow_total"), 0);
+    assert_int_equal(kill(F.pid, SIGKILL), 0);
+    int st = 0;
+    assert_int_equal(waitpid(F.pid, &st, 0), F.pid);
+    F.pid = 0;
+    assert_int_equal(kill(CH.pid, SIGCONT), 0);
+    /* acknowledged, so in PostgreSQL: one block each */
+    assert_int_equal(fx_num(&F, "SELECT count(*) FROM flow_reports WHERE agent_id = 'agent-q'"
+                                " AND ch_pending"),
+                     Q_KILLED);
+    fx_start(&F);
+    long long pending = -1;
+    for (int i = 0; i < 200 && pending != 0; i++, sleep_ms(100))
+        pending = fx_num(&F, "SELECT count(*) FROM flow_reports WHERE ch_pending");
+    assert_int_equal(pending, 0);
+    assert_int_equal(metric("wanledger_clickhouse_queue_shipped_total"), 0); /* from ch_outbox */
+    for (int s = Q_KILLED + 1; s <= Q_REPORTS; s++)
+        post_report_as("agent-q", ws, s);
+    long long shipped = 0;
+    for (int i = 0; i < 100 && shipped < Q_REPORTS - Q_KILLED; i++, sleep_ms(100))
+        shipped = metric("wanledger_clickhouse_queue_shipped_total");
+    assert_int_equal(shipped, Q_REPORTS - Q_KILLED); /* from memory */
+    pending = -1;
+    for (int i = 0; i < 100 && pending != 0; i++, sleep_ms(100))
+        pending = fx_num(&F, "SELECT count(*) FROM ch_outbox");
+    assert_int_equal(pending, 0);
+    snprintf(ch, sizeof ch,
+             "SELECT count() FROM wanledger.flow_records FINAL WHERE agent_id = 'agent-q'");
+    assert_int_equal(th_ch_num(&CH, ch), Q_REPORTS * FLOWS);
+    snprintf(ch, sizeof ch,
+             "SELECT sum(tx_bytes) FROM wanledger.flow_records FINAL WHERE agent_id = 'agent-q'");
+    assert_int_equal(th_ch_num(&CH, ch), Q_TX_SUM);
+    long long attributed = -1;
+    for (int i = 0; i < 100 && attributed != Q_TX_SUM; i++, sleep_ms(100))
+        attributed = fx_num(&F, cell);
+    assert_int_equal(attributed, Q_TX_SUM);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -199,6 +275,7 @@ static int teardown(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_outage_and_restart)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_outage_and_restart),
+                                       cmocka_unit_test(test_crash_with_queued_blocks)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }
