@@ -15,11 +15,12 @@
     PostgreSQL with.
 Reports are posted over --conns keep-alive connections (default 2), open loop within each (the next as soon as
 the previous is acknowledged)."""
-import argparse, base64, http.client, json, os, resource, signal, socket, subprocess, threading, time
+import argparse, base64, http.client, os, resource, signal, subprocess, sys, time
 import urllib.request
 
-FLOWS = 1000
-TOKEN = "bench-agent-token-0123456789"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from ingestlib import FLOWS, cpu_of, cpu_s, load, post_all as post, report_body, wait_port
+import ingestlib
 
 ap = argparse.ArgumentParser()
 for a in ("--port", "--pg-port", "--wl-pid", "--wlpg-pid", "--reports"):
@@ -46,55 +47,14 @@ def psql(sql, conninfo=None):
                           capture_output=True, text=True).stdout.strip()
 
 
-def cpu_s(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        v = f.read().rsplit(")", 1)[1].split()
-    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def pg_pids():
-    with open(os.path.join(o.pg_data, "postmaster.pid")) as f:
-        pm = int(f.readline())
-    out = [pm]
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pm:
-                        out.append(int(d))
-            except (OSError, ValueError):
-                pass
-    return out
-
-
-def cpu_of(pids):
-    t = 0.0
-    for p in pids:
-        try:
-            t += cpu_s(p)
-        except OSError:
-            pass
-    return t
+    return ingestlib.pg_pids(o.pg_data)
 
 
 def path_cpu(wl_pid):
     """CPU seconds so far of everything on the path: wanledger, PostgreSQL's processes (the
     backends alive now), the ClickHouse servers."""
     return cpu_s(wl_pid) + cpu_of(pg_pids()) + cpu_of(ch_pids)
-
-
-def wait_port(port):
-    for _ in range(300):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit("nothing listens on %d" % port)
-
-
-def load():
-    return " ".join(open("/proc/loadavg").read().split()[:3])
 
 
 wait_port(o.port)
@@ -113,44 +73,12 @@ if len(ch_http) > 1:
 now = time.time()
 ws = int(now // 60) * 60 - 120
 ws_text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ws))
-bodies = []
-for r in range(o.reports):
-    flows = [{"source": "socket", "proto": "tcp", "local": "10.1.%d.%d:%d" % (r % 250, k % 250, 20000 + k),
-              "remote": "10.2.0.%d:5201" % (k % 200 + 1), "role": "client", "tx_bytes": 1000 * r + k,
-              "rx_bytes": k, "pid": 4000 + r, "uid": 1000, "user": "u%d" % (r % 50),
-              "program": "python3", "workflow": "wf%d" % (r % 20)} for k in range(FLOWS)]
-    bodies.append(json.dumps({"version": 1, "host": "h%d" % r, "agent_id": "agent-%d" % r, "seq": 1,
-                              "window_start": ws_text, "flows": flows}).encode())
+bodies = [report_body(r, 1, ws_text) for r in range(o.reports)]
 n_rows = o.reports * FLOWS
 
 
 def post_all(port, seq):
-    lat = []
-    lock = threading.Lock()
-
-    def client(part):
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        for b in part:
-            if seq != 1:
-                b = b.replace(b'"seq": 1,', b'"seq": %d,' % seq, 1)
-            t = time.monotonic()
-            c.request("POST", "/v1/attributions", b, {"Authorization": "Bearer " + TOKEN,
-                                                      "Content-Type": "application/json"})
-            resp = c.getresponse()
-            resp.read()
-            if resp.status != 200:
-                raise SystemExit("HTTP %d" % resp.status)
-            with lock:
-                lat.append(time.monotonic() - t)
-
-    t0 = time.monotonic()
-    ts = [threading.Thread(target=client, args=(bodies[i::o.conns],)) for i in range(o.conns)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    lat.sort()
-    return t0, time.monotonic() - t0, lat
+    return post(port, seq, bodies, o.conns)
 
 
 def pct(lat):

@@ -8,10 +8,11 @@ fresh table LIKE flow_records INCLUDING ALL (same indexes) of the tested databas
 Prints per step the wall time, flow records/s, the ratio to the same round's \\copy, the CPU per
 flow record of wanledger + every PostgreSQL process, the per-report acknowledgement p50/p99/max
 and the load average after it; then the medians."""
-import argparse, http.client, json, os, statistics, subprocess, threading, time
+import argparse, os, statistics, subprocess, sys, time
 
-FLOWS = 1000
-TOKEN = "bench-agent-token-0123456789"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from ingestlib import FLOWS, cpu_of, cpu_s, load, post_all as post, report_body, wait_port
+import ingestlib
 ap = argparse.ArgumentParser()
 ap.add_argument("--reports", type=int, required=True)
 ap.add_argument("--rounds", type=int, required=True)
@@ -39,50 +40,8 @@ def psql(conninfo, sql):
                           text=True).stdout.strip()
 
 
-def cpu_s(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        v = f.read().rsplit(")", 1)[1].split()
-    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def pg_pids():
-    with open(os.path.join(o.pg_data, "postmaster.pid")) as f:
-        pm = int(f.readline())
-    out = [pm]
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pm:
-                        out.append(int(d))
-            except (OSError, ValueError):
-                pass
-    return out
-
-
-def cpu_of(pids):
-    t = 0.0
-    for p in pids:
-        try:
-            t += cpu_s(p)
-        except OSError:
-            pass
-    return t
-
-
-def load():
-    return " ".join(open("/proc/loadavg").read().split()[:3])
-
-
-def wait_port(port):
-    import socket
-    for _ in range(300):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit("nothing listens on %d" % port)
+    return ingestlib.pg_pids(o.pg_data)
 
 
 ws = int(time.time() // 60) * 60 - 120
@@ -90,14 +49,7 @@ ws_text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ws))
 
 
 def body(r, seq, agent="agent-%d"):
-    flows = [{"source": "socket", "proto": "tcp",
-              "local": "10.1.%d.%d:%d" % (r % 250, k % 250, 20000 + k),
-              "remote": "10.2.0.%d:5201" % (k % 200 + 1), "role": "client",
-              "tx_bytes": 1000 * r + k, "rx_bytes": k, "pid": 4000 + r, "uid": 1000,
-              "user": "u%d" % (r % 50), "program": "python3", "workflow": "wf%d" % (r % 20)}
-             for k in range(FLOWS)]
-    return json.dumps({"version": 1, "host": "h%d" % r, "agent_id": agent % r, "seq": seq,
-                       "window_start": ws_text, "flows": flows}).encode()
+    return report_body(r, seq, ws_text, agent)
 
 
 bodies = [body(r, 1) for r in range(o.reports)]
@@ -105,30 +57,8 @@ n_rows = o.reports * FLOWS
 
 
 def post_all(port, seq, bs):
-    lat, lock = [], threading.Lock()
-
-    def client(part):
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        for b in part:
-            b = b.replace(b'"seq": 1,', b'"seq": %d,' % seq, 1)
-            t = time.monotonic()
-            c.request("POST", "/v1/attributions", b, {"Authorization": "Bearer " + TOKEN,
-                                                      "Content-Type": "application/json"})
-            resp = c.getresponse()
-            resp.read()
-            if resp.status != 200:
-                raise SystemExit("HTTP %d on port %d" % (resp.status, port))
-            with lock:
-                lat.append(time.monotonic() - t)
-
-    t0 = time.monotonic()
-    ts = [threading.Thread(target=client, args=(bs[i::o.conns],)) for i in range(o.conns)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    lat.sort()
-    return time.monotonic() - t0, lat
+    _, wall, lat = post(port, seq, bs, o.conns)
+    return wall, lat
 
 
 def pct(lat, q):

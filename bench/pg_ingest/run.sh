@@ -15,19 +15,9 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${WL_BUILD_DIR:-$SRC/build/rel}
 REPORTS=${1:-300}
 ROUNDS=${2:-3}
-cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWL_SANITIZE=OFF >/dev/null
-nice cmake --build "$BUILD" -j2 --target wanledger >/dev/null
-W=$(mktemp -d /tmp/wl-pgbench-XXXXXX)
-chmod 755 "$W"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do while kill -0 "$p" 2>/dev/null; do sleep 0.1; done; done
-  bash "$SRC/scripts/pg.sh" stop "$W/pg" >/dev/null 2>&1 || true
-  rm -rf "$W"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+SCRATCH=/tmp/wl-pgbench-XXXXXX
+# shellcheck source=../lib/scratch.sh
+. "$SRC/bench/lib/scratch.sh"
 PGPORT=$(free_port)
 CONNINFO=$(bash "$SRC/scripts/pg.sh" start "$W/pg" "$PGPORT" | tail -1)
 printf '{"agent": ["bench-agent-token-0123456789"]}\n' > "$W/tokens.json"
