@@ -10,40 +10,26 @@
  * more time and memory than a window's statements get. */
 #define FOLD_STATEMENT_TIMEOUT_MS (30LL * 60 * 1000)
 
-static int exec0(PGconn *db, const char *what, const char *sql, int np, const char *const *p,
-                 char *err, size_t errlen)
-{
-    PGresult *r = rdb_q(db, what, err, errlen, sql, np, p);
-    if (!r)
-        return -1;
-    PQclear(r);
-    return 0;
-}
-
 /* One hour in its own transaction. *rows: hourly rows written, -1 when it was folded already. */
 static int fold_one(PGconn *db, const char *hour, long long *rows, char *err, size_t errlen)
 {
-    char budget[96];
-    snprintf(budget, sizeof budget, "SET LOCAL statement_timeout = %lld",
-             FOLD_STATEMENT_TIMEOUT_MS);
+    char begin[160];
+    snprintf(begin, sizeof begin,
+             "BEGIN; SET LOCAL statement_timeout = %lld; SET LOCAL work_mem = '%s'",
+             FOLD_STATEMENT_TIMEOUT_MS, RDB_BIG_WINDOW_WORK_MEM);
     const char *p[] = {hour};
-    if (exec0(db, "BEGIN", "BEGIN", 0, NULL, err, errlen))
-        return -1;
+    PGresult *r = NULL;
     int rc = -1;
-    if (exec0(db, "folding an hour", budget, 0, NULL, err, errlen) ||
-        exec0(db, "folding an hour", "SET LOCAL work_mem = '" RDB_BIG_WINDOW_WORK_MEM "'", 0, NULL,
-              err, errlen))
-        goto done;
-    PGresult *r = rdb_q(db, "folding an hour", err, errlen,
-                        "SELECT wl_fold_owner_hour($1::timestamptz)", 1, p);
-    if (!r)
+    if (pgc_exec(db, begin, err, errlen) ||
+        !(r = rdb_q(db, "folding an hour", err, errlen,
+                    "SELECT wl_fold_owner_hour($1::timestamptz)", 1, p)))
         goto done;
     *rows = rdb_val_i64(r, 0, 0, -1);
     PQclear(r);
-    rc = exec0(db, "COMMIT", "COMMIT", 0, NULL, err, errlen);
+    rc = pgc_exec(db, "COMMIT", err, errlen);
 done:
     if (rc) {
-        PGresult *rb = PQexec(db, "ROLLBACK");
+        PGresult *rb = PQexec(db, "ROLLBACK"); /* outside a transaction: a warning, no harm */
         PQclear(rb);
     }
     return rc;
