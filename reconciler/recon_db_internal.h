@@ -90,14 +90,19 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
 
 /* ---- a window's raw rows (recon_db_load.c) ---- */
 
+/* The strings of the flows rdb_load_flows read (recon_db_flows.c). */
+struct rdb_strtab;
+void rdb_strtab_free(struct rdb_strtab *t);
+
 struct rdb_inputs {
-    PGresult *samples_r, *flows_r, *transfers_r;
+    PGresult *samples_r, *transfers_r;
     struct recon_sample *samples;
     size_t n_samples;
     struct recon_flow *flows;
     size_t n_flows;
     struct recon_flow_order *order; /* NULL (flows in arrival order) or n_flows */
-    char *flows_text; /* the ClickHouse answer the flows' strings point into, or NULL */
+    char *flows_text;        /* the ClickHouse answer the flows' strings point into, or NULL */
+    struct rdb_strtab *strs; /* or the PostgreSQL path's copies of them, or NULL */
     struct recon_transfer *transfers;
     size_t n_transfers;
 };
@@ -128,6 +133,8 @@ int rdb_load_samples(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb_i
  * socket flow or the operation of an NFS one. */
 void rdb_flow_kinds(struct recon_flow *f, const char *source, const char *proto, const char *role,
                     const char *nfs_op);
+/* The window's flow records in heap order (the order of a plain SELECT of them), over one binary
+ * COPY parsed as it arrives (recon_db_flows.c). */
 int rdb_load_flows(PGconn *db, int64_t ws, struct rdb_inputs *in, char *err, size_t errlen);
 int rdb_load_transfers(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb_inputs *in,
                        char *err, size_t errlen);

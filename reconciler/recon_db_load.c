@@ -1,5 +1,5 @@
 /* Loading one window's raw rows: the counter samples in and around it (with each interface's
- * neighbours outside it), its flow records and the transfers overlapping it. */
+ * neighbours outside it) and the transfers overlapping it; its flow records: recon_db_flows.c. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -51,12 +51,12 @@ int rdb_set_budget(PGconn *db, int64_t ws, long long *n_flows, char *err, size_t
 void rdb_inputs_free(struct rdb_inputs *in)
 {
     PQclear(in->samples_r);
-    PQclear(in->flows_r);
     PQclear(in->transfers_r);
     free(in->samples);
     free(in->flows);
     free(in->order);
     free(in->flows_text);
+    rdb_strtab_free(in->strs);
     free(in->transfers);
 }
 
@@ -151,39 +151,6 @@ cleanup:
     return rc;
 }
 
-/* Binary result fields (network order): int4/int8, and inet as family (2 = IPv4, 3 = IPv6),
- * bits, is_cidr, length, address. libpq ends every value with a zero byte, so text fields read
- * as C strings. */
-static int64_t bin_int(const PGresult *r, int row, int col, int64_t dflt)
-{
-    if (PQgetisnull(r, row, col))
-        return dflt;
-    const uint8_t *p = (const uint8_t *)PQgetvalue(r, row, col);
-    int len = PQgetlength(r, row, col);
-    uint64_t v = 0;
-    for (int i = 0; i < len; i++)
-        v = v << 8 | p[i];
-    if (len == 4)
-        return (int32_t)(uint32_t)v;
-    return (int64_t)v;
-}
-
-static void bin_inet(const PGresult *r, int row, int col, struct recon_addr *a)
-{
-    memset(a, 0, sizeof *a);
-    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) < 4)
-        return;
-    const uint8_t *p = (const uint8_t *)PQgetvalue(r, row, col);
-    int len = PQgetlength(r, row, col);
-    if (p[0] == 2 && p[3] == 4 && len >= 8) {
-        a->family = AF_INET;
-        memcpy(a->addr, p + 4, 4);
-    } else if (p[0] == 3 && p[3] == 16 && len >= 20) {
-        a->family = AF_INET6;
-        memcpy(a->addr, p + 4, 16);
-    }
-}
-
 void rdb_flow_kinds(struct recon_flow *f, const char *source, const char *proto, const char *role,
                     const char *nfs_op)
 {
@@ -198,64 +165,6 @@ void rdb_flow_kinds(struct recon_flow *f, const char *source, const char *proto,
               : strcmp(role, "client") == 0 ? RECON_ROLE_CLIENT
               : strcmp(role, "server") == 0 ? RECON_ROLE_SERVER
                                             : RECON_ROLE_UNKNOWN;
-}
-
-static uint64_t bin_count(const PGresult *r, int row, int col)
-{
-    int64_t v = bin_int(r, row, col, 0);
-    return v > 0 ? (uint64_t)v : 0;
-}
-
-int rdb_load_flows(PGconn *db, int64_t ws, struct rdb_inputs *in, char *err, size_t errlen)
-{
-    char from[TM_RFC3339_LEN], cols[512], sql[768];
-    int p[FR_NCOLS];
-    rdb_fmt_ts(from, ws);
-    const char *params[] = {from};
-    if (flow_row_list(cols, sizeof cols, FRL_NAMES, RDB_FLOW_COLS, NULL, p) < 0) {
-        snprintf(err, errlen, "loading flow records: column list too long");
-        return -1;
-    }
-    snprintf(sql, sizeof sql, "SELECT %s FROM flow_records WHERE window_start = $1::timestamptz",
-             cols);
-    /* binary results: no number or address formatting on the server, no parsing here */
-    PGresult *r = PQexecParams(db, sql, 1, NULL, params, NULL, NULL, 1);
-    in->flows_r = r;
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        rdb_set_err(err, errlen, "loading flow records", r, db);
-        return -1;
-    }
-    int n = PQntuples(r);
-    in->flows = calloc((size_t)n + 1, sizeof *in->flows);
-    if (!in->flows) {
-        snprintf(err, errlen, "loading flow records: out of memory");
-        return -1;
-    }
-    for (int i = 0; i < n; i++) {
-        struct recon_flow *f = &in->flows[in->n_flows++];
-        f->host = rdb_val(r, i, p[FR_HOST]);
-        f->user = rdb_val(r, i, p[FR_USER_NAME]);
-        f->program = rdb_val(r, i, p[FR_PROGRAM]);
-        f->workflow = rdb_val(r, i, p[FR_WORKFLOW]);
-        f->kube = (struct recon_kube){rdb_val(r, i, p[FR_NAMESPACE]), rdb_val(r, i, p[FR_POD]),
-                                      rdb_val(r, i, p[FR_CONTAINER_NAME])};
-        rdb_flow_kinds(f, rdb_val(r, i, p[FR_SOURCE]), rdb_val(r, i, p[FR_PROTO]),
-                       rdb_val(r, i, p[FR_ROLE]), rdb_val(r, i, p[FR_NFS_OP]));
-        bin_inet(r, i, p[FR_LOCAL_ADDR], &f->local);
-        if (f->source == RECON_FLOW_NFS) {
-            bin_inet(r, i, p[FR_NFS_SERVER], &f->nfs_server);
-            f->nfs_port = (uint16_t)bin_int(r, i, p[FR_NFS_PORT], 0);
-            f->nfs_bytes = bin_count(r, i, p[FR_NFS_BYTES]);
-            f->nfs_export = rdb_val(r, i, p[FR_NFS_EXPORT]);
-            continue;
-        }
-        f->local_port = (uint16_t)bin_int(r, i, p[FR_LOCAL_PORT], 0);
-        bin_inet(r, i, p[FR_REMOTE_ADDR], &f->remote);
-        f->remote_port = (uint16_t)bin_int(r, i, p[FR_REMOTE_PORT], 0);
-        f->tx_bytes = bin_count(r, i, p[FR_TX_BYTES]);
-        f->rx_bytes = bin_count(r, i, p[FR_RX_BYTES]);
-    }
-    return 0;
 }
 
 int rdb_load_transfers(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb_inputs *in,
