@@ -1,4 +1,5 @@
-/* A window's flow records (rdb_load_flows, recon_db_internal.h), streamed: one
+/* A window's flow records streamed (rdb_flows_copy, recon_db_internal.h; rdb_load_flows in
+ * recon_db_flows_split.c uses it for the whole window or for half of it): one
  * COPY (SELECT …) TO STDOUT (FORMAT binary) read row by row as it arrives and turned into struct
  * recon_flow at once, its strings copied into a small string table of the load's own.
  *
@@ -38,6 +39,7 @@ struct str_slot {
 };
 
 struct rdb_strtab {
+    struct rdb_strtab *next; /* another part's strings, freed with these */
     struct str_block *blocks;
     char *p;
     size_t left;
@@ -46,13 +48,22 @@ struct rdb_strtab {
 
 void rdb_strtab_free(struct rdb_strtab *t)
 {
-    if (!t)
-        return;
-    for (struct str_block *b = t->blocks, *next; b; b = next) {
-        next = b->next;
-        free(b);
+    while (t) {
+        for (struct str_block *b = t->blocks, *next; b; b = next) {
+            next = b->next;
+            free(b);
+        }
+        struct rdb_strtab *next = t->next;
+        free(t);
+        t = next;
     }
-    free(t);
+}
+
+void rdb_strtab_chain(struct rdb_strtab *t, struct rdb_strtab *more)
+{
+    while (t->next)
+        t = t->next;
+    t->next = more;
 }
 
 /* A NUL-terminated copy of v[0..len) (shared with an equal value of column col met recently), or
@@ -133,8 +144,8 @@ struct field {
 
 struct stream {
     bool header_seen, trailer_seen;
-    size_t cap;
-    struct rdb_strtab *strs;
+    bool with_tid; /* a first column ctid (a part of a split load) */
+    struct rdb_flow_part *out;
 };
 
 static uint64_t be(const uint8_t *p, int n)
@@ -181,22 +192,31 @@ static void f_inet(const struct field *f, struct recon_addr *a)
 
 static bool f_str(struct stream *s, const struct field *f, int col, const char **out)
 {
-    *out = f->v ? str_put(s->strs, col, f->v, (size_t)f->len) : NULL;
+    *out = f->v ? str_put(s->out->strs, col, f->v, (size_t)f->len) : NULL;
     return !f->v || *out;
 }
 
-/* One row's fields into the next flow of in; -1 out of memory. */
-static int add_flow(struct stream *s, const struct field *c, struct rdb_inputs *in)
+/* One row's fields into the next flow of the part; -1 out of memory. */
+static int add_flow(struct stream *s, const struct field *c, uint64_t tid)
 {
-    if (in->n_flows == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 4096;
-        struct recon_flow *p = realloc(in->flows, (cap + 1) * sizeof *p);
+    struct rdb_flow_part *o = s->out;
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? 2 * o->cap : 4096;
+        struct recon_flow *p = realloc(o->flows, (cap + 1) * sizeof *p);
         if (!p)
             return -1;
-        in->flows = p;
-        s->cap = cap;
+        o->flows = p;
+        if (s->with_tid) {
+            uint64_t *t = realloc(o->tid, (cap + 1) * sizeof *t);
+            if (!t)
+                return -1;
+            o->tid = t;
+        }
+        o->cap = cap;
     }
-    struct recon_flow *f = &in->flows[in->n_flows];
+    if (s->with_tid)
+        o->tid[o->n] = tid;
+    struct recon_flow *f = &o->flows[o->n];
     memset(f, 0, sizeof *f);
     if (!f_str(s, &c[C_HOST], C_HOST, &f->host) || !f_str(s, &c[C_USER], C_USER, &f->user) ||
         !f_str(s, &c[C_PROGRAM], C_PROGRAM, &f->program) ||
@@ -234,14 +254,13 @@ static int add_flow(struct stream *s, const struct field *c, struct rdb_inputs *
         f->tx_bytes = f_count(&c[C_BYTES]);
         f->rx_bytes = f_count(&c[C_RX_BYTES]);
     }
-    in->n_flows++;
+    o->n++;
     return 0;
 }
 
 /* One CopyData message: the file header first, then whole rows (the server ends each row's
  * message with the row), the trailer last. 0, -1 malformed (err), -2 out of memory. */
-static int parse_message(struct stream *s, const uint8_t *p, size_t n, struct rdb_inputs *in,
-                         char *err, size_t errlen)
+static int parse_message(struct stream *s, const uint8_t *p, size_t n, char *err, size_t errlen)
 {
     const uint8_t *end = p + n;
     if (!s->header_seen) {
@@ -266,8 +285,15 @@ static int parse_message(struct stream *s, const uint8_t *p, size_t n, struct rd
             s->trailer_seen = true;
             continue;
         }
-        if (nf != N_COLS)
+        if (nf != N_COLS + s->with_tid)
             goto bad;
+        uint64_t tid = 0;
+        if (s->with_tid) { /* block (4 bytes), offset (2) */
+            if (end - p < 10 || be(p, 4) != 6)
+                goto bad;
+            tid = be(p + 4, 4) << 16 | be(p + 8, 2);
+            p += 10;
+        }
         struct field c[N_COLS];
         for (int i = 0; i < N_COLS; i++) {
             if (end - p < 4)
@@ -279,26 +305,41 @@ static int parse_message(struct stream *s, const uint8_t *p, size_t n, struct rd
             c[i] = (struct field){len < 0 ? NULL : p, len < 0 ? 0 : len};
             p += len < 0 ? 0 : len;
         }
-        if (add_flow(s, c, in) < 0)
+        if (add_flow(s, c, tid) < 0)
             return -2;
     }
     return 0;
 bad:
-    snprintf(err, errlen, "loading flow records: malformed binary COPY row %zu", in->n_flows + 1);
+    snprintf(err, errlen, "loading flow records: malformed binary COPY row %zu", s->out->n + 1);
     return -1;
 }
 
-int rdb_load_flows(PGconn *db, int64_t ws, struct rdb_inputs *in, char *err, size_t errlen)
+void rdb_flow_part_free(struct rdb_flow_part *p)
+{
+    free(p->flows);
+    free(p->tid);
+    rdb_strtab_free(p->strs);
+    memset(p, 0, sizeof *p);
+}
+
+int rdb_flows_copy(PGconn *db, int64_t ws, int part, struct rdb_flow_part *out, char *err,
+                   size_t errlen)
 {
     char from[TM_RFC3339_LEN], sql[2048];
     rdb_fmt_ts(from, ws); /* digits, '-', ':', 'T', '.', 'Z': nothing to quote */
+    /* a part: the rows whose (seq # idx) & 1 is part (every row has one of 0 and 1), with their
+     * ctid to put the two parts back in heap order */
     snprintf(sql, sizeof sql,
-             "COPY (SELECT %s FROM flow_records WHERE window_start = '%s'::timestamptz)"
+             "COPY (SELECT %s%s FROM flow_records WHERE window_start = '%s'::timestamptz%s)"
              " TO STDOUT (FORMAT binary)",
-             select_list, from);
-    struct stream s = {0};
-    s.strs = in->strs = calloc(1, sizeof *in->strs);
-    if (!s.strs) {
+             part >= 0 ? "ctid, " : "", select_list, from,
+             part == 0   ? " AND (seq # idx) & 1 = 0"
+             : part == 1 ? " AND (seq # idx) & 1 = 1"
+                         : "");
+    memset(out, 0, sizeof *out);
+    struct stream s = {.with_tid = part >= 0, .out = out};
+    out->strs = calloc(1, sizeof *out->strs);
+    if (!out->strs) {
         snprintf(err, errlen, "loading flow records: out of memory");
         return -1;
     }
@@ -314,7 +355,7 @@ int rdb_load_flows(PGconn *db, int64_t ws, struct rdb_inputs *in, char *err, siz
     /* read to the end even after a bad row: the connection leaves COPY state only then */
     while ((len = PQgetCopyData(db, &buf, 0)) > 0) {
         if (rc == 0) {
-            rc = parse_message(&s, (const uint8_t *)buf, (size_t)len, in, err, errlen);
+            rc = parse_message(&s, (const uint8_t *)buf, (size_t)len, err, errlen);
             if (rc == -2)
                 snprintf(err, errlen, "loading flow records: out of memory");
         }
@@ -331,7 +372,7 @@ int rdb_load_flows(PGconn *db, int64_t ws, struct rdb_inputs *in, char *err, siz
         }
         PQclear(r);
     }
-    if (rc == 0 && !in->flows && !(in->flows = calloc(1, sizeof *in->flows))) {
+    if (rc == 0 && !out->flows && !(out->flows = calloc(1, sizeof *out->flows))) {
         snprintf(err, errlen, "loading flow records: out of memory");
         rc = -1;
     }

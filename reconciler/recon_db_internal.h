@@ -90,9 +90,10 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
 
 /* ---- a window's raw rows (recon_db_load.c) ---- */
 
-/* The strings of the flows rdb_load_flows read (recon_db_flows.c). */
+/* The strings of the flows rdb_load_flows read (recon_db_flows.c); _chain: more freed with t. */
 struct rdb_strtab;
 void rdb_strtab_free(struct rdb_strtab *t);
+void rdb_strtab_chain(struct rdb_strtab *t, struct rdb_strtab *more);
 
 struct rdb_inputs {
     PGresult *samples_r, *transfers_r;
@@ -133,9 +134,26 @@ int rdb_load_samples(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb_i
  * socket flow or the operation of an NFS one. */
 void rdb_flow_kinds(struct recon_flow *f, const char *source, const char *proto, const char *role,
                     const char *nfs_op);
-/* The window's flow records in heap order (the order of a plain SELECT of them), over one binary
- * COPY parsed as it arrives (recon_db_flows.c). */
+/* The window's flow records in the order a plain SELECT of them returns (heap order), over one
+ * binary COPY parsed as it arrives, or for a window of rdb_load_split_above reported flows or more
+ * over two helper connections in the transaction's snapshot, each reading half, put back in
+ * heap order (recon_db_flows_split.c); on any failure of the split the one-COPY load runs. */
 int rdb_load_flows(PGconn *db, int64_t ws, struct rdb_inputs *in, char *err, size_t errlen);
+extern long long rdb_load_split_above;       /* default 500,000; tests set 0 */
+extern const char *rdb_load_helper_conninfo; /* tests: the helpers' conninfo (NULL: db's) */
+extern long long rdb_load_splits, rdb_load_split_fallbacks; /* counts, for tests */
+
+/* One COPY of a window's flows (recon_db_flows.c): part -1 all of them; 0 or 1 the rows whose
+ * (seq # idx) & 1 is part, each with its ctid as block << 16 | offset in tid[]. */
+struct rdb_flow_part {
+    struct recon_flow *flows;
+    uint64_t *tid;
+    size_t n, cap;
+    struct rdb_strtab *strs;
+};
+int rdb_flows_copy(PGconn *db, int64_t ws, int part, struct rdb_flow_part *out, char *err,
+                   size_t errlen);
+void rdb_flow_part_free(struct rdb_flow_part *p);
 int rdb_load_transfers(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb_inputs *in,
                        char *err, size_t errlen);
 /* With analytics.clickhouse (recon_db_ch.c): *n = reports of the window still in the outbox. */

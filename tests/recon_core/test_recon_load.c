@@ -207,9 +207,9 @@ static void same_flow(const struct recon_flow *g, const struct recon_flow *w, si
                  g->nfs_server.family, w->local.family, w->remote.family, w->nfs_server.family);
 }
 
-static void test_load_equals_plain_select(void **state)
+/* Loads the window and compares it with the test's own reading of it. */
+static void check_load(void)
 {
-    (void)state;
     char err[512];
     struct rdb_inputs in;
     memset(&in, 0, sizeof in);
@@ -269,6 +269,42 @@ static void test_load_equals_plain_select(void **state)
     assert_int_equal(got_second, 0);
     recon_result_free(&res);
     rdb_inputs_free(&in);
+}
+
+static void test_one_copy(void **state)
+{
+    (void)state;
+    rdb_load_split_above = 1000000000;
+    long long splits = rdb_load_splits;
+    check_load();
+    assert_int_equal(rdb_load_splits, splits); /* one COPY */
+}
+
+/* Over two helper connections in the transaction's snapshot, merged back into heap order. */
+static void test_split(void **state)
+{
+    (void)state;
+    rdb_load_split_above = 0;
+    rdb_load_helper_conninfo = NULL;
+    long long splits = rdb_load_splits, fallbacks = rdb_load_split_fallbacks;
+    check_load();
+    assert_int_equal(rdb_load_splits, splits + 1);
+    assert_int_equal(rdb_load_split_fallbacks, fallbacks);
+    rdb_load_split_above = 500000;
+}
+
+/* A helper that cannot connect: the load falls back to one COPY, with the same flows. */
+static void test_split_fallback(void **state)
+{
+    (void)state;
+    rdb_load_split_above = 0;
+    rdb_load_helper_conninfo = "host=127.0.0.1 port=1 dbname=none connect_timeout=2";
+    long long splits = rdb_load_splits, fallbacks = rdb_load_split_fallbacks;
+    check_load();
+    assert_int_equal(rdb_load_splits, splits);
+    assert_int_equal(rdb_load_split_fallbacks, fallbacks + 1);
+    rdb_load_helper_conninfo = NULL;
+    rdb_load_split_above = 500000;
 }
 
 static void test_failing_copy(void **state)
@@ -340,8 +376,8 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_load_equals_plain_select),
-        cmocka_unit_test(test_failing_copy),
+        cmocka_unit_test(test_one_copy),       cmocka_unit_test(test_split),
+        cmocka_unit_test(test_split_fallback), cmocka_unit_test(test_failing_copy),
         cmocka_unit_test(test_empty_window),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
