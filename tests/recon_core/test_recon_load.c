@@ -1,6 +1,6 @@
 /* The PostgreSQL path's flow load (rdb_load_flows, recon_db_flows.c: one binary COPY with a
  * packed select list, parsed as it arrives) against a throwaway real PostgreSQL:
- *  - a window of 200,000 flow records with every kind of value the columns allow (NFS and socket
+ *  - a window of 120,000 flow records with every kind of value the columns allow (NFS and socket
  *    records, odd and NULL kinds, NULL, negative and over-65535 ports, negative byte counts,
  *    IPv4/IPv6/NULL/netmasked addresses, NULL and '' owner strings, kube fields, a 1.5 MB string)
  *    gives, row by row and field by field, what this test reads itself from a plain text-format
@@ -31,7 +31,7 @@
 
 #define WS_S   INT64_C(1762081200) /* 2025-11-02T11:00:00Z */
 #define US(s)  ((s)*INT64_C(1000000))
-#define N_ROWS 200000
+#define N_ROWS 120000
 #define N_DUP  1000 /* connection sides reported twice by one agent */
 
 static PGconn *db;
@@ -94,7 +94,7 @@ static const char fill_sql[] =
     "  CASE WHEN i % 10 = 0 THEN 'ns' || i % 3 ELSE '' END,"
     "  CASE WHEN i % 20 = 0 THEN 'pod-' || i % 7 ELSE '' END,"
     "  CASE WHEN i % 30 = 0 THEN 'c' || i % 5 ELSE '' END"
-    " FROM generate_series(0, 199999) i";
+    " FROM generate_series(0, 119999) i";
 
 /* N_DUP connection sides (10.1.250.x:40000+j -> 10.2.250.x:443, tcp, client), each first
  * reported by program 'dup-first' (seq 1) then by 'dup-second' (seq 2) of agent 'dup-agent', in
