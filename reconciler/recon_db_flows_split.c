@@ -137,7 +137,8 @@ static int load_split(PGconn *db, int64_t ws, const char *snapshot, const char *
                                .snapshot = snapshot,
                                .timeout = timeout,
                                .ws = ws,
-                               .part = k};
+                               .part = k,
+                               .rc = -1}; /* until it has run and succeeded */
     /* part 1 on a thread, part 0 on this one */
     bool threaded = pthread_create(&h[1].th, NULL, helper_run, &h[1]) == 0;
     if (!threaded)
