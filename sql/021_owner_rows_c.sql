@@ -14,7 +14,8 @@
 -- What it gains (bench_fleet 5 M, BENCHMARKS.md "Reconciler at fleet size"): PostgreSQL 15 skips
 -- strcoll for equal strings, so a btree insert gains little (the 2.03 M owner rows' COPY ~5 % in
 -- perf: varstr_cmp, strcoll, pg_newlocale_from_collation); sorts gain abbreviated keys and memcmp
--- (the fold's GROUP BY ... ORDER BY of one window's owner rows 17.8-21.5 s -> 15.3 s).
+-- (the fold's GROUP BY ... ORDER BY of one window's owner rows 17.8-21.5 s -> 15.3 s on a scratch
+-- server; the whole fold in bench_fleet stayed at ~30 s), the dependency rows' COPY ~7 %.
 --
 -- The columns keep their type: no table is rewritten, the indexes on these columns are rebuilt
 -- (2.03 M owner rows with their two indexes: 1.8 s), every row and index name stays.
