@@ -51,3 +51,12 @@ ALTER TABLE dependency_rollup
     ALTER remote_site TYPE text COLLATE "C",
     ALTER kind TYPE text COLLATE "C",
     ALTER endpoint TYPE text COLLATE "C";
+
+-- The cells' hourly rows are updated by every window of their hour after the first (93,000 rows
+-- a window at 500 sites, sql/013): with full pages every update is a new tuple in another page
+-- and an entry in both indexes; with room left on each page the update stays on its page and
+-- touches no index (HOT). Measured on a scratch server, 93,000 hourly rows updated by one
+-- window's upsert, n = 4 each: fillfactor 100 1.74-2.38 s, fillfactor 50 0.91-1.30 s, every
+-- update HOT, the table 34 MB instead of 81 MB after four windows. Pages written from now on keep
+-- the room (the hours already ended are not updated again but by late data).
+ALTER TABLE heatmap_cells_hourly SET (fillfactor = 50);
