@@ -338,30 +338,36 @@ static int eq_rollup(const void *ctx, size_t idx, const void *key)
 
 const char rcn_src_socket[] = "socket", rcn_src_nfs[] = "nfs", rcn_src_service[] = "service";
 
-int rcn_attribute(struct run *r, int src, int dst, const char *source, const char *workflow,
-                  const char *user, const char *program, const char *host,
-                  const struct recon_kube *kube, uint64_t bytes)
+void rcn_owner_init(struct rcn_owner *o, const char *source, const char *workflow, const char *user,
+                    const char *program, const char *host, const struct recon_kube *kube)
+{
+    o->key = (struct recon_rollup){.source = source,
+                                   .workflow = rcn_str(workflow),
+                                   .user = rcn_str(user),
+                                   .program = rcn_str(program),
+                                   .host = rcn_str(host),
+                                   .kube = {rcn_str(kube ? kube->ns : NULL),
+                                            rcn_str(kube ? kube->pod : NULL),
+                                            rcn_str(kube ? kube->container : NULL)}};
+    const struct recon_rollup *k = &o->key;
+    uint64_t h = hix_hash_str(
+        hix_hash_str(
+            hix_hash_str(hix_hash_str(hix_mix(0, (uintptr_t)source), k->workflow), k->user),
+            k->program),
+        k->host);
+    o->hash =
+        hix_hash_str(hix_hash_str(hix_hash_str(h, k->kube.ns), k->kube.pod), k->kube.container);
+}
+
+int rcn_attribute_owner(struct run *r, int src, int dst, struct rcn_owner *o, uint64_t bytes)
 {
     if (bytes == 0)
         return 0;
     const struct pair_path *p = path_get(r, src, dst);
     if (!p)
         return -1;
-    struct recon_rollup key = {.source = source,
-                               .workflow = rcn_str(workflow),
-                               .user = rcn_str(user),
-                               .program = rcn_str(program),
-                               .host = rcn_str(host),
-                               .kube = {rcn_str(kube ? kube->ns : NULL),
-                                        rcn_str(kube ? kube->pod : NULL),
-                                        rcn_str(kube ? kube->container : NULL)}};
-    uint64_t base = hix_hash_str(
-        hix_hash_str(
-            hix_hash_str(hix_hash_str(hix_mix(0, (uintptr_t)source), key.workflow), key.user),
-            key.program),
-        key.host);
-    base = hix_hash_str(hix_hash_str(hix_hash_str(base, key.kube.ns), key.kube.pod),
-                        key.kube.container);
+    struct recon_rollup *key = &o->key;
+    const char *source = key->source;
     size_t off = p->off, len = p->len;
     for (size_t i = 0; i + 1 < len; i++) {
         int a = r->path_sites[off + i], b = r->path_sites[off + i + 1];
@@ -374,23 +380,34 @@ int rcn_attribute(struct run *r, int src, int dst, const char *source, const cha
             c->cell.nfs_bytes += bytes;
         else
             c->cell.service_bytes += bytes;
-        key.src_site = a;
-        key.dst_site = b;
-        uint64_t h = hix_mix(base, pair_key(a, b));
-        struct hix_slot *s = hix_find(&r->rollup_ix, h, eq_rollup, r, &key);
+        key->src_site = a;
+        key->dst_site = b;
+        uint64_t h = hix_mix(o->hash, pair_key(a, b));
+        struct hix_slot *s = hix_find(&r->rollup_ix, h, eq_rollup, r, key);
         if (s->idx1) {
             r->rollup[s->idx1 - 1].bytes += bytes;
             continue;
         }
         if (hix_grow((void **)&r->rollup, &r->cap_rollup, r->n_rollup + 1, sizeof *r->rollup))
             return -1;
-        r->rollup[r->n_rollup] = key;
+        r->rollup[r->n_rollup] = *key;
         r->rollup[r->n_rollup].bytes = bytes;
         if (hix_put(&r->rollup_ix, s, h, r->n_rollup))
             return -1;
         r->n_rollup++;
     }
     return 0;
+}
+
+int rcn_attribute(struct run *r, int src, int dst, const char *source, const char *workflow,
+                  const char *user, const char *program, const char *host,
+                  const struct recon_kube *kube, uint64_t bytes)
+{
+    if (bytes == 0)
+        return 0;
+    struct rcn_owner o;
+    rcn_owner_init(&o, source, workflow, user, program, host, kube);
+    return rcn_attribute_owner(r, src, dst, &o, bytes);
 }
 
 /* ---- counters -> circuit directions -> cells ---- */

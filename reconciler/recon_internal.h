@@ -99,6 +99,15 @@ int rcn_run_init(struct run *r, const struct cfg *cfg, const struct recon_input 
 void rcn_run_free(struct run *r);
 /* The accumulator of the pair (src, dst), made when new; NULL when out of memory. */
 struct cell_acc *rcn_cell_get(struct run *r, int src, int dst);
+/* An owner's rollup key and its hash, made once for every pair it is credited on. */
+struct rcn_owner {
+    struct recon_rollup key;
+    uint64_t hash;
+};
+void rcn_owner_init(struct rcn_owner *o, const char *source, const char *workflow, const char *user,
+                    const char *program, const char *host, const struct recon_kube *kube);
+/* rcn_attribute for an owner made by rcn_owner_init (its key's sites are overwritten). */
+int rcn_attribute_owner(struct run *r, int src, int dst, struct rcn_owner *o, uint64_t bytes);
 /* Credits bytes of one kind between two sites to one owner (kube: NULL outside pods) on every
  * hop of the pair's path: the cells and the rollup. 0 or -1 (out of memory). */
 int rcn_attribute(struct run *r, int src, int dst, const char *source, const char *workflow,

@@ -261,14 +261,16 @@ static int credit_conn(struct run *r, const struct conn *c, struct recon_result 
     if (c->side[0].seen && c->side[1].seen)
         out->n_both_ends++;
     uint64_t dir[2];
+    struct rcn_owner o;
+    rcn_owner_init(&o, rcn_src_socket, owner->workflow, owner->user, owner->program, owner->host,
+                   &owner->kube);
     for (int from = 0; from < 2; from++) {
         int to = 1 - from;
         /* one connection, one direction: max(sender tx, receiver rx) */
         uint64_t sent = c->side[from].seen ? c->side[from].tx : 0;
         uint64_t got = c->side[to].seen ? c->side[to].rx : 0;
         dir[from] = sent > got ? sent : got;
-        if (rcn_attribute(r, c->site[from], c->site[to], rcn_src_socket, owner->workflow,
-                          owner->user, owner->program, owner->host, &owner->kube, dir[from]))
+        if (rcn_attribute_owner(r, c->site[from], c->site[to], &o, dir[from]))
             return -1;
     }
     char ep[INET6_ADDRSTRLEN + 16];
