@@ -338,7 +338,8 @@ void store_write_group(struct store *st, struct sg_item *it, size_t n)
 void store_group_metrics(struct evbuffer *out)
 {
     evbuffer_add_printf(out, "# HELP wanledger_ingest_commit_reports Agent reports per ingest "
-                             "transaction (grouped commit: store_group.h).\n"
+                             "transaction (grouped commit: store_group.h; reports with NAS rows, "
+                             "written alone, are not counted).\n"
                              "# TYPE wanledger_ingest_commit_reports histogram\n");
     unsigned long long cum = 0;
     for (size_t k = 0; k < N_SIZES; k++) {
