@@ -138,6 +138,14 @@ static int copy_day(PGconn *db, const struct member *mem, size_t m, int64_t day,
     return rc;
 }
 
+void store_group_prepare(const struct cfg *cfg, const struct ingest_batch *b, struct chblock *blk)
+{
+    memset(blk, 0, sizeof *blk);
+    if (cfg->clickhouse.enabled && b->n_rows &&
+        chblock_build(b->copy, b->copy_len, b->window_start_us, blk) < 0)
+        memset(blk, 0, sizeof *blk);
+}
+
 /* What the first round trip needs per member: its statement's parameters. */
 struct row_args {
     const char *p[INGEST_REPORT_PARAMS + 4];
@@ -147,8 +155,8 @@ struct row_args {
 };
 
 /* BEGIN and every member's row (and outbox block) in one pipeline; fills mem[].fresh. */
-static int write_rows(struct store *st, struct member *mem, size_t m, struct row_args *a, char *err,
-                      size_t errlen)
+static int write_rows(struct store *st, struct sg_item *it, struct member *mem, size_t m,
+                      struct row_args *a, char *err, size_t errlen)
 {
     bool ch = st->cfg->clickhouse.enabled;
     struct pgc_stmt s[1 + SG_MAX_REPORTS] = {{.what = "BEGIN", .sql = "BEGIN"}};
@@ -163,7 +171,13 @@ static int write_rows(struct store *st, struct member *mem, size_t m, struct row
         if (!ch || !b->n_rows)
             continue;
         size_t hexlen;
-        if (chblock_build(b->copy, b->copy_len, b->window_start_us, &a[i].blk) < 0 ||
+        struct chblock *pre = &it[mem[i].idx].blk; /* built where it was parsed */
+        if (pre->data) {
+            a[i].blk = *pre;
+            memset(pre, 0, sizeof *pre);
+        }
+        if ((!a[i].blk.data &&
+             chblock_build(b->copy, b->copy_len, b->window_start_us, &a[i].blk) < 0) ||
             !(a[i].hex = PQescapeByteaConn(st->db, (const unsigned char *)a[i].blk.data,
                                            a[i].blk.len, &hexlen))) {
             snprintf(err, errlen, "ch_outbox: cannot build the ClickHouse block (out of memory)");
@@ -250,7 +264,7 @@ static int group_once(struct store *st, struct sg_item *it, struct member *mem, 
         return -1;
     struct row_args a[SG_MAX_REPORTS];
     memset(a, 0, sizeof a);
-    int rc = write_rows(st, mem, m, a, err, errlen);
+    int rc = write_rows(st, it, mem, m, a, err, errlen);
     if (rc == 0 && st->cfg->clickhouse.enabled) {
         for (size_t i = 0; i < m; i++) /* handed to the flusher after COMMIT (chstore_queue.h) */
             if (mem[i].fresh && a[i].hex)
@@ -281,7 +295,16 @@ static void write_alone(struct store *st, struct sg_item *it)
     observe(1);
 }
 
+static void write_group(struct store *st, struct sg_item *it, size_t n);
+
 void store_write_group(struct store *st, struct sg_item *it, size_t n)
+{
+    write_group(st, it, n);
+    for (size_t i = 0; i < n; i++) /* not used: written alone, or not fresh */
+        chblock_free(&it[i].blk);
+}
+
+static void write_group(struct store *st, struct sg_item *it, size_t n)
 {
     struct member mem[SG_MAX_REPORTS];
     bool in_group[SG_MAX_REPORTS * 4];

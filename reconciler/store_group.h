@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "chstore_block.h"
 #include "ingest.h"
 #include "store.h"
 
@@ -26,8 +27,12 @@
 
 struct sg_item {
     const struct ingest_batch *b; /* in */
-    struct store_result res;      /* out, as store_write fills it */
-    int rc;                       /* out: 0 stored (or a resend), -1 not stored (err) */
+    /* in, optional (zeroed when none): b's ClickHouse block, built by store_group_prepare where
+     * b was parsed, so that the group's writer does not compress every member's flows itself;
+     * taken and freed by store_write_group */
+    struct chblock blk;
+    struct store_result res; /* out, as store_write fills it */
+    int rc;                  /* out: 0 stored (or a resend), -1 not stored (err) */
     char err[512];
 };
 
@@ -35,6 +40,11 @@ struct sg_item {
  * shared nas_windows rows, whose lock order across several reports the group does not control;
  * they are rare and stay on the one-report path). */
 bool store_groupable(const struct ingest_batch *b);
+
+/* With ClickHouse configured, builds b's outbox block (chstore_block.h) into *blk for
+ * sg_item.blk; leaves it empty otherwise, for a report without flows, or out of memory (the
+ * writer then builds it). */
+void store_group_prepare(const struct cfg *cfg, const struct ingest_batch *b, struct chblock *blk);
 
 /* Writes it[0..n) (each store_groupable) and fills every item's res, rc and err exactly as
  * store_write would for it alone in this order. Reports of an agent already in the group with

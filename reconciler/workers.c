@@ -44,6 +44,7 @@ void wk_job_free(struct wk_job *job)
     free(job->reply);
     if (job->parsed)
         ingest_batch_free(&job->batch);
+    chblock_free(&job->blk);
     free(job);
 }
 
@@ -195,8 +196,10 @@ static void write_one(struct wk_pool *p, struct store *st, struct wk_job *j)
 static void write_group(struct wk_pool *p, struct store *st, struct wk_job **g, size_t n)
 {
     struct sg_item it[SG_MAX_REPORTS];
-    for (size_t i = 0; i < n; i++)
-        it[i].b = &g[i]->batch;
+    for (size_t i = 0; i < n; i++) {
+        it[i] = (struct sg_item){.b = &g[i]->batch, .blk = g[i]->blk};
+        memset(&g[i]->blk, 0, sizeof g[i]->blk); /* taken by store_write_group */
+    }
     store_write_group(st, it, n);
     for (size_t i = 0; i < n; i++)
         answer(p, g[i], it[i].rc, &it[i].res, it[i].err);
@@ -264,7 +267,9 @@ static void *run(void *arg)
             j->status = 500;
         else if (parse_job(p, j) == 0) {
             ready = store_groupable(&j->batch);
-            if (!ready)
+            if (ready) /* compressed here, in parallel, not by the group's writer */
+                store_group_prepare(p->cfg, &j->batch, &j->blk);
+            else
                 write_one(p, st, j);
         }
 

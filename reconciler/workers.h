@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "body.h"
+#include "chstore_block.h"
 #include "config.h"
 #include "ingest.h"
 #include "metrics.h"
@@ -43,6 +44,7 @@ struct wk_job {
     char *reply; /* JSON body, malloc'd */
     bool parsed; /* batch holds the parsed body (an agent report waiting on the ready list) */
     struct ingest_batch batch;
+    struct chblock blk; /* with ClickHouse: the report's outbox block, built where parsed */
     struct wk_job *next;
 };
 

@@ -61,8 +61,12 @@ static long long ch(const char *agents, const char *what)
 
 static void write_group(struct grp_report **r, size_t n, struct sg_item *it)
 {
-    for (size_t i = 0; i < n; i++)
-        it[i].b = &r[i]->b;
+    for (size_t i = 0; i < n; i++) { /* the block built where parsed (as the workers do) for
+                                      * every other one; the writer builds the others' */
+        it[i] = (struct sg_item){.b = &r[i]->b};
+        if (i % 2 == 0)
+            store_group_prepare(g_cfg, &r[i]->b, &it[i].blk);
+    }
     store_write_group(g_st, it, n);
 }
 

@@ -85,7 +85,7 @@ static void assert_flows(const char *agent, long long rows, long long tx, long l
 static void write_group(struct grp_report **r, size_t n, struct sg_item *it)
 {
     for (size_t i = 0; i < n; i++)
-        it[i].b = &r[i]->b;
+        it[i] = (struct sg_item){.b = &r[i]->b};
     store_write_group(g_st, it, n);
 }
 
