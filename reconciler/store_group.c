@@ -328,7 +328,9 @@ static void write_group(struct store *st, struct sg_item *it, size_t n)
         if (ok)
             mem[m++] = (struct member){.idx = i, .b = b, .seq = seq};
     }
-    if (m >= 2) {
+    /* one report goes the group's way too when its ClickHouse block is built already (not
+     * compressed twice); otherwise alone, as store_write writes it */
+    if (m >= 2 || (m == 1 && it[mem[0].idx].blk.data)) {
         qsort(mem, m, sizeof mem[0], member_cmp); /* the rows' lock order */
         char err[512];
         if (group_once(st, it, mem, m, err, sizeof err) == 0) {
@@ -341,11 +343,13 @@ static void write_group(struct store *st, struct sg_item *it, size_t n)
                 PQpipelineStatus(st->db) == PQ_PIPELINE_OFF)
                 PQclear(PQexec(st->db, "ROLLBACK"));
             chq_release(&st->held, false);
-            atomic_fetch_add(&fallbacks, 1);
-            log_info("ingest",
-                     "grouped commit of %zu reports rolled back (%s): writing them one "
-                     "by one",
-                     m, err);
+            if (m >= 2) {
+                atomic_fetch_add(&fallbacks, 1);
+                log_info("ingest",
+                         "grouped commit of %zu reports rolled back (%s): writing them"
+                         " one by one",
+                         m, err);
+            }
             for (size_t i = 0; i < n; i++) /* every report alone, in arrival order */
                 write_alone(st, &it[i]);
             return;

@@ -155,6 +155,23 @@ static void test_outbox_group(void **state)
     assert_int_equal(ch("'cl'", "sum(tx_bytes)"), l.tx_sum);
     assert_int_equal(ch("'ck','cl'", "sum(rx_bytes)"), k.rx_sum + l.rx_sum);
     grp_report_free(&k), grp_report_free(&l), grp_report_free(&k2), grp_report_free(&m);
+
+    /* a report alone, its block built where it was parsed: written with that block */
+    struct grp_report q1;
+    grp_report(&q1, g_cfg, "cq", 1, W0, 12, 50, 0, NOW);
+    chq_enable(true);
+    struct grp_report *one[] = {&q1};
+    write_group(one, 1, it);
+    assert_int_equal(it[0].rc, 0);
+    assert_int_equal(it[0].res.stored, 12);
+    chq_state(&q);
+    assert_int_equal(q.blocks, 1);
+    assert_int_equal(q.rows, 12);
+    chq_enable(false);
+    drain();
+    assert_int_equal(ch("'cq'", "count()"), 12);
+    assert_int_equal(ch("'cq'", "sum(tx_bytes)"), q1.tx_sum);
+    grp_report_free(&q1);
 }
 
 /* One report of three is refused by the database (its outbox row breaks a CHECK): rolled back
