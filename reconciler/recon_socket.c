@@ -36,14 +36,20 @@
 
 int rcn_threads(const struct recon_input *in)
 {
-    if (in->threads > 0)
-        return in->threads > RCN_MAX_THREADS ? RCN_MAX_THREADS : in->threads;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t by_size = in->n_flows / RCN_FLOWS_PER_THREAD;
-    long n = cores < RCN_AUTO_THREADS_LIMIT ? cores : RCN_AUTO_THREADS_LIMIT;
-    if ((size_t)n > by_size)
-        n = (long)by_size;
-    return n < 1 ? 1 : (int)n;
+    int n = in->threads;
+    const char *env = getenv("WL_RECON_THREADS");
+    if (n <= 0 && env && *env) /* 1..8; anything else is ignored */
+        n = atoi(env) >= 1 && atoi(env) <= RCN_MAX_THREADS ? atoi(env) : 0;
+    if (n > 0)
+        return n > RCN_MAX_THREADS ? RCN_MAX_THREADS : n;
+    /* half the cores: the other half ingests (on 2 cores a second thread gained nothing and cost
+     * 27 % more CPU: BENCHMARKS.md "One window on several threads") */
+    long half = sysconf(_SC_NPROCESSORS_ONLN) / 2;
+    long by_size = (long)(in->n_flows / RCN_FLOWS_PER_THREAD);
+    long m = half < RCN_AUTO_THREADS_LIMIT ? half : RCN_AUTO_THREADS_LIMIT;
+    if (m > by_size)
+        m = by_size;
+    return m < 1 ? 1 : (int)m;
 }
 
 static int cmp_endpoint(const struct endpoint *a, const struct endpoint *b)
