@@ -29,7 +29,6 @@ static void cv_init(void)
 
 void chq_hold(struct chq_held *h, int64_t id, size_t rows, struct chblock *blk)
 {
-    chq_release(h, false);
     struct chq_block *b = calloc(1, sizeof *b);
     if (!b) {
         chblock_free(blk);
@@ -39,7 +38,11 @@ void chq_hold(struct chq_held *h, int64_t id, size_t rows, struct chblock *blk)
     b->rows = rows;
     b->blk = *blk;
     memset(blk, 0, sizeof *blk);
-    h->b = b;
+    if (h->b)
+        h->last->next = b;
+    else
+        h->b = b;
+    h->last = b;
 }
 
 static void free_one(struct chq_block *b)
@@ -59,36 +62,42 @@ void chq_free_list(struct chq_block *list)
 
 void chq_release(struct chq_held *h, bool committed)
 {
-    struct chq_block *b = h->b;
-    h->b = NULL;
-    if (!b)
+    struct chq_block *list = h->b;
+    h->b = h->last = NULL;
+    if (!list)
         return;
     if (!committed) {
-        free_one(b);
+        chq_free_list(list);
         return;
     }
     pthread_once(&cv_once, cv_init);
+    struct chq_block *left = NULL; /* not queued: the flusher reads them from ch_outbox */
     pthread_mutex_lock(&mu);
-    bool room = n_blocks < CHQ_MAX_BLOCKS && n_bytes + b->blk.len <= CHQ_MAX_BYTES;
-    if (enabled && room) {
-        b->at_ns = tm_mono_ns();
+    while (list) {
+        struct chq_block *b = list;
+        list = b->next;
         b->next = NULL;
-        if (tail)
-            tail->next = b;
-        else
-            head = b;
-        tail = b;
-        n_blocks++;
-        n_rows += b->rows;
-        n_bytes += b->blk.len;
-        b = NULL;
-        pthread_cond_signal(&cv);
-    } else if (enabled) {
-        atomic_fetch_add(&overflow, 1);
+        bool room = n_blocks < CHQ_MAX_BLOCKS && n_bytes + b->blk.len <= CHQ_MAX_BYTES;
+        if (enabled && room) {
+            b->at_ns = tm_mono_ns();
+            if (tail)
+                tail->next = b;
+            else
+                head = b;
+            tail = b;
+            n_blocks++;
+            n_rows += b->rows;
+            n_bytes += b->blk.len;
+        } else {
+            if (enabled)
+                atomic_fetch_add(&overflow, 1);
+            b->next = left;
+            left = b;
+        }
     }
+    pthread_cond_signal(&cv);
     pthread_mutex_unlock(&mu);
-    if (b)
-        free_one(b); /* not queued: the flusher reads it from ch_outbox */
+    chq_free_list(left);
 }
 
 void chq_enable(bool on)

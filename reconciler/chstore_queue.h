@@ -28,15 +28,18 @@ struct chq_block {
     struct chq_block *next;
 };
 
-/* A block written by a not yet committed transaction (store.c keeps one per worker). */
+/* The blocks written by a not yet committed transaction (store.c keeps one per worker): one for
+ * a report written alone, one per fresh report of a grouped commit (store_group.h), in the order
+ * of their ch_outbox ids. */
 struct chq_held {
-    struct chq_block *b;
+    struct chq_block *b, *last;
 };
 
-/* Takes blk (blk is emptied) as the block of ch_outbox row id with rows flow records. On out of
- * memory the block is freed (it is in ch_outbox). */
+/* Takes blk (blk is emptied) as the block of ch_outbox row id with rows flow records, after the
+ * blocks already held. On out of memory the block is freed (it is in ch_outbox). */
 void chq_hold(struct chq_held *h, int64_t id, size_t rows, struct chblock *blk);
-/* After COMMIT (committed true): queues the held block; after ROLLBACK: frees it. */
+/* After COMMIT (committed true): queues every held block, in order (each one that finds the queue
+ * full is counted as an overflow and left to ch_outbox); after ROLLBACK: frees them. */
 void chq_release(struct chq_held *h, bool committed);
 
 /* The flusher thread turns the queue on when it starts and off when it stops (blocks still

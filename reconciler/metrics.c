@@ -8,6 +8,7 @@
 #include "chstore_flush.h"
 #include "flowin.h"
 #include "gaps.h"
+#include "store_group.h"
 
 /* Latency histogram buckets, seconds. */
 static const double BUCKETS[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
@@ -253,4 +254,5 @@ void metrics_render(struct metrics *m, PGconn *db, struct evbuffer *out)
     render_db_gauges(db, out);
     flowin_metrics(db, out);  /* the flow collectors' drops, reported with their batches */
     chflush_metrics(db, out); /* the ClickHouse outbox (0 without ClickHouse) */
+    store_group_metrics(out); /* reports per ingest commit, grouped commits rolled back */
 }

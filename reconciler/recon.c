@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "hindex.h"
+#include "recon_internal.h"
 #include "sitemap.h"
 
 const char *recon_status_name(enum cell_status s)
@@ -47,9 +48,16 @@ enum cell_status recon_cell_status(const struct cfg *cfg, double valid_fraction,
     return cell_status_of(cfg, valid_fraction, observed_payload_bytes, has_coverage, coverage);
 }
 
-static const char *str_or_empty(const char *s)
+const char *rcn_str(const char *s)
 {
     return s ? s : "";
+}
+
+int rcn_site_of(const struct cfg *cfg, const struct recon_addr *a)
+{
+    if (a->family != AF_INET && a->family != AF_INET6)
+        return -1;
+    return sm_lookup(cfg->sitemap, a->family, a->addr);
 }
 
 /* ---- per-link counters over the window ---- */
@@ -191,79 +199,6 @@ static int count_links(const struct cfg *cfg, const struct recon_input *in, stru
     return 0;
 }
 
-/* ---- the working state of one run ---- */
-
-struct pair_path {
-    uint64_t key;
-    size_t off, len; /* into run.path_sites */
-};
-
-struct cell_acc {
-    uint64_t key;
-    struct recon_cell cell;
-    double payload;
-};
-
-struct endpoint {
-    int family;
-    uint8_t addr[16];
-    uint16_t port;
-};
-
-struct conn_side {
-    bool seen;
-    enum recon_role role;
-    uint64_t tx, rx;
-    const struct recon_flow *owner;
-};
-
-struct conn {
-    uint64_t hash;
-    int proto;
-    struct endpoint ep[2]; /* ep[0] < ep[1] */
-    int site[2];
-    struct conn_side side[2];
-};
-
-struct host_site {
-    const struct recon_flow *flow; /* the first of the host's flows with a site */
-    int site;
-};
-
-/* A pair's entry in the route index: the first configured route of (src, dst), or -1 when
- * only a link joins them. */
-struct pair_route {
-    uint64_t key;
-    int route;
-};
-
-struct run {
-    const struct cfg *cfg;
-    const struct recon_input *in;
-    struct pair_route *routes;
-    size_t n_routes, cap_routes;
-    struct hix route_ix;
-    struct cell_acc *cells;
-    size_t n_cells, cap_cells;
-    struct hix cell_ix;
-    struct pair_path *paths;
-    size_t n_paths, cap_paths;
-    struct hix path_ix;
-    int *path_sites;
-    size_t n_path_sites, cap_path_sites;
-    struct recon_rollup *rollup;
-    size_t n_rollup, cap_rollup;
-    struct hix rollup_ix;
-    struct conn *conns;
-    size_t n_conns, cap_conns;
-    struct hix conn_ix;
-    struct host_site *hosts;
-    size_t n_hosts, cap_hosts;
-    struct recon_deps_acc deps;
-    struct hix host_ix;
-    int *path_buf;
-};
-
 static uint64_t pair_key(int src, int dst)
 {
     return ((uint64_t)(uint32_t)src << 32) | (uint32_t)dst;
@@ -274,7 +209,7 @@ static int eq_cell(const void *ctx, size_t idx, const void *key)
     return ((const struct run *)ctx)->cells[idx].key == *(const uint64_t *)key;
 }
 
-static struct cell_acc *cell_get(struct run *r, int src, int dst)
+struct cell_acc *rcn_cell_get(struct run *r, int src, int dst)
 {
     uint64_t key = pair_key(src, dst), h = hix_mix(0, key);
     struct hix_slot *s = hix_find(&r->cell_ix, h, eq_cell, r, &key);
@@ -401,63 +336,78 @@ static int eq_rollup(const void *ctx, size_t idx, const void *key)
            strcmp(a->kube.container, b->kube.container) == 0;
 }
 
-static const char SRC_SOCKET[] = "socket", SRC_NFS[] = "nfs", SRC_SERVICE[] = "service";
+const char rcn_src_socket[] = "socket", rcn_src_nfs[] = "nfs", rcn_src_service[] = "service";
 
-/* Credits bytes of one kind between two sites to one owner (kube: NULL outside pods), on every
- * hop of the pair's path. */
-static int attribute(struct run *r, int src, int dst, const char *source, const char *workflow,
-                     const char *user, const char *program, const char *host,
-                     const struct recon_kube *kube, uint64_t bytes)
+void rcn_owner_init(struct rcn_owner *o, const char *source, const char *workflow, const char *user,
+                    const char *program, const char *host, const struct recon_kube *kube)
+{
+    o->key = (struct recon_rollup){.source = source,
+                                   .workflow = rcn_str(workflow),
+                                   .user = rcn_str(user),
+                                   .program = rcn_str(program),
+                                   .host = rcn_str(host),
+                                   .kube = {rcn_str(kube ? kube->ns : NULL),
+                                            rcn_str(kube ? kube->pod : NULL),
+                                            rcn_str(kube ? kube->container : NULL)}};
+    const struct recon_rollup *k = &o->key;
+    uint64_t h = hix_hash_str(
+        hix_hash_str(
+            hix_hash_str(hix_hash_str(hix_mix(0, (uintptr_t)source), k->workflow), k->user),
+            k->program),
+        k->host);
+    o->hash =
+        hix_hash_str(hix_hash_str(hix_hash_str(h, k->kube.ns), k->kube.pod), k->kube.container);
+}
+
+int rcn_attribute_owner(struct run *r, int src, int dst, struct rcn_owner *o, uint64_t bytes)
 {
     if (bytes == 0)
         return 0;
     const struct pair_path *p = path_get(r, src, dst);
     if (!p)
         return -1;
-    struct recon_rollup key = {.source = source,
-                               .workflow = str_or_empty(workflow),
-                               .user = str_or_empty(user),
-                               .program = str_or_empty(program),
-                               .host = str_or_empty(host),
-                               .kube = {str_or_empty(kube ? kube->ns : NULL),
-                                        str_or_empty(kube ? kube->pod : NULL),
-                                        str_or_empty(kube ? kube->container : NULL)}};
-    uint64_t base = hix_hash_str(
-        hix_hash_str(
-            hix_hash_str(hix_hash_str(hix_mix(0, (uintptr_t)source), key.workflow), key.user),
-            key.program),
-        key.host);
-    base = hix_hash_str(hix_hash_str(hix_hash_str(base, key.kube.ns), key.kube.pod),
-                        key.kube.container);
+    struct recon_rollup *key = &o->key;
+    const char *source = key->source;
     size_t off = p->off, len = p->len;
     for (size_t i = 0; i + 1 < len; i++) {
         int a = r->path_sites[off + i], b = r->path_sites[off + i + 1];
-        struct cell_acc *c = cell_get(r, a, b);
+        struct cell_acc *c = rcn_cell_get(r, a, b);
         if (!c)
             return -1;
-        if (source == SRC_SOCKET)
+        if (source == rcn_src_socket)
             c->cell.socket_bytes += bytes;
-        else if (source == SRC_NFS)
+        else if (source == rcn_src_nfs)
             c->cell.nfs_bytes += bytes;
         else
             c->cell.service_bytes += bytes;
-        key.src_site = a;
-        key.dst_site = b;
-        uint64_t h = hix_mix(base, pair_key(a, b));
-        struct hix_slot *s = hix_find(&r->rollup_ix, h, eq_rollup, r, &key);
+        key->src_site = a;
+        key->dst_site = b;
+        uint64_t h = hix_mix(o->hash, pair_key(a, b));
+        struct hix_slot *s = hix_find(&r->rollup_ix, h, eq_rollup, r, key);
         if (s->idx1) {
             r->rollup[s->idx1 - 1].bytes += bytes;
             continue;
         }
         if (hix_grow((void **)&r->rollup, &r->cap_rollup, r->n_rollup + 1, sizeof *r->rollup))
             return -1;
-        r->rollup[r->n_rollup] = key;
+        r->rollup[r->n_rollup] = *key;
         r->rollup[r->n_rollup].bytes = bytes;
         if (hix_put(&r->rollup_ix, s, h, r->n_rollup))
             return -1;
         r->n_rollup++;
     }
     return 0;
+}
+
+int rcn_attribute(struct run *r, int src, int dst, const char *source, const char *workflow,
+                  const char *user, const char *program, const char *host,
+                  const struct recon_kube *kube, uint64_t bytes)
+{
+    if (bytes == 0)
+        return 0;
+    struct rcn_owner o;
+    rcn_owner_init(&o, source, workflow, user, program, host, kube);
+    return rcn_attribute_owner(r, src, dst, &o, bytes);
 }
 
 /* ---- counters -> circuit directions -> cells ---- */
@@ -532,7 +482,7 @@ static int observe_circuits(struct run *r, const struct link_counts *lc, int64_t
                 o->utilization = (double)part->octets * 8.0 /
                                  ((double)part->covered_us / 1e6 * (double)o->capacity_bps);
             }
-            struct cell_acc *c = cell_get(r, from, to);
+            struct cell_acc *c = rcn_cell_get(r, from, to);
             if (!c)
                 goto cleanup;
             if (!c->cell.has_link || o->valid_fraction < c->cell.valid_fraction)
@@ -549,225 +499,13 @@ cleanup:
     return rc;
 }
 
-/* ---- socket flows: de-duplication and both-ends matching ---- */
-
-static int site_of(const struct cfg *cfg, const struct recon_addr *a)
+int rcn_add_nfs_flow(struct run *r, const struct recon_flow *f, struct recon_result *out)
 {
-    if (a->family != AF_INET && a->family != AF_INET6)
-        return -1;
-    return sm_lookup(cfg->sitemap, a->family, a->addr);
-}
-
-static int cmp_endpoint(const struct endpoint *a, const struct endpoint *b)
-{
-    if (a->family != b->family)
-        return a->family < b->family ? -1 : 1;
-    int c = memcmp(a->addr, b->addr, 16);
-    if (c)
-        return c;
-    return (a->port > b->port) - (a->port < b->port);
-}
-
-static int eq_conn(const void *ctx, size_t idx, const void *key)
-{
-    const struct conn *a = &((const struct run *)ctx)->conns[idx], *b = key;
-    return a->proto == b->proto && cmp_endpoint(&a->ep[0], &b->ep[0]) == 0 &&
-           cmp_endpoint(&a->ep[1], &b->ep[1]) == 0;
-}
-
-static int eq_host(const void *ctx, size_t idx, const void *key)
-{
-    return strcmp(((const struct run *)ctx)->hosts[idx].flow->host, (const char *)key) == 0;
-}
-
-/* Whether flow a came before flow b (recon_flow_order; else their order in flows[]). */
-static bool came_before(const struct run *r, const struct recon_flow *a, const struct recon_flow *b)
-{
-    size_t i = (size_t)(a - r->in->flows), j = (size_t)(b - r->in->flows);
-    const struct recon_flow_order *o = r->in->order;
-    if (o && o[i].seq != o[j].seq)
-        return o[i].seq < o[j].seq;
-    if (o) {
-        int c = strcmp(o[i].agent, o[j].agent);
-        if (c)
-            return c < 0;
-        if (o[i].idx != o[j].idx)
-            return o[i].idx < o[j].idx;
-    }
-    return i < j;
-}
-
-static bool is_dedup_flow(const struct cfg *cfg, const struct recon_flow *f)
-{
-    for (size_t i = 0; i < cfg->n_nfs_ports; i++)
-        if (f->local_port == cfg->nfs_ports[i] || f->remote_port == cfg->nfs_ports[i])
-            return true;
-    if (cfg->n_services == 0)
-        return false;
-    if (cfg_service_of_port(cfg, f->local_port) >= 0 ||
-        cfg_service_of_port(cfg, f->remote_port) >= 0)
-        return true;
-    return f->user && cfg_service_of_user(cfg, f->user) >= 0;
-}
-
-static int note_host_site(struct run *r, const struct recon_flow *f, int site)
-{
-    if (!f->host || site < 0)
-        return 0;
-    uint64_t h = hix_hash_str(0, f->host);
-    struct hix_slot *s = hix_find(&r->host_ix, h, eq_host, r, f->host);
-    if (s->idx1) {
-        struct host_site *hs = &r->hosts[s->idx1 - 1];
-        if (came_before(r, f, hs->flow))
-            *hs = (struct host_site){.flow = f, .site = site};
-        return 0;
-    }
-    if (hix_grow((void **)&r->hosts, &r->cap_hosts, r->n_hosts + 1, sizeof *r->hosts))
-        return -1;
-    r->hosts[r->n_hosts] = (struct host_site){.flow = f, .site = site};
-    if (hix_put(&r->host_ix, s, h, r->n_hosts))
-        return -1;
-    r->n_hosts++;
-    return 0;
-}
-
-static int add_socket_flow(struct run *r, const struct recon_flow *f, struct recon_result *out)
-{
-    int ls = site_of(r->cfg, &f->local), rs = site_of(r->cfg, &f->remote);
-    if (note_host_site(r, f, ls))
-        return -1;
-    if (ls < 0 || rs < 0) {
-        out->n_unmapped++;
-        return 0;
-    }
-    if (ls == rs) {
-        out->n_intra_site++;
-        return 0;
-    }
-    if (is_dedup_flow(r->cfg, f)) {
-        out->n_dedup_flows++;
-        return 0;
-    }
-    struct conn key;
-    memset(&key, 0, sizeof key);
-    struct endpoint l = {.family = f->local.family, .port = f->local_port};
-    struct endpoint m = {.family = f->remote.family, .port = f->remote_port};
-    memcpy(l.addr, f->local.addr, 16);
-    memcpy(m.addr, f->remote.addr, 16);
-    int me = cmp_endpoint(&l, &m) <= 0 ? 0 : 1; /* which side of the connection reported */
-    key.proto = f->proto;
-    key.ep[me] = l;
-    key.ep[1 - me] = m;
-    key.site[me] = ls;
-    key.site[1 - me] = rs;
-    uint64_t h =
-        hix_hash_bytes(hix_hash_bytes(hix_mix(0, (uint64_t)f->proto), &key.ep[0], sizeof key.ep[0]),
-                       &key.ep[1], sizeof key.ep[1]);
-    struct hix_slot *s = hix_find(&r->conn_ix, h, eq_conn, r, &key);
-    struct conn *c;
-    if (s->idx1) {
-        c = &r->conns[s->idx1 - 1];
-    } else {
-        if (hix_grow((void **)&r->conns, &r->cap_conns, r->n_conns + 1, sizeof *r->conns))
-            return -1;
-        c = &r->conns[r->n_conns];
-        *c = key;
-        c->hash = h;
-        if (hix_put(&r->conn_ix, s, h, r->n_conns))
-            return -1;
-        r->n_conns++;
-    }
-    /* the owner: the side's first flow with a known role, else its first flow (in arrival
-     * order: came_before) */
-    struct conn_side *side = &c->side[me];
-    bool known = f->role != RECON_ROLE_UNKNOWN, side_known = side->role != RECON_ROLE_UNKNOWN;
-    if (!side->seen || (known && !side_known) ||
-        (known == side_known && came_before(r, f, side->owner))) {
-        side->role = f->role;
-        side->owner = f;
-    }
-    side->seen = true;
-    side->tx += f->tx_bytes;
-    side->rx += f->rx_bytes;
-    return 0;
-}
-
-/* The side whose owner is credited: the client (connecting) side when known. */
-static int credited_side(const struct conn *c)
-{
-    for (int i = 0; i < 2; i++)
-        if (c->side[i].seen && c->side[i].role == RECON_ROLE_CLIENT)
-            return i;
-    for (int i = 0; i < 2; i++)
-        if (c->side[i].seen && c->side[i].role == RECON_ROLE_SERVER && c->side[1 - i].seen)
-            return 1 - i;
-    return c->side[0].seen ? 0 : 1;
-}
-
-/* The remote end of a connection as its dependency: a configured endpoint's name, else the
- * listening side's ADDR:PORT, else (the credited side listened) the remote client's address. */
-static enum recon_dep_kind dep_endpoint(const struct cfg *cfg, const struct conn *c, int credited,
-                                        char *buf, size_t len)
-{
-    const struct endpoint *e = &c->ep[1 - credited];
-    bool remote_listens = c->side[credited].role != RECON_ROLE_SERVER ||
-                          c->side[1 - credited].role == RECON_ROLE_SERVER;
-    char a[INET6_ADDRSTRLEN] = "?";
-    if (remote_listens) {
-        const char *name = cfg_endpoint_name(cfg, e->family, e->addr, e->port);
-        if (name) {
-            snprintf(buf, len, "%s", name);
-            return RECON_DEP_SERVICE;
-        }
-    }
-    inet_ntop(e->family == AF_INET6 ? AF_INET6 : AF_INET, e->addr, a, sizeof a);
-    if (!remote_listens)
-        snprintf(buf, len, "%s", a);
-    else if (e->family == AF_INET6)
-        snprintf(buf, len, "[%s]:%u", a, e->port);
-    else
-        snprintf(buf, len, "%s:%u", a, e->port);
-    return RECON_DEP_PEER;
-}
-
-static int credit_connections(struct run *r, struct recon_result *out)
-{
-    for (size_t i = 0; i < r->n_conns; i++) {
-        const struct conn *c = &r->conns[i];
-        int credited = credited_side(c);
-        const struct recon_flow *owner = c->side[credited].owner;
-        if (c->side[0].seen && c->side[1].seen)
-            out->n_both_ends++;
-        uint64_t dir[2];
-        for (int from = 0; from < 2; from++) {
-            int to = 1 - from;
-            /* one connection, one direction: max(sender tx, receiver rx) */
-            uint64_t sent = c->side[from].seen ? c->side[from].tx : 0;
-            uint64_t got = c->side[to].seen ? c->side[to].rx : 0;
-            dir[from] = sent > got ? sent : got;
-            if (attribute(r, c->site[from], c->site[to], SRC_SOCKET, owner->workflow, owner->user,
-                          owner->program, owner->host, &owner->kube, dir[from]))
-                return -1;
-        }
-        char ep[INET6_ADDRSTRLEN + 16];
-        enum recon_dep_kind kind = dep_endpoint(r->cfg, c, credited, ep, sizeof ep);
-        if (recon_deps_add(&r->deps, c->site[credited], c->site[1 - credited], owner->workflow,
-                           owner->user, owner->program, kind, ep, dir[credited], dir[1 - credited],
-                           1))
-            return -1;
-    }
-    return 0;
-}
-
-static int add_nfs_flow(struct run *r, const struct recon_flow *f, struct recon_result *out)
-{
-    int client = site_of(r->cfg, &f->local);
+    int client = rcn_site_of(r->cfg, &f->local);
     if (client < 0 && f->local.family == 0 && f->host) {
-        struct hix_slot *s = hix_find(&r->host_ix, hix_hash_str(0, f->host), eq_host, r, f->host);
-        if (s->idx1)
-            client = r->hosts[s->idx1 - 1].site;
+        client = rcn_host_site(r->host_run, f->host);
     }
-    int server = site_of(r->cfg, &f->nfs_server);
+    int server = rcn_site_of(r->cfg, &f->nfs_server);
     if (client < 0 || server < 0) {
         out->n_unmapped++;
         return 0;
@@ -778,8 +516,8 @@ static int add_nfs_flow(struct run *r, const struct recon_flow *f, struct recon_
     }
     int src = f->nfs_op == RECON_NFS_READ ? server : client;
     int dst = f->nfs_op == RECON_NFS_READ ? client : server;
-    if (attribute(r, src, dst, SRC_NFS, f->workflow, f->user, f->program, f->host, &f->kube,
-                  f->nfs_bytes))
+    if (rcn_attribute(r, src, dst, rcn_src_nfs, f->workflow, f->user, f->program, f->host, &f->kube,
+                      f->nfs_bytes))
         return -1;
     /* dependency: "SERVER:EXPORT" seen from the client's site */
     char a[INET6_ADDRSTRLEN] = "?", ep[INET6_ADDRSTRLEN + 1100];
@@ -799,8 +537,8 @@ static int site_of_end(const struct cfg *cfg, const char *s)
     return i >= 0 ? i : cfg_site_of_addr(cfg, s);
 }
 
-static int add_transfer(struct run *r, const struct recon_transfer *t, int64_t ws, int64_t we,
-                        struct recon_result *out)
+int rcn_add_transfer(struct run *r, const struct recon_transfer *t, int64_t ws, int64_t we,
+                     struct recon_result *out)
 {
     uint64_t part = recon_spread(t->bytes, t->start_us, t->end_us, ws, we);
     if (part == 0)
@@ -814,7 +552,8 @@ static int add_transfer(struct run *r, const struct recon_transfer *t, int64_t w
         out->n_intra_site++;
         return 0;
     }
-    if (attribute(r, src, dst, SRC_SERVICE, t->workflow, t->requester, t->service, "", NULL, part))
+    if (rcn_attribute(r, src, dst, rcn_src_service, t->workflow, t->requester, t->service, "", NULL,
+                      part))
         return -1;
     /* dependency: the requester's work is at the destination; it pulls from the source */
     char ep[1100];
@@ -899,7 +638,7 @@ static int finish_cells(struct run *r, struct recon_result *out)
     return 0;
 }
 
-static void run_free(struct run *r)
+void rcn_run_free(struct run *r)
 {
     free(r->cells);
     hix_free(&r->cell_ix);
@@ -918,13 +657,32 @@ static void run_free(struct run *r)
     hix_free(&r->route_ix);
 }
 
+int rcn_run_init(struct run *r, const struct cfg *cfg, const struct recon_input *in, size_t expect)
+{
+    memset(r, 0, sizeof *r);
+    r->cfg = cfg;
+    r->in = in;
+    r->host_run = r;
+    r->path_buf = malloc((cfg->n_sites + 2) * sizeof *r->path_buf);
+    /* the connections' array at its likely size at once: doubling a 5 M-connection array
+     * copies it again and again */
+    if (!r->path_buf || hix_init(&r->cell_ix, 256) || hix_init(&r->path_ix, 256) ||
+        hix_init(&r->rollup_ix, 1024 + expect / 4) || hix_init(&r->conn_ix, expect) ||
+        hix_init(&r->host_ix, 64) || recon_deps_init(&r->deps, expect / 4 + 16) ||
+        hix_grow((void **)&r->conns, &r->cap_conns, expect + 1, sizeof *r->conns) ||
+        routes_index(r))
+        return -1;
+    return 0;
+}
+
 int recon_run(const struct cfg *cfg, const struct recon_input *in, struct recon_result *out,
               char *err, size_t errlen)
 {
     int rc = -1;
-    struct run r = {.cfg = cfg, .in = in};
+    struct run r;
     struct link_counts *lc = NULL;
     memset(out, 0, sizeof *out);
+    memset(&r, 0, sizeof r);
     if (cfg->window_seconds <= 0 ||
         in->window_start_us % ((int64_t)cfg->window_seconds * 1000000) != 0) {
         snprintf(err, errlen, "recon: window_start %lld is not aligned to %d s",
@@ -933,39 +691,22 @@ int recon_run(const struct cfg *cfg, const struct recon_input *in, struct recon_
     }
     int64_t ws = in->window_start_us, window_us = (int64_t)cfg->window_seconds * 1000000;
     lc = calloc(cfg->n_links + 1, sizeof *lc);
-    r.path_buf = malloc((cfg->n_sites + 2) * sizeof *r.path_buf);
-    if (!lc || !r.path_buf || hix_init(&r.cell_ix, 256) || hix_init(&r.path_ix, 256) ||
-        hix_init(&r.rollup_ix, 1024) || hix_init(&r.conn_ix, in->n_flows) ||
-        hix_init(&r.host_ix, 64) || recon_deps_init(&r.deps, in->n_flows + in->n_transfers) ||
-        routes_index(&r)) {
+    if (!lc || rcn_run_init(&r, cfg, in, in->n_flows / (size_t)rcn_threads(in))) {
         snprintf(err, errlen, "recon: out of memory");
         goto cleanup;
     }
     if (count_links(cfg, in, lc, err, errlen))
         goto cleanup;
-    if (observe_circuits(&r, lc, window_us, out))
-        goto oom;
-    for (size_t i = 0; i < in->n_flows; i++)
-        if (in->flows[i].source == RECON_FLOW_SOCKET && add_socket_flow(&r, &in->flows[i], out))
-            goto oom;
-    if (credit_connections(&r, out))
-        goto oom;
-    for (size_t i = 0; i < in->n_flows; i++)
-        if (in->flows[i].source == RECON_FLOW_NFS && add_nfs_flow(&r, &in->flows[i], out))
-            goto oom;
-    for (size_t i = 0; i < in->n_transfers; i++)
-        if (add_transfer(&r, &in->transfers[i], ws, ws + window_us, out))
-            goto oom;
-    if (finish_cells(&r, out))
-        goto oom;
+    if (observe_circuits(&r, lc, window_us, out) || rcn_flows(&r, ws, ws + window_us, out) ||
+        finish_cells(&r, out)) {
+        snprintf(err, errlen, "recon: out of memory");
+        goto cleanup;
+    }
     rc = 0;
-    goto cleanup;
-oom:
-    snprintf(err, errlen, "recon: out of memory");
 cleanup:
     if (rc)
         recon_result_free(out);
-    run_free(&r);
+    rcn_run_free(&r);
     free(lc);
     return rc;
 }

@@ -92,6 +92,7 @@ struct recon_input {
     const struct recon_flow_order *order; /* NULL (flows[] is in arrival order) or n_flows */
     const struct recon_transfer *transfers;
     size_t n_transfers;
+    int threads; /* 1..8; 0: WL_RECON_THREADS, else one per 200,000 flows up to half the cores */
 };
 
 /* What the counters say about one direction (src_site -> dst_site) of one circuit. */

@@ -505,16 +505,21 @@ static int eval_read_histories(PGconn *db, struct eval *e, char *err, size_t err
     char sinces[TM_RFC3339_LEN];
     rdb_fmt_ts(sinces, e->since);
     const char *p2[] = {e->srcs.p, e->dsts.p, e->kinds.p, sinces};
+    /* per candidate pair, its rows by the pair index (LATERAL, OFFSET 0: never flattened into
+     * a join the planner may turn round). As a plain join, statistics that call heatmap_cells
+     * empty (analyzed after a bulk delete or while the table was small, with this window's
+     * cells just written) made it loop over the cells with the candidates inside: 129 s for
+     * 10,000 candidates, against 0.07 s this way whatever the statistics */
     static const char cells_sql[] =
-        "WITH c(src_site, dst_site, kind) AS ("
-        "  SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))"
-        " SELECT DISTINCT ON (h.src_site, h.dst_site, h.window_start)"
-        "  h.src_site, h.dst_site, (extract(epoch FROM h.window_start) * 1000000)::bigint,"
+        "WITH c AS (SELECT DISTINCT u.src_site, u.dst_site"
+        "  FROM unnest($1::text[], $2::text[], $3::text[]) AS u(src_site, dst_site, kind)"
+        "  WHERE u.kind IN ('gap', 'over'))"
+        " SELECT c.src_site, c.dst_site, (extract(epoch FROM h.window_start) * 1000000)::bigint,"
         "  h.status, coalesce(h.unattributed_bytes, 0), coalesce(h.observed_payload_bytes, 0),"
         "  h.coverage"
-        " FROM heatmap_cells h JOIN c USING (src_site, dst_site)"
-        " WHERE c.kind IN ('gap', 'over') AND h.window_start >= $4::timestamptz"
-        " ORDER BY h.src_site, h.dst_site, h.window_start";
+        " FROM c CROSS JOIN LATERAL (SELECT * FROM heatmap_cells h WHERE h.src_site = c.src_site"
+        "  AND h.dst_site = c.dst_site AND h.window_start >= $4::timestamptz OFFSET 0) h"
+        " ORDER BY c.src_site, c.dst_site, h.window_start";
     e->hr = rdb_q(db, "reading cell history", err, errlen, cells_sql, 4, p2);
     if (!e->hr)
         return -1;

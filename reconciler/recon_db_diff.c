@@ -120,7 +120,7 @@ static int first_write(PGconn *db, const struct rdb_diff_table *t, const char *w
     static char sql[8192];
     char src[256];
     out->written = n_rows;
-    bool sorted = t->keyed && n_rows >= rdb_diff_sort_above;
+    bool sorted = t->keyed && !t->ordered && n_rows >= rdb_diff_sort_above;
     if (!sorted) {
         snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN%s", t->table, t->cols,
                  t->binary ? " (FORMAT binary)" : "");
@@ -143,6 +143,10 @@ static int first_write(PGconn *db, const struct rdb_diff_table *t, const char *w
         return h;
     /* the rows just written: in the temp table (wl_sign 1) or read back by window; ws is
      * rdb_fmt_ts's text (digits, '-', ':', 'T', 'Z', '.'): safe as a literal here */
+    if (!sorted && t->hourly_first) {
+        snprintf(sql, sizeof sql, t->hourly_first, ws);
+        return run(db, what, sql, 0, NULL, NULL, err, errlen);
+    }
     if (sorted)
         snprintf(src, sizeof src, "%s", tmp);
     else

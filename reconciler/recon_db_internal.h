@@ -70,6 +70,11 @@ struct rdb_diff_table {
     /* the key is a btree (a primary key): a big first write goes in in key order
      * (rdb_diff_sort_above); without one the rows are COPYed straight in */
     bool keyed;
+    /* the data is in key order already: a first write is COPYed straight in at any size */
+    bool ordered;
+    /* when set, the hourly upsert of a first write COPYed straight in (%s: the window, as
+     * rdb_fmt_ts text), for a table with one row per key and window: no grouping, no sort */
+    const char *hourly_first;
 };
 
 /* Rows of the window: written (new or changed), removed (stored rows changed or gone), unchanged

@@ -14,14 +14,8 @@
 #include "gaps.h"
 #include "nasin.h"
 #include "recon_db.h"
+#include "store_internal.h"
 #include "timeutil.h"
-
-struct store {
-    const struct cfg *cfg;
-    PGconn *db;
-    bool staged;          /* the session's temporary staging tables exist */
-    struct chq_held held; /* the outbox block for the flusher, queued after COMMIT */
-};
 
 static const char SQL_STAGING[] =
     "CREATE TEMP TABLE IF NOT EXISTS wl_counter_in ("
@@ -33,7 +27,7 @@ static const char SQL_STAGING[] =
     " service text, id text, requester text, workflow text, src text, dst text, bytes bigint,"
     " start_at timestamptz, end_at timestamptz) ON COMMIT DELETE ROWS";
 
-static const char SQL_REPORT[] =
+const char STORE_SQL_REPORT[] =
     "INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds, dropped_events,"
     " sampling_k, sampling_threshold, flows_seen, n_flows, ch_pending)"
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::boolean AND $10::int > 0)"
@@ -70,12 +64,6 @@ static const char *copy_flows_sql(void)
     pthread_once(&once, build_copy_flows_sql);
     return copy_flows;
 }
-
-/* Marks as recon_db_mark_done expects: a fresh clock_timestamp() on every mark. */
-#define MARK_WINDOWS                                                                               \
-    " INSERT INTO window_state (window_start, window_seconds, dirty, last_data_at)"                \
-    " SELECT ws, $1::int, true, clock_timestamp() FROM w"                                          \
-    " ON CONFLICT (window_start) DO UPDATE SET dirty = true, last_data_at = clock_timestamp()"
 
 static const char SQL_MARK_ONE[] = "WITH w AS (SELECT $2::timestamptz AS ws)" MARK_WINDOWS;
 
@@ -120,7 +108,7 @@ static const char SQL_TRANSFERS[] =
     " mark AS (" MARK_WINDOWS ")"
     " SELECT count(*) FROM ins";
 
-static void set_err(char *err, size_t errlen, const char *what, const char *msg)
+void store_set_err(char *err, size_t errlen, const char *what, const char *msg)
 {
     snprintf(err, errlen, "%s: %s", what, msg);
     size_t n = strlen(err);
@@ -182,7 +170,7 @@ static int run(PGconn *db, const char *what, const char *sql, int nparams,
         nparams ? PQexecParams(db, sql, nparams, NULL, params, NULL, NULL, 0) : PQexec(db, sql);
     ExecStatusType s = PQresultStatus(r);
     if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
-        set_err(err, errlen, what, PQresultErrorMessage(r));
+        store_set_err(err, errlen, what, PQresultErrorMessage(r));
         PQclear(r);
         return -1;
     }
@@ -222,7 +210,7 @@ static int write_report_outbox(struct store *st, const struct ingest_batch *b, c
     PGresult *r = PQexecParams(st->db, SQL_REPORT_OUTBOX, N, NULL, p, lens, fmts, 0);
     int rc = 0;
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
-        set_err(err, errlen, "flow_reports/ch_outbox", PQresultErrorMessage(r));
+        store_set_err(err, errlen, "flow_reports/ch_outbox", PQresultErrorMessage(r));
         rc = -1;
     } else {
         *fresh = atoi(PQgetvalue(r, 0, 0));
@@ -238,10 +226,10 @@ static int write_report_outbox(struct store *st, const struct ingest_batch *b, c
  * flows go to: COPY into the partition itself, not through the parent, spares the server the
  * tuple routing set up per COPY (a report is one window, so one day; reconciler/README.md
  * "Round trips and COPY target"). */
-static void copy_target_sql(const struct ingest_batch *b, char *out, size_t len)
+void store_copy_target_sql(int64_t window_start_us, char *out, size_t len)
 {
     char table[64];
-    db_partition_name("flow_records", b->window_start_us, table, sizeof table);
+    db_partition_name("flow_records", window_start_us, table, sizeof table);
     const char *all = copy_flows_sql(); /* "COPY flow_records (" ... */
     snprintf(out, len, "COPY %s%s", table, all + strlen("COPY flow_records"));
 }
@@ -271,7 +259,7 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
         struct pgc_stmt first[2] = {
             {.what = "BEGIN", .sql = "BEGIN"},
             {.what = "flow_reports",
-             .sql = SQL_REPORT,
+             .sql = STORE_SQL_REPORT,
              .nparams = INGEST_REPORT_PARAMS + 1,
              .params = params},
         };
@@ -280,7 +268,7 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
         fresh = first[1].ntuples;
         if (fresh && b->n_rows) {
             char sql[1200];
-            copy_target_sql(b, sql, sizeof sql);
+            store_copy_target_sql(b->window_start_us, sql, sizeof sql);
             if (pgc_copy_in(st->db, "flow_records", sql, b->copy, b->copy_len, err, errlen) < 0)
                 return -1;
         }
@@ -329,22 +317,30 @@ static int write_staged(struct store *st, const struct ingest_batch *b, struct s
     return 0;
 }
 
+int store_ensure_days(struct store *st, const int64_t *days, size_t n, char *err, size_t errlen)
+{
+    /* only the days that hold rows (ingest bounds their number), one call per run of days;
+     * days are sorted and distinct */
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j + 1 < n && days[j + 1] == days[j] + 1)
+            j++;
+        if (db_ensure_partitions(st->db, days[i] * 86400 * TM_USEC_PER_SEC,
+                                 days[j] * 86400 * TM_USEC_PER_SEC, err, errlen) < 0)
+            return -1;
+        i = j + 1;
+    }
+    return 0;
+}
+
 static int write_once(struct store *st, const struct ingest_batch *b, struct store_result *res,
                       char *err, size_t errlen)
 {
     if (b->n_rows == 0 && b->kind != INGEST_ATTRIBUTIONS)
         return 0;
     /* partitions first, in their own transaction: a rollback of ours must not undo them */
-    /* only the days that hold rows (ingest bounds their number), one call per run of days */
-    for (size_t i = 0; i < b->n_days;) {
-        size_t j = i;
-        while (j + 1 < b->n_days && b->days[j + 1] == b->days[j] + 1)
-            j++;
-        if (db_ensure_partitions(st->db, b->days[i] * 86400 * TM_USEC_PER_SEC,
-                                 b->days[j] * 86400 * TM_USEC_PER_SEC, err, errlen) < 0)
-            return -1;
-        i = j + 1;
-    }
+    if (store_ensure_days(st, b->days, b->n_days, err, errlen) < 0)
+        return -1;
     int rc;
     if (b->kind == INGEST_ATTRIBUTIONS) {
         rc = write_attributions(st, b, res, err, errlen); /* its BEGIN and COMMIT pipelined */

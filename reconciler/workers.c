@@ -14,6 +14,7 @@
 #include "log.h"
 #include "quarantine.h"
 #include "store.h"
+#include "store_group.h"
 #include "timeutil.h"
 
 struct wk_pool {
@@ -26,8 +27,11 @@ struct wk_pool {
     int n_threads;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    struct wk_job *queue, *queue_tail; /* waiting */
+    struct wk_job *queue, *queue_tail; /* waiting to be parsed */
     size_t queued;
+    struct wk_job *ready, *ready_tail; /* parsed agent reports waiting to be written */
+    size_t n_ready;
+    int writing;             /* workers writing a group now */
     struct wk_job *finished; /* waiting for the event loop */
     bool stop;
 };
@@ -38,6 +42,9 @@ void wk_job_free(struct wk_job *job)
         return;
     free(job->body);
     free(job->reply);
+    if (job->parsed)
+        ingest_batch_free(&job->batch);
+    chblock_free(&job->blk);
     free(job);
 }
 
@@ -85,15 +92,15 @@ static int to_json(struct wk_job *j, struct evbuffer *out)
     return 0;
 }
 
-/* Validates and commits one body; fills status and reply. Runs on a worker thread. */
-static void process(struct wk_pool *p, struct store *st, struct wk_job *j)
+/* Decodes and validates a job's body into j->batch (j->parsed); -1 with status and reply set
+ * when it is refused. Runs on a worker thread. */
+static int parse_job(struct wk_pool *p, struct wk_job *j)
 {
     struct evbuffer *out = evbuffer_new();
-    struct ingest_batch b;
     struct ingest_error e;
     if (!out) {
         j->status = 500;
-        return;
+        return -1;
     }
     if (j->coding != BODY_IDENTITY) {
         struct body_error be;
@@ -105,59 +112,123 @@ static void process(struct wk_pool *p, struct store *st, struct wk_job *j)
             jw_error(out, be.msg, "$");
             j->reply = take_string(out);
             evbuffer_free(out);
-            return;
+            return -1;
         }
         free(j->body);
         j->body = plain;
         j->len = plain_len;
     }
     if (j->msgpack && to_json(j, out) < 0)
-        return;
-    int rc = ingest_parse(p->cfg, j->kind, j->body, j->len, tm_now_us(), &b, &e);
+        return -1;
+    int rc = ingest_parse(p->cfg, j->kind, j->body, j->len, tm_now_us(), &j->batch, &e);
     free(j->body); /* the rows are in the batch now */
     j->body = NULL;
     if (rc < 0) {
         log_info(j->peer, "%s rejected (%d): %s at %s", j->path, e.status, e.msg, e.path);
         j->status = e.status;
         jw_error(out, e.msg, e.path);
+        j->reply = take_string(out);
     } else {
-        struct store_result res;
-        char err[512];
-        if (store_write(st, &b, &res, err, sizeof(err)) < 0 ||
-            qr_write(store_db(st), &b, j->peer, err, sizeof(err)) < 0) {
-            log_error(j->peer, "%s not stored: %s", j->path, err);
-            char msg[600];
-            snprintf(msg, sizeof(msg), "not stored: %s", err);
-            j->status = 503;
-            jw_error(out, msg, "$");
-        } else {
-            metrics_rows(p->metrics, j->ep, res.received, res.stored);
-            log_debug(j->peer, "%s: %zu rows, %zu new", j->path, res.received, res.stored);
-            j->status = 200;
-            if (j->kind == INGEST_TRANSFERS) {
-                metrics_rejected(p->metrics, j->ep, b.n_rejects);
-                if (b.n_rejects)
-                    log_info(j->peer,
-                             "%s: %zu of %zu records rejected (kept in rejected_records),"
-                             " first at %s: %s",
-                             j->path, b.n_rejects, b.n_records, b.rejects[0].path,
-                             b.rejects[0].msg);
-                qr_reply(out, &b, &res);
-            } else {
-                struct jw w;
-                jw_init(&w, out);
-                jw_begin_object(&w);
-                jw_kv_u64(&w, "received", res.received);
-                jw_kv_u64(&w, "stored", res.stored);
-                jw_kv_u64(&w, "duplicate", res.received - res.stored);
-                jw_end(&w);
-                evbuffer_add(out, "\n", 1);
-            }
-        }
-        ingest_batch_free(&b);
+        j->parsed = true;
     }
-    j->reply = take_string(out);
     evbuffer_free(out);
+    return rc;
+}
+
+/* Fills status and reply of a parsed job from its write (rc, res, err) and frees its batch. */
+static void answer(struct wk_pool *p, struct wk_job *j, int rc, const struct store_result *res,
+                   const char *err)
+{
+    struct evbuffer *out = evbuffer_new();
+    const struct ingest_batch *b = &j->batch;
+    if (!out) {
+        j->status = 500;
+    } else if (rc < 0) {
+        log_error(j->peer, "%s not stored: %s", j->path, err);
+        char msg[600];
+        snprintf(msg, sizeof(msg), "not stored: %s", err);
+        j->status = 503;
+        jw_error(out, msg, "$");
+    } else {
+        metrics_rows(p->metrics, j->ep, res->received, res->stored);
+        log_debug(j->peer, "%s: %zu rows, %zu new", j->path, res->received, res->stored);
+        j->status = 200;
+        if (j->kind == INGEST_TRANSFERS) {
+            metrics_rejected(p->metrics, j->ep, b->n_rejects);
+            if (b->n_rejects)
+                log_info(j->peer,
+                         "%s: %zu of %zu records rejected (kept in rejected_records),"
+                         " first at %s: %s",
+                         j->path, b->n_rejects, b->n_records, b->rejects[0].path,
+                         b->rejects[0].msg);
+            qr_reply(out, b, res);
+        } else {
+            struct jw w;
+            jw_init(&w, out);
+            jw_begin_object(&w);
+            jw_kv_u64(&w, "received", res->received);
+            jw_kv_u64(&w, "stored", res->stored);
+            jw_kv_u64(&w, "duplicate", res->received - res->stored);
+            jw_end(&w);
+            evbuffer_add(out, "\n", 1);
+        }
+    }
+    if (out) {
+        j->reply = take_string(out);
+        evbuffer_free(out);
+    }
+    ingest_batch_free(&j->batch);
+    j->parsed = false;
+}
+
+/* Commits one parsed job alone (counters, transfers, reports with NAS rows). */
+static void write_one(struct wk_pool *p, struct store *st, struct wk_job *j)
+{
+    struct store_result res;
+    char err[512];
+    int rc = store_write(st, &j->batch, &res, err, sizeof(err));
+    if (rc == 0)
+        rc = qr_write(store_db(st), &j->batch, j->peer, err, sizeof(err));
+    answer(p, j, rc, &res, err);
+}
+
+/* Commits parsed agent reports g[0..n) together (store_group.h) and answers each. */
+static void write_group(struct wk_pool *p, struct store *st, struct wk_job **g, size_t n)
+{
+    struct sg_item it[SG_MAX_REPORTS];
+    for (size_t i = 0; i < n; i++) {
+        it[i] = (struct sg_item){.b = &g[i]->batch, .blk = g[i]->blk};
+        memset(&g[i]->blk, 0, sizeof g[i]->blk); /* taken by store_write_group */
+    }
+    store_write_group(st, it, n);
+    for (size_t i = 0; i < n; i++)
+        answer(p, g[i], it[i].rc, &it[i].res, it[i].err);
+}
+
+/* Pops the oldest ready reports, up to SG_MAX_REPORTS and SG_MAX_ROWS flow records (at least
+ * one). Called with the lock held. */
+static size_t take_ready(struct wk_pool *p, struct wk_job **g)
+{
+    size_t n = 0, rows = 0;
+    while (p->ready && n < SG_MAX_REPORTS &&
+           (n == 0 || rows + p->ready->batch.n_rows <= SG_MAX_ROWS)) {
+        struct wk_job *j = p->ready;
+        p->ready = j->next;
+        if (!p->ready)
+            p->ready_tail = NULL;
+        p->n_ready--;
+        rows += j->batch.n_rows;
+        g[n++] = j;
+    }
+    return n;
+}
+
+/* Called with the lock held: j is answered, for the event loop. */
+static void finished(struct wk_pool *p, struct wk_job *j)
+{
+    j->next = p->finished;
+    p->finished = j;
+    event_active(p->done_ev, EV_READ, 0);
 }
 
 static void *run(void *arg)
@@ -166,10 +237,24 @@ static void *run(void *arg)
     struct store *st = store_new(p->cfg);
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->stop && !p->queue)
+        while (!p->stop && !p->queue && !p->ready)
             pthread_cond_wait(&p->cv, &p->mu);
         if (p->stop)
             break;
+        /* write the ready reports when nobody else is writing them or nothing is left to
+         * parse; otherwise parse the next job while the other worker's group is written */
+        if (p->ready && (!p->queue || p->writing == 0)) {
+            struct wk_job *g[SG_MAX_REPORTS];
+            size_t n = take_ready(p, g);
+            p->writing++;
+            pthread_mutex_unlock(&p->mu);
+            write_group(p, st, g, n);
+            pthread_mutex_lock(&p->mu);
+            p->writing--;
+            for (size_t i = 0; i < n; i++)
+                finished(p, g[i]);
+            continue;
+        }
         struct wk_job *j = p->queue;
         p->queue = j->next;
         if (!p->queue)
@@ -177,15 +262,29 @@ static void *run(void *arg)
         p->queued--;
         pthread_mutex_unlock(&p->mu);
 
-        if (st)
-            process(p, st, j);
-        else
+        bool ready = false;
+        if (!st)
             j->status = 500;
+        else if (parse_job(p, j) == 0) {
+            ready = store_groupable(&j->batch);
+            if (ready) /* compressed here, in parallel, not by the group's writer */
+                store_group_prepare(p->cfg, &j->batch, &j->blk);
+            else
+                write_one(p, st, j);
+        }
 
         pthread_mutex_lock(&p->mu);
-        j->next = p->finished;
-        p->finished = j;
-        event_active(p->done_ev, EV_READ, 0);
+        if (ready) {
+            j->next = NULL;
+            if (p->ready_tail)
+                p->ready_tail->next = j;
+            else
+                p->ready = j;
+            p->ready_tail = j;
+            p->n_ready++;
+        } else {
+            finished(p, j);
+        }
     }
     pthread_mutex_unlock(&p->mu);
     store_close(st);
@@ -251,7 +350,7 @@ struct wk_pool *wk_start(struct event_base *base, const struct cfg *cfg, struct 
 int wk_submit(struct wk_pool *p, struct wk_job *job)
 {
     pthread_mutex_lock(&p->mu);
-    if (p->queued >= WK_MAX_QUEUE) {
+    if (p->queued + p->n_ready >= WK_MAX_QUEUE) {
         pthread_mutex_unlock(&p->mu);
         return -1;
     }
@@ -277,8 +376,8 @@ void wk_stop(struct wk_pool *p)
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->n_threads; i++)
         pthread_join(p->threads[i], NULL);
-    struct wk_job *lists[2] = {p->queue, p->finished};
-    for (int k = 0; k < 2; k++)
+    struct wk_job *lists[3] = {p->queue, p->ready, p->finished};
+    for (int k = 0; k < 3; k++)
         while (lists[k]) {
             struct wk_job *next = lists[k]->next;
             wk_job_free(lists[k]);

@@ -2,22 +2,30 @@
  * its own PostgreSQL connection, so one request's JSON is parsed while another's COPY runs in the
  * database; the event loop thread only receives requests and sends the answers. A finished job is
  * handed back to the event loop (event_active, thread-safe after evthread_use_pthreads), which
- * replies: evhttp stays single-threaded. */
+ * replies: evhttp stays single-threaded.
+ * Agent reports are committed in groups (store_group.h): a worker parses one job at a time and
+ * puts a parsed report on the pool's ready list; a worker writes the ready reports (up to
+ * SG_MAX_REPORTS / SG_MAX_ROWS) in one transaction when no other worker is writing or nothing is
+ * left to parse — so while one worker's group is in the database the other parses the next
+ * reports, and nothing waits for a group to fill: at low load a report is written alone, as soon
+ * as it is parsed. Every job of a group is answered after the group's COMMIT. */
 #ifndef WL_WORKERS_H
 #define WL_WORKERS_H
 
 #include <event2/event.h>
 #include <event2/http.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "body.h"
+#include "chstore_block.h"
 #include "config.h"
 #include "ingest.h"
 #include "metrics.h"
 
 #define WK_THREADS   2  /* one per core of the reference machine */
-#define WK_MAX_QUEUE 32 /* jobs waiting beyond this are refused with 503 */
+#define WK_MAX_QUEUE 32 /* jobs waiting (to be parsed or written) beyond this: 503 */
 
 struct wk_job {
     struct evhttp_request *req; /* touched only on the event loop thread */
@@ -34,6 +42,9 @@ struct wk_job {
     /* the outcome, filled by a worker */
     int status;
     char *reply; /* JSON body, malloc'd */
+    bool parsed; /* batch holds the parsed body (an agent report waiting on the ready list) */
+    struct ingest_batch batch;
+    struct chblock blk; /* with ClickHouse: the report's outbox block, built where parsed */
     struct wk_job *next;
 };
 

@@ -8,7 +8,7 @@ fresh table LIKE flow_records INCLUDING ALL (same indexes) of the tested databas
 Prints per step the wall time, flow records/s, the ratio to the same round's \\copy, the CPU per
 flow record of wanledger + every PostgreSQL process, the per-report acknowledgement p50/p99/max
 and the load average after it; then the medians."""
-import argparse, os, statistics, subprocess, sys, time
+import argparse, http.client, os, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from ingestlib import FLOWS, cpu_of, cpu_s, load, post_all as post, report_body, wait_port
@@ -132,6 +132,21 @@ for p in paths:
           (p["name"], n_rows / med(0), n_rows / max(x[0] for x in v), n_rows / min(x[0] for x in v),
            med(1), min(x[1] for x in v), max(x[1] for x in v), med(2), med(6), med(7), med(3),
            med(4), len(v)))
+for p in paths:  # the grouped commit's sizes (store_group.h), where the build has them
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", p["port"], timeout=10)
+        c.request("GET", "/metrics")
+        m = dict(l.rsplit(" ", 1) for l in c.getresponse().read().decode().splitlines()
+                 if l.startswith("wanledger_ingest_"))
+        if "wanledger_ingest_commit_reports_count" in m:
+            print("%s: %s agent reports in %s ingest transactions (<=1: %s, <=2: %s, <=4: %s,"
+                  " <=8: %s, <=16: %s), %s grouped commits rolled back (/metrics, every step)" %
+                  (p["name"], m["wanledger_ingest_commit_reports_sum"],
+                   m["wanledger_ingest_commit_reports_count"],
+                   *[m['wanledger_ingest_commit_reports_bucket{le="%d"}' % k]
+                     for k in (1, 2, 4, 8, 16)], m["wanledger_ingest_group_fallbacks_total"]))
+    except (OSError, KeyError, ValueError) as ex:
+        print("%s: no /metrics figures (%s)" % (p["name"], ex))
 print("psql \\copy: median %.0f flow records/s (range %.0f-%.0f); load at the end %s" %
       (n_rows / statistics.median(res["copy"]), n_rows / max(res["copy"]),
        n_rows / min(res["copy"]), load()))

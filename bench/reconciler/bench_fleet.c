@@ -25,15 +25,13 @@
 #include "th_clickhouse.h"
 #include "timeutil.h"
 
+#include "bench_fleet_shape.h"
 #include "bench_util.h"
 
-#define N_SITES          500
-#define N_NEIGHBOURS     10 /* circuits per site: 500 x 10 = 5,000 */
-#define FLOWS_PER_REPORT 1000
-#define N_CLIENTS        2
-#define BACKLOG          4
-#define BACKLOG_FLOWS    250000
-#define MAX_RUNS         20
+#define N_CLIENTS     2
+#define BACKLOG       4
+#define BACKLOG_FLOWS 250000
+#define MAX_RUNS      20
 
 static const char *const TOKEN_A = "bench-agent-token-0123456789";
 static const char *const TOKEN_P = "bench-poller-token-0123456789";
@@ -43,28 +41,7 @@ static int g_port;
 static void write_config(const char *conninfo)
 {
     struct str s = {0};
-    sadd(&s,
-         "{\"window_seconds\": 60, \"grace_seconds\": 90, \"tick_seconds\": 3600,\n"
-         " \"database\": \"%s\", \"listen\": \"127.0.0.1:%d\", \"tokens_file\": \"tokens.json\",\n"
-         " \"limits\": {\"max_body_bytes\": 67108864},\n \"sites\": [",
-         conninfo, g_port);
-    for (int i = 0; i < N_SITES; i++)
-        sadd(&s, "%s{\"name\": \"s%03d\", \"prefixes\": [\"10.%d.%d.0/24\"]}", i ? ", " : "", i,
-             1 + i / 200, i % 200);
-    sadd(&s, "],\n \"devices\": [");
-    for (int i = 0; i < N_SITES; i++)
-        sadd(&s, "%s{\"name\": \"r%03d\", \"site\": \"s%03d\", \"gnmi\": {}}", i ? ", " : "", i, i);
-    sadd(&s, "],\n \"links\": [");
-    for (int i = 0; i < N_SITES; i++)
-        for (int d = 1; d <= N_NEIGHBOURS; d++) {
-            int j = (i + d) % N_SITES;
-            sadd(&s,
-                 "%s{\"device\": \"r%03d\", \"interface\": \"to-s%03d\", \"site\": \"s%03d\","
-                 " \"peer_site\": \"s%03d\", \"circuit\": \"c%03d-%03d\","
-                 " \"capacity_bps\": 100000000000}\n",
-                 i || d > 1 ? ", " : "", i, j, i, j, i, j);
-        }
-    sadd(&s, "]}\n");
+    fleet_config(&s, conninfo, g_port);
     FILE *f = fopen(g_cfg, "w");
     if (!f || fwrite(s.p, 1, s.n, f) != s.n || fclose(f) != 0)
         die("cannot write %s", g_cfg);
@@ -79,7 +56,7 @@ static void write_config(const char *conninfo)
     chmod(tp, 0600);
 }
 
-/* Report r of a window: the agent of site r % 500 (host r / 500), 1,000 flows. */
+/* Report r of a window (bench_fleet_shape.h). */
 static char *make_report(int r, int64_t ws, int seq, size_t *len)
 {
     struct str s = {0};
@@ -90,18 +67,15 @@ static char *make_report(int r, int64_t ws, int seq, size_t *len)
          "\"window_start\":\"%s\",\"window_seconds\":60,\"dropped_events\":0,\"flows\":[",
          src, host, src, host, seq, tm_format_rfc3339(ws, t));
     for (int k = 0; k < FLOWS_PER_REPORT; k++) {
-        int j = k % 12;
-        int dst = j < N_NEIGHBOURS ? (src + 1 + j) % N_SITES
-                                   : (src + 2 * N_NEIGHBOURS + (k / 12) % 200) % N_SITES;
-        long long tx = 100000 + ((long long)r * 7919 + (long long)k * 104729) % 900000;
+        struct fleet_flow f;
+        fleet_flow(r, k, &f);
         sadd(&s,
              "%s{\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"10.%d.%d.%d:%d\","
              "\"remote\":\"10.%d.%d.%d:5201\",\"role\":\"client\",\"tx_bytes\":%lld,"
              "\"rx_bytes\":%lld,\"pid\":%d,\"uid\":%d,\"user\":\"user%02d\","
              "\"program\":\"prog%02d\",\"workflow\":\"wf-%04d\",\"container\":\"\"}",
-             k ? "," : "", 1 + src / 200, src % 200, 1 + host % 250, 10000 + k, 1 + dst / 200,
-             dst % 200, 1 + k % 250, tx, tx / 50, 1000 + k % 97, 1000 + (k / 12) % 4, (k / 12) % 4,
-             (k / 12) % 2, src * 3 + (k / 12) % 3);
+             k ? "," : "", f.local[0], f.local[1], f.local[2], f.local_port, f.remote[0],
+             f.remote[1], f.remote[2], f.tx, f.rx, f.pid, f.uid, f.user, f.program, f.workflow);
     }
     sadd(&s, "]}");
     *len = s.n;

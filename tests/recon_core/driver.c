@@ -391,26 +391,10 @@ static bool same_str(const char *a, const char *b)
     return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
-/* The window again with its flows in reverse and their arrival order given as recon_flow_order
- * (as the ClickHouse path passes them): every result must be the same. */
-static void check_any_order(struct scn *s, const struct recon_input *in0)
+/* Whether two results of one window are the same in every figure and row. */
+static bool same_result(const struct recon_result *a, const struct recon_result *b)
 {
-    size_t n = in0->n_flows;
-    struct recon_flow *rev = xrealloc(NULL, (n + 1) * sizeof *rev);
-    struct recon_flow_order *ord = xrealloc(NULL, (n + 1) * sizeof *ord);
-    for (size_t i = 0; i < n; i++) {
-        rev[i] = in0->flows[n - 1 - i];
-        /* arrival position n-1-i spelt as (seq, agent, idx): seq and idx split it, agent ties */
-        ord[i] = (struct recon_flow_order){(n - 1 - i) / 3, "agent", (n - 1 - i) % 3};
-    }
-    struct recon_input in = *in0;
-    in.flows = rev;
-    in.order = ord;
-    struct recon_result r;
-    char err[256];
-    if (recon_run(s->cfg, &in, &r, err, sizeof err))
-        scn_fail(s, "recon_run (flows reversed): %s", err);
-    const struct recon_result *a = &s->res;
+    const struct recon_result r = *b;
     bool same = r.n_cells == a->n_cells && r.n_rollup == a->n_rollup && r.n_deps == a->n_deps &&
                 r.n_links == a->n_links && r.n_unmapped == a->n_unmapped &&
                 r.n_intra_site == a->n_intra_site && r.n_dedup_flows == a->n_dedup_flows &&
@@ -443,10 +427,45 @@ static void check_any_order(struct scn *s, const struct recon_input *in0)
                same_str(x->workflow, y->workflow) && same_str(x->user, y->user) &&
                same_str(x->program, y->program);
     }
-    if (!same)
-        scn_fail(s, "window %lld: flows in reverse with their order given differ from in order",
-                 (long long)s->window);
-    recon_result_free(&r);
+    return same;
+}
+
+/* The window again with its flows in reverse and their arrival order given as recon_flow_order
+ * (as the ClickHouse path passes them), and split across 2 and 3 threads (recon_socket.c), in
+ * order and reversed: every result must be the same as the one-thread run in order. */
+static void check_any_order(struct scn *s, const struct recon_input *in0)
+{
+    size_t n = in0->n_flows;
+    struct recon_flow *rev = xrealloc(NULL, (n + 1) * sizeof *rev);
+    struct recon_flow_order *ord = xrealloc(NULL, (n + 1) * sizeof *ord);
+    for (size_t i = 0; i < n; i++) {
+        rev[i] = in0->flows[n - 1 - i];
+        /* arrival position n-1-i spelt as (seq, agent, idx): seq and idx split it, agent ties */
+        ord[i] = (struct recon_flow_order){(n - 1 - i) / 3, "agent", (n - 1 - i) % 3};
+    }
+    static const struct {
+        bool reversed;
+        int threads;
+    } runs[] = {{true, 1}, {false, 2}, {true, 2}, {false, 3}, {true, 3}};
+    for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+        struct recon_input in = *in0;
+        if (runs[k].reversed) {
+            in.flows = rev;
+            in.order = ord;
+        }
+        in.threads = runs[k].threads;
+        struct recon_result r;
+        char err[256];
+        if (recon_run(s->cfg, &in, &r, err, sizeof err))
+            scn_fail(s, "recon_run (%s, %d threads): %s",
+                     runs[k].reversed ? "reversed" : "in order", runs[k].threads, err);
+        if (!same_result(&s->res, &r))
+            scn_fail(s, "window %lld: flows %s on %d threads differ from in order on 1",
+                     (long long)s->window,
+                     runs[k].reversed ? "in reverse with their order given" : "in order",
+                     runs[k].threads);
+        recon_result_free(&r);
+    }
     free(rev);
     free(ord);
 }
@@ -459,6 +478,7 @@ static void reconcile_window(struct scn *s)
         if (s->flows[i].window == s->window)
             flows[n++] = s->flows[i].f;
     struct recon_input in = {.window_start_us = (T0 + s->window) * 1000000,
+                             .threads = 1,
                              .samples = s->samples,
                              .n_samples = s->n_samples,
                              .flows = flows,

@@ -1,9 +1,11 @@
 /* Migrations on a real PostgreSQL: the contract's tables and columns exist with their types
  * (checked through information_schema against DESIGN.md, written out here by hand), extra columns
  * all have defaults, migrate is idempotent and safe from two processes at once, partitions are
- * made ahead and pruned whole, an upgrade to sql/020 keeps the hourly owner rows it finds. */
+ * made ahead and pruned whole, an upgrade to sql/020 keeps the hourly owner rows it finds, an
+ * upgrade to sql/021 keeps every row and every reader's answer and index. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -337,6 +339,160 @@ static void test_upgrade_owner_hours(void **state)
     PQfinish(db);
 }
 
+static const char *str(PGconn *db, const char *sql, char *out, size_t len)
+{
+    PGresult *r = q(db, sql);
+    snprintf(out, len, "%s", PQntuples(r) && !PQgetisnull(r, 0, 0) ? PQgetvalue(r, 0, 0) : "");
+    PQclear(r);
+    return out;
+}
+
+/* Whether the plan of sql (sequential scans off: the tables are tiny) reads index idx with an
+ * index condition on column col (an index the condition cannot use is only scanned whole). */
+static bool plan_uses(PGconn *db, const char *sql, const char *idx, const char *col)
+{
+    char ex[1024];
+    snprintf(ex, sizeof(ex), "EXPLAIN (COSTS OFF) %s", sql);
+    PQclear(q(db, "SET enable_seqscan = off"));
+    PGresult *r = q(db, ex);
+    bool scan = false, cond = false;
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *l = PQgetvalue(r, i, 0);
+        scan = scan || strstr(l, idx) != NULL;
+        cond = cond || (strstr(l, "Index Cond") && strstr(l, col));
+    }
+    PQclear(r);
+    PQclear(q(db, "RESET enable_seqscan"));
+    return scan && cond;
+}
+
+/* The readers' lookups and their indexes: by pair (top.c, hm_cell.c, alerts), by selector
+ * (hm_deps.c), by window (recon_db_diff.c, the fold), the hourly pair (wl_attribution_range). */
+static void check_plans(PGconn *db)
+{
+    static const char *const plans[][3] = {
+        {"SELECT sum(bytes) FROM attribution_rollup WHERE src_site = 'Zürich' AND dst_site = "
+         "'zeta' AND window_start >= '2026-11-29T10:00:00Z'",
+         "attribution_rollup_pair", "src_site"},
+        {"SELECT sum(bytes_out) FROM dependency_rollup WHERE workflow = 'wf-b' AND window_start "
+         ">= '2026-11-29T10:00:00Z'",
+         "dependency_rollup_workflow", "workflow"},
+        {"SELECT sum(bytes_out) FROM dependency_rollup WHERE program = 'p'",
+         "dependency_rollup_program", "program"},
+        {"SELECT count(*) FROM attribution_rollup WHERE window_start = '2026-11-29T10:01:00Z'",
+         "attribution_rollup_window", "window_start"},
+        {"SELECT sum(bytes) FROM attribution_rollup_hourly WHERE src_site = 'Zürich' AND dst_site "
+         "= 'zeta'",
+         "attribution_rollup_hourly_pair", "src_site"},
+    };
+    for (size_t k = 0; k < sizeof(plans) / sizeof(plans[0]); k++)
+        if (!plan_uses(db, plans[k][0], plans[k][1], plans[k][2]))
+            fail_msg("no index condition on %s: %s", plans[k][1], plans[k][0]);
+}
+
+/* The readers' orders and sums over the owner and dependency rows, as one text. */
+#define UPGRADE_021_ANSWERS                                                                        \
+    "SELECT concat_ws(' | ', (SELECT string_agg(concat_ws(',', src_site, dst_site, workflow, "     \
+    "host, bytes), ';' ORDER BY src_site, dst_site, workflow, host, window_start) FROM "           \
+    "attribution_rollup), "                                                                        \
+    "(SELECT string_agg(concat_ws(',', src_site, workflow, windows, bytes), ';' ORDER BY "         \
+    "src_site, workflow) FROM attribution_rollup_hourly), (SELECT string_agg(concat_ws(',', "      \
+    "workflow, endpoint, bytes_out), ';' ORDER BY workflow, endpoint) FROM dependency_rollup), "   \
+    "(SELECT max(workflow) || min(src_site) FROM attribution_rollup), (SELECT count(*) FROM "      \
+    "attribution_rollup WHERE src_site > 'Z' AND src_site < 'é'), (SELECT string_agg(workflow "   \
+    "|| ':' || bytes, ';' ORDER BY workflow, bytes) FROM "                                         \
+    "wl_attribution_range('2026-11-29T09:00:00Z', "                                                \
+    "'2026-11-29T12:00:00Z')))"
+
+/* An upgrade to sql/021 with owner, hourly and dependency rows in place (non-ASCII names
+ * included): every row kept, every reader's order (the databases' C.UTF-8 is code point order),
+ * comparison and sum the same as before, the index names kept and still used by the readers'
+ * queries, the triggers still keeping a folded hour; heatmap_cells_hourly with room for HOT
+ * updates. */
+static void test_upgrade_write_phase(void **state)
+{
+    (void)state;
+    char err[512], ci[1024], before[2048], after[2048];
+    PGconn *db = db_connect_str(g_conn, err, sizeof(err));
+    assert_non_null(db);
+    PQclear(q(db, "DROP DATABASE IF EXISTS wl_upgrade_021"));
+    PQclear(q(db, "CREATE DATABASE wl_upgrade_021"));
+    PQfinish(db);
+    snprintf(ci, sizeof(ci), "%s dbname=wl_upgrade_021", g_conn); /* the last dbname wins */
+    db = db_connect_str(ci, err, sizeof(err));
+    assert_non_null(db);
+    PQclear(q(db, "CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, "
+                  "applied_at timestamptz NOT NULL DEFAULT now())"));
+    unsigned i = 0;
+    for (; i < db_n_migrations && atoi(db_migrations[i].name) < 21; i++) {
+        PQclear(q(db, "BEGIN"));
+        PQclear(q(db, db_migrations[i].sql));
+        char rec[256];
+        snprintf(rec, sizeof(rec), "INSERT INTO schema_migrations VALUES (%d, '%s')",
+                 atoi(db_migrations[i].name), db_migrations[i].name);
+        PQclear(q(db, rec));
+        PQclear(q(db, "COMMIT"));
+    }
+    assert_true(i < db_n_migrations);
+    assert_string_equal(db_migrations[i].name, "021_write_phase.sql");
+    /* 020's world: hour 10:00 folded (its hourly rows by the trigger), 11:00 not */
+    PQclear(q(db, "INSERT INTO attribution_hours (hour_start) VALUES ('2026-11-29T10:00:00Z')"));
+    PQclear(q(db,
+              "INSERT INTO attribution_rollup (window_start, src_site, dst_site, source, "
+              "workflow, user_name, program, host, bytes) VALUES "
+              "('2026-11-29T10:00:00Z', 'Zürich', 'zeta', 'socket', 'wf-b', 'u', 'p', 'h1', 80), "
+              "('2026-11-29T10:00:00Z', 'zeta', 'Zürich', 'socket', 'wf-a', 'u', 'p', 'h1', 7), "
+              "('2026-11-29T10:01:00Z', 'Zürich', 'zeta', 'socket', 'wf-b', 'u', 'p', 'h1', 20), "
+              "('2026-11-29T10:01:00Z', 'Ärhus', 'zeta', 'nfs', 'Wf-c', 'u', 'p', 'h2', 5), "
+              "('2026-11-29T10:01:00Z', 'Zurich', 'zeta', 'socket', 'wf-é', 'u', 'p', 'h1', 3), "
+              "('2026-11-29T11:30:00Z', 'éire', 'Zurich', 'socket', 'wf-b', 'u', 'p', 'h3', 9)"));
+    PQclear(q(db, "INSERT INTO dependency_rollup (window_start, local_site, workflow, user_name, "
+                  "program, remote_site, kind, endpoint, bytes_out) VALUES "
+                  "('2026-11-29T10:00:00Z', 'Zürich', 'wf-b', 'u', 'p', 'zeta', 'peer', "
+                  "'10.0.0.1:5201', 11), "
+                  "('2026-11-29T10:00:00Z', 'Zürich', 'Wf-c', 'u', 'p', 'zeta', 'service', "
+                  "'Ärhus-db:5432', 12), "
+                  "('2026-11-29T10:01:00Z', 'zeta', 'wf-é', 'u', 'p', 'Zürich', 'nfs', "
+                  "'nas:/e', 13)"));
+    str(db, UPGRADE_021_ANSWERS, before, sizeof(before));
+    /* code point order (C.UTF-8): upper case, lower case, then Ä, é, ü */
+    assert_non_null(strstr(before, "Zurich,zeta,wf-é,h1,3;Zürich,zeta,wf-b,h1,80;Zürich,zeta,"
+                                   "wf-b,h1,20;zeta,Zürich,wf-a,h1,7;Ärhus,zeta,Wf-c,h2,5;éire,"));
+    check_plans(db);
+    int applied = 0;
+    if (db_migrate(db, &applied, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(applied, (int)(db_n_migrations - i));
+    str(db, UPGRADE_021_ANSWERS, after, sizeof(after));
+    assert_string_equal(after, before);
+    assert_int_equal(num(db, "SELECT count(*) FROM pg_indexes WHERE indexname IN "
+                             "('attribution_rollup_pair', 'attribution_rollup_window', "
+                             "'attribution_rollup_hourly_pkey', 'attribution_rollup_hourly_pair', "
+                             "'dependency_rollup_workflow', 'dependency_rollup_program', "
+                             "'dependency_rollup_user', 'dependency_rollup_window')"),
+                     8);
+    check_plans(db);
+    /* the cells' hourly rows leave room on their pages for the next window's update (HOT) */
+    char opts[128];
+    assert_string_equal(str(db,
+                            "SELECT reloptions::text FROM pg_class WHERE relname = "
+                            "'heatmap_cells_hourly'",
+                            opts, sizeof(opts)),
+                        "{fillfactor=50}");
+    /* the triggers keep a folded hour after the upgrade */
+    PQclear(q(db,
+              "INSERT INTO attribution_rollup (window_start, src_site, dst_site, source, "
+              "workflow, user_name, program, host, bytes) VALUES "
+              "('2026-11-29T10:02:00Z', 'Zürich', 'zeta', 'socket', 'wf-b', 'u', 'p', 'h1', 300)"));
+    assert_int_equal(num(db, "SELECT bytes * 10 + windows FROM attribution_rollup_hourly WHERE "
+                             "hour_start = '2026-11-29T10:00:00Z' AND src_site = 'Zürich'"),
+                     4003);
+    PQfinish(db);
+    db = db_connect_str(g_conn, err, sizeof(err));
+    PQclear(q(db, "DROP DATABASE wl_upgrade_021"));
+    PQfinish(db);
+}
+
 int main(void)
 {
     g_conn = th_pg_default();
@@ -346,6 +502,7 @@ int main(void)
         cmocka_unit_test(test_partitions_and_prune),
         cmocka_unit_test(test_migrate_command),
         cmocka_unit_test(test_upgrade_owner_hours),
+        cmocka_unit_test(test_upgrade_write_phase),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

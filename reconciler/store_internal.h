@@ -1,0 +1,41 @@
+/* What store.c shares with store_group.c (the grouped commit of agent reports): the store itself
+ * and the pieces of the one-report path the group reuses. Not for other modules. */
+#ifndef WL_STORE_INTERNAL_H
+#define WL_STORE_INTERNAL_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chstore_queue.h"
+#include "config.h"
+
+struct store {
+    const struct cfg *cfg;
+    PGconn *db;
+    bool staged;          /* the session's temporary staging tables exist */
+    struct chq_held held; /* the outbox blocks for the flusher, queued after COMMIT */
+};
+
+/* A report's flow_reports row, ON CONFLICT DO NOTHING RETURNING 1: $1..$10 the row
+ * (ingest_batch.report), $11 whether ClickHouse is configured (ch_pending for a report with
+ * flows). */
+extern const char STORE_SQL_REPORT[];
+
+/* Marks as recon_db_mark_done expects: a fresh clock_timestamp() on every mark; the windows are
+ * the rows of a CTE w (ws), $1 the window length. */
+#define MARK_WINDOWS                                                                               \
+    " INSERT INTO window_state (window_start, window_seconds, dirty, last_data_at)"                \
+    " SELECT ws, $1::int, true, clock_timestamp() FROM w"                                          \
+    " ON CONFLICT (window_start) DO UPDATE SET dirty = true, last_data_at = clock_timestamp()"
+
+/* "WHAT: msg" without the server's trailing newline. */
+void store_set_err(char *err, size_t errlen, const char *what, const char *msg);
+/* "COPY flow_records_YYYYMMDD (the flow_row.h columns) FROM STDIN" for the day of the window. */
+void store_copy_target_sql(int64_t window_start_us, char *out, size_t len);
+/* Makes sure the day partitions of days[0..n) (sorted, distinct; days since the epoch) exist,
+ * in their own transactions (a rollback of the caller's must not undo them). 0 or -1 with err. */
+int store_ensure_days(struct store *st, const int64_t *days, size_t n, char *err, size_t errlen);
+
+#endif
