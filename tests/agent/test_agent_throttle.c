@@ -5,7 +5,8 @@
  * run 4 s after a 1 s omitted warm-up.
  * Asserted: baseline >= 10x the cap; an enforced 40 Mbit/s rule holds 1 and 8 TCP streams
  * within +-10% of the cap; a download of the workflow (iperf3 -R: B's server sends) within +-10%
- * of the cap both where it is received and on the wire (B's veth tx_bytes, resends included):
+ * of the cap on the wire (B's veth tx_bytes, resends included) and -15%..+10% where it is
+ * received (the payload, without the headers and resends the wire carries):
  * B's agent limits the connection at the source once the reconciler matched its two ends (the
  * first 4 s are left out), A's receive window stays clamped (rcv_ssthresh <= 64 KiB) and B
  * reports the rule's bytes; UDP offered at 100 Mbit/s arrives at the cap
@@ -271,7 +272,14 @@ static void test_baseline_and_enforce(void **state)
             "# download: sender (B's veth) %.1f Mbit/s on the wire for %.1f Mbit/s "
             "received\n",
             g_sender_bps / 1e6, down / 1e6);
-    assert_near_cap(down);
+    /* the payload received: the cap holds on the wire (asserted next, +-10%); the headers of the
+     * clamped window's small segments and the resends come out of it, so the payload is 4-11 %
+     * under the wire's figure (35.8 Mbit/s received for 38.7 on the wire in a CI run of
+     * 2026-12-02): -15 % .. +10 % of the cap */
+    if (down < 0.85 * CAP || down > 1.1 * CAP)
+        fprintf(stderr, "download payload %.1f Mbit/s is not within -15%%..+10%% of %.0f Mbit/s\n",
+                down / 1e6, CAP / 1e6);
+    assert_true(down >= 0.85 * CAP && down <= 1.1 * CAP);
     /* what crossed the link, resends included: the cap (before the sender side, the policer's
      * drops were resent: +20-26% over the cap in the runs of 2026-12-01) */
     assert_near_cap(g_sender_bps);
