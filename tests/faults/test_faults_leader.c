@@ -189,6 +189,7 @@ static void test_takeover_with_open_alert(void **state)
     printf("takeover: B leads %.3f s after A was SIGKILLed\n", (double)took_ns / 1e9);
     assert_true(took_ns > 0 && took_ns < 5 * 1000000000LL);
     assert_true(fx_hook_wait(before + 3, 30) >= before + 3);
+    B.pid = pb; /* stopped here, and it must exit cleanly (it was left running before) */
     fx_stop(&B);
     int n = fx_hook_count();
     double min_gap = 1e9, max_gap = 0;
