@@ -691,14 +691,15 @@ int recon_run(const struct cfg *cfg, const struct recon_input *in, struct recon_
     }
     int64_t ws = in->window_start_us, window_us = (int64_t)cfg->window_seconds * 1000000;
     lc = calloc(cfg->n_links + 1, sizeof *lc);
-    if (!lc || rcn_run_init(&r, cfg, in, in->n_flows / (size_t)rcn_threads(in))) {
+    int threads = rcn_threads(in);
+    if (!lc || rcn_run_init(&r, cfg, in, in->n_flows / (size_t)threads)) {
         snprintf(err, errlen, "recon: out of memory");
         goto cleanup;
     }
     if (count_links(cfg, in, lc, err, errlen))
         goto cleanup;
-    if (observe_circuits(&r, lc, window_us, out) || rcn_flows(&r, ws, ws + window_us, out) ||
-        finish_cells(&r, out)) {
+    if (observe_circuits(&r, lc, window_us, out) ||
+        rcn_flows(&r, threads, ws, ws + window_us, out) || finish_cells(&r, out)) {
         snprintf(err, errlen, "recon: out of memory");
         goto cleanup;
     }

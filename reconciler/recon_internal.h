@@ -120,8 +120,8 @@ int rcn_add_transfer(struct run *r, const struct recon_transfer *t, int64_t ws, 
 /* The site of a host's first socket flow with one (recon_socket.c), or -1. */
 int rcn_host_site(const struct run *r, const char *host);
 /* recon_socket.c: every flow and transfer of the window into r (which holds the circuits'
- * cells already), split across rcn_threads(r->in) threads. 0 or -1 (out of memory). */
-int rcn_flows(struct run *r, int64_t ws, int64_t we, struct recon_result *out);
+ * cells already), split across n threads (rcn_threads). 0 or -1 (out of memory). */
+int rcn_flows(struct run *r, int n, int64_t ws, int64_t we, struct recon_result *out);
 /* The threads a run uses: recon_input.threads when set, else WL_RECON_THREADS (1..8) when set,
  * else one per 200,000 flows up to half the online cores (at most 4). */
 int rcn_threads(const struct recon_input *in);

@@ -135,7 +135,7 @@ static int note_host_site(struct run *r, const struct recon_flow *f, int site)
 }
 
 /* A socket flow's connection key: its endpoints in order, the reporting side `me`. */
-static uint64_t conn_key(const struct recon_flow *f, int ls, int rs, struct conn *key, int *me)
+static void conn_key(const struct recon_flow *f, int ls, int rs, struct conn *key, int *me)
 {
     memset(key, 0, sizeof *key);
     struct endpoint l = {.family = f->local.family, .port = f->local_port};
@@ -148,9 +148,13 @@ static uint64_t conn_key(const struct recon_flow *f, int ls, int rs, struct conn
     key->ep[1 - *me] = m;
     key->site[*me] = ls;
     key->site[1 - *me] = rs;
+}
+
+static uint64_t conn_hash(const struct conn *key)
+{
     return hix_hash_bytes(
-        hix_hash_bytes(hix_mix(0, (uint64_t)f->proto), &key->ep[0], sizeof key->ep[0]), &key->ep[1],
-        sizeof key->ep[1]);
+        hix_hash_bytes(hix_mix(0, (uint64_t)key->proto), &key->ep[0], sizeof key->ep[0]),
+        &key->ep[1], sizeof key->ep[1]);
 }
 
 /* Phase 1's answer for one flow: its connection's hash, or rs < 0 when it joins none. */
@@ -182,7 +186,8 @@ static int classify(struct run *r, const struct recon_flow *f, struct flow_pre *
     }
     struct conn key;
     int me;
-    pre->hash = conn_key(f, ls, rs, &key, &me);
+    conn_key(f, ls, rs, &key, &me);
+    pre->hash = conn_hash(&key);
     pre->ls = ls;
     pre->rs = rs;
     return 0;
@@ -192,7 +197,8 @@ static int add_to_conn(struct run *r, const struct recon_flow *f, const struct f
 {
     struct conn key;
     int me;
-    uint64_t h = conn_key(f, pre->ls, pre->rs, &key, &me);
+    conn_key(f, pre->ls, pre->rs, &key, &me);
+    uint64_t h = pre->hash; /* conn_hash(&key), made in phase 1 */
     struct hix_slot *s = hix_find(&r->conn_ix, h, eq_conn, r, &key);
     struct conn *c;
     if (s->idx1) {
@@ -458,10 +464,10 @@ static void add_counts(struct recon_result *out, const struct recon_result *c)
     out->n_both_ends += c->n_both_ends;
 }
 
-int rcn_flows(struct run *r, int64_t ws, int64_t we, struct recon_result *out)
+int rcn_flows(struct run *r, int n, int64_t ws, int64_t we, struct recon_result *out)
 {
     const struct recon_input *in = r->in;
-    int n = rcn_threads(in), made = 1, rc = -1;
+    int made = 1, rc = -1;
     struct job j = {.n = n, .ws = ws, .we = we};
     atomic_init(&j.failed, 0);
     j.parts = calloc((size_t)n, sizeof *j.parts);

@@ -17,6 +17,33 @@
 #include "store_group.h"
 #include "timeutil.h"
 
+/* A queue of jobs, oldest first. */
+struct wk_fifo {
+    struct wk_job *head, *tail;
+    size_t n;
+};
+
+static void fifo_push(struct wk_fifo *q, struct wk_job *j)
+{
+    j->next = NULL;
+    if (q->tail)
+        q->tail->next = j;
+    else
+        q->head = j;
+    q->tail = j;
+    q->n++;
+}
+
+static struct wk_job *fifo_pop(struct wk_fifo *q)
+{
+    struct wk_job *j = q->head;
+    q->head = j->next;
+    if (!q->head)
+        q->tail = NULL;
+    q->n--;
+    return j;
+}
+
 struct wk_pool {
     const struct cfg *cfg;
     struct metrics *metrics;
@@ -27,10 +54,8 @@ struct wk_pool {
     int n_threads;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    struct wk_job *queue, *queue_tail; /* waiting to be parsed */
-    size_t queued;
-    struct wk_job *ready, *ready_tail; /* parsed agent reports waiting to be written */
-    size_t n_ready;
+    struct wk_fifo queue;    /* waiting to be parsed */
+    struct wk_fifo ready;    /* parsed agent reports waiting to be written */
     int writing;             /* workers writing a group now */
     struct wk_job *finished; /* waiting for the event loop */
     bool stop;
@@ -210,13 +235,9 @@ static void write_group(struct wk_pool *p, struct store *st, struct wk_job **g, 
 static size_t take_ready(struct wk_pool *p, struct wk_job **g)
 {
     size_t n = 0, rows = 0;
-    while (p->ready && n < SG_MAX_REPORTS &&
-           (n == 0 || rows + p->ready->batch.n_rows <= SG_MAX_ROWS)) {
-        struct wk_job *j = p->ready;
-        p->ready = j->next;
-        if (!p->ready)
-            p->ready_tail = NULL;
-        p->n_ready--;
+    while (p->ready.head && n < SG_MAX_REPORTS &&
+           (n == 0 || rows + p->ready.head->batch.n_rows <= SG_MAX_ROWS)) {
+        struct wk_job *j = fifo_pop(&p->ready);
         rows += j->batch.n_rows;
         g[n++] = j;
     }
@@ -237,13 +258,13 @@ static void *run(void *arg)
     struct store *st = store_new(p->cfg);
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->stop && !p->queue && !p->ready)
+        while (!p->stop && !p->queue.head && !p->ready.head)
             pthread_cond_wait(&p->cv, &p->mu);
         if (p->stop)
             break;
         /* write the ready reports when nobody else is writing them or nothing is left to
          * parse; otherwise parse the next job while the other worker's group is written */
-        if (p->ready && (!p->queue || p->writing == 0)) {
+        if (p->ready.head && (!p->queue.head || p->writing == 0)) {
             struct wk_job *g[SG_MAX_REPORTS];
             size_t n = take_ready(p, g);
             p->writing++;
@@ -255,11 +276,7 @@ static void *run(void *arg)
                 finished(p, g[i]);
             continue;
         }
-        struct wk_job *j = p->queue;
-        p->queue = j->next;
-        if (!p->queue)
-            p->queue_tail = NULL;
-        p->queued--;
+        struct wk_job *j = fifo_pop(&p->queue);
         pthread_mutex_unlock(&p->mu);
 
         bool ready = false;
@@ -275,13 +292,7 @@ static void *run(void *arg)
 
         pthread_mutex_lock(&p->mu);
         if (ready) {
-            j->next = NULL;
-            if (p->ready_tail)
-                p->ready_tail->next = j;
-            else
-                p->ready = j;
-            p->ready_tail = j;
-            p->n_ready++;
+            fifo_push(&p->ready, j);
         } else {
             finished(p, j);
         }
@@ -350,17 +361,11 @@ struct wk_pool *wk_start(struct event_base *base, const struct cfg *cfg, struct 
 int wk_submit(struct wk_pool *p, struct wk_job *job)
 {
     pthread_mutex_lock(&p->mu);
-    if (p->queued + p->n_ready >= WK_MAX_QUEUE) {
+    if (p->queue.n + p->ready.n >= WK_MAX_QUEUE) {
         pthread_mutex_unlock(&p->mu);
         return -1;
     }
-    job->next = NULL;
-    if (p->queue_tail)
-        p->queue_tail->next = job;
-    else
-        p->queue = job;
-    p->queue_tail = job;
-    p->queued++;
+    fifo_push(&p->queue, job);
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
     return 0;
@@ -376,7 +381,7 @@ void wk_stop(struct wk_pool *p)
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->n_threads; i++)
         pthread_join(p->threads[i], NULL);
-    struct wk_job *lists[3] = {p->queue, p->ready, p->finished};
+    struct wk_job *lists[3] = {p->queue.head, p->ready.head, p->finished};
     for (int k = 0; k < 3; k++)
         while (lists[k]) {
             struct wk_job *next = lists[k]->next;
