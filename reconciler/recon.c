@@ -312,9 +312,18 @@ static const struct pair_path *path_get(struct run *r, int src, int dst)
     }
     if (hix_grow((void **)&r->path_sites, &r->cap_path_sites, r->n_path_sites + n,
                  sizeof *r->path_sites) ||
+        hix_grow((void **)&r->path_cells, &r->cap_path_cells, r->n_path_sites + n,
+                 sizeof *r->path_cells) ||
         hix_grow((void **)&r->paths, &r->cap_paths, r->n_paths + 1, sizeof *r->paths))
         return NULL;
     memcpy(r->path_sites + r->n_path_sites, r->path_buf, n * sizeof *r->path_buf);
+    /* every hop's cell made with the path (as the first bytes laid on it made them) */
+    for (size_t i = 0; i + 1 < n; i++) {
+        struct cell_acc *c = rcn_cell_get(r, r->path_buf[i], r->path_buf[i + 1]);
+        if (!c)
+            return NULL;
+        r->path_cells[r->n_path_sites + i] = (uint32_t)(c - r->cells);
+    }
     struct pair_path *p = &r->paths[r->n_paths];
     p->key = key;
     p->off = r->n_path_sites;
@@ -326,75 +335,27 @@ static const struct pair_path *path_get(struct run *r, int src, int dst)
     return p;
 }
 
-static int eq_rollup(const void *ctx, size_t idx, const void *key)
-{
-    const struct recon_rollup *a = &((const struct run *)ctx)->rollup[idx], *b = key;
-    return a->src_site == b->src_site && a->dst_site == b->dst_site && a->source == b->source &&
-           strcmp(a->workflow, b->workflow) == 0 && strcmp(a->user, b->user) == 0 &&
-           strcmp(a->program, b->program) == 0 && strcmp(a->host, b->host) == 0 &&
-           strcmp(a->kube.ns, b->kube.ns) == 0 && strcmp(a->kube.pod, b->kube.pod) == 0 &&
-           strcmp(a->kube.container, b->kube.container) == 0;
-}
-
 const char rcn_src_socket[] = "socket", rcn_src_nfs[] = "nfs", rcn_src_service[] = "service";
 
-void rcn_owner_init(struct rcn_owner *o, const char *source, const char *workflow, const char *user,
-                    const char *program, const char *host, const struct recon_kube *kube)
-{
-    o->key = (struct recon_rollup){.source = source,
-                                   .workflow = rcn_str(workflow),
-                                   .user = rcn_str(user),
-                                   .program = rcn_str(program),
-                                   .host = rcn_str(host),
-                                   .kube = {rcn_str(kube ? kube->ns : NULL),
-                                            rcn_str(kube ? kube->pod : NULL),
-                                            rcn_str(kube ? kube->container : NULL)}};
-    const struct recon_rollup *k = &o->key;
-    uint64_t h = hix_hash_str(
-        hix_hash_str(
-            hix_hash_str(hix_hash_str(hix_mix(0, (uintptr_t)source), k->workflow), k->user),
-            k->program),
-        k->host);
-    o->hash =
-        hix_hash_str(hix_hash_str(hix_hash_str(h, k->kube.ns), k->kube.pod), k->kube.container);
-}
-
-int rcn_attribute_owner(struct run *r, int src, int dst, struct rcn_owner *o, uint64_t bytes)
+int rcn_attribute_owner(struct run *r, int src, int dst, uint32_t owner, uint64_t bytes)
 {
     if (bytes == 0)
         return 0;
     const struct pair_path *p = path_get(r, src, dst);
     if (!p)
         return -1;
-    struct recon_rollup *key = &o->key;
-    const char *source = key->source;
-    size_t off = p->off, len = p->len;
-    for (size_t i = 0; i + 1 < len; i++) {
-        int a = r->path_sites[off + i], b = r->path_sites[off + i + 1];
-        struct cell_acc *c = rcn_cell_get(r, a, b);
-        if (!c)
-            return -1;
+    const char *source = r->owners.v[owner].key.source;
+    for (size_t i = 0; i + 1 < p->len; i++) {
+        uint32_t cell = r->path_cells[p->off + i];
+        struct cell_acc *c = &r->cells[cell];
         if (source == rcn_src_socket)
             c->cell.socket_bytes += bytes;
         else if (source == rcn_src_nfs)
             c->cell.nfs_bytes += bytes;
         else
             c->cell.service_bytes += bytes;
-        key->src_site = a;
-        key->dst_site = b;
-        uint64_t h = hix_mix(o->hash, pair_key(a, b));
-        struct hix_slot *s = hix_find(&r->rollup_ix, h, eq_rollup, r, key);
-        if (s->idx1) {
-            r->rollup[s->idx1 - 1].bytes += bytes;
-            continue;
-        }
-        if (hix_grow((void **)&r->rollup, &r->cap_rollup, r->n_rollup + 1, sizeof *r->rollup))
+        if (rcn_roll_add(r, owner, cell, bytes))
             return -1;
-        r->rollup[r->n_rollup] = *key;
-        r->rollup[r->n_rollup].bytes = bytes;
-        if (hix_put(&r->rollup_ix, s, h, r->n_rollup))
-            return -1;
-        r->n_rollup++;
     }
     return 0;
 }
@@ -405,9 +366,8 @@ int rcn_attribute(struct run *r, int src, int dst, const char *source, const cha
 {
     if (bytes == 0)
         return 0;
-    struct rcn_owner o;
-    rcn_owner_init(&o, source, workflow, user, program, host, kube);
-    return rcn_attribute_owner(r, src, dst, &o, bytes);
+    int64_t id = rcn_owner_id(&r->owners, source, workflow, user, program, host, kube);
+    return id < 0 ? -1 : rcn_attribute_owner(r, src, dst, (uint32_t)id, bytes);
 }
 
 /* ---- counters -> circuit directions -> cells ---- */
@@ -572,24 +532,6 @@ static int cmp_cell(const void *a, const void *b)
     return (x->dst_site > y->dst_site) - (x->dst_site < y->dst_site);
 }
 
-static int cmp_rollup(const void *a, const void *b)
-{
-    const struct recon_rollup *x = a, *y = b;
-    if (x->src_site != y->src_site)
-        return x->src_site < y->src_site ? -1 : 1;
-    if (x->dst_site != y->dst_site)
-        return x->dst_site < y->dst_site ? -1 : 1;
-    if (x->bytes != y->bytes)
-        return x->bytes > y->bytes ? -1 : 1;
-    int c;
-    if ((c = strcmp(x->source, y->source)) || (c = strcmp(x->workflow, y->workflow)) ||
-        (c = strcmp(x->user, y->user)) || (c = strcmp(x->program, y->program)) ||
-        (c = strcmp(x->host, y->host)) || (c = strcmp(x->kube.ns, y->kube.ns)) ||
-        (c = strcmp(x->kube.pod, y->kube.pod)))
-        return c;
-    return strcmp(x->kube.container, y->kube.container);
-}
-
 static int cmp_link(const void *a, const void *b)
 {
     const struct recon_link_obs *x = a, *y = b;
@@ -599,11 +541,20 @@ static int cmp_link(const void *a, const void *b)
     return (x->src_site > y->src_site) - (x->src_site < y->src_site);
 }
 
+static int cmp_cell_ix(const void *a, const void *b, void *ctx)
+{
+    const struct cell_acc *cells = ctx;
+    return cmp_cell(&cells[*(const uint32_t *)a].cell, &cells[*(const uint32_t *)b].cell);
+}
+
 static int finish_cells(struct run *r, struct recon_result *out)
 {
+    int rc = -1;
+    uint32_t *order = malloc((r->n_cells + 1) * sizeof *order);
+    uint32_t *pos = malloc((r->n_cells + 1) * sizeof *pos);
     out->cells = malloc((r->n_cells + 1) * sizeof *out->cells);
-    if (!out->cells)
-        return -1;
+    if (!order || !pos || !out->cells)
+        goto cleanup;
     for (size_t i = 0; i < r->n_cells; i++) {
         struct recon_cell *c = &r->cells[i].cell;
         c->observed_payload_bytes = (uint64_t)llround(r->cells[i].payload);
@@ -622,20 +573,28 @@ static int finish_cells(struct run *r, struct recon_result *out)
             c->status = recon_cell_status(r->cfg, c->valid_fraction, c->observed_payload_bytes,
                                           c->has_coverage, c->coverage);
         }
-        out->cells[i] = *c;
+        order[i] = (uint32_t)i;
+    }
+    /* the cells sorted through their indexes: the rollup's rows are ordered by their cell's place
+     */
+    if (r->n_cells)
+        qsort_r(order, r->n_cells, sizeof *order, cmp_cell_ix, r->cells);
+    for (size_t i = 0; i < r->n_cells; i++) {
+        out->cells[i] = r->cells[order[i]].cell;
+        pos[order[i]] = (uint32_t)i;
     }
     out->n_cells = r->n_cells;
-    if (out->n_cells)
-        qsort(out->cells, out->n_cells, sizeof *out->cells, cmp_cell);
-    out->rollup = r->rollup;
-    out->n_rollup = r->n_rollup;
-    r->rollup = NULL;
-    if (out->n_rollup)
-        qsort(out->rollup, out->n_rollup, sizeof *out->rollup, cmp_rollup);
+    if (rcn_roll_finish(r, pos, out))
+        goto cleanup;
     if (out->n_links)
         qsort(out->links, out->n_links, sizeof *out->links, cmp_link);
-    recon_deps_take(&r->deps, &out->deps, &out->n_deps);
-    return 0;
+    if (recon_deps_take(&r->deps, &out->deps, &out->n_deps))
+        goto cleanup;
+    rc = 0;
+cleanup:
+    free(order);
+    free(pos);
+    return rc;
 }
 
 void rcn_run_free(struct run *r)
@@ -645,10 +604,12 @@ void rcn_run_free(struct run *r)
     free(r->paths);
     hix_free(&r->path_ix);
     free(r->path_sites);
-    free(r->rollup);
-    hix_free(&r->rollup_ix);
+    free(r->path_cells);
+    rcn_owners_free(&r->owners);
+    free(r->rolls);
+    hix_free(&r->roll_ix);
     free(r->conns);
-    hix_free(&r->conn_ix);
+    free(r->conn_ix.slots);
     free(r->hosts);
     hix_free(&r->host_ix);
     recon_deps_acc_free(&r->deps);
@@ -664,13 +625,11 @@ int rcn_run_init(struct run *r, const struct cfg *cfg, const struct recon_input 
     r->in = in;
     r->host_run = r;
     r->path_buf = malloc((cfg->n_sites + 2) * sizeof *r->path_buf);
-    /* the connections' array at its likely size at once: doubling a 5 M-connection array
-     * copies it again and again */
+    /* the connections' table is sized by recon_socket.c once it knows their number; the rollup's
+     * at about 2 rows per 5 flows (the fleet's shape), the dependencies' at 1 per 10 */
     if (!r->path_buf || hix_init(&r->cell_ix, 256) || hix_init(&r->path_ix, 256) ||
-        hix_init(&r->rollup_ix, 1024 + expect / 4) || hix_init(&r->conn_ix, expect) ||
-        hix_init(&r->host_ix, 64) || recon_deps_init(&r->deps, expect / 4 + 16) ||
-        hix_grow((void **)&r->conns, &r->cap_conns, expect + 1, sizeof *r->conns) ||
-        routes_index(r))
+        hix_init(&r->roll_ix, 1024 + expect / 4) || rcn_owners_init(&r->owners, 1024) ||
+        hix_init(&r->host_ix, 64) || recon_deps_init(&r->deps, expect / 16 + 64) || routes_index(r))
         return -1;
     return 0;
 }
@@ -687,6 +646,11 @@ int recon_run(const struct cfg *cfg, const struct recon_input *in, struct recon_
         in->window_start_us % ((int64_t)cfg->window_seconds * 1000000) != 0) {
         snprintf(err, errlen, "recon: window_start %lld is not aligned to %d s",
                  (long long)in->window_start_us, cfg->window_seconds);
+        return -1;
+    }
+    if (in->n_flows >= UINT32_MAX) { /* flows are indexed by 32 bits (struct conn) */
+        snprintf(err, errlen, "recon: %zu flows in one window (at most %u)", in->n_flows,
+                 UINT32_MAX - 1);
         return -1;
     }
     int64_t ws = in->window_start_us, window_us = (int64_t)cfg->window_seconds * 1000000;

@@ -33,7 +33,8 @@ struct recon_dep {
 
 struct recon_deps_acc {
     struct recon_dep *rows;
-    size_t n, cap;
+    uint64_t *owner_hash; /* per row: recon_deps_owner_hash of its workflow, user, program */
+    size_t n, cap, cap_hash;
     struct hix ix;
 };
 
@@ -43,8 +44,18 @@ int recon_deps_add(struct recon_deps_acc *a, int local_site, int remote_site, co
                    const char *user, const char *program, enum recon_dep_kind kind,
                    const char *endpoint, uint64_t bytes_out, uint64_t bytes_in,
                    uint64_t connections) __attribute__((warn_unused_result));
-/* Hands the rows over (sorted by local site, owner, then bytes descending); a is emptied. */
-void recon_deps_take(struct recon_deps_acc *a, struct recon_dep **rows, size_t *n);
+/* The hash of a row's owner part (NULL = ""), made once per owner by callers that add many
+ * rows for one (recon_deps_add_h). */
+uint64_t recon_deps_owner_hash(const char *workflow, const char *user, const char *program);
+/* recon_deps_add with owner_hash = recon_deps_owner_hash(workflow, user, program). */
+int recon_deps_add_h(struct recon_deps_acc *a, uint64_t owner_hash, int local_site, int remote_site,
+                     const char *workflow, const char *user, const char *program,
+                     enum recon_dep_kind kind, const char *endpoint, uint64_t bytes_out,
+                     uint64_t bytes_in, uint64_t connections) __attribute__((warn_unused_result));
+/* Hands the rows over (sorted by local site, owner, then bytes descending); a is emptied. 0, or -1
+ * (out of memory: a unchanged). */
+int recon_deps_take(struct recon_deps_acc *a, struct recon_dep **rows, size_t *n)
+    __attribute__((warn_unused_result));
 void recon_deps_acc_free(struct recon_deps_acc *a);
 void recon_deps_free(struct recon_dep *rows, size_t n);
 

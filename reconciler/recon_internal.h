@@ -14,7 +14,7 @@
 
 struct pair_path {
     uint64_t key;
-    size_t off, len; /* into run.path_sites */
+    size_t off, len; /* into run.path_sites and run.path_cells */
 };
 
 struct cell_acc {
@@ -23,26 +23,15 @@ struct cell_acc {
     double payload;
 };
 
-struct endpoint {
-    int family;
-    uint8_t addr[16];
-    uint16_t port;
-};
-
-struct conn_side {
-    bool seen;
-    enum recon_role role;
-    uint64_t tx, rx;
-    const struct recon_flow *owner;
-};
-
+/* A connection, per side (0, 1): its sums, its owner flow (an index in recon_input.flows), role
+ * and whether it was reported. The key (protocol and both endpoints) is read from a side's owner
+ * flow: a flow on side s has its local endpoint at s (recon_socket.c flow_side). 48 bytes. */
 struct conn {
-    uint64_t hash;
-    int proto;
-    int owner_part;        /* the thread that credits it (recon_socket.c) */
-    struct endpoint ep[2]; /* ep[0] < ep[1] */
-    int site[2];
-    struct conn_side side[2];
+    uint64_t tx[2], rx[2];
+    uint32_t owner[2];
+    uint8_t role[2]; /* enum recon_role */
+    bool seen[2];
+    uint8_t owner_part; /* the thread that credits it (recon_socket.c) */
 };
 
 struct host_site {
@@ -55,6 +44,32 @@ struct host_site {
 struct pair_route {
     uint64_t key;
     int route;
+};
+
+/* An interned owner of rollup rows: source and strings (its key's sites and bytes unused). */
+struct rcn_owner_ent {
+    struct recon_rollup key;
+    uint64_t hash;     /* rcn_owner_hash */
+    uint64_t dep_hash; /* recon_deps_owner_hash of its workflow, user, program */
+};
+
+struct rcn_owners {
+    struct rcn_owner_ent *v;
+    size_t n, cap;
+    struct hix ix;
+    size_t last1; /* the last owner found + 1, looked at first; 0: none */
+};
+
+/* A rollup row while it accumulates: an owner (rcn_owners) on a cell (run.cells). */
+struct rcn_roll {
+    uint64_t bytes;
+    uint32_t owner, cell;
+};
+
+/* A connection index: slot = hash tag (high 32 bits) | conn index + 1 (low 32), 0 = empty. */
+struct conn_ix {
+    uint64_t *slots;
+    size_t cap, n; /* cap: a power of two */
 };
 
 /* One thread's share of a run (the whole run with one thread). Each has its own indexes and
@@ -72,16 +87,19 @@ struct run {
     size_t n_paths, cap_paths;
     struct hix path_ix;
     int *path_sites;
-    size_t n_path_sites, cap_path_sites;
-    struct recon_rollup *rollup;
-    size_t n_rollup, cap_rollup;
-    struct hix rollup_ix;
+    uint32_t *path_cells; /* the cell of each hop (path_sites[i], path_sites[i + 1]) */
+    size_t n_path_sites, cap_path_sites, cap_path_cells;
+    struct rcn_owners owners;
+    struct rcn_roll *rolls;
+    size_t n_rolls, cap_rolls;
+    struct hix roll_ix;
     struct conn *conns;
     size_t n_conns, cap_conns;
-    struct hix conn_ix;
+    struct conn_ix conn_ix;
     struct host_site *hosts;
     size_t n_hosts, cap_hosts;
     struct hix host_ix;
+    size_t host_last1;          /* the last host found + 1, looked at first; 0: none */
     const struct run *host_run; /* where the hosts' sites are read (NFS flows): the merged run */
     struct recon_deps_acc deps;
     int *path_buf;
@@ -99,15 +117,26 @@ int rcn_run_init(struct run *r, const struct cfg *cfg, const struct recon_input 
 void rcn_run_free(struct run *r);
 /* The accumulator of the pair (src, dst), made when new; NULL when out of memory. */
 struct cell_acc *rcn_cell_get(struct run *r, int src, int dst);
-/* An owner's rollup key and its hash, made once for every pair it is credited on. */
-struct rcn_owner {
-    struct recon_rollup key;
-    uint64_t hash;
-};
-void rcn_owner_init(struct rcn_owner *o, const char *source, const char *workflow, const char *user,
-                    const char *program, const char *host, const struct recon_kube *kube);
-/* rcn_attribute for an owner made by rcn_owner_init (its key's sites are overwritten). */
-int rcn_attribute_owner(struct run *r, int src, int dst, struct rcn_owner *o, uint64_t bytes);
+/* Owners (recon_rollup.c): the hash of an owner's key (NULL strings = ""); its id in t (made when
+ * new; hash: NULL, or the key's rcn_owner_hash), or -1 when out of memory. */
+uint64_t rcn_owner_hash(const char *source, const char *workflow, const char *user,
+                        const char *program, const char *host, const struct recon_kube *kube);
+int rcn_owners_init(struct rcn_owners *t, size_t expect);
+void rcn_owners_free(struct rcn_owners *t);
+int64_t rcn_owner_id_h(struct rcn_owners *t, const uint64_t *hash, const char *source,
+                       const char *workflow, const char *user, const char *program,
+                       const char *host, const struct recon_kube *kube);
+int64_t rcn_owner_id(struct rcn_owners *t, const char *source, const char *workflow,
+                     const char *user, const char *program, const char *host,
+                     const struct recon_kube *kube);
+/* Adds bytes to the row (owner, cell). 0 or -1 (out of memory). */
+int rcn_roll_add(struct run *r, uint32_t owner, uint32_t cell, uint64_t bytes);
+/* rk's owners and rows appended to r0's (cell_map: rk's cell index -> r0's). 0 or -1. */
+int rcn_roll_merge(struct run *r0, const struct run *rk, const uint32_t *cell_map);
+/* The rows into out->rollup in its order (cell_pos: a cell's place in out->cells). 0 or -1. */
+int rcn_roll_finish(struct run *r, const uint32_t *cell_pos, struct recon_result *out);
+/* rcn_attribute for an owner of r->owners. */
+int rcn_attribute_owner(struct run *r, int src, int dst, uint32_t owner, uint64_t bytes);
 /* Credits bytes of one kind between two sites to one owner (kube: NULL outside pods) on every
  * hop of the pair's path: the cells and the rollup. 0 or -1 (out of memory). */
 int rcn_attribute(struct run *r, int src, int dst, const char *source, const char *workflow,

@@ -52,21 +52,57 @@ int rcn_threads(const struct recon_input *in)
     return m < 1 ? 1 : (int)m;
 }
 
-static int cmp_endpoint(const struct endpoint *a, const struct endpoint *b)
+/* An endpoint's order: family, the 16 address bytes, port. */
+static int cmp_ep(const struct recon_addr *a, uint16_t pa, const struct recon_addr *b, uint16_t pb)
 {
     if (a->family != b->family)
         return a->family < b->family ? -1 : 1;
     int c = memcmp(a->addr, b->addr, 16);
     if (c)
         return c;
-    return (a->port > b->port) - (a->port < b->port);
+    return (pa > pb) - (pa < pb);
 }
 
-static int eq_conn(const void *ctx, size_t idx, const void *key)
+/* The side of its connection a flow reports: 0 when its local endpoint is the lower. */
+static int flow_side(const struct recon_flow *f)
 {
-    const struct conn *a = &((const struct run *)ctx)->conns[idx], *b = key;
-    return a->proto == b->proto && cmp_endpoint(&a->ep[0], &b->ep[0]) == 0 &&
-           cmp_endpoint(&a->ep[1], &b->ep[1]) == 0;
+    return cmp_ep(&f->local, f->local_port, &f->remote, f->remote_port) <= 0 ? 0 : 1;
+}
+
+static bool same_ep(const struct recon_addr *a, uint16_t pa, const struct recon_addr *b,
+                    uint16_t pb)
+{
+    return a->family == b->family && pa == pb && memcmp(a->addr, b->addr, 16) == 0;
+}
+
+/* Whether two socket flows belong to one connection: one protocol, one pair of endpoints. */
+static bool same_conn(const struct recon_flow *f, const struct recon_flow *g)
+{
+    if (f->proto != g->proto)
+        return false;
+    if (same_ep(&f->local, f->local_port, &g->local, g->local_port))
+        return same_ep(&f->remote, f->remote_port, &g->remote, g->remote_port);
+    return same_ep(&f->local, f->local_port, &g->remote, g->remote_port) &&
+           same_ep(&f->remote, f->remote_port, &g->local, g->local_port);
+}
+
+static void put_ep(uint8_t *p, const struct recon_addr *a, uint16_t port)
+{
+    int32_t fam = a->family;
+    memcpy(p, &fam, 4);
+    memcpy(p + 4, a->addr, 16);
+    memcpy(p + 20, &port, 2);
+}
+
+/* The hash of a flow's connection key: protocol, the lower endpoint, the higher one. */
+static uint64_t conn_hash(const struct recon_flow *f, int me)
+{
+    uint8_t k[48];
+    int32_t proto = f->proto;
+    memcpy(k, &proto, 4);
+    put_ep(k + 4 + 22 * me, &f->local, f->local_port);
+    put_ep(k + 4 + 22 * (1 - me), &f->remote, f->remote_port);
+    return hix_hash_bytes(0, k, sizeof k);
 }
 
 static int eq_host(const void *ctx, size_t idx, const void *key)
@@ -117,10 +153,21 @@ static int note_host_site(struct run *r, const struct recon_flow *f, int site)
 {
     if (!f->host || site < 0)
         return 0;
-    uint64_t h = hix_hash_str(0, f->host);
-    struct hix_slot *s = hix_find(&r->host_ix, h, eq_host, r, f->host);
-    if (s->idx1) {
-        struct host_site *hs = &r->hosts[s->idx1 - 1];
+    struct host_site *hs = NULL;
+    /* a report's flows come one after another: the last host first */
+    if (r->host_last1 && strcmp(r->hosts[r->host_last1 - 1].flow->host, f->host) == 0)
+        hs = &r->hosts[r->host_last1 - 1];
+    uint64_t h = 0;
+    struct hix_slot *s = NULL;
+    if (!hs) {
+        h = hix_hash_str(0, f->host);
+        s = hix_find(&r->host_ix, h, eq_host, r, f->host);
+        if (s->idx1) {
+            r->host_last1 = s->idx1;
+            hs = &r->hosts[s->idx1 - 1];
+        }
+    }
+    if (hs) {
         if (came_before(r, f, hs->flow))
             *hs = (struct host_site){.flow = f, .site = site};
         return 0;
@@ -130,34 +177,12 @@ static int note_host_site(struct run *r, const struct recon_flow *f, int site)
     r->hosts[r->n_hosts] = (struct host_site){.flow = f, .site = site};
     if (hix_put(&r->host_ix, s, h, r->n_hosts))
         return -1;
-    r->n_hosts++;
+    r->host_last1 = ++r->n_hosts;
     return 0;
 }
 
-/* A socket flow's connection key: its endpoints in order, the reporting side `me`. */
-static void conn_key(const struct recon_flow *f, int ls, int rs, struct conn *key, int *me)
-{
-    memset(key, 0, sizeof *key);
-    struct endpoint l = {.family = f->local.family, .port = f->local_port};
-    struct endpoint m = {.family = f->remote.family, .port = f->remote_port};
-    memcpy(l.addr, f->local.addr, 16);
-    memcpy(m.addr, f->remote.addr, 16);
-    *me = cmp_endpoint(&l, &m) <= 0 ? 0 : 1; /* which side of the connection reported */
-    key->proto = f->proto;
-    key->ep[*me] = l;
-    key->ep[1 - *me] = m;
-    key->site[*me] = ls;
-    key->site[1 - *me] = rs;
-}
-
-static uint64_t conn_hash(const struct conn *key)
-{
-    return hix_hash_bytes(
-        hix_hash_bytes(hix_mix(0, (uint64_t)key->proto), &key->ep[0], sizeof key->ep[0]),
-        &key->ep[1], sizeof key->ep[1]);
-}
-
-/* Phase 1's answer for one flow: its connection's hash, or rs < 0 when it joins none. */
+/* Phase 1's answer for one flow: its connection's hash and its local and remote sites, or
+ * rs < 0 when it joins none. */
 struct flow_pre {
     uint64_t hash;
     int32_t ls, rs;
@@ -184,127 +209,180 @@ static int classify(struct run *r, const struct recon_flow *f, struct flow_pre *
         out->n_dedup_flows++;
         return 0;
     }
-    struct conn key;
-    int me;
-    conn_key(f, ls, rs, &key, &me);
-    pre->hash = conn_hash(&key);
+    pre->hash = conn_hash(f, flow_side(f));
     pre->ls = ls;
     pre->rs = rs;
     return 0;
 }
 
-static int add_to_conn(struct run *r, const struct recon_flow *f, const struct flow_pre *pre)
+/* The connections' index sized once for at most n connections (load <= 2/3: it never grows). */
+static int conn_ix_init(struct run *r, size_t n)
 {
-    struct conn key;
-    int me;
-    conn_key(f, pre->ls, pre->rs, &key, &me);
-    uint64_t h = pre->hash; /* conn_hash(&key), made in phase 1 */
-    struct hix_slot *s = hix_find(&r->conn_ix, h, eq_conn, r, &key);
-    struct conn *c;
-    if (s->idx1) {
-        c = &r->conns[s->idx1 - 1];
-    } else {
-        if (hix_grow((void **)&r->conns, &r->cap_conns, r->n_conns + 1, sizeof *r->conns))
-            return -1;
+    size_t cap = 64;
+    while (cap < n + n / 2)
+        cap <<= 1;
+    r->conn_ix.slots = malloc(cap * sizeof *r->conn_ix.slots);
+    r->conns = malloc((n + 1) * sizeof *r->conns);
+    if (!r->conn_ix.slots || !r->conns)
+        return -1;
+    memset(r->conn_ix.slots, 0, cap * sizeof *r->conn_ix.slots);
+    r->conn_ix.cap = cap;
+    r->cap_conns = n + 1;
+    return 0;
+}
+
+static void add_to_conn(struct run *r, uint32_t fi, const struct flow_pre *pre)
+{
+    const struct recon_flow *flows = r->in->flows, *f = &flows[fi];
+    int me = flow_side(f);
+    uint64_t h = pre->hash, tag = h >> 32, *slots = r->conn_ix.slots;
+    size_t mask = r->conn_ix.cap - 1, j = h & mask;
+    struct conn *c = NULL;
+    for (; slots[j]; j = (j + 1) & mask) {
+        if (slots[j] >> 32 != tag)
+            continue;
+        struct conn *x = &r->conns[(uint32_t)slots[j] - 1];
+        if (same_conn(f, &flows[x->owner[x->seen[0] ? 0 : 1]])) {
+            c = x;
+            break;
+        }
+    }
+    if (!c) { /* room for every flow of the part was made (conn_ix_init) */
         c = &r->conns[r->n_conns];
-        *c = key;
-        c->hash = h;
-        if (hix_put(&r->conn_ix, s, h, r->n_conns))
-            return -1;
+        memset(c, 0, sizeof *c);
+        slots[j] = tag << 32 | (uint64_t)(r->n_conns + 1);
         r->n_conns++;
+        r->conn_ix.n++;
     }
     /* the owner: the side's first flow with a known role, else its first flow (in arrival
      * order: came_before) */
-    struct conn_side *side = &c->side[me];
-    bool known = f->role != RECON_ROLE_UNKNOWN, side_known = side->role != RECON_ROLE_UNKNOWN;
-    if (!side->seen || (known && !side_known) ||
-        (known == side_known && came_before(r, f, side->owner))) {
-        side->role = f->role;
-        side->owner = f;
+    bool known = f->role != RECON_ROLE_UNKNOWN, side_known = c->role[me] != RECON_ROLE_UNKNOWN;
+    if (!c->seen[me] || (known && !side_known) ||
+        (known == side_known && came_before(r, f, &flows[c->owner[me]]))) {
+        c->role[me] = (uint8_t)f->role;
+        c->owner[me] = fi;
     }
-    side->seen = true;
-    side->tx += f->tx_bytes;
-    side->rx += f->rx_bytes;
-    return 0;
+    c->seen[me] = true;
+    c->tx[me] += f->tx_bytes;
+    c->rx[me] += f->rx_bytes;
 }
 
 /* The side whose owner is credited: the client (connecting) side when known. */
 static int credited_side(const struct conn *c)
 {
     for (int i = 0; i < 2; i++)
-        if (c->side[i].seen && c->side[i].role == RECON_ROLE_CLIENT)
+        if (c->seen[i] && c->role[i] == RECON_ROLE_CLIENT)
             return i;
     for (int i = 0; i < 2; i++)
-        if (c->side[i].seen && c->side[i].role == RECON_ROLE_SERVER && c->side[1 - i].seen)
+        if (c->seen[i] && c->role[i] == RECON_ROLE_SERVER && c->seen[1 - i])
             return 1 - i;
-    return c->side[0].seen ? 0 : 1;
+    return c->seen[0] ? 0 : 1;
+}
+
+/* a.b.c.d (as inet_ntop writes it); the end of what was written. */
+static char *put_ipv4(char *p, const uint8_t *a)
+{
+    for (int i = 0; i < 4; i++) {
+        unsigned v = a[i];
+        if (i)
+            *p++ = '.';
+        if (v >= 100)
+            *p++ = (char)('0' + v / 100);
+        if (v >= 10)
+            *p++ = (char)('0' + v / 10 % 10);
+        *p++ = (char)('0' + v % 10);
+    }
+    *p = '\0';
+    return p;
 }
 
 /* The remote end of a connection as its dependency: a configured endpoint's name, else the
- * listening side's ADDR:PORT, else (the credited side listened) the remote client's address. */
-static enum recon_dep_kind dep_endpoint(const struct cfg *cfg, const struct conn *c, int credited,
-                                        char *buf, size_t len)
+ * listening side's ADDR:PORT, else (the credited side listened) the remote client's address.
+ * e, port: the remote end (the owner flow's remote); roles: the credited side's and the other's. */
+static enum recon_dep_kind dep_endpoint(const struct cfg *cfg, const struct recon_addr *e,
+                                        uint16_t port, int role, int other_role, char *buf,
+                                        size_t len)
 {
-    const struct endpoint *e = &c->ep[1 - credited];
-    bool remote_listens = c->side[credited].role != RECON_ROLE_SERVER ||
-                          c->side[1 - credited].role == RECON_ROLE_SERVER;
+    bool remote_listens = role != RECON_ROLE_SERVER || other_role == RECON_ROLE_SERVER;
     char a[INET6_ADDRSTRLEN] = "?";
     if (remote_listens) {
-        const char *name = cfg_endpoint_name(cfg, e->family, e->addr, e->port);
+        const char *name = cfg_endpoint_name(cfg, e->family, e->addr, port);
         if (name) {
             snprintf(buf, len, "%s", name);
             return RECON_DEP_SERVICE;
         }
     }
+    if (e->family != AF_INET6 && len >= INET_ADDRSTRLEN + 6) { /* IPv4: no snprintf */
+        char *p = put_ipv4(buf, e->addr);
+        if (remote_listens) {
+            char d[8];
+            int n = 0;
+            unsigned v = port;
+            do
+                d[n++] = (char)('0' + v % 10);
+            while ((v /= 10) && n < 7);
+            *p++ = ':';
+            while (n)
+                *p++ = d[--n];
+            *p = '\0';
+        }
+        return RECON_DEP_PEER;
+    }
     inet_ntop(e->family == AF_INET6 ? AF_INET6 : AF_INET, e->addr, a, sizeof a);
     if (!remote_listens)
         snprintf(buf, len, "%s", a);
     else if (e->family == AF_INET6)
-        snprintf(buf, len, "[%s]:%u", a, e->port);
+        snprintf(buf, len, "[%s]:%u", a, port);
     else
-        snprintf(buf, len, "%s:%u", a, e->port);
+        snprintf(buf, len, "%s:%u", a, port);
     return RECON_DEP_PEER;
 }
 
-static int credit_conn(struct run *r, const struct conn *c, struct recon_result *out)
+static int credit_conn(struct run *r, const struct conn *c, const struct flow_pre *pre,
+                       struct recon_result *out)
 {
     int credited = credited_side(c);
-    const struct recon_flow *owner = c->side[credited].owner;
-    if (c->side[0].seen && c->side[1].seen)
+    uint32_t oi = c->owner[credited];
+    const struct recon_flow *owner = &r->in->flows[oi];
+    if (c->seen[0] && c->seen[1])
         out->n_both_ends++;
+    /* the owner flow's local end is the credited side's */
+    int site[2];
+    site[credited] = pre[oi].ls;
+    site[1 - credited] = pre[oi].rs;
+    int64_t id = rcn_owner_id(&r->owners, rcn_src_socket, owner->workflow, owner->user,
+                              owner->program, owner->host, &owner->kube);
+    if (id < 0)
+        return -1;
     uint64_t dir[2];
-    struct rcn_owner o;
-    rcn_owner_init(&o, rcn_src_socket, owner->workflow, owner->user, owner->program, owner->host,
-                   &owner->kube);
     for (int from = 0; from < 2; from++) {
         int to = 1 - from;
         /* one connection, one direction: max(sender tx, receiver rx) */
-        uint64_t sent = c->side[from].seen ? c->side[from].tx : 0;
-        uint64_t got = c->side[to].seen ? c->side[to].rx : 0;
+        uint64_t sent = c->seen[from] ? c->tx[from] : 0;
+        uint64_t got = c->seen[to] ? c->rx[to] : 0;
         dir[from] = sent > got ? sent : got;
-        if (rcn_attribute_owner(r, c->site[from], c->site[to], &o, dir[from]))
+        if (rcn_attribute_owner(r, site[from], site[to], (uint32_t)id, dir[from]))
             return -1;
     }
+    if (dir[0] == 0 && dir[1] == 0)
+        return 0; /* no dependency row (recon_deps_add) */
     char ep[INET6_ADDRSTRLEN + 16];
-    enum recon_dep_kind kind = dep_endpoint(r->cfg, c, credited, ep, sizeof ep);
-    return recon_deps_add(&r->deps, c->site[credited], c->site[1 - credited], owner->workflow,
-                          owner->user, owner->program, kind, ep, dir[credited], dir[1 - credited],
-                          1);
+    enum recon_dep_kind kind = dep_endpoint(
+        r->cfg, &owner->remote, owner->remote_port, c->role[credited],
+        c->seen[1 - credited] ? c->role[1 - credited] : RECON_ROLE_UNKNOWN, ep, sizeof ep);
+    const struct rcn_owner_ent *o = &r->owners.v[id];
+    return recon_deps_add_h(&r->deps, o->dep_hash, site[credited], site[1 - credited],
+                            o->key.workflow, o->key.user, o->key.program, kind, ep, dir[credited],
+                            dir[1 - credited], 1);
 }
 
 /* ---- the split across threads ---- */
 
-/* The thread that credits an owner: part of every rollup key (so no two threads hold one row). */
-static int owner_part(const char *workflow, const char *user, const char *program, const char *host,
-                      int n)
+/* The thread that credits an owner: its rollup key's hash (rcn_owner_hash), so no two threads
+ * hold one owner or one row. */
+static int owner_part(uint64_t owner_hash, int n)
 {
-    if (n == 1)
-        return 0;
-    uint64_t h =
-        hix_hash_str(hix_hash_str(hix_hash_str(hix_hash_str(0, rcn_str(workflow)), rcn_str(user)),
-                                  rcn_str(program)),
-                     rcn_str(host));
-    return (int)((h >> 32) % (uint64_t)n);
+    return n == 1 ? 0 : (int)((owner_hash >> 32) % (uint64_t)n);
 }
 
 static int conn_part(uint64_t hash, int n)
@@ -358,16 +436,22 @@ static int phase_conns(struct part *p)
 {
     struct job *j = p->job;
     const struct recon_input *in = p->run.in;
+    size_t mine = 0;
+    for (size_t i = 0; i < in->n_flows; i++)
+        mine += j->pre[i].rs >= 0 && conn_part(j->pre[i].hash, j->n) == p->k;
+    if (conn_ix_init(&p->run, mine))
+        return -1;
     for (size_t i = 0; i < in->n_flows; i++) {
         const struct flow_pre *pre = &j->pre[i];
-        if (pre->rs >= 0 && conn_part(pre->hash, j->n) == p->k &&
-            add_to_conn(&p->run, &in->flows[i], pre))
-            return -1;
+        if (pre->rs >= 0 && conn_part(pre->hash, j->n) == p->k)
+            add_to_conn(&p->run, (uint32_t)i, pre);
     }
-    for (size_t i = 0; i < p->run.n_conns; i++) {
+    for (size_t i = 0; i < p->run.n_conns && j->n > 1; i++) {
         struct conn *c = &p->run.conns[i];
-        const struct recon_flow *o = c->side[credited_side(c)].owner;
-        c->owner_part = owner_part(o->workflow, o->user, o->program, o->host, j->n);
+        const struct recon_flow *o = &in->flows[c->owner[credited_side(c)]];
+        c->owner_part = (uint8_t)owner_part(
+            rcn_owner_hash(rcn_src_socket, o->workflow, o->user, o->program, o->host, &o->kube),
+            j->n);
     }
     return p->k == 0 ? merge_hosts(j) : 0;
 }
@@ -380,19 +464,24 @@ static int phase_owners(struct part *p)
     for (int q = 0; q < j->n; q++) {
         const struct run *rq = &j->parts[q].run;
         for (size_t i = 0; i < rq->n_conns; i++)
-            if (rq->conns[i].owner_part == p->k && credit_conn(&p->run, &rq->conns[i], &p->count))
+            if (rq->conns[i].owner_part == p->k &&
+                credit_conn(&p->run, &rq->conns[i], j->pre, &p->count))
                 return -1;
     }
     for (size_t i = 0; i < in->n_flows; i++) {
         const struct recon_flow *f = &in->flows[i];
         if (f->source == RECON_FLOW_NFS &&
-            owner_part(f->workflow, f->user, f->program, f->host, j->n) == p->k &&
+            owner_part(
+                rcn_owner_hash(rcn_src_nfs, f->workflow, f->user, f->program, f->host, &f->kube),
+                j->n) == p->k &&
             rcn_add_nfs_flow(&p->run, f, &p->count))
             return -1;
     }
     for (size_t i = 0; i < in->n_transfers; i++) {
         const struct recon_transfer *t = &in->transfers[i];
-        if (owner_part(t->workflow, t->requester, t->service, "", j->n) == p->k &&
+        if (owner_part(
+                rcn_owner_hash(rcn_src_service, t->workflow, t->requester, t->service, "", NULL),
+                j->n) == p->k &&
             rcn_add_transfer(&p->run, t, j->ws, j->we, &p->count))
             return -1;
     }
@@ -428,29 +517,30 @@ static void run_phase(struct job *j, int (*phase)(struct part *))
 /* Part k's cells, rollup and dependencies into part 0's. */
 static int merge_part(struct run *r0, struct run *rk)
 {
+    uint32_t *cell_map = malloc((rk->n_cells + 1) * sizeof *cell_map);
+    if (!cell_map)
+        return -1;
     for (size_t i = 0; i < rk->n_cells; i++) {
         const struct recon_cell *from = &rk->cells[i].cell;
         struct cell_acc *c = rcn_cell_get(r0, from->src_site, from->dst_site);
-        if (!c)
+        if (!c) {
+            free(cell_map);
             return -1;
+        }
         c->cell.socket_bytes += from->socket_bytes;
         c->cell.nfs_bytes += from->nfs_bytes;
         c->cell.service_bytes += from->service_bytes;
+        cell_map[i] = (uint32_t)(c - r0->cells);
     }
-    /* appended, not looked up: no row of rk is in r0 (owner_part); r0's rollup index no longer
-     * covers every row, and nothing looks a row up after the merge */
-    if (rk->n_rollup) {
-        if (hix_grow((void **)&r0->rollup, &r0->cap_rollup, r0->n_rollup + rk->n_rollup,
-                     sizeof *r0->rollup))
-            return -1;
-        memcpy(r0->rollup + r0->n_rollup, rk->rollup, rk->n_rollup * sizeof *rk->rollup);
-        r0->n_rollup += rk->n_rollup;
-    }
+    int rc = rcn_roll_merge(r0, rk, cell_map);
+    free(cell_map);
+    if (rc)
+        return -1;
     for (size_t i = 0; i < rk->deps.n; i++) {
         const struct recon_dep *d = &rk->deps.rows[i];
-        if (recon_deps_add(&r0->deps, d->local_site, d->remote_site, d->workflow, d->user,
-                           d->program, d->kind, d->endpoint, d->bytes_out, d->bytes_in,
-                           d->connections))
+        if (recon_deps_add_h(&r0->deps, rk->deps.owner_hash[i], d->local_site, d->remote_site,
+                             d->workflow, d->user, d->program, d->kind, d->endpoint, d->bytes_out,
+                             d->bytes_in, d->connections))
             return -1;
     }
     return 0;

@@ -2,8 +2,9 @@
  * flow its own connection, one end reporting), in memory, no database: the compute phase of
  * bench_fleet's reconciliations, on 1 thread and on THREADS threads (recon_input.threads)
  * alternating, ROUNDS rounds; wall and CPU seconds per run, p50/max, the ratio, and a check that
- * every run's result is the same (cells, rollup rows and bytes, dependency rows).
- * Usage: bench_recon_run [FLOWS [ROUNDS [THREADS]]]   (default 5000000, 3, the online cores) */
+ * every run's result is the same (a digest of every row, figure and string of it, printed).
+ * Usage: bench_recon_run [FLOWS [ROUNDS [THREADS]]]   (default 5000000, 3, the online cores;
+ * THREADS 1: the one-thread runs only) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -72,6 +73,59 @@ static struct recon_flow *make_flows(long n, char **arena)
     return flows;
 }
 
+/* FNV-1a over bytes, and over a string with its terminator. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static uint64_t fnv_s(uint64_t h, const char *s)
+{
+    return fnv(h, s ? s : "", strlen(s ? s : "") + 1);
+}
+
+#define FNV_V(h, v) ((h) = fnv((h), &(v), sizeof(v)))
+
+/* A digest of every figure, string and order of a result: two runs with one digest gave the same
+ * rows in the same order (links, cells, rollup, dependencies, counters). */
+static uint64_t digest(const struct recon_result *r)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < r->n_links; i++) {
+        const struct recon_link_obs *l = &r->links[i];
+        h = fnv_s(h, l->circuit);
+        FNV_V(h, l->src_site), FNV_V(h, l->dst_site), FNV_V(h, l->link);
+        FNV_V(h, l->observed_bytes), FNV_V(h, l->observed_payload_bytes);
+        FNV_V(h, l->valid_fraction), FNV_V(h, l->capacity_bps), FNV_V(h, l->utilization);
+    }
+    for (size_t i = 0; i < r->n_cells; i++) {
+        const struct recon_cell *c = &r->cells[i];
+        FNV_V(h, c->src_site), FNV_V(h, c->dst_site), FNV_V(h, c->has_link);
+        FNV_V(h, c->observed_bytes), FNV_V(h, c->observed_payload_bytes);
+        FNV_V(h, c->attributed_bytes), FNV_V(h, c->socket_bytes), FNV_V(h, c->nfs_bytes);
+        FNV_V(h, c->service_bytes), FNV_V(h, c->unattributed_bytes), FNV_V(h, c->coverage);
+        FNV_V(h, c->valid_fraction), FNV_V(h, c->capacity_bps), FNV_V(h, c->status);
+    }
+    for (size_t i = 0; i < r->n_rollup; i++) {
+        const struct recon_rollup *x = &r->rollup[i];
+        FNV_V(h, x->src_site), FNV_V(h, x->dst_site), FNV_V(h, x->bytes);
+        h = fnv_s(fnv_s(fnv_s(fnv_s(h, x->source), x->workflow), x->user), x->program);
+        h = fnv_s(fnv_s(fnv_s(fnv_s(h, x->host), x->kube.ns), x->kube.pod), x->kube.container);
+    }
+    for (size_t i = 0; i < r->n_deps; i++) {
+        const struct recon_dep *d = &r->deps[i];
+        FNV_V(h, d->local_site), FNV_V(h, d->remote_site), FNV_V(h, d->kind);
+        h = fnv_s(fnv_s(fnv_s(fnv_s(h, d->workflow), d->user), d->program), d->endpoint);
+        FNV_V(h, d->bytes_out), FNV_V(h, d->bytes_in), FNV_V(h, d->connections);
+    }
+    FNV_V(h, r->n_unmapped), FNV_V(h, r->n_intra_site), FNV_V(h, r->n_dedup_flows);
+    FNV_V(h, r->n_both_ends);
+    return h;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -84,8 +138,8 @@ int main(int argc, char **argv)
     long n = argc > 1 ? atol(argv[1]) : 5000000;
     int rounds = argc > 2 ? atoi(argv[2]) : 3;
     int threads = argc > 3 ? atoi(argv[3]) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1000 || n > 20000000 || rounds < 1 || rounds > MAX_ROUNDS || threads < 2 || threads > 8)
-        die("usage: bench_recon_run [FLOWS 1000..20000000 [ROUNDS 1..%d [THREADS 2..8]]]",
+    if (n < 1000 || n > 20000000 || rounds < 1 || rounds > MAX_ROUNDS || threads < 1 || threads > 8)
+        die("usage: bench_recon_run [FLOWS 1000..20000000 [ROUNDS 1..%d [THREADS 1..8]]]",
             MAX_ROUNDS);
     struct str js = {0};
     fleet_config(&js, "dbname=unused", 1); /* never connected to, never listened on */
@@ -112,9 +166,9 @@ int main(int argc, char **argv)
            N_SITES * N_NEIGHBOURS, sysconf(_SC_NPROCESSORS_ONLN));
     double wall[2][MAX_ROUNDS], cpu[2][MAX_ROUNDS];
     size_t ref_rollup = 0, ref_deps = 0, ref_cells = 0;
-    uint64_t ref_bytes = 0;
+    uint64_t ref_bytes = 0, ref_digest = 0;
     for (int r = 0; r < rounds; r++)
-        for (int v = 0; v < 2; v++) {
+        for (int v = 0; v < (threads == 1 ? 1 : 2); v++) {  /* THREADS 1: one thread only */
             int t = (r % 2 == 0) == (v == 0) ? 1 : threads; /* alternate which goes first */
             int slot = t == 1 ? 0 : 1;
             struct recon_input in = {
@@ -126,14 +180,14 @@ int main(int argc, char **argv)
                 die("recon_run: %s", err);
             wall[slot][r] = now_s(CLOCK_MONOTONIC) - w0;
             cpu[slot][r] = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
-            uint64_t bytes = 0;
+            uint64_t bytes = 0, dig = digest(&res);
             for (size_t i = 0; i < res.n_rollup; i++)
                 bytes += res.rollup[i].bytes;
             if (r == 0 && v == 0) {
                 ref_rollup = res.n_rollup, ref_deps = res.n_deps, ref_cells = res.n_cells;
-                ref_bytes = bytes;
+                ref_bytes = bytes, ref_digest = dig;
             } else if (res.n_rollup != ref_rollup || res.n_deps != ref_deps ||
-                       res.n_cells != ref_cells || bytes != ref_bytes) {
+                       res.n_cells != ref_cells || bytes != ref_bytes || dig != ref_digest) {
                 die("round %d, %d threads: a different result", r, t);
             }
             double la[3] = {0};
@@ -144,16 +198,20 @@ int main(int argc, char **argv)
                    res.n_rollup, res.n_deps, la[0]);
             recon_result_free(&res);
         }
-    for (int slot = 0; slot < 2; slot++) {
+    for (int slot = 0; slot < (threads == 1 ? 1 : 2); slot++) {
         qsort(wall[slot], (size_t)rounds, sizeof(double), cmp_double);
         qsort(cpu[slot], (size_t)rounds, sizeof(double), cmp_double);
     }
     printf("1 thread:   wall p50 %.3f s, max %.3f s; CPU p50 %.3f s (n=%d)\n", wall[0][rounds / 2],
            wall[0][rounds - 1], cpu[0][rounds / 2], rounds);
-    printf("%d threads: wall p50 %.3f s, max %.3f s; CPU p50 %.3f s (n=%d)\n", threads,
-           wall[1][rounds / 2], wall[1][rounds - 1], cpu[1][rounds / 2], rounds);
-    printf("speed-up at p50: %.2fx; results equal in every run\n",
-           wall[0][rounds / 2] / wall[1][rounds / 2]);
+    if (threads > 1) {
+        printf("%d threads: wall p50 %.3f s, max %.3f s; CPU p50 %.3f s (n=%d)\n", threads,
+               wall[1][rounds / 2], wall[1][rounds - 1], cpu[1][rounds / 2], rounds);
+        printf("speed-up at p50: %.2fx\n", wall[0][rounds / 2] / wall[1][rounds / 2]);
+    }
+    printf("results equal in every run (digest %016llx); CPU per flow record at p50, 1 thread: "
+           "%.3f us\n",
+           (unsigned long long)ref_digest, cpu[0][rounds / 2] * 1e6 / (double)n);
     free(flows);
     free(arena);
     free(js.p);
