@@ -301,9 +301,21 @@ static size_t route_of(struct run *r, int src, int dst, int *out, size_t max)
 static const struct pair_path *path_get(struct run *r, int src, int dst)
 {
     uint64_t key = pair_key(src, dst), h = hix_mix(0, key);
-    struct hix_slot *s = hix_find(&r->path_ix, h, eq_path, r, &key);
-    if (s->idx1)
-        return &r->paths[s->idx1 - 1];
+    size_t ns = r->cfg->n_sites;
+    uint32_t *direct = NULL; /* up to RCN_DIRECT_PATH_SITES sites: an array by pair, no hashing */
+    struct hix_slot *s = NULL;
+    if (ns <= RCN_DIRECT_PATH_SITES && src >= 0 && dst >= 0 && (size_t)src < ns &&
+        (size_t)dst < ns) {
+        if (!r->path_of && !(r->path_of = calloc(ns * ns + 1, sizeof *r->path_of)))
+            return NULL;
+        direct = &r->path_of[(size_t)src * ns + (size_t)dst];
+        if (*direct)
+            return &r->paths[*direct - 1];
+    } else {
+        s = hix_find(&r->path_ix, h, eq_path, r, &key);
+        if (s->idx1)
+            return &r->paths[s->idx1 - 1];
+    }
     size_t n = route_of(r, src, dst, r->path_buf, r->cfg->n_sites + 1);
     if (n < 2) {
         r->path_buf[0] = src;
@@ -329,7 +341,9 @@ static const struct pair_path *path_get(struct run *r, int src, int dst)
     p->off = r->n_path_sites;
     p->len = n;
     r->n_path_sites += n;
-    if (hix_put(&r->path_ix, s, h, r->n_paths))
+    if (direct)
+        *direct = (uint32_t)r->n_paths + 1;
+    else if (hix_put(&r->path_ix, s, h, r->n_paths))
         return NULL;
     r->n_paths++;
     return p;
@@ -337,13 +351,24 @@ static const struct pair_path *path_get(struct run *r, int src, int dst)
 
 const char rcn_src_socket[] = "socket", rcn_src_nfs[] = "nfs", rcn_src_service[] = "service";
 
-int rcn_attribute_owner(struct run *r, int src, int dst, uint32_t owner, uint64_t bytes)
+int64_t rcn_path(struct run *r, int src, int dst)
 {
-    if (bytes == 0)
-        return 0;
     const struct pair_path *p = path_get(r, src, dst);
-    if (!p)
-        return -1;
+    return p ? p - r->paths : -1;
+}
+
+void rcn_path_prefetch(const struct run *r, size_t path, uint32_t owner)
+{
+    const struct pair_path *p = &r->paths[path];
+    for (size_t i = 0; i + 1 < p->len; i++) {
+        __builtin_prefetch(&r->cells[r->path_cells[p->off + i]], 1);
+        rcn_roll_prefetch(r, owner, r->path_cells[p->off + i]);
+    }
+}
+
+int rcn_attribute_path(struct run *r, size_t path, uint32_t owner, uint64_t bytes)
+{
+    const struct pair_path *p = &r->paths[path];
     const char *source = r->owners.v[owner].key.source;
     for (size_t i = 0; i + 1 < p->len; i++) {
         uint32_t cell = r->path_cells[p->off + i];
@@ -358,6 +383,14 @@ int rcn_attribute_owner(struct run *r, int src, int dst, uint32_t owner, uint64_
             return -1;
     }
     return 0;
+}
+
+int rcn_attribute_owner(struct run *r, int src, int dst, uint32_t owner, uint64_t bytes)
+{
+    if (bytes == 0)
+        return 0;
+    int64_t p = rcn_path(r, src, dst);
+    return p < 0 ? -1 : rcn_attribute_path(r, (size_t)p, owner, bytes);
 }
 
 int rcn_attribute(struct run *r, int src, int dst, const char *source, const char *workflow,
@@ -605,9 +638,10 @@ void rcn_run_free(struct run *r)
     hix_free(&r->path_ix);
     free(r->path_sites);
     free(r->path_cells);
+    free(r->path_of);
     rcn_owners_free(&r->owners);
     free(r->rolls);
-    hix_free(&r->roll_ix);
+    free(r->roll_tab.slots);
     free(r->conns);
     free(r->conn_ix.slots);
     free(r->hosts);
@@ -628,7 +662,7 @@ int rcn_run_init(struct run *r, const struct cfg *cfg, const struct recon_input 
     /* the connections' table is sized by recon_socket.c once it knows their number; the rollup's
      * at about 2 rows per 5 flows (the fleet's shape), the dependencies' at 1 per 10 */
     if (!r->path_buf || hix_init(&r->cell_ix, 256) || hix_init(&r->path_ix, 256) ||
-        hix_init(&r->roll_ix, 1024 + expect / 4) || rcn_owners_init(&r->owners, 1024) ||
+        rcn_roll_init(&r->roll_tab, 1024 + expect / 4) || rcn_owners_init(&r->owners, 1024) ||
         hix_init(&r->host_ix, 64) || recon_deps_init(&r->deps, expect / 16 + 64) || routes_index(r))
         return -1;
     return 0;

@@ -20,30 +20,173 @@ const char *recon_dep_kind_name(enum recon_dep_kind k)
     }
 }
 
+/* A row while it accumulates (recon_deps.h): 64 bytes, one cache line. */
+#define EP_INLINE 24
+
+struct recon_deps_slot {
+    uint64_t out, in, conns;
+    uint32_t owner1; /* owner id + 1; 0: an empty slot */
+    int32_t local, remote;
+    uint8_t kind;
+    uint8_t long_ep; /* the endpoint is ep.p (owned), too long for ep.s */
+    uint16_t unused;
+    union {
+        char s[EP_INLINE];
+        char *p;
+    } ep;
+};
+
+_Static_assert(sizeof(struct recon_deps_slot) == 64, "a row's slot is one cache line");
+
+static int slots_alloc(struct recon_deps_acc *a, size_t cap)
+{
+    a->slots = malloc(cap * sizeof *a->slots);
+    if (!a->slots)
+        return -1;
+    memset(a->slots, 0, cap * sizeof *a->slots); /* written now, not calloc'd (hindex.c) */
+    a->cap = cap;
+    return 0;
+}
+
 int recon_deps_init(struct recon_deps_acc *a, size_t expect)
 {
     memset(a, 0, sizeof *a);
-    return hix_init(&a->ix, expect);
+    size_t cap = 64;
+    while (cap < expect * 2)
+        cap <<= 1;
+    if (hix_init(&a->owner_ix, 256) || slots_alloc(a, cap)) {
+        hix_free(&a->owner_ix);
+        return -1;
+    }
+    return 0;
 }
 
-/* s and t equal as strings (the rows of one owner share its pointers). */
+/* s and t equal as strings (interned ones are often one pointer). */
 static bool same(const char *s, const char *t)
 {
     return s == t || strcmp(s, t) == 0;
 }
 
-static int eq_dep(const void *ctx, size_t idx, const void *key)
+static int eq_owner(const void *ctx, size_t idx, const void *key)
 {
-    const struct recon_dep *x = &((const struct recon_deps_acc *)ctx)->rows[idx], *y = key;
-    return x->local_site == y->local_site && x->remote_site == y->remote_site &&
-           x->kind == y->kind && strcmp(x->endpoint, y->endpoint) == 0 &&
-           same(x->workflow, y->workflow) && same(x->user, y->user) && same(x->program, y->program);
+    const struct recon_deps_owner *x = &((const struct recon_deps_acc *)ctx)->owners[idx], *y = key;
+    return same(x->workflow, y->workflow) && same(x->user, y->user) && same(x->program, y->program);
 }
 
-uint64_t recon_deps_owner_hash(const char *workflow, const char *user, const char *program)
+int64_t recon_deps_owner(struct recon_deps_acc *a, const char *workflow, const char *user,
+                         const char *program)
 {
-    return hix_hash_str(hix_hash_str(hix_hash_str(0, workflow ? workflow : ""), user ? user : ""),
-                        program ? program : "");
+    struct recon_deps_owner k = {.workflow = workflow ? workflow : "",
+                                 .user = user ? user : "",
+                                 .program = program ? program : ""};
+    if (a->owner_last1 && eq_owner(a, a->owner_last1 - 1, &k))
+        return (int64_t)a->owner_last1 - 1;
+    k.hash = hix_hash_str(hix_hash_str(hix_hash_str(0, k.workflow), k.user), k.program);
+    struct hix_slot *s = hix_find(&a->owner_ix, k.hash, eq_owner, a, &k);
+    if (!s->idx1) {
+        if (hix_grow((void **)&a->owners, &a->cap_owners, a->n_owners + 1, sizeof *a->owners))
+            return -1;
+        a->owners[a->n_owners] = k;
+        if (hix_put(&a->owner_ix, s, k.hash, a->n_owners))
+            return -1;
+        a->owner_last1 = ++a->n_owners;
+    } else {
+        a->owner_last1 = s->idx1;
+    }
+    return (int64_t)a->owner_last1 - 1;
+}
+
+static const char *slot_ep(const struct recon_deps_slot *s)
+{
+    return s->long_ep ? s->ep.p : s->ep.s;
+}
+
+static uint64_t key_hash(uint32_t owner, int local, int remote, int kind, const char *ep,
+                         size_t len)
+{
+    uint64_t h =
+        hix_mix(hix_mix((uint64_t)owner, (uint64_t)(uint32_t)local << 32 | (uint32_t)remote),
+                (uint64_t)kind);
+    return hix_hash_bytes(h, ep, len);
+}
+
+/* The slot of this key, or the empty one where it goes. */
+static struct recon_deps_slot *find(const struct recon_deps_acc *a, uint64_t h, uint32_t owner,
+                                    int local, int remote, int kind, const char *ep, size_t len)
+{
+    size_t mask = a->cap - 1;
+    for (size_t j = h & mask;; j = (j + 1) & mask) {
+        struct recon_deps_slot *s = &a->slots[j];
+        if (!s->owner1)
+            return s;
+        if (s->owner1 != owner + 1 || s->local != local || s->remote != remote || s->kind != kind)
+            continue;
+        if (s->long_ep ? len >= EP_INLINE && strcmp(s->ep.p, ep) == 0
+                       : len < EP_INLINE && memcmp(s->ep.s, ep, len + 1) == 0)
+            return s;
+    }
+}
+
+static int grow(struct recon_deps_acc *a)
+{
+    struct recon_deps_slot *old = a->slots;
+    size_t n = a->cap;
+    if (slots_alloc(a, n * 2)) {
+        a->slots = old;
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!old[i].owner1)
+            continue;
+        const char *ep = slot_ep(&old[i]);
+        size_t len = strlen(ep);
+        *find(a, key_hash(old[i].owner1 - 1, old[i].local, old[i].remote, old[i].kind, ep, len),
+              old[i].owner1 - 1, old[i].local, old[i].remote, old[i].kind, ep, len) = old[i];
+    }
+    free(old);
+    return 0;
+}
+
+void recon_deps_prefetch(const struct recon_deps_acc *a, uint32_t owner, int local_site,
+                         int remote_site, enum recon_dep_kind kind, const char *endpoint)
+{
+    const char *ep = endpoint ? endpoint : "";
+    uint64_t h = key_hash(owner, local_site, remote_site, (int)kind, ep, strlen(ep));
+    __builtin_prefetch(&a->slots[h & (a->cap - 1)], 1);
+}
+
+int recon_deps_add_o(struct recon_deps_acc *a, uint32_t owner, int local_site, int remote_site,
+                     enum recon_dep_kind kind, const char *endpoint, uint64_t bytes_out,
+                     uint64_t bytes_in, uint64_t connections)
+{
+    if (bytes_out == 0 && bytes_in == 0)
+        return 0;
+    const char *ep = endpoint ? endpoint : "";
+    size_t len = strlen(ep);
+    uint64_t h = key_hash(owner, local_site, remote_site, (int)kind, ep, len);
+    struct recon_deps_slot *s = find(a, h, owner, local_site, remote_site, (int)kind, ep, len);
+    if (!s->owner1) {
+        if ((a->n + 1) * 2 > a->cap) {
+            if (grow(a))
+                return -1;
+            s = find(a, h, owner, local_site, remote_site, (int)kind, ep, len);
+        }
+        struct recon_deps_slot v = {
+            .owner1 = owner + 1, .local = local_site, .remote = remote_site, .kind = (uint8_t)kind};
+        if (len < EP_INLINE) {
+            memcpy(v.ep.s, ep, len + 1);
+        } else {
+            v.long_ep = 1;
+            if (!(v.ep.p = strdup(ep)))
+                return -1;
+        }
+        *s = v;
+        a->n++;
+    }
+    s->out += bytes_out;
+    s->in += bytes_in;
+    s->conns += connections;
+    return 0;
 }
 
 int recon_deps_add(struct recon_deps_acc *a, int local_site, int remote_site, const char *workflow,
@@ -53,71 +196,41 @@ int recon_deps_add(struct recon_deps_acc *a, int local_site, int remote_site, co
 {
     if (bytes_out == 0 && bytes_in == 0)
         return 0;
-    return recon_deps_add_h(a, recon_deps_owner_hash(workflow, user, program), local_site,
-                            remote_site, workflow, user, program, kind, endpoint, bytes_out,
-                            bytes_in, connections);
+    int64_t o = recon_deps_owner(a, workflow, user, program);
+    return o < 0 ? -1
+                 : recon_deps_add_o(a, (uint32_t)o, local_site, remote_site, kind, endpoint,
+                                    bytes_out, bytes_in, connections);
 }
 
-int recon_deps_add_h(struct recon_deps_acc *a, uint64_t owner_hash, int local_site, int remote_site,
-                     const char *workflow, const char *user, const char *program,
-                     enum recon_dep_kind kind, const char *endpoint, uint64_t bytes_out,
-                     uint64_t bytes_in, uint64_t connections)
+int recon_deps_merge(struct recon_deps_acc *into, const struct recon_deps_acc *from)
 {
-    if (bytes_out == 0 && bytes_in == 0)
-        return 0;
-    struct recon_dep key = {.local_site = local_site,
-                            .remote_site = remote_site,
-                            .workflow = workflow ? workflow : "",
-                            .user = user ? user : "",
-                            .program = program ? program : "",
-                            .kind = kind,
-                            .endpoint = (char *)(endpoint ? endpoint : "")};
-    uint64_t h =
-        hix_mix(hix_mix(owner_hash, (uint64_t)(uint32_t)local_site << 32 | (uint32_t)remote_site),
-                (uint64_t)kind);
-    h = hix_hash_str(h, key.endpoint);
-    struct hix_slot *s = hix_find(&a->ix, h, eq_dep, a, &key);
-    if (s->idx1) {
-        struct recon_dep *d = &a->rows[s->idx1 - 1];
-        d->bytes_out += bytes_out;
-        d->bytes_in += bytes_in;
-        d->connections += connections;
-        return 0;
+    for (size_t i = 0; i < from->cap; i++) {
+        const struct recon_deps_slot *s = &from->slots[i];
+        if (!s->owner1)
+            continue;
+        const struct recon_deps_owner *o = &from->owners[s->owner1 - 1];
+        if (recon_deps_add(into, s->local, s->remote, o->workflow, o->user, o->program,
+                           (enum recon_dep_kind)s->kind, slot_ep(s), s->out, s->in, s->conns))
+            return -1;
     }
-    if (hix_grow((void **)&a->rows, &a->cap, a->n + 1, sizeof *a->rows) ||
-        hix_grow((void **)&a->owner_hash, &a->cap_hash, a->n + 1, sizeof *a->owner_hash))
-        return -1;
-    key.endpoint = strdup(key.endpoint);
-    if (!key.endpoint)
-        return -1;
-    key.bytes_out = bytes_out;
-    key.bytes_in = bytes_in;
-    key.connections = connections;
-    a->rows[a->n] = key;
-    a->owner_hash[a->n] = owner_hash;
-    if (hix_put(&a->ix, s, h, a->n)) {
-        free(key.endpoint);
-        return -1;
-    }
-    a->n++;
     return 0;
 }
 
 /* ---- the order: local site, owner (workflow, user, program), bytes descending, remote site,
- * kind, endpoint. The owners are ranked once (a few thousand strcmp sorts) and the rows sorted
- * on integers, the endpoint compared only between rows equal in all the rest. ---- */
+ * kind, endpoint. The owners are ranked once (a sort of the distinct owners by strcmp) and the
+ * rows sorted on integers, the endpoint compared only between rows equal in all the rest. ---- */
 
 struct dep_ord {
     int32_t local, remote;
     uint32_t rank, kind;
     uint64_t total;
-    const struct recon_dep *row;
+    const struct recon_deps_slot *slot;
 };
 
 static int cmp_owner_str(const void *pa, const void *pb, void *ctx)
 {
-    const struct recon_dep *rows = ctx;
-    const struct recon_dep *x = &rows[*(const uint32_t *)pa], *y = &rows[*(const uint32_t *)pb];
+    const struct recon_deps_owner *v = ctx;
+    const struct recon_deps_owner *x = &v[*(const uint32_t *)pa], *y = &v[*(const uint32_t *)pb];
     int c = strcmp(x->workflow, y->workflow);
     if (!c)
         c = strcmp(x->user, y->user);
@@ -139,100 +252,67 @@ static int cmp_dep_ord(const void *pa, const void *pb)
         return x->remote < y->remote ? -1 : 1;
     if (x->kind != y->kind)
         return x->kind < y->kind ? -1 : 1;
-    return strcmp(x->row->endpoint, y->row->endpoint);
-}
-
-struct owner_tab {
-    const struct recon_dep *rows;
-    uint32_t *first; /* per distinct owner: its first row */
-    size_t n;
-};
-
-static int eq_owner(const void *ctx, size_t idx, const void *key)
-{
-    const struct owner_tab *t = ctx;
-    const struct recon_dep *x = &t->rows[t->first[idx]], *y = key;
-    return same(x->workflow, y->workflow) && same(x->user, y->user) && same(x->program, y->program);
-}
-
-/* rank[i]: the place of row i's owner among the rows' distinct owners in string order. */
-static int rank_owners(const struct recon_deps_acc *a, uint32_t *rank)
-{
-    struct owner_tab t = {.rows = a->rows};
-    struct hix ix;
-    int rc = -1;
-    uint32_t *of = malloc((a->n + 1) * sizeof *of), *order = NULL, *place = NULL;
-    t.first = malloc((a->n + 1) * sizeof *t.first);
-    if (!of || !t.first || hix_init(&ix, 1024)) {
-        free(of);
-        free(t.first);
-        return -1;
-    }
-    for (size_t i = 0; i < a->n; i++) {
-        struct hix_slot *s = hix_find(&ix, a->owner_hash[i], eq_owner, &t, &a->rows[i]);
-        if (s->idx1) {
-            of[i] = (uint32_t)(s->idx1 - 1);
-            continue;
-        }
-        t.first[t.n] = (uint32_t)i;
-        of[i] = (uint32_t)t.n;
-        if (hix_put(&ix, s, a->owner_hash[i], t.n++))
-            goto cleanup;
-    }
-    order = malloc((t.n + 1) * sizeof *order);
-    place = malloc((t.n + 1) * sizeof *place);
-    if (!order || !place)
-        goto cleanup;
-    for (size_t k = 0; k < t.n; k++)
-        order[k] = t.first[k];
-    if (t.n)
-        qsort_r(order, t.n, sizeof *order, cmp_owner_str, (void *)a->rows);
-    for (size_t k = 0; k < t.n; k++)
-        place[of[order[k]]] = (uint32_t)k;
-    for (size_t i = 0; i < a->n; i++)
-        rank[i] = place[of[i]];
-    rc = 0;
-cleanup:
-    hix_free(&ix);
-    free(of);
-    free(t.first);
-    free(order);
-    free(place);
-    return rc;
+    return strcmp(slot_ep(x->slot), slot_ep(y->slot));
 }
 
 int recon_deps_take(struct recon_deps_acc *a, struct recon_dep **rows, size_t *n)
 {
-    uint32_t *rank = malloc((a->n + 1) * sizeof *rank);
+    int rc = -1;
+    size_t m = 0;
+    uint32_t *order = malloc((a->n_owners + 1) * sizeof *order);
+    uint32_t *rank = malloc((a->n_owners + 1) * sizeof *rank);
     struct dep_ord *ord = malloc((a->n + 1) * sizeof *ord);
-    struct recon_dep *sorted = malloc((a->n + 1) * sizeof *sorted);
-    if (!rank || !ord || !sorted || rank_owners(a, rank)) {
-        free(rank);
-        free(ord);
-        free(sorted);
-        return -1;
+    struct recon_dep *out = malloc((a->n + 1) * sizeof *out);
+    if (!order || !rank || !ord || !out)
+        goto cleanup;
+    for (size_t i = 0; i < a->n_owners; i++)
+        order[i] = (uint32_t)i;
+    if (a->n_owners)
+        qsort_r(order, a->n_owners, sizeof *order, cmp_owner_str, a->owners);
+    for (size_t i = 0; i < a->n_owners; i++)
+        rank[order[i]] = (uint32_t)i;
+    for (size_t i = 0; i < a->cap; i++) {
+        const struct recon_deps_slot *s = &a->slots[i];
+        if (s->owner1)
+            ord[m++] = (struct dep_ord){.local = s->local,
+                                        .remote = s->remote,
+                                        .rank = rank[s->owner1 - 1],
+                                        .kind = s->kind,
+                                        .total = s->out + s->in,
+                                        .slot = s};
     }
-    for (size_t i = 0; i < a->n; i++) {
-        const struct recon_dep *d = &a->rows[i];
-        ord[i] = (struct dep_ord){.local = d->local_site,
-                                  .remote = d->remote_site,
-                                  .rank = rank[i],
-                                  .kind = (uint32_t)d->kind,
-                                  .total = d->bytes_out + d->bytes_in,
-                                  .row = d};
+    if (m)
+        qsort(ord, m, sizeof *ord, cmp_dep_ord);
+    for (size_t i = 0; i < m; i++) {
+        const struct recon_deps_slot *s = ord[i].slot;
+        const struct recon_deps_owner *o = &a->owners[s->owner1 - 1];
+        char *ep = strdup(slot_ep(s));
+        if (!ep) {
+            recon_deps_free(out, i);
+            out = NULL;
+            goto cleanup;
+        }
+        out[i] = (struct recon_dep){.local_site = s->local,
+                                    .remote_site = s->remote,
+                                    .workflow = o->workflow,
+                                    .user = o->user,
+                                    .program = o->program,
+                                    .kind = (enum recon_dep_kind)s->kind,
+                                    .endpoint = ep,
+                                    .bytes_out = s->out,
+                                    .bytes_in = s->in,
+                                    .connections = s->conns};
     }
-    if (a->n)
-        qsort(ord, a->n, sizeof *ord, cmp_dep_ord);
-    for (size_t i = 0; i < a->n; i++)
-        sorted[i] = *ord[i].row;
-    free(a->rows);
+    *rows = out;
+    *n = m;
+    out = NULL;
+    rc = 0;
+cleanup:
+    free(order);
     free(rank);
     free(ord);
-    *rows = sorted;
-    *n = a->n;
-    a->rows = NULL;
-    a->n = a->cap = 0;
-    return 0;
+    free(out);
+    return rc;
 }
 
 void recon_deps_free(struct recon_dep *rows, size_t n)
@@ -244,10 +324,11 @@ void recon_deps_free(struct recon_dep *rows, size_t n)
 
 void recon_deps_acc_free(struct recon_deps_acc *a)
 {
-    recon_deps_free(a->rows, a->n);
-    free(a->owner_hash);
-    a->owner_hash = NULL;
-    a->rows = NULL;
-    a->n = a->cap = a->cap_hash = 0;
-    hix_free(&a->ix);
+    for (size_t i = 0; a->slots && i < a->cap; i++)
+        if (a->slots[i].owner1 && a->slots[i].long_ep)
+            free(a->slots[i].ep.p);
+    free(a->slots);
+    free(a->owners);
+    hix_free(&a->owner_ix);
+    memset(a, 0, sizeof *a);
 }

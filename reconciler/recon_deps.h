@@ -31,11 +31,24 @@ struct recon_dep {
     uint64_t connections; /* socket connections, NFS records or transfers */
 };
 
+/* The accumulator (its members are recon_deps.c's): the distinct owners (workflow, user,
+ * program), and the rows while they accumulate, each a 64-byte slot of an open-addressing table
+ * holding its key (owner id, sites, kind, the endpoint inline when short) and its sums, so adding
+ * to a row reads one cache line. */
+struct recon_deps_owner {
+    const char *workflow, *user, *program; /* borrowed; never NULL */
+    uint64_t hash;
+};
+
+struct recon_deps_slot;
+
 struct recon_deps_acc {
-    struct recon_dep *rows;
-    uint64_t *owner_hash; /* per row: recon_deps_owner_hash of its workflow, user, program */
-    size_t n, cap, cap_hash;
-    struct hix ix;
+    struct recon_deps_owner *owners;
+    size_t n_owners, cap_owners;
+    struct hix owner_ix;
+    size_t owner_last1; /* the last owner found + 1, looked at first; 0: none */
+    struct recon_deps_slot *slots;
+    size_t cap, n; /* cap: a power of two; n: rows */
 };
 
 int recon_deps_init(struct recon_deps_acc *a, size_t expect) __attribute__((warn_unused_result));
@@ -44,16 +57,22 @@ int recon_deps_add(struct recon_deps_acc *a, int local_site, int remote_site, co
                    const char *user, const char *program, enum recon_dep_kind kind,
                    const char *endpoint, uint64_t bytes_out, uint64_t bytes_in,
                    uint64_t connections) __attribute__((warn_unused_result));
-/* The hash of a row's owner part (NULL = ""), made once per owner by callers that add many
- * rows for one (recon_deps_add_h). */
-uint64_t recon_deps_owner_hash(const char *workflow, const char *user, const char *program);
-/* recon_deps_add with owner_hash = recon_deps_owner_hash(workflow, user, program). */
-int recon_deps_add_h(struct recon_deps_acc *a, uint64_t owner_hash, int local_site, int remote_site,
-                     const char *workflow, const char *user, const char *program,
+/* The id of an owner (NULL = ""), for callers that add many rows for one (recon_deps_add_o);
+ * -1 when out of memory. */
+int64_t recon_deps_owner(struct recon_deps_acc *a, const char *workflow, const char *user,
+                         const char *program);
+/* recon_deps_add for the owner recon_deps_owner gave. */
+int recon_deps_add_o(struct recon_deps_acc *a, uint32_t owner, int local_site, int remote_site,
                      enum recon_dep_kind kind, const char *endpoint, uint64_t bytes_out,
                      uint64_t bytes_in, uint64_t connections) __attribute__((warn_unused_result));
-/* Hands the rows over (sorted by local site, owner, then bytes descending); a is emptied. 0, or -1
- * (out of memory: a unchanged). */
+/* Asks for the memory of the row recon_deps_add_o would add to (a hint: nothing changes). */
+void recon_deps_prefetch(const struct recon_deps_acc *a, uint32_t owner, int local_site,
+                         int remote_site, enum recon_dep_kind kind, const char *endpoint);
+/* Every row of from added to into's. 0 or -1. */
+int recon_deps_merge(struct recon_deps_acc *into, const struct recon_deps_acc *from)
+    __attribute__((warn_unused_result));
+/* The rows (sorted by local site, owner, then bytes descending), copied out (a unchanged: free it
+ * with recon_deps_acc_free). 0, or -1 (out of memory). */
 int recon_deps_take(struct recon_deps_acc *a, struct recon_dep **rows, size_t *n)
     __attribute__((warn_unused_result));
 void recon_deps_acc_free(struct recon_deps_acc *a);

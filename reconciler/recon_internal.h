@@ -12,6 +12,10 @@
 #include "hindex.h"
 #include "recon.h"
 
+/* Up to this many sites a run finds a pair's path in an array by pair (4 bytes a pair: 16 MB at
+ * 2,048 sites, touched only where pairs carry bytes), above it in a hash index. */
+#define RCN_DIRECT_PATH_SITES 2048
+
 struct pair_path {
     uint64_t key;
     size_t off, len; /* into run.path_sites and run.path_cells */
@@ -50,7 +54,7 @@ struct pair_route {
 struct rcn_owner_ent {
     struct recon_rollup key;
     uint64_t hash;     /* rcn_owner_hash */
-    uint64_t dep_hash; /* recon_deps_owner_hash of its workflow, user, program */
+    int64_t dep_owner; /* its id in run.deps (recon_deps_owner), made when first needed; -1 */
 };
 
 struct rcn_owners {
@@ -60,10 +64,21 @@ struct rcn_owners {
     size_t last1; /* the last owner found + 1, looked at first; 0: none */
 };
 
-/* A rollup row while it accumulates: an owner (rcn_owners) on a cell (run.cells). */
+/* A rollup row: an owner (rcn_owners) on a cell (run.cells). */
 struct rcn_roll {
     uint64_t bytes;
     uint32_t owner, cell;
+};
+
+/* The rows while they accumulate: open addressing, each slot the row itself (key = (owner + 1)
+ * << 32 | cell, 0 = empty), so adding to a row reads one slot and nothing else. */
+struct rcn_roll_slot {
+    uint64_t key, bytes;
+};
+
+struct rcn_roll_tab {
+    struct rcn_roll_slot *slots;
+    size_t cap, n; /* cap: a power of two */
 };
 
 /* A connection index: slot = hash tag (high 32 bits) | conn index + 1 (low 32), 0 = empty. */
@@ -88,11 +103,13 @@ struct run {
     struct hix path_ix;
     int *path_sites;
     uint32_t *path_cells; /* the cell of each hop (path_sites[i], path_sites[i + 1]) */
+    uint32_t *path_of;    /* path index + 1 by src * n_sites + dst (0: none yet), instead of
+                           * path_ix, with at most RCN_DIRECT_PATH_SITES sites */
     size_t n_path_sites, cap_path_sites, cap_path_cells;
     struct rcn_owners owners;
-    struct rcn_roll *rolls;
+    struct rcn_roll_tab roll_tab;
+    struct rcn_roll *rolls; /* roll_tab's rows, once flattened (rcn_roll_merge, rcn_roll_finish) */
     size_t n_rolls, cap_rolls;
-    struct hix roll_ix;
     struct conn *conns;
     size_t n_conns, cap_conns;
     struct conn_ix conn_ix;
@@ -129,14 +146,25 @@ int64_t rcn_owner_id_h(struct rcn_owners *t, const uint64_t *hash, const char *s
 int64_t rcn_owner_id(struct rcn_owners *t, const char *source, const char *workflow,
                      const char *user, const char *program, const char *host,
                      const struct recon_kube *kube);
+/* The rows' table sized for about expect rows. 0 or -1. */
+int rcn_roll_init(struct rcn_roll_tab *t, size_t expect);
 /* Adds bytes to the row (owner, cell). 0 or -1 (out of memory). */
 int rcn_roll_add(struct run *r, uint32_t owner, uint32_t cell, uint64_t bytes);
-/* rk's owners and rows appended to r0's (cell_map: rk's cell index -> r0's). 0 or -1. */
-int rcn_roll_merge(struct run *r0, const struct run *rk, const uint32_t *cell_map);
+/* rk's owners and rows appended to r0's (cell_map: rk's cell index -> r0's); no row is added to
+ * either after it. 0 or -1. */
+int rcn_roll_merge(struct run *r0, struct run *rk, const uint32_t *cell_map);
 /* The rows into out->rollup in its order (cell_pos: a cell's place in out->cells). 0 or -1. */
 int rcn_roll_finish(struct run *r, const uint32_t *cell_pos, struct recon_result *out);
 /* rcn_attribute for an owner of r->owners. */
 int rcn_attribute_owner(struct run *r, int src, int dst, uint32_t owner, uint64_t bytes);
+/* rcn_attribute_owner in two steps, for a loop that asks for the memory of an item ahead of its
+ * use: the index of the pair's path in r->paths (made when new; -1: out of memory), the memory
+ * of its cells and of the owner's rows on them asked for, and the bytes credited (bytes > 0). */
+int64_t rcn_path(struct run *r, int src, int dst);
+void rcn_path_prefetch(const struct run *r, size_t path, uint32_t owner);
+int rcn_attribute_path(struct run *r, size_t path, uint32_t owner, uint64_t bytes);
+/* Asks for the memory of the row (owner, cell). */
+void rcn_roll_prefetch(const struct run *r, uint32_t owner, uint32_t cell);
 /* Credits bytes of one kind between two sites to one owner (kube: NULL outside pods) on every
  * hop of the pair's path: the cells and the rollup. 0 or -1 (out of memory). */
 int rcn_attribute(struct run *r, int src, int dst, const char *source, const char *workflow,

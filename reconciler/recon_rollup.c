@@ -87,8 +87,7 @@ int64_t rcn_owner_id_h(struct rcn_owners *t, const uint64_t *hash, const char *s
     if (!s->idx1) {
         if (hix_grow((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v))
             return -1;
-        t->v[t->n] = (struct rcn_owner_ent){
-            .key = k, .hash = h, .dep_hash = recon_deps_owner_hash(k.workflow, k.user, k.program)};
+        t->v[t->n] = (struct rcn_owner_ent){.key = k, .hash = h, .dep_owner = -1};
         if (hix_put(&t->ix, s, h, t->n))
             return -1;
         t->last1 = ++t->n;
@@ -105,47 +104,107 @@ int64_t rcn_owner_id(struct rcn_owners *t, const char *source, const char *workf
     return rcn_owner_id_h(t, NULL, source, workflow, user, program, host, kube);
 }
 
-static uint64_t roll_key(uint32_t owner, uint32_t cell)
+static int roll_slots(struct rcn_roll_tab *t, size_t cap)
 {
-    return (uint64_t)owner << 32 | cell;
+    t->slots = malloc(cap * sizeof *t->slots);
+    if (!t->slots)
+        return -1;
+    memset(t->slots, 0, cap * sizeof *t->slots); /* written now, not calloc'd (hindex.c) */
+    t->cap = cap;
+    return 0;
 }
 
-static int eq_roll(const void *ctx, size_t idx, const void *key)
+int rcn_roll_init(struct rcn_roll_tab *t, size_t expect)
 {
-    const struct rcn_roll *x = &((const struct run *)ctx)->rolls[idx];
-    return roll_key(x->owner, x->cell) == *(const uint64_t *)key;
+    size_t cap = 64;
+    while (cap < expect * 2)
+        cap <<= 1;
+    t->n = 0;
+    return roll_slots(t, cap);
+}
+
+static struct rcn_roll_slot *roll_find(const struct rcn_roll_tab *t, uint64_t key)
+{
+    size_t mask = t->cap - 1;
+    for (size_t j = hix_mix(0, key) & mask;; j = (j + 1) & mask)
+        if (t->slots[j].key == key || !t->slots[j].key)
+            return &t->slots[j];
+}
+
+static int roll_grow(struct rcn_roll_tab *t)
+{
+    struct rcn_roll_slot *old = t->slots;
+    size_t n = t->cap;
+    if (roll_slots(t, n * 2)) {
+        t->slots = old;
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (old[i].key)
+            *roll_find(t, old[i].key) = old[i];
+    free(old);
+    return 0;
+}
+
+void rcn_roll_prefetch(const struct run *r, uint32_t owner, uint32_t cell)
+{
+    uint64_t key = ((uint64_t)owner + 1) << 32 | cell;
+    __builtin_prefetch(&r->roll_tab.slots[hix_mix(0, key) & (r->roll_tab.cap - 1)], 1);
 }
 
 int rcn_roll_add(struct run *r, uint32_t owner, uint32_t cell, uint64_t bytes)
 {
-    uint64_t key = roll_key(owner, cell), h = hix_mix(0, key);
-    struct hix_slot *s = hix_find(&r->roll_ix, h, eq_roll, r, &key);
-    if (s->idx1) {
-        r->rolls[s->idx1 - 1].bytes += bytes;
-        return 0;
+    struct rcn_roll_tab *t = &r->roll_tab;
+    uint64_t key = ((uint64_t)owner + 1) << 32 | cell;
+    struct rcn_roll_slot *s = roll_find(t, key);
+    if (!s->key) {
+        if ((t->n + 1) * 2 > t->cap) {
+            if (roll_grow(t))
+                return -1;
+            s = roll_find(t, key);
+        }
+        s->key = key;
+        t->n++;
     }
-    if (hix_grow((void **)&r->rolls, &r->cap_rolls, r->n_rolls + 1, sizeof *r->rolls))
-        return -1;
-    r->rolls[r->n_rolls] = (struct rcn_roll){.bytes = bytes, .owner = owner, .cell = cell};
-    if (hix_put(&r->roll_ix, s, h, r->n_rolls))
-        return -1;
-    r->n_rolls++;
+    s->bytes += bytes;
     return 0;
 }
 
-int rcn_roll_merge(struct run *r0, const struct run *rk, const uint32_t *cell_map)
+/* The table's rows appended to r->rolls; the table freed. */
+static int roll_flatten(struct run *r)
+{
+    struct rcn_roll_tab *t = &r->roll_tab;
+    if (!t->slots)
+        return 0;
+    if (hix_grow((void **)&r->rolls, &r->cap_rolls, r->n_rolls + t->n + 1, sizeof *r->rolls))
+        return -1;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->slots[i].key)
+            r->rolls[r->n_rolls++] =
+                (struct rcn_roll){.bytes = t->slots[i].bytes,
+                                  .owner = (uint32_t)(t->slots[i].key >> 32) - 1,
+                                  .cell = (uint32_t)t->slots[i].key};
+    free(t->slots);
+    memset(t, 0, sizeof *t);
+    return 0;
+}
+
+int rcn_roll_merge(struct run *r0, struct run *rk, const uint32_t *cell_map)
 {
     /* appended, not looked up: no owner of rk is in r0 (owner_part, recon_socket.c), so no row
-     * either; r0's indexes no longer cover every owner and row, and nothing looks one up after
+     * either; r0's owner index no longer covers every owner, and nothing looks one up after
      * the merge */
     size_t base = r0->owners.n;
-    if (hix_grow((void **)&r0->owners.v, &r0->owners.cap, base + rk->owners.n + 1,
+    if (roll_flatten(r0) || roll_flatten(rk) ||
+        hix_grow((void **)&r0->owners.v, &r0->owners.cap, base + rk->owners.n + 1,
                  sizeof *r0->owners.v) ||
         hix_grow((void **)&r0->rolls, &r0->cap_rolls, r0->n_rolls + rk->n_rolls + 1,
                  sizeof *r0->rolls))
         return -1;
-    if (rk->owners.n)
-        memcpy(r0->owners.v + base, rk->owners.v, rk->owners.n * sizeof *rk->owners.v);
+    for (size_t i = 0; i < rk->owners.n; i++) {
+        r0->owners.v[base + i] = rk->owners.v[i];
+        r0->owners.v[base + i].dep_owner = -1; /* rk's dependency ids mean nothing in r0 */
+    }
     r0->owners.n += rk->owners.n;
     r0->owners.last1 = 0;
     for (size_t i = 0; i < rk->n_rolls; i++) {
@@ -188,6 +247,8 @@ static int cmp_roll_ord(const void *a, const void *b)
 
 int rcn_roll_finish(struct run *r, const uint32_t *cell_pos, struct recon_result *out)
 {
+    if (roll_flatten(r))
+        return -1;
     size_t n = r->n_rolls, no = r->owners.n, nc = r->n_cells;
     int rc = -1;
     uint32_t *order = malloc((no + 1) * sizeof *order);

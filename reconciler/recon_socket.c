@@ -33,6 +33,9 @@
 #define RCN_MAX_THREADS        8
 #define RCN_FLOWS_PER_THREAD   200000
 #define RCN_AUTO_THREADS_LIMIT 4
+/* How many items ahead a loop over a table larger than the caches asks for the memory it will
+ * touch (__builtin_prefetch): about what the memory system keeps in flight. */
+#define RCN_PREFETCH 16
 
 int rcn_threads(const struct recon_input *in)
 {
@@ -192,6 +195,7 @@ static int classify(struct run *r, const struct recon_flow *f, struct flow_pre *
                     struct recon_result *out)
 {
     pre->rs = -1;
+    pre->hash = 0; /* read ahead of use (phase_conns) even when it joins no connection */
     if (f->source != RECON_FLOW_SOCKET)
         return 0;
     int ls = rcn_site_of(r->cfg, &f->local), rs = rcn_site_of(r->cfg, &f->remote);
@@ -338,42 +342,76 @@ static enum recon_dep_kind dep_endpoint(const struct cfg *cfg, const struct reco
     return RECON_DEP_PEER;
 }
 
-static int credit_conn(struct run *r, const struct conn *c, const struct flow_pre *pre,
-                       struct recon_result *out)
+/* A connection's credit, prepared (its owner, sites, bytes, paths and dependency key made, the
+ * memory it will write asked for) RCN_PREFETCH connections before it is applied: the rollup's,
+ * the cells' and the dependencies' tables are far larger than the caches. */
+struct credit {
+    uint32_t owner; /* in run.owners */
+    int site[2];    /* by side */
+    uint64_t dir[2];
+    int64_t path[2]; /* from side s to the other: run.paths, or -1 (no bytes) */
+    int credited;
+    bool dep; /* a dependency row (some bytes either way) */
+    enum recon_dep_kind kind;
+    char ep[INET6_ADDRSTRLEN + 16];
+};
+
+static int credit_prepare(struct run *r, const struct conn *c, const struct flow_pre *pre,
+                          struct credit *cr, struct recon_result *out)
 {
-    int credited = credited_side(c);
+    int credited = cr->credited = credited_side(c);
     uint32_t oi = c->owner[credited];
     const struct recon_flow *owner = &r->in->flows[oi];
     if (c->seen[0] && c->seen[1])
         out->n_both_ends++;
     /* the owner flow's local end is the credited side's */
-    int site[2];
-    site[credited] = pre[oi].ls;
-    site[1 - credited] = pre[oi].rs;
+    cr->site[credited] = pre[oi].ls;
+    cr->site[1 - credited] = pre[oi].rs;
     int64_t id = rcn_owner_id(&r->owners, rcn_src_socket, owner->workflow, owner->user,
                               owner->program, owner->host, &owner->kube);
     if (id < 0)
         return -1;
-    uint64_t dir[2];
+    cr->owner = (uint32_t)id;
     for (int from = 0; from < 2; from++) {
         int to = 1 - from;
         /* one connection, one direction: max(sender tx, receiver rx) */
         uint64_t sent = c->seen[from] ? c->tx[from] : 0;
         uint64_t got = c->seen[to] ? c->rx[to] : 0;
-        dir[from] = sent > got ? sent : got;
-        if (rcn_attribute_owner(r, site[from], site[to], (uint32_t)id, dir[from]))
+        cr->dir[from] = sent > got ? sent : got;
+        cr->path[from] = -1;
+        if (cr->dir[from] == 0)
+            continue;
+        if ((cr->path[from] = rcn_path(r, cr->site[from], cr->site[to])) < 0)
             return -1;
+        rcn_path_prefetch(r, (size_t)cr->path[from], cr->owner);
     }
-    if (dir[0] == 0 && dir[1] == 0)
-        return 0; /* no dependency row (recon_deps_add) */
-    char ep[INET6_ADDRSTRLEN + 16];
-    enum recon_dep_kind kind = dep_endpoint(
-        r->cfg, &owner->remote, owner->remote_port, c->role[credited],
-        c->seen[1 - credited] ? c->role[1 - credited] : RECON_ROLE_UNKNOWN, ep, sizeof ep);
-    const struct rcn_owner_ent *o = &r->owners.v[id];
-    return recon_deps_add_h(&r->deps, o->dep_hash, site[credited], site[1 - credited],
-                            o->key.workflow, o->key.user, o->key.program, kind, ep, dir[credited],
-                            dir[1 - credited], 1);
+    cr->dep = cr->dir[0] || cr->dir[1]; /* else no row (recon_deps_add) */
+    if (!cr->dep)
+        return 0;
+    cr->kind = dep_endpoint(r->cfg, &owner->remote, owner->remote_port, c->role[credited],
+                            c->seen[1 - credited] ? c->role[1 - credited] : RECON_ROLE_UNKNOWN,
+                            cr->ep, sizeof cr->ep);
+    struct rcn_owner_ent *o = &r->owners.v[id];
+    if (o->dep_owner < 0 && (o->dep_owner = recon_deps_owner(&r->deps, o->key.workflow, o->key.user,
+                                                             o->key.program)) < 0)
+        return -1;
+    recon_deps_prefetch(&r->deps, (uint32_t)o->dep_owner, cr->site[credited],
+                        cr->site[1 - credited], cr->kind, cr->ep);
+    return 0;
+}
+
+static int credit_apply(struct run *r, const struct credit *cr)
+{
+    int credited = cr->credited;
+    for (int from = 0; from < 2; from++)
+        if (cr->path[from] >= 0 &&
+            rcn_attribute_path(r, (size_t)cr->path[from], cr->owner, cr->dir[from]))
+            return -1;
+    if (!cr->dep)
+        return 0;
+    return recon_deps_add_o(&r->deps, (uint32_t)r->owners.v[cr->owner].dep_owner,
+                            cr->site[credited], cr->site[1 - credited], cr->kind, cr->ep,
+                            cr->dir[credited], cr->dir[1 - credited], 1);
 }
 
 /* ---- the split across threads ---- */
@@ -441,7 +479,11 @@ static int phase_conns(struct part *p)
         mine += j->pre[i].rs >= 0 && conn_part(j->pre[i].hash, j->n) == p->k;
     if (conn_ix_init(&p->run, mine))
         return -1;
+    size_t mask = p->run.conn_ix.cap - 1;
     for (size_t i = 0; i < in->n_flows; i++) {
+        /* the index is far larger than the caches: its slot for a later flow asked for now */
+        if (i + RCN_PREFETCH < in->n_flows)
+            __builtin_prefetch(&p->run.conn_ix.slots[j->pre[i + RCN_PREFETCH].hash & mask]);
         const struct flow_pre *pre = &j->pre[i];
         if (pre->rs >= 0 && conn_part(pre->hash, j->n) == p->k)
             add_to_conn(&p->run, (uint32_t)i, pre);
@@ -461,13 +503,24 @@ static int phase_owners(struct part *p)
     struct job *j = p->job;
     const struct recon_input *in = p->run.in;
     p->run.host_run = &j->parts[0].run;
+    /* each connection prepared RCN_PREFETCH connections before it is applied (struct credit) */
+    struct credit ring[RCN_PREFETCH];
+    size_t t = 0;
     for (int q = 0; q < j->n; q++) {
         const struct run *rq = &j->parts[q].run;
-        for (size_t i = 0; i < rq->n_conns; i++)
-            if (rq->conns[i].owner_part == p->k &&
-                credit_conn(&p->run, &rq->conns[i], j->pre, &p->count))
+        for (size_t i = 0; i < rq->n_conns; i++) {
+            if (rq->conns[i].owner_part != p->k)
+                continue;
+            struct credit *cr = &ring[t++ % RCN_PREFETCH];
+            if (t > RCN_PREFETCH && credit_apply(&p->run, cr))
                 return -1;
+            if (credit_prepare(&p->run, &rq->conns[i], j->pre, cr, &p->count))
+                return -1;
+        }
     }
+    for (size_t u = t > RCN_PREFETCH ? t - RCN_PREFETCH : 0; u < t; u++)
+        if (credit_apply(&p->run, &ring[u % RCN_PREFETCH]))
+            return -1;
     for (size_t i = 0; i < in->n_flows; i++) {
         const struct recon_flow *f = &in->flows[i];
         if (f->source == RECON_FLOW_NFS &&
@@ -536,14 +589,7 @@ static int merge_part(struct run *r0, struct run *rk)
     free(cell_map);
     if (rc)
         return -1;
-    for (size_t i = 0; i < rk->deps.n; i++) {
-        const struct recon_dep *d = &rk->deps.rows[i];
-        if (recon_deps_add_h(&r0->deps, rk->deps.owner_hash[i], d->local_site, d->remote_site,
-                             d->workflow, d->user, d->program, d->kind, d->endpoint, d->bytes_out,
-                             d->bytes_in, d->connections))
-            return -1;
-    }
-    return 0;
+    return recon_deps_merge(&r0->deps, &rk->deps);
 }
 
 static void add_counts(struct recon_result *out, const struct recon_result *c)
