@@ -185,7 +185,9 @@ static int note_host_site(struct run *r, const struct recon_flow *f, int site)
 }
 
 /* Phase 1's answer for one flow: its connection's hash and its local and remote sites, or
- * rs < 0 when it joins none. */
+ * rs < 0 when it joins none (then ls == PRE_NFS for an NFS flow: phase 3 reads no other flow). */
+#define PRE_NFS (-2)
+
 struct flow_pre {
     uint64_t hash;
     int32_t ls, rs;
@@ -195,6 +197,7 @@ static int classify(struct run *r, const struct recon_flow *f, struct flow_pre *
                     struct recon_result *out)
 {
     pre->rs = -1;
+    pre->ls = f->source == RECON_FLOW_NFS ? PRE_NFS : -1;
     pre->hash = 0; /* read ahead of use (phase_conns) even when it joins no connection */
     if (f->source != RECON_FLOW_SOCKET)
         return 0;
@@ -523,7 +526,7 @@ static int phase_owners(struct part *p)
             return -1;
     for (size_t i = 0; i < in->n_flows; i++) {
         const struct recon_flow *f = &in->flows[i];
-        if (f->source == RECON_FLOW_NFS &&
+        if (j->pre[i].ls == PRE_NFS &&
             owner_part(
                 rcn_owner_hash(rcn_src_nfs, f->workflow, f->user, f->program, f->host, &f->kube),
                 j->n) == p->k &&
