@@ -641,7 +641,6 @@ void rcn_run_free(struct run *r)
     free(r->path_of);
     rcn_owners_free(&r->owners);
     free(r->rolls);
-    free(r->roll_tab.slots);
     free(r->conns);
     free(r->conn_ix.slots);
     free(r->hosts);
@@ -662,8 +661,8 @@ int rcn_run_init(struct run *r, const struct cfg *cfg, const struct recon_input 
     /* the connections' table is sized by recon_socket.c once it knows their number; the rollup's
      * at about 2 rows per 5 flows (the fleet's shape), the dependencies' at 1 per 10 */
     if (!r->path_buf || hix_init(&r->cell_ix, 256) || hix_init(&r->path_ix, 256) ||
-        rcn_roll_init(&r->roll_tab, 1024 + expect / 4) || rcn_owners_init(&r->owners, 1024) ||
-        hix_init(&r->host_ix, 64) || recon_deps_init(&r->deps, expect / 16 + 64) || routes_index(r))
+        rcn_owners_init(&r->owners, 1024) || hix_init(&r->host_ix, 64) ||
+        recon_deps_init(&r->deps, expect / 16 + 64) || routes_index(r))
         return -1;
     return 0;
 }

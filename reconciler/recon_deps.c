@@ -38,27 +38,10 @@ struct recon_deps_slot {
 
 _Static_assert(sizeof(struct recon_deps_slot) == 64, "a row's slot is one cache line");
 
-static int slots_alloc(struct recon_deps_acc *a, size_t cap)
-{
-    a->slots = malloc(cap * sizeof *a->slots);
-    if (!a->slots)
-        return -1;
-    memset(a->slots, 0, cap * sizeof *a->slots); /* written now, not calloc'd (hindex.c) */
-    a->cap = cap;
-    return 0;
-}
-
 int recon_deps_init(struct recon_deps_acc *a, size_t expect)
 {
     memset(a, 0, sizeof *a);
-    size_t cap = 64;
-    while (cap < expect * 2)
-        cap <<= 1;
-    if (hix_init(&a->owner_ix, 256) || slots_alloc(a, cap)) {
-        hix_free(&a->owner_ix);
-        return -1;
-    }
-    return 0;
+    return hix_init(&a->owner_ix, expect / 64 + 256);
 }
 
 /* s and t equal as strings (interned ones are often one pointer). */
@@ -110,16 +93,16 @@ static uint64_t key_hash(uint32_t owner, int local, int remote, int kind, const 
     return hix_hash_bytes(h, ep, len);
 }
 
-/* The slot of this key, or the empty one where it goes. */
-static struct recon_deps_slot *find(const struct recon_deps_acc *a, uint64_t h, uint32_t owner,
+/* The slot of this key in its owner's table (cap > 0), or the empty one where it goes. */
+static struct recon_deps_slot *find(struct recon_deps_slot *slots, uint32_t cap, uint64_t h,
                                     int local, int remote, int kind, const char *ep, size_t len)
 {
-    size_t mask = a->cap - 1;
-    for (size_t j = h & mask;; j = (j + 1) & mask) {
-        struct recon_deps_slot *s = &a->slots[j];
+    size_t mask = cap - 1;
+    for (size_t j = (h >> 20) & mask;; j = (j + 1) & mask) {
+        struct recon_deps_slot *s = &slots[j];
         if (!s->owner1)
             return s;
-        if (s->owner1 != owner + 1 || s->local != local || s->remote != remote || s->kind != kind)
+        if (s->local != local || s->remote != remote || s->kind != kind)
             continue;
         if (s->long_ep ? len >= EP_INLINE && strcmp(s->ep.p, ep) == 0
                        : len < EP_INLINE && memcmp(s->ep.s, ep, len + 1) == 0)
@@ -127,32 +110,37 @@ static struct recon_deps_slot *find(const struct recon_deps_acc *a, uint64_t h, 
     }
 }
 
-static int grow(struct recon_deps_acc *a)
+/* The owner's table doubled (made, with 4 slots). 0 or -1. */
+static int grow(struct recon_deps_owner *o)
 {
-    struct recon_deps_slot *old = a->slots;
-    size_t n = a->cap;
-    if (slots_alloc(a, n * 2)) {
-        a->slots = old;
+    uint32_t cap = o->cap ? o->cap * 2 : 4;
+    struct recon_deps_slot *slots = calloc(cap, sizeof *slots);
+    if (!slots)
         return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (!old[i].owner1)
+    for (uint32_t i = 0; i < o->cap; i++) {
+        const struct recon_deps_slot *x = &o->slots[i];
+        if (!x->owner1)
             continue;
-        const char *ep = slot_ep(&old[i]);
+        const char *ep = slot_ep(x);
         size_t len = strlen(ep);
-        *find(a, key_hash(old[i].owner1 - 1, old[i].local, old[i].remote, old[i].kind, ep, len),
-              old[i].owner1 - 1, old[i].local, old[i].remote, old[i].kind, ep, len) = old[i];
+        *find(slots, cap, key_hash(x->owner1 - 1, x->local, x->remote, x->kind, ep, len), x->local,
+              x->remote, x->kind, ep, len) = *x;
     }
-    free(old);
+    free(o->slots);
+    o->slots = slots;
+    o->cap = cap;
     return 0;
 }
 
 void recon_deps_prefetch(const struct recon_deps_acc *a, uint32_t owner, int local_site,
                          int remote_site, enum recon_dep_kind kind, const char *endpoint)
 {
+    const struct recon_deps_owner *o = &a->owners[owner];
+    if (!o->cap)
+        return;
     const char *ep = endpoint ? endpoint : "";
     uint64_t h = key_hash(owner, local_site, remote_site, (int)kind, ep, strlen(ep));
-    __builtin_prefetch(&a->slots[h & (a->cap - 1)], 1);
+    __builtin_prefetch(&o->slots[(h >> 20) & (o->cap - 1)], 1);
 }
 
 int recon_deps_add_o(struct recon_deps_acc *a, uint32_t owner, int local_site, int remote_site,
@@ -161,16 +149,16 @@ int recon_deps_add_o(struct recon_deps_acc *a, uint32_t owner, int local_site, i
 {
     if (bytes_out == 0 && bytes_in == 0)
         return 0;
+    struct recon_deps_owner *o = &a->owners[owner];
     const char *ep = endpoint ? endpoint : "";
     size_t len = strlen(ep);
     uint64_t h = key_hash(owner, local_site, remote_site, (int)kind, ep, len);
-    struct recon_deps_slot *s = find(a, h, owner, local_site, remote_site, (int)kind, ep, len);
-    if (!s->owner1) {
-        if ((a->n + 1) * 2 > a->cap) {
-            if (grow(a))
-                return -1;
-            s = find(a, h, owner, local_site, remote_site, (int)kind, ep, len);
-        }
+    struct recon_deps_slot *s =
+        o->cap ? find(o->slots, o->cap, h, local_site, remote_site, (int)kind, ep, len) : NULL;
+    if (!s || !s->owner1) {
+        if ((o->n + 1) * 2 > o->cap && grow(o))
+            return -1;
+        s = find(o->slots, o->cap, h, local_site, remote_site, (int)kind, ep, len);
         struct recon_deps_slot v = {
             .owner1 = owner + 1, .local = local_site, .remote = remote_site, .kind = (uint8_t)kind};
         if (len < EP_INLINE) {
@@ -181,6 +169,7 @@ int recon_deps_add_o(struct recon_deps_acc *a, uint32_t owner, int local_site, i
                 return -1;
         }
         *s = v;
+        o->n++;
         a->n++;
     }
     s->out += bytes_out;
@@ -204,14 +193,15 @@ int recon_deps_add(struct recon_deps_acc *a, int local_site, int remote_site, co
 
 int recon_deps_merge(struct recon_deps_acc *into, const struct recon_deps_acc *from)
 {
-    for (size_t i = 0; i < from->cap; i++) {
-        const struct recon_deps_slot *s = &from->slots[i];
-        if (!s->owner1)
-            continue;
-        const struct recon_deps_owner *o = &from->owners[s->owner1 - 1];
-        if (recon_deps_add(into, s->local, s->remote, o->workflow, o->user, o->program,
-                           (enum recon_dep_kind)s->kind, slot_ep(s), s->out, s->in, s->conns))
-            return -1;
+    for (size_t i = 0; i < from->n_owners; i++) {
+        const struct recon_deps_owner *o = &from->owners[i];
+        for (uint32_t k = 0; k < o->cap; k++) {
+            const struct recon_deps_slot *s = &o->slots[k];
+            if (s->owner1 &&
+                recon_deps_add(into, s->local, s->remote, o->workflow, o->user, o->program,
+                               (enum recon_dep_kind)s->kind, slot_ep(s), s->out, s->in, s->conns))
+                return -1;
+        }
     }
     return 0;
 }
@@ -271,16 +261,17 @@ int recon_deps_take(struct recon_deps_acc *a, struct recon_dep **rows, size_t *n
         qsort_r(order, a->n_owners, sizeof *order, cmp_owner_str, a->owners);
     for (size_t i = 0; i < a->n_owners; i++)
         rank[order[i]] = (uint32_t)i;
-    for (size_t i = 0; i < a->cap; i++) {
-        const struct recon_deps_slot *s = &a->slots[i];
-        if (s->owner1)
-            ord[m++] = (struct dep_ord){.local = s->local,
-                                        .remote = s->remote,
-                                        .rank = rank[s->owner1 - 1],
-                                        .kind = s->kind,
-                                        .total = s->out + s->in,
-                                        .slot = s};
-    }
+    for (size_t i = 0; i < a->n_owners; i++)
+        for (uint32_t k = 0; k < a->owners[i].cap; k++) {
+            const struct recon_deps_slot *s = &a->owners[i].slots[k];
+            if (s->owner1)
+                ord[m++] = (struct dep_ord){.local = s->local,
+                                            .remote = s->remote,
+                                            .rank = rank[i],
+                                            .kind = s->kind,
+                                            .total = s->out + s->in,
+                                            .slot = s};
+        }
     if (m)
         qsort(ord, m, sizeof *ord, cmp_dep_ord);
     for (size_t i = 0; i < m; i++) {
@@ -324,10 +315,13 @@ void recon_deps_free(struct recon_dep *rows, size_t n)
 
 void recon_deps_acc_free(struct recon_deps_acc *a)
 {
-    for (size_t i = 0; a->slots && i < a->cap; i++)
-        if (a->slots[i].owner1 && a->slots[i].long_ep)
-            free(a->slots[i].ep.p);
-    free(a->slots);
+    for (size_t i = 0; i < a->n_owners; i++) {
+        struct recon_deps_owner *o = &a->owners[i];
+        for (uint32_t k = 0; k < o->cap; k++)
+            if (o->slots[k].owner1 && o->slots[k].long_ep)
+                free(o->slots[k].ep.p);
+        free(o->slots);
+    }
     free(a->owners);
     hix_free(&a->owner_ix);
     memset(a, 0, sizeof *a);

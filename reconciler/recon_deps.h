@@ -32,23 +32,25 @@ struct recon_dep {
 };
 
 /* The accumulator (its members are recon_deps.c's): the distinct owners (workflow, user,
- * program), and the rows while they accumulate, each a 64-byte slot of an open-addressing table
- * holding its key (owner id, sites, kind, the endpoint inline when short) and its sums, so adding
- * to a row reads one cache line. */
+ * program), each with its rows while they accumulate, each row a 64-byte slot of the owner's
+ * open-addressing table holding its key (sites, kind, the endpoint inline when short) and its
+ * sums: adding to a row reads one cache line, and an owner's rows are near one another (the
+ * flows of one report mostly share a few owners). */
+struct recon_deps_slot;
+
 struct recon_deps_owner {
     const char *workflow, *user, *program; /* borrowed; never NULL */
     uint64_t hash;
+    struct recon_deps_slot *slots;
+    uint32_t cap, n; /* cap: 0 or a power of two */
 };
-
-struct recon_deps_slot;
 
 struct recon_deps_acc {
     struct recon_deps_owner *owners;
     size_t n_owners, cap_owners;
     struct hix owner_ix;
     size_t owner_last1; /* the last owner found + 1, looked at first; 0: none */
-    struct recon_deps_slot *slots;
-    size_t cap, n; /* cap: a power of two; n: rows */
+    size_t n;           /* rows */
 };
 
 int recon_deps_init(struct recon_deps_acc *a, size_t expect) __attribute__((warn_unused_result));

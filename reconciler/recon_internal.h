@@ -50,35 +50,35 @@ struct pair_route {
     int route;
 };
 
-/* An interned owner of rollup rows: source and strings (its key's sites and bytes unused). */
+/* A rollup row while it accumulates, in its owner's table: key = cell + 1 (0 = empty). */
+struct rcn_roll_slot {
+    uint64_t key, bytes;
+};
+
+/* An interned owner of rollup rows: source and strings (its key's sites and bytes unused), and
+ * its rows on the cells while they accumulate (open addressing; an owner's rows are near one
+ * another in memory, and the flows of one report mostly share a few owners, so adding to a row
+ * mostly reads a cache line read just before). */
 struct rcn_owner_ent {
     struct recon_rollup key;
     uint64_t hash;     /* rcn_owner_hash */
     int64_t dep_owner; /* its id in run.deps (recon_deps_owner), made when first needed; -1 */
+    struct rcn_roll_slot *rows;
+    uint32_t cap, n; /* cap: 0 or a power of two */
 };
 
 struct rcn_owners {
     struct rcn_owner_ent *v;
     size_t n, cap;
     struct hix ix;
-    size_t last1; /* the last owner found + 1, looked at first; 0: none */
+    size_t last1;  /* the last owner found + 1, looked at first; 0: none */
+    size_t n_rows; /* rows in the owners' tables */
 };
 
-/* A rollup row: an owner (rcn_owners) on a cell (run.cells). */
+/* A rollup row, once the owners' tables are flattened: an owner (rcn_owners) on a cell. */
 struct rcn_roll {
     uint64_t bytes;
     uint32_t owner, cell;
-};
-
-/* The rows while they accumulate: open addressing, each slot the row itself (key = (owner + 1)
- * << 32 | cell, 0 = empty), so adding to a row reads one slot and nothing else. */
-struct rcn_roll_slot {
-    uint64_t key, bytes;
-};
-
-struct rcn_roll_tab {
-    struct rcn_roll_slot *slots;
-    size_t cap, n; /* cap: a power of two */
 };
 
 /* A connection index: slot = hash tag (high 32 bits) | conn index + 1 (low 32), 0 = empty. */
@@ -107,8 +107,7 @@ struct run {
                            * path_ix, with at most RCN_DIRECT_PATH_SITES sites */
     size_t n_path_sites, cap_path_sites, cap_path_cells;
     struct rcn_owners owners;
-    struct rcn_roll_tab roll_tab;
-    struct rcn_roll *rolls; /* roll_tab's rows, once flattened (rcn_roll_merge, rcn_roll_finish) */
+    struct rcn_roll *rolls; /* the owners' rows, once flattened (rcn_roll_merge, rcn_roll_finish) */
     size_t n_rolls, cap_rolls;
     struct conn *conns;
     size_t n_conns, cap_conns;
@@ -146,8 +145,6 @@ int64_t rcn_owner_id_h(struct rcn_owners *t, const uint64_t *hash, const char *s
 int64_t rcn_owner_id(struct rcn_owners *t, const char *source, const char *workflow,
                      const char *user, const char *program, const char *host,
                      const struct recon_kube *kube);
-/* The rows' table sized for about expect rows. 0 or -1. */
-int rcn_roll_init(struct rcn_roll_tab *t, size_t expect);
 /* Adds bytes to the row (owner, cell). 0 or -1 (out of memory). */
 int rcn_roll_add(struct run *r, uint32_t owner, uint32_t cell, uint64_t bytes);
 /* rk's owners and rows appended to r0's (cell_map: rk's cell index -> r0's); no row is added to

@@ -64,6 +64,8 @@ int rcn_owners_init(struct rcn_owners *t, size_t expect)
 
 void rcn_owners_free(struct rcn_owners *t)
 {
+    for (size_t i = 0; i < t->n; i++)
+        free(t->v[i].rows);
     free(t->v);
     hix_free(&t->ix);
     memset(t, 0, sizeof *t);
@@ -104,88 +106,81 @@ int64_t rcn_owner_id(struct rcn_owners *t, const char *source, const char *workf
     return rcn_owner_id_h(t, NULL, source, workflow, user, program, host, kube);
 }
 
-static int roll_slots(struct rcn_roll_tab *t, size_t cap)
+/* A row's first slot in a table of cap slots (a power of two). */
+static size_t roll_home(uint64_t key, uint32_t cap)
 {
-    t->slots = malloc(cap * sizeof *t->slots);
-    if (!t->slots)
+    return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
+}
+
+static struct rcn_roll_slot *roll_find(struct rcn_roll_slot *rows, uint32_t cap, uint64_t key)
+{
+    for (size_t j = roll_home(key, cap);; j = (j + 1) & (cap - 1))
+        if (rows[j].key == key || !rows[j].key)
+            return &rows[j];
+}
+
+/* The owner's table doubled (made, with 8 slots). 0 or -1. */
+static int roll_grow(struct rcn_owner_ent *o)
+{
+    uint32_t cap = o->cap ? o->cap * 2 : 8;
+    struct rcn_roll_slot *rows = calloc(cap, sizeof *rows);
+    if (!rows)
         return -1;
-    memset(t->slots, 0, cap * sizeof *t->slots); /* written now, not calloc'd (hindex.c) */
-    t->cap = cap;
-    return 0;
-}
-
-int rcn_roll_init(struct rcn_roll_tab *t, size_t expect)
-{
-    size_t cap = 64;
-    while (cap < expect * 2)
-        cap <<= 1;
-    t->n = 0;
-    return roll_slots(t, cap);
-}
-
-static struct rcn_roll_slot *roll_find(const struct rcn_roll_tab *t, uint64_t key)
-{
-    size_t mask = t->cap - 1;
-    for (size_t j = hix_mix(0, key) & mask;; j = (j + 1) & mask)
-        if (t->slots[j].key == key || !t->slots[j].key)
-            return &t->slots[j];
-}
-
-static int roll_grow(struct rcn_roll_tab *t)
-{
-    struct rcn_roll_slot *old = t->slots;
-    size_t n = t->cap;
-    if (roll_slots(t, n * 2)) {
-        t->slots = old;
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (old[i].key)
-            *roll_find(t, old[i].key) = old[i];
-    free(old);
+    for (uint32_t i = 0; i < o->cap; i++)
+        if (o->rows[i].key)
+            *roll_find(rows, cap, o->rows[i].key) = o->rows[i];
+    free(o->rows);
+    o->rows = rows;
+    o->cap = cap;
     return 0;
 }
 
 void rcn_roll_prefetch(const struct run *r, uint32_t owner, uint32_t cell)
 {
-    uint64_t key = ((uint64_t)owner + 1) << 32 | cell;
-    __builtin_prefetch(&r->roll_tab.slots[hix_mix(0, key) & (r->roll_tab.cap - 1)], 1);
+    const struct rcn_owner_ent *o = &r->owners.v[owner];
+    if (o->cap)
+        __builtin_prefetch(&o->rows[roll_home((uint64_t)cell + 1, o->cap)], 1);
 }
 
 int rcn_roll_add(struct run *r, uint32_t owner, uint32_t cell, uint64_t bytes)
 {
-    struct rcn_roll_tab *t = &r->roll_tab;
-    uint64_t key = ((uint64_t)owner + 1) << 32 | cell;
-    struct rcn_roll_slot *s = roll_find(t, key);
-    if (!s->key) {
-        if ((t->n + 1) * 2 > t->cap) {
-            if (roll_grow(t))
+    struct rcn_owner_ent *o = &r->owners.v[owner];
+    uint64_t key = (uint64_t)cell + 1;
+    struct rcn_roll_slot *s = o->cap ? roll_find(o->rows, o->cap, key) : NULL;
+    if (!s || !s->key) {
+        if ((o->n + 1) * 2 > o->cap) {
+            if (roll_grow(o))
                 return -1;
-            s = roll_find(t, key);
         }
+        s = roll_find(o->rows, o->cap, key);
         s->key = key;
-        t->n++;
+        o->n++;
+        r->owners.n_rows++;
     }
     s->bytes += bytes;
     return 0;
 }
 
-/* The table's rows appended to r->rolls; the table freed. */
+/* The owners' rows appended to r->rolls; their tables freed. */
 static int roll_flatten(struct run *r)
 {
-    struct rcn_roll_tab *t = &r->roll_tab;
-    if (!t->slots)
+    struct rcn_owners *t = &r->owners;
+    if (!t->n_rows)
         return 0;
-    if (hix_grow((void **)&r->rolls, &r->cap_rolls, r->n_rolls + t->n + 1, sizeof *r->rolls))
+    if (hix_grow((void **)&r->rolls, &r->cap_rolls, r->n_rolls + t->n_rows + 1, sizeof *r->rolls))
         return -1;
-    for (size_t i = 0; i < t->cap; i++)
-        if (t->slots[i].key)
-            r->rolls[r->n_rolls++] =
-                (struct rcn_roll){.bytes = t->slots[i].bytes,
-                                  .owner = (uint32_t)(t->slots[i].key >> 32) - 1,
-                                  .cell = (uint32_t)t->slots[i].key};
-    free(t->slots);
-    memset(t, 0, sizeof *t);
+    for (size_t i = 0; i < t->n; i++) {
+        struct rcn_owner_ent *o = &t->v[i];
+        for (uint32_t k = 0; k < o->cap; k++)
+            if (o->rows[k].key)
+                r->rolls[r->n_rolls++] = (struct rcn_roll){.bytes = o->rows[k].bytes,
+                                                           .owner = (uint32_t)i,
+                                                           .cell = (uint32_t)o->rows[k].key - 1};
+        free(o->rows);
+        o->rows = NULL;
+        o->cap = o->n = 0;
+    }
+    t->n_rows = 0;
     return 0;
 }
 
