@@ -132,31 +132,41 @@ static int grow(struct recon_deps_owner *o)
     return 0;
 }
 
-void recon_deps_prefetch(const struct recon_deps_acc *a, uint32_t owner, int local_site,
-                         int remote_site, enum recon_dep_kind kind, const char *endpoint)
+uint64_t recon_deps_prefetch(const struct recon_deps_acc *a, uint32_t owner, int local_site,
+                             int remote_site, enum recon_dep_kind kind, const char *endpoint)
 {
     const struct recon_deps_owner *o = &a->owners[owner];
-    if (!o->cap)
-        return;
     const char *ep = endpoint ? endpoint : "";
     uint64_t h = key_hash(owner, local_site, remote_site, (int)kind, ep, strlen(ep));
-    __builtin_prefetch(&o->slots[(h >> 20) & (o->cap - 1)], 1);
+    if (o->cap)
+        __builtin_prefetch(&o->slots[(h >> 20) & (o->cap - 1)], 1);
+    return h;
 }
 
 int recon_deps_add_o(struct recon_deps_acc *a, uint32_t owner, int local_site, int remote_site,
                      enum recon_dep_kind kind, const char *endpoint, uint64_t bytes_out,
                      uint64_t bytes_in, uint64_t connections)
 {
+    const char *ep = endpoint ? endpoint : "";
+    return recon_deps_add_oh(a, owner,
+                             key_hash(owner, local_site, remote_site, (int)kind, ep, strlen(ep)),
+                             local_site, remote_site, kind, ep, bytes_out, bytes_in, connections);
+}
+
+int recon_deps_add_oh(struct recon_deps_acc *a, uint32_t owner, uint64_t h, int local_site,
+                      int remote_site, enum recon_dep_kind kind, const char *endpoint,
+                      uint64_t bytes_out, uint64_t bytes_in, uint64_t connections)
+{
     if (bytes_out == 0 && bytes_in == 0)
         return 0;
     struct recon_deps_owner *o = &a->owners[owner];
     const char *ep = endpoint ? endpoint : "";
     size_t len = strlen(ep);
-    uint64_t h = key_hash(owner, local_site, remote_site, (int)kind, ep, len);
     struct recon_deps_slot *s =
         o->cap ? find(o->slots, o->cap, h, local_site, remote_site, (int)kind, ep, len) : NULL;
     if (!s || !s->owner1) {
-        if ((o->n + 1) * 2 > o->cap && grow(o))
+        if (((uint64_t)o->n + 1) * 4 > (uint64_t)o->cap * 3 &&
+            grow(o)) /* load <= 3/4: the table is in cache */
             return -1;
         s = find(o->slots, o->cap, h, local_site, remote_site, (int)kind, ep, len);
         struct recon_deps_slot v = {

@@ -67,9 +67,15 @@ int64_t recon_deps_owner(struct recon_deps_acc *a, const char *workflow, const c
 int recon_deps_add_o(struct recon_deps_acc *a, uint32_t owner, int local_site, int remote_site,
                      enum recon_dep_kind kind, const char *endpoint, uint64_t bytes_out,
                      uint64_t bytes_in, uint64_t connections) __attribute__((warn_unused_result));
-/* Asks for the memory of the row recon_deps_add_o would add to (a hint: nothing changes). */
-void recon_deps_prefetch(const struct recon_deps_acc *a, uint32_t owner, int local_site,
-                         int remote_site, enum recon_dep_kind kind, const char *endpoint);
+/* Asks for the memory of the row recon_deps_add_o would add to (a hint: nothing changes); the
+ * hash of its key, for recon_deps_add_oh. */
+uint64_t recon_deps_prefetch(const struct recon_deps_acc *a, uint32_t owner, int local_site,
+                             int remote_site, enum recon_dep_kind kind, const char *endpoint);
+/* recon_deps_add_o with the key's hash that recon_deps_prefetch gave. */
+int recon_deps_add_oh(struct recon_deps_acc *a, uint32_t owner, uint64_t hash, int local_site,
+                      int remote_site, enum recon_dep_kind kind, const char *endpoint,
+                      uint64_t bytes_out, uint64_t bytes_in, uint64_t connections)
+    __attribute__((warn_unused_result));
 /* Every row of from added to into's. 0 or -1. */
 int recon_deps_merge(struct recon_deps_acc *into, const struct recon_deps_acc *from)
     __attribute__((warn_unused_result));

@@ -115,7 +115,10 @@ struct run {
     struct host_site *hosts;
     size_t n_hosts, cap_hosts;
     struct hix host_ix;
-    size_t host_last1;          /* the last host found + 1, looked at first; 0: none */
+    size_t host_last1;            /* the last host found + 1, looked at first; 0: none */
+    struct recon_addr last_local; /* the last socket flow's local address and its site */
+    int last_local_site;
+    bool last_local_ok;
     const struct run *host_run; /* where the hosts' sites are read (NFS flows): the merged run */
     struct recon_deps_acc deps;
     int *path_buf;

@@ -148,7 +148,8 @@ int rcn_roll_add(struct run *r, uint32_t owner, uint32_t cell, uint64_t bytes)
     uint64_t key = (uint64_t)cell + 1;
     struct rcn_roll_slot *s = o->cap ? roll_find(o->rows, o->cap, key) : NULL;
     if (!s || !s->key) {
-        if ((o->n + 1) * 2 > o->cap) {
+        if (((uint64_t)o->n + 1) * 4 >
+            (uint64_t)o->cap * 3) { /* load <= 3/4: the table is in cache */
             if (roll_grow(o))
                 return -1;
         }

@@ -201,7 +201,14 @@ static int classify(struct run *r, const struct recon_flow *f, struct flow_pre *
     pre->hash = 0; /* read ahead of use (phase_conns) even when it joins no connection */
     if (f->source != RECON_FLOW_SOCKET)
         return 0;
-    int ls = rcn_site_of(r->cfg, &f->local), rs = rcn_site_of(r->cfg, &f->remote);
+    /* a report's flows mostly share their local address: its site looked up once */
+    if (!r->last_local_ok || r->last_local.family != f->local.family ||
+        memcmp(r->last_local.addr, f->local.addr, 16) != 0) {
+        r->last_local = f->local;
+        r->last_local_site = rcn_site_of(r->cfg, &f->local);
+        r->last_local_ok = true;
+    }
+    int ls = r->last_local_site, rs = rcn_site_of(r->cfg, &f->remote);
     if (note_host_site(r, f, ls))
         return -1;
     if (ls < 0 || rs < 0) {
@@ -354,7 +361,8 @@ struct credit {
     uint64_t dir[2];
     int64_t path[2]; /* from side s to the other: run.paths, or -1 (no bytes) */
     int credited;
-    bool dep; /* a dependency row (some bytes either way) */
+    bool dep;          /* a dependency row (some bytes either way) */
+    uint64_t dep_hash; /* its key's (recon_deps_prefetch) */
     enum recon_dep_kind kind;
     char ep[INET6_ADDRSTRLEN + 16];
 };
@@ -398,8 +406,8 @@ static int credit_prepare(struct run *r, const struct conn *c, const struct flow
     if (o->dep_owner < 0 && (o->dep_owner = recon_deps_owner(&r->deps, o->key.workflow, o->key.user,
                                                              o->key.program)) < 0)
         return -1;
-    recon_deps_prefetch(&r->deps, (uint32_t)o->dep_owner, cr->site[credited],
-                        cr->site[1 - credited], cr->kind, cr->ep);
+    cr->dep_hash = recon_deps_prefetch(&r->deps, (uint32_t)o->dep_owner, cr->site[credited],
+                                       cr->site[1 - credited], cr->kind, cr->ep);
     return 0;
 }
 
@@ -412,9 +420,9 @@ static int credit_apply(struct run *r, const struct credit *cr)
             return -1;
     if (!cr->dep)
         return 0;
-    return recon_deps_add_o(&r->deps, (uint32_t)r->owners.v[cr->owner].dep_owner,
-                            cr->site[credited], cr->site[1 - credited], cr->kind, cr->ep,
-                            cr->dir[credited], cr->dir[1 - credited], 1);
+    return recon_deps_add_oh(&r->deps, (uint32_t)r->owners.v[cr->owner].dep_owner, cr->dep_hash,
+                             cr->site[credited], cr->site[1 - credited], cr->kind, cr->ep,
+                             cr->dir[credited], cr->dir[1 - credited], 1);
 }
 
 /* ---- the split across threads ---- */
