@@ -17,6 +17,7 @@ static const struct rdb_diff_table deps_table = {
     false, /* no primary key since sql/020 */
     false,
     NULL,
+    NULL,
 };
 
 /* The window's dependency rows as binary COPY data of deps_table.cols. */

@@ -75,6 +75,8 @@ struct rdb_diff_table {
     /* when set, the hourly upsert of a first write COPYed straight in (%s: the window, as
      * rdb_fmt_ts text), for a table with one row per key and window: no grouping, no sort */
     const char *hourly_first;
+    /* the hourly rollup's table, when not <table>_hourly */
+    const char *hourly_table;
 };
 
 /* Rows of the window: written (new or changed), removed (stored rows changed or gone), unchanged
@@ -89,6 +91,12 @@ extern long long rdb_diff_sort_above;
 /* Makes table t's rows of window ws (timestamptz text) equal to data (COPY rows of t->cols),
  * writing only the rows that differ, and applies the difference to the hourly rollup; n_rows:
  * the rows in data. */
+/* The window's owner rows (res->rollup) packed per pair into attribution_packed (sql/022),
+ * through rdb_diff_write; *changed += the pair rows written and removed
+ * (recon_db_owners.c). */
+int rdb_write_owners(PGconn *db, const struct cfg *cfg, const char *from, int64_t ws,
+                     const struct recon_result *res, long long *changed, char *err, size_t errlen);
+
 int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
                    const struct rdb_sbuf *data, long long n_rows, struct rdb_diff_counts *out,
                    char *err, size_t errlen);
