@@ -48,6 +48,10 @@ __attribute__((format(printf, 2, 3))) void rdb_sb_printf(struct rdb_sbuf *b, con
 #define RDB_PG_EPOCH_OFFSET_US (INT64_C(946684800) * TM_USEC_PER_SEC)
 /* An unsigned big-endian integer of n bytes (binary COPY). */
 void rdb_sb_be(struct rdb_sbuf *b, uint64_t v, int n);
+/* The head of a binary COPY field holding a one-dimensional array of n elements without NULLs
+ * (elem: the element type's OID: 20 int8, 23 int4, 25 text; bytes: the elements' total size with
+ * their 4-byte length words); the caller adds the elements. */
+void rdb_sb_array_head(struct rdb_sbuf *b, size_t n, size_t bytes, uint32_t elem);
 /* A COPY text-format field (then a tab or newline is added by the caller). */
 void rdb_sb_copy_text(struct rdb_sbuf *b, const char *s);
 /* An element of a text[] array literal: "…" with \ and " escaped. */

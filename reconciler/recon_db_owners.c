@@ -160,18 +160,6 @@ out:
     return rc;
 }
 
-/* A one-dimensional array of n 4- or 8-byte integers (binary COPY; elem: the element type's
- * OID, int4 23 or int8 20). */
-static void array_head(struct rdb_sbuf *b, size_t n, int width, uint32_t elem)
-{
-    rdb_sb_be(b, 20 + n * (4 + (size_t)width), 4);
-    rdb_sb_be(b, 1, 4); /* dimensions */
-    rdb_sb_be(b, 0, 4); /* no NULLs */
-    rdb_sb_be(b, elem, 4);
-    rdb_sb_be(b, n, 4); /* length */
-    rdb_sb_be(b, 1, 4); /* lower bound */
-}
-
 /* The window's pair rows as binary COPY data of attribution_packed; true when they come in the
  * primary key's order (see fill_cells in recon_db_write.c). */
 static bool fill_packed(struct rdb_sbuf *b, const struct cfg *cfg, int64_t ws,
@@ -203,12 +191,12 @@ static bool fill_packed(struct rdb_sbuf *b, const struct cfg *cfg, int64_t ws,
         rdb_sb_add(b, src, strlen(src));
         rdb_sb_be(b, strlen(dst), 4);
         rdb_sb_add(b, dst, strlen(dst));
-        array_head(b, e - i, 4, 23);
+        rdb_sb_array_head(b, e - i, (e - i) * 8, 23);
         for (size_t k = i; k < e; k++) {
             rdb_sb_be(b, 4, 4);
             rdb_sb_be(b, (uint32_t)ids[of[k]], 4);
         }
-        array_head(b, e - i, 8, 20);
+        rdb_sb_array_head(b, e - i, (e - i) * 12, 20);
         for (size_t k = i; k < e; k++) {
             rdb_sb_be(b, 8, 4);
             rdb_sb_be(b, res->rollup[k].bytes, 8);
