@@ -110,10 +110,10 @@ static struct recon_deps_slot *find(struct recon_deps_slot *slots, uint32_t cap,
     }
 }
 
-/* The owner's table doubled (made, with 4 slots). 0 or -1. */
+/* The owner's table doubled (made, with 2: an owner of one row costs 128 bytes). 0 or -1. */
 static int grow(struct recon_deps_owner *o)
 {
-    uint32_t cap = o->cap ? o->cap * 2 : 4;
+    uint32_t cap = o->cap ? o->cap * 2 : 2;
     struct recon_deps_slot *slots = calloc(cap, sizeof *slots);
     if (!slots)
         return -1;

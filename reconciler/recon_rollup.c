@@ -119,10 +119,10 @@ static struct rcn_roll_slot *roll_find(struct rcn_roll_slot *rows, uint32_t cap,
             return &rows[j];
 }
 
-/* The owner's table doubled (made, with 8 slots). 0 or -1. */
+/* The owner's table doubled (made, with 4: an owner of one row costs 64 bytes). 0 or -1. */
 static int roll_grow(struct rcn_owner_ent *o)
 {
-    uint32_t cap = o->cap ? o->cap * 2 : 8;
+    uint32_t cap = o->cap ? o->cap * 2 : 4;
     struct rcn_roll_slot *rows = calloc(cap, sizeof *rows);
     if (!rows)
         return -1;

@@ -4,10 +4,11 @@
  * alternating, ROUNDS rounds; wall and CPU seconds per run, p50/max, the ratio, and a check that
  * every run's result is the same (a digest of every row, figure and string of it, printed).
  * Usage: bench_recon_run [FLOWS [ROUNDS [THREADS]]]   (default 5000000, 3, the online cores;
- * THREADS 1: the one-thread runs only) */
+ * THREADS 1: the one-thread runs only; WL_BENCH_UNIQUE_OWNERS=1: every flow its own owner) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,9 @@ static void addr4(struct recon_addr *a, const int o[3])
 static struct recon_flow *make_flows(long n, char **arena)
 {
     struct recon_flow *flows = calloc((size_t)n, sizeof *flows);
-    char *p = *arena = malloc((size_t)n * 40);
+    const char *u = getenv("WL_BENCH_UNIQUE_OWNERS");
+    bool unique = u && *u && strcmp(u, "0") != 0;
+    char *p = *arena = malloc((size_t)n * 52);
     if (!flows || !p)
         die("out of memory");
     for (long i = 0; i < n; i++) {
@@ -68,7 +71,10 @@ static struct recon_flow *make_flows(long n, char **arena)
         x->program = p;
         p += sprintf(p, "prog%02d", f.program) + 1;
         x->workflow = p;
-        p += sprintf(p, "wf-%04d", f.workflow) + 1;
+        if (unique) /* WL_BENCH_UNIQUE_OWNERS: every flow its own owner (the worst case) */
+            p += sprintf(p, "wf-%04d-%ld", f.workflow, i) + 1;
+        else
+            p += sprintf(p, "wf-%04d", f.workflow) + 1;
     }
     return flows;
 }
