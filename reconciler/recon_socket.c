@@ -56,13 +56,26 @@ int rcn_threads(const struct recon_input *in)
 }
 
 /* An endpoint's order: family, the 16 address bytes, port. */
+/* 8 address bytes as a number that orders as memcmp orders them (big-endian). */
+static uint64_t be8(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
 static int cmp_ep(const struct recon_addr *a, uint16_t pa, const struct recon_addr *b, uint16_t pb)
 {
     if (a->family != b->family)
         return a->family < b->family ? -1 : 1;
-    int c = memcmp(a->addr, b->addr, 16);
-    if (c)
-        return c;
+    uint64_t x = be8(a->addr), y = be8(b->addr);
+    if (x == y)
+        x = be8(a->addr + 8), y = be8(b->addr + 8);
+    if (x != y)
+        return x < y ? -1 : 1;
     return (pa > pb) - (pa < pb);
 }
 
