@@ -1,8 +1,28 @@
 /* The hash index, hashing and growable arrays (hindex.h). */
 #include "hindex.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels refuse it (EINVAL): a hint only */
+#endif
+
+void *hix_malloc_filled(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    long page = sysconf(_SC_PAGESIZE);
+    if (!p || bytes < ((size_t)1 << 20) || page <= 0)
+        return p;
+    uintptr_t lo = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uintptr_t hi = ((uintptr_t)p + bytes) & ~((uintptr_t)page - 1);
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+    return p;
+}
 
 int hix_init(struct hix *ix, size_t expect)
 {
@@ -11,7 +31,7 @@ int hix_init(struct hix *ix, size_t expect)
         cap <<= 1;
     /* written once at once, not calloc'd: a calloc'd table's page is faulted in twice, on the
      * first look-up (the shared zero page) and again on the first insert */
-    ix->slots = malloc(cap * sizeof *ix->slots);
+    ix->slots = hix_malloc_filled(cap * sizeof *ix->slots);
     ix->cap = cap;
     ix->n = 0;
     if (!ix->slots)
@@ -29,7 +49,7 @@ void hix_free(struct hix *ix)
 static int hix_double(struct hix *ix)
 {
     size_t cap = ix->cap * 2;
-    struct hix_slot *s = malloc(cap * sizeof *s);
+    struct hix_slot *s = hix_malloc_filled(cap * sizeof *s);
     if (!s)
         return -1;
     memset(s, 0, cap * sizeof *s);

@@ -4,6 +4,7 @@
 #ifndef WL_HINDEX_H
 #define WL_HINDEX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,9 +30,26 @@ struct hix_slot *hix_find(struct hix *ix, uint64_t hash,
 int hix_put(struct hix *ix, struct hix_slot *s, uint64_t hash, size_t idx)
     __attribute__((warn_unused_result));
 
+/* Whether two strings are equal: one pointer, or the same bytes (compared here, not by a call to
+ * strcmp: the keys are short, an owner's names, and most comparisons are equal). */
+static inline bool hix_str_eq(const char *s, const char *t)
+{
+    if (s == t)
+        return true;
+    for (; *s == *t; s++, t++)
+        if (!*s)
+            return true;
+    return false;
+}
+
 uint64_t hix_mix(uint64_t h, uint64_t v);
 uint64_t hix_hash_bytes(uint64_t h, const void *p, size_t n);
 uint64_t hix_hash_str(uint64_t h, const char *s);
+
+/* malloc for a block that will be written whole soon: when it is large (>= 1 MB), its pages
+ * are mapped at once (madvise MADV_POPULATE_WRITE: one system call, not a fault per 4 KB page;
+ * a first touch costs half as much here). NULL when out of memory; free() it. */
+void *hix_malloc_filled(size_t bytes);
 
 /* Makes *items hold at least need elements of size bytes (doubling). 0 or -1. */
 int hix_grow(void **items, size_t *cap, size_t need, size_t size)

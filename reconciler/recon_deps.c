@@ -44,16 +44,11 @@ int recon_deps_init(struct recon_deps_acc *a, size_t expect)
     return hix_init(&a->owner_ix, expect / 64 + 256);
 }
 
-/* s and t equal as strings (interned ones are often one pointer). */
-static bool same(const char *s, const char *t)
-{
-    return s == t || strcmp(s, t) == 0;
-}
-
 static int eq_owner(const void *ctx, size_t idx, const void *key)
 {
     const struct recon_deps_owner *x = &((const struct recon_deps_acc *)ctx)->owners[idx], *y = key;
-    return same(x->workflow, y->workflow) && same(x->user, y->user) && same(x->program, y->program);
+    return hix_str_eq(x->workflow, y->workflow) && hix_str_eq(x->user, y->user) &&
+           hix_str_eq(x->program, y->program);
 }
 
 int64_t recon_deps_owner(struct recon_deps_acc *a, const char *workflow, const char *user,
@@ -261,8 +256,8 @@ int recon_deps_take(struct recon_deps_acc *a, struct recon_dep **rows, size_t *n
     size_t m = 0;
     uint32_t *order = malloc((a->n_owners + 1) * sizeof *order);
     uint32_t *rank = malloc((a->n_owners + 1) * sizeof *rank);
-    struct dep_ord *ord = malloc((a->n + 1) * sizeof *ord);
-    struct recon_dep *out = malloc((a->n + 1) * sizeof *out);
+    struct dep_ord *ord = hix_malloc_filled((a->n + 1) * sizeof *ord);
+    struct recon_dep *out = hix_malloc_filled((a->n + 1) * sizeof *out);
     if (!order || !rank || !ord || !out)
         goto cleanup;
     for (size_t i = 0; i < a->n_owners; i++)

@@ -12,17 +12,12 @@
 #include "hindex.h"
 #include "recon_internal.h"
 
-/* s and t equal as strings (interned ones are often one pointer). */
-static bool same(const char *s, const char *t)
-{
-    return s == t || strcmp(s, t) == 0;
-}
-
 static bool same_owner(const struct recon_rollup *a, const struct recon_rollup *b)
 {
-    return a->source == b->source && same(a->workflow, b->workflow) && same(a->user, b->user) &&
-           same(a->program, b->program) && same(a->host, b->host) && same(a->kube.ns, b->kube.ns) &&
-           same(a->kube.pod, b->kube.pod) && same(a->kube.container, b->kube.container);
+    return a->source == b->source && hix_str_eq(a->workflow, b->workflow) &&
+           hix_str_eq(a->user, b->user) && hix_str_eq(a->program, b->program) &&
+           hix_str_eq(a->host, b->host) && hix_str_eq(a->kube.ns, b->kube.ns) &&
+           hix_str_eq(a->kube.pod, b->kube.pod) && hix_str_eq(a->kube.container, b->kube.container);
 }
 
 static struct recon_rollup owner_key(const char *source, const char *workflow, const char *user,
@@ -168,8 +163,14 @@ static int roll_flatten(struct run *r)
     struct rcn_owners *t = &r->owners;
     if (!t->n_rows)
         return 0;
-    if (hix_grow((void **)&r->rolls, &r->cap_rolls, r->n_rolls + t->n_rows + 1, sizeof *r->rolls))
+    if (!r->rolls) {
+        if (!(r->rolls = hix_malloc_filled((t->n_rows + 1) * sizeof *r->rolls)))
+            return -1;
+        r->cap_rolls = t->n_rows + 1;
+    } else if (hix_grow((void **)&r->rolls, &r->cap_rolls, r->n_rolls + t->n_rows + 1,
+                        sizeof *r->rolls)) {
         return -1;
+    }
     for (size_t i = 0; i < t->n; i++) {
         struct rcn_owner_ent *o = &t->v[i];
         for (uint32_t k = 0; k < o->cap; k++)
@@ -250,8 +251,8 @@ int rcn_roll_finish(struct run *r, const uint32_t *cell_pos, struct recon_result
     uint32_t *order = malloc((no + 1) * sizeof *order);
     uint32_t *rank = malloc((no + 1) * sizeof *rank);
     size_t *start = calloc(nc + 2, sizeof *start);
-    struct roll_ord *ord = malloc((n + 1) * sizeof *ord);
-    out->rollup = malloc((n + 1) * sizeof *out->rollup);
+    struct roll_ord *ord = hix_malloc_filled((n + 1) * sizeof *ord);
+    out->rollup = hix_malloc_filled((n + 1) * sizeof *out->rollup);
     if (!order || !rank || !start || !ord || !out->rollup)
         goto cleanup;
     for (size_t i = 0; i < no; i++)

@@ -248,8 +248,8 @@ static int conn_ix_init(struct run *r, size_t n)
     size_t cap = 64;
     while (cap < n + n / 2)
         cap <<= 1;
-    r->conn_ix.slots = malloc(cap * sizeof *r->conn_ix.slots);
-    r->conns = malloc((n + 1) * sizeof *r->conns);
+    r->conn_ix.slots = hix_malloc_filled(cap * sizeof *r->conn_ix.slots);
+    r->conns = hix_malloc_filled((n + 1) * sizeof *r->conns);
     if (!r->conn_ix.slots || !r->conns)
         return -1;
     memset(r->conn_ix.slots, 0, cap * sizeof *r->conn_ix.slots);
@@ -631,7 +631,7 @@ int rcn_flows(struct run *r, int n, int64_t ws, int64_t we, struct recon_result 
     struct job j = {.n = n, .ws = ws, .we = we};
     atomic_init(&j.failed, 0);
     j.parts = calloc((size_t)n, sizeof *j.parts);
-    j.pre = malloc((in->n_flows + 1) * sizeof *j.pre);
+    j.pre = hix_malloc_filled((in->n_flows + 1) * sizeof *j.pre);
     if (!j.parts || !j.pre)
         goto cleanup;
     j.parts[0].run = *r; /* moved in here, moved back below */
