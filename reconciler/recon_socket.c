@@ -249,7 +249,7 @@ static int conn_ix_init(struct run *r, size_t n)
     while (cap < n + n / 2)
         cap <<= 1;
     r->conn_ix.slots = hix_malloc_filled(cap * sizeof *r->conn_ix.slots);
-    r->conns = hix_malloc_filled((n + 1) * sizeof *r->conns);
+    r->conns = malloc((n + 1) * sizeof *r->conns); /* not filled: fewer when flows share one */
     if (!r->conn_ix.slots || !r->conns)
         return -1;
     memset(r->conn_ix.slots, 0, cap * sizeof *r->conn_ix.slots);
