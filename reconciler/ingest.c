@@ -117,15 +117,11 @@ static void buf_c(struct ingest_batch *b, char ch)
 
 static void buf_u64(struct ingest_batch *b, bool neg, uint64_t v)
 {
-    char tmp[24];
-    int i = sizeof(tmp);
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
+    if (buf_reserve(b, 1 + COPYESC_U64_MAX) < 0)
+        return; /* checked once per row by row_end */
     if (neg)
-        tmp[--i] = '-';
-    buf_put(b, tmp + i, sizeof(tmp) - (size_t)i);
+        b->copy[b->copy_len++] = '-';
+    b->copy_len += copyesc_u64(b->copy + b->copy_len, v);
 }
 
 static void buf_null(struct ingest_batch *b)
@@ -312,19 +308,18 @@ static int in_bounds(struct vctx *c, struct loc l, int64_t us)
 static int fast_ipv4_endpoint(const char *s, size_t n, bool port_optional,
                               char addr[INET6_ADDRSTRLEN], long *port)
 {
-    size_t i = 0;
+    size_t i = 0; /* no tests of n in the octets: s[n] is a NUL, not a digit nor a '.' */
     for (int octet = 0; octet < 4; octet++) {
-        if (octet) {
-            if (i >= n || s[i] != '.')
-                return -1;
+        if (octet && s[i++] != '.')
+            return -1;
+        size_t d0 = i;
+        unsigned v = 0, d;
+        while ((d = (unsigned)(unsigned char)s[i] - '0') <= 9 && i - d0 < 3) {
+            v = v * 10 + d;
             i++;
         }
-        size_t d0 = i;
-        unsigned v = 0;
-        while (i < n && i - d0 < 4 && s[i] >= '0' && s[i] <= '9')
-            v = v * 10 + (unsigned)(s[i++] - '0');
         size_t nd = i - d0;
-        if (nd == 0 || nd > 3 || v > 255 || (nd > 1 && s[d0] == '0'))
+        if (nd == 0 || d <= 9 || v > 255 || (nd > 1 && s[d0] == '0')) /* d <= 9: a 4th digit */
             return -1;
     }
     size_t alen = i;
@@ -350,6 +345,7 @@ static int fast_ipv4_endpoint(const char *s, size_t n, bool port_optional,
     return 0;
 }
 
+/* s[0..n) with s[n] a NUL (as every string jsonv.h decodes). */
 static int parse_endpoint(const char *s, size_t n, bool port_optional, char addr[INET6_ADDRSTRLEN],
                           long *port)
 {
@@ -391,13 +387,13 @@ static int want_enum(struct vctx *c, const struct jv *v, struct loc l, bool opti
         return -1;
     if (!*out)
         return 0;
-    char list[128] = "";
-    for (const char *const *a = allowed; *a; a++) {
+    for (const char *const *a = allowed; *a; a++)
         if (strcmp((*out)->s, *a) == 0)
             return 0;
+    char list[128] = ""; /* the message only: not built for a value that matches */
+    for (const char *const *a = allowed; *a; a++)
         snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s\"%s\"",
                  a == allowed ? "" : " or ", *a);
-    }
     return bad(c, l, "expected %s, got \"%.60s\"", list, (*out)->s);
 }
 
@@ -446,40 +442,75 @@ enum flow_slot {
     F_N
 };
 
+#ifndef NDEBUG /* the keys as a table: for flow_slot_selftest */
 static const char *const flow_keys[F_N] = {
     "source", "proto",   "local",    "remote",    "role",      "tx_bytes", "rx_bytes",
     "server", "export",  "op",       "bytes",     "ops",       "pid",      "uid",
     "user",   "program", "workflow", "container", "namespace", "pod",      "container_name"};
+#endif
 
-/* The slots (plus one; 0 ends a list) whose key has a given length: a member's key is compared
- * with at most four keys of its own length instead of all F_N. Checked against flow_keys by
+#define FLOW_KEY_MAXLEN 14 /* "container_name" */
+
+/* The slot of a member's key, or -1: by length, then the first byte, then the rest compared with
+ * a constant (memcmp of a constant length is inlined, no call). Checked against flow_keys by
  * flow_slot_selftest in test builds (NDEBUG unset). */
-#define FLOW_KEY_MAXLEN 14
-#define S1(x)           ((unsigned char)((x) + 1))
-static const unsigned char flow_keys_by_len[FLOW_KEY_MAXLEN + 1][5] = {
-    [2] = {S1(F_OP)},
-    [3] = {S1(F_PID), S1(F_UID), S1(F_OPS), S1(F_POD)},
-    [4] = {S1(F_ROLE), S1(F_USER)},
-    [5] = {S1(F_PROTO), S1(F_LOCAL), S1(F_BYTES)},
-    [6] = {S1(F_SOURCE), S1(F_REMOTE), S1(F_SERVER), S1(F_EXPORT)},
-    [7] = {S1(F_PROGRAM)},
-    [8] = {S1(F_TX), S1(F_RX), S1(F_WORKFLOW)},
-    [9] = {S1(F_CONTAINER), S1(F_NAMESPACE)},
-    [14] = {S1(F_CONTAINER_NAME)},
-};
-#undef S1
-
+#define KEY_IS(lit) (memcmp(k, lit, sizeof(lit) - 1) == 0)
 static int flow_slot_of(const struct jv *m)
 {
-    if (m->key_len > FLOW_KEY_MAXLEN)
+    const char *k = m->key;
+    switch (m->key_len) {
+    case 2:
+        return KEY_IS("op") ? F_OP : -1;
+    case 3:
+        switch (k[0]) {
+        case 'p':
+            return KEY_IS("pid") ? F_PID : KEY_IS("pod") ? F_POD : -1;
+        case 'u':
+            return KEY_IS("uid") ? F_UID : -1;
+        case 'o':
+            return KEY_IS("ops") ? F_OPS : -1;
+        }
         return -1;
-    const unsigned char *cand = flow_keys_by_len[m->key_len];
-    for (int j = 0; j < 4 && cand[j]; j++) {
-        const char *k = flow_keys[cand[j] - 1];
-        if (m->key[0] == k[0] && memcmp(m->key, k, m->key_len) == 0)
-            return cand[j] - 1;
+    case 4:
+        return KEY_IS("role") ? F_ROLE : KEY_IS("user") ? F_USER : -1;
+    case 5:
+        return KEY_IS("proto")   ? F_PROTO
+               : KEY_IS("local") ? F_LOCAL
+               : KEY_IS("bytes") ? F_BYTES
+                                 : -1;
+    case 6:
+        switch (k[0]) {
+        case 's':
+            return KEY_IS("source") ? F_SOURCE : KEY_IS("server") ? F_SERVER : -1;
+        case 'r':
+            return KEY_IS("remote") ? F_REMOTE : -1;
+        case 'e':
+            return KEY_IS("export") ? F_EXPORT : -1;
+        }
+        return -1;
+    case 7:
+        return KEY_IS("program") ? F_PROGRAM : -1;
+    case 8:
+        return KEY_IS("tx_bytes")   ? F_TX
+               : KEY_IS("rx_bytes") ? F_RX
+               : KEY_IS("workflow") ? F_WORKFLOW
+                                    : -1;
+    case 9:
+        return KEY_IS("container") ? F_CONTAINER : KEY_IS("namespace") ? F_NAMESPACE : -1;
+    case 14:
+        return KEY_IS("container_name") ? F_CONTAINER_NAME : -1;
     }
     return -1;
+}
+#undef KEY_IS
+
+/* A JSON string into a text column; one read without an escape needs no COPY escaping. */
+static void row_jtext(struct flow_row *r, enum flow_col c, const struct jv *v)
+{
+    if (v->escaped)
+        flow_row_text(r, c, v->s, v->n);
+    else
+        flow_row_text_plain(r, c, v->s, v->n);
 }
 
 static const char *const sources[] = {"socket", "nfs", NULL};
@@ -563,19 +594,19 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
     struct flow_row row;
     memset(&row, 0, sizeof row);
     flow_row_str(&row, FR_WINDOW_START, ws_text);
-    flow_row_text(&row, FR_AGENT_ID, agent_id->s, agent_id->n);
+    row_jtext(&row, FR_AGENT_ID, agent_id);
     flow_row_int(&row, FR_SEQ, seq);
     flow_row_int(&row, FR_IDX, (uint64_t)i);
-    flow_row_text(&row, FR_HOST, host->s, host->n);
-    flow_row_text(&row, FR_SOURCE, source->s, source->n);
+    row_jtext(&row, FR_HOST, host);
+    row_jtext(&row, FR_SOURCE, source);
     if (is_socket) {
-        flow_row_text(&row, FR_PROTO, proto->s, proto->n);
+        row_jtext(&row, FR_PROTO, proto);
         flow_row_str(&row, FR_LOCAL_ADDR, laddr);
         flow_row_int(&row, FR_LOCAL_PORT, (uint64_t)lport);
         flow_row_str(&row, FR_REMOTE_ADDR, raddr);
         flow_row_int(&row, FR_REMOTE_PORT, (uint64_t)rport);
         if (role)
-            flow_row_text(&row, FR_ROLE, role->s, role->n);
+            row_jtext(&row, FR_ROLE, role);
         flow_row_int(&row, FR_TX_BYTES, tx);
         flow_row_int(&row, FR_RX_BYTES, rx);
         flow_row_int(&row, FR_NFS_BYTES, 0);
@@ -591,8 +622,8 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         flow_row_str(&row, FR_NFS_SERVER, raddr);
         flow_row_int(&row, FR_NFS_PORT, (uint64_t)rport);
         if (export)
-            flow_row_text(&row, FR_NFS_EXPORT, export->s, export->n);
-        flow_row_text(&row, FR_NFS_OP, op->s, op->n);
+            row_jtext(&row, FR_NFS_EXPORT, export);
+        row_jtext(&row, FR_NFS_OP, op);
         flow_row_int(&row, FR_NFS_BYTES, nbytes);
         flow_row_int(&row, FR_NFS_OPS, has_ops ? nops : 0);
     }
@@ -603,13 +634,13 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
     const struct jv *names[] = {user, program, workflow, container};
     for (int k = 0; k < 4; k++)
         if (names[k] && names[k]->type == JV_STRING)
-            flow_row_text(&row, FR_USER_NAME + k, names[k]->s, names[k]->n);
+            row_jtext(&row, FR_USER_NAME + k, names[k]);
     const struct jv *kube[] = {kns, kpod, kcont}; /* '' outside pods: part of the owner's key */
     for (int k = 0; k < 3; k++)
         if (kube[k] && kube[k]->type == JV_STRING)
-            flow_row_text(&row, FR_NAMESPACE + k, kube[k]->s, kube[k]->n);
+            row_jtext(&row, FR_NAMESPACE + k, kube[k]);
         else
-            flow_row_text(&row, FR_NAMESPACE + k, "", 0);
+            flow_row_text_plain(&row, FR_NAMESPACE + k, "", 0);
     struct ingest_batch *b = c->b;
     if (buf_reserve(b, flow_row_copy_max(&row)) == 0)
         b->copy_len += flow_row_copy_text(b->copy + b->copy_len, &row);
@@ -1017,12 +1048,21 @@ void ingest_batch_free(struct ingest_batch *b)
 }
 
 #ifndef NDEBUG
-/* flow_keys_by_len is written by hand: every key of flow_keys must find its own slot. */
+/* flow_slot_of is written by hand: every key of flow_keys must find its own slot, and the same
+ * key with its last byte changed none (or another key's). */
 static void flow_slot_selftest(void)
 {
     for (int i = 0; i < F_N; i++) {
-        struct jv m = {.key = flow_keys[i], .key_len = (uint32_t)strlen(flow_keys[i])};
+        char near[FLOW_KEY_MAXLEN + 1];
+        size_t n = strlen(flow_keys[i]);
+        struct jv m = {.key = flow_keys[i], .key_len = (uint32_t)n};
         assert(flow_slot_of(&m) == i);
+        assert(n < sizeof near);
+        memcpy(near, flow_keys[i], n + 1);
+        near[n - 1] ^= 0x20;
+        m.key = near;
+        int other = flow_slot_of(&m);
+        assert(other != i && (other < 0 || strcmp(flow_keys[other], near) == 0));
     }
 }
 #endif
