@@ -20,8 +20,10 @@ struct jv_chunk {
 };
 
 struct jv_doc {
-    char *text; /* mutable copy of the input; strings are decoded in place */
+    char *text; /* mutable copy of the input (or the caller's, jv_parse_inplace); strings are
+                   decoded in place */
     size_t text_cap;
+    bool owned; /* text is the document's own */
     struct jv_chunk *chunks;
     size_t n_nodes;
 };
@@ -660,27 +662,73 @@ static int parse_value_at(struct parser *ps, struct jv *v)
     }
 }
 
+/* A new document over text[0..len] (text[len] == 0), or NULL with *e filled; owned: text is the
+ * document's own (text_get) and goes back with it. */
+static struct jv_doc *doc_new(char *text, size_t text_cap, bool owned, struct jv_error *e)
+{
+    struct jv_doc *doc = text ? calloc(1, sizeof(*doc)) : NULL;
+    if (!doc) {
+        if (owned)
+            free(text);
+        snprintf(e->msg, sizeof(e->msg), "out of memory");
+        snprintf(e->path, sizeof(e->path), "$");
+        return NULL;
+    }
+    doc->text = text;
+    doc->text_cap = text_cap;
+    doc->owned = owned;
+    return doc;
+}
+
+static bool too_long(size_t len, struct jv_error *e)
+{
+    if (len <= JV_MAX_LEN)
+        return false;
+    snprintf(e->msg, sizeof(e->msg), "JSON text of %zu bytes is over the %u-byte limit", len,
+             JV_MAX_LEN);
+    snprintf(e->path, sizeof(e->path), "$");
+    return true;
+}
+
+static struct jv_doc *parse_doc(struct jv_doc *doc, size_t len, bool allow_many, struct jv **first,
+                                size_t *n_values, struct jv_error *e);
+
 struct jv_doc *jv_parse(const char *buf, size_t len, bool allow_many, struct jv **first,
                         size_t *n_values, struct jv_error *e)
 {
     memset(e, 0, sizeof(*e));
     *first = NULL;
     *n_values = 0;
-    if (len > JV_MAX_LEN) {
-        snprintf(e->msg, sizeof(e->msg), "JSON text of %zu bytes is over the %u-byte limit", len,
-                 JV_MAX_LEN);
-        snprintf(e->path, sizeof(e->path), "$");
+    if (too_long(len, e))
         return NULL;
-    }
-    struct jv_doc *doc = calloc(1, sizeof(*doc));
-    if (!doc || !(doc->text = text_get(len + 1, &doc->text_cap))) {
-        free(doc);
-        snprintf(e->msg, sizeof(e->msg), "out of memory");
-        snprintf(e->path, sizeof(e->path), "$");
+    size_t cap = 0;
+    char *text = text_get(len + 1, &cap);
+    struct jv_doc *doc = doc_new(text, cap, true, e);
+    if (!doc)
         return NULL;
-    }
     memcpy(doc->text, buf, len);
     doc->text[len] = 0;
+    return parse_doc(doc, len, allow_many, first, n_values, e);
+}
+
+struct jv_doc *jv_parse_inplace(char *buf, size_t len, bool allow_many, struct jv **first,
+                                size_t *n_values, struct jv_error *e)
+{
+    memset(e, 0, sizeof(*e));
+    *first = NULL;
+    *n_values = 0;
+    if (too_long(len, e))
+        return NULL;
+    struct jv_doc *doc = doc_new(buf, 0, false, e);
+    if (!doc)
+        return NULL;
+    buf[len] = 0; /* the caller's promise, made true: the scans stop at it (skip_ws) */
+    return parse_doc(doc, len, allow_many, first, n_values, e);
+}
+
+static struct jv_doc *parse_doc(struct jv_doc *doc, size_t len, bool allow_many, struct jv **first,
+                                size_t *n_values, struct jv_error *e)
+{
     struct parser ps = {
         .doc = doc, .p = doc->text, .start = doc->text, .end = doc->text + len, .e = e};
     struct jv **tail = first;
@@ -732,7 +780,8 @@ void jv_doc_free(struct jv_doc *doc)
         chunk_put(c);
         c = prev;
     }
-    text_put(doc->text, doc->text_cap);
+    if (doc->owned)
+        text_put(doc->text, doc->text_cap);
     free(doc);
 }
 

@@ -57,6 +57,12 @@ struct jv_error {
  * from *first. Returns the document, or NULL with *e filled. buf is copied, not kept. */
 struct jv_doc *jv_parse(const char *buf, size_t len, bool allow_many, struct jv **first,
                         size_t *n_values, struct jv_error *e) __attribute__((warn_unused_result));
+/* The same without the copy, for a caller done with its buffer after the document: parses
+ * buf[0..len) in place (buf[len] must be writable: it is set to 0). buf's bytes are overwritten
+ * (strings decoded where they are) and must outlive the document. */
+struct jv_doc *jv_parse_inplace(char *buf, size_t len, bool allow_many, struct jv **first,
+                                size_t *n_values, struct jv_error *e)
+    __attribute__((warn_unused_result));
 void jv_doc_free(struct jv_doc *doc);
 
 /* Member of an object by key, or NULL. */

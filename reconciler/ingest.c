@@ -1067,8 +1067,9 @@ static void flow_slot_selftest(void)
 }
 #endif
 
-int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body, size_t len,
-                 int64_t now_us, struct ingest_batch *b, struct ingest_error *e)
+/* ingest_parse and ingest_parse_inplace: mut is body when it may be parsed in place. */
+static int parse_request(const struct cfg *cfg, enum ingest_kind kind, const char *body, char *mut,
+                         size_t len, int64_t now_us, struct ingest_batch *b, struct ingest_error *e)
 {
 #ifndef NDEBUG
     flow_slot_selftest();
@@ -1087,7 +1088,10 @@ int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body,
     struct jv *first;
     size_t n_values;
     struct jv_error je;
-    struct jv_doc *doc = jv_parse(body, len, stream, &first, &n_values, &je);
+    /* a refused transfer record keeps its text as received (body + off): not in place */
+    struct jv_doc *doc = mut && kind != INGEST_TRANSFERS
+                             ? jv_parse_inplace(mut, len, stream, &first, &n_values, &je)
+                             : jv_parse(body, len, stream, &first, &n_values, &je);
     if (!doc) {
         e->status = je.semantic ? 422 : 400; /* JSON, but a duplicate member or U+0000 */
         snprintf(e->msg, sizeof(e->msg), "%s (byte %zu)", je.msg, je.offset);
@@ -1133,4 +1137,16 @@ int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body,
         return -1;
     }
     return 0;
+}
+
+int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body, size_t len,
+                 int64_t now_us, struct ingest_batch *b, struct ingest_error *e)
+{
+    return parse_request(cfg, kind, body, NULL, len, now_us, b, e);
+}
+
+int ingest_parse_inplace(const struct cfg *cfg, enum ingest_kind kind, char *body, size_t len,
+                         int64_t now_us, struct ingest_batch *b, struct ingest_error *e)
+{
+    return parse_request(cfg, kind, body, body, len, now_us, b, e);
 }
