@@ -189,6 +189,41 @@ static long long window_sum(PGconn *db, int64_t ws, const char *table, const cha
     return pg_num(db, sql);
 }
 
+/* The windows' results out of the way, untimed, as the reconciler writes (013's triggers on a
+ * 2 M-row DELETE hit the 300 s statement timeout in their zero-row cleanup); the hourly rows of
+ * the windows' hours go too (only these windows are in them). Before each path's first run: the
+ * reconciler that took the reports may have reconciled a window after its first few reports
+ * (late reports of a window past its grace), and run 1 is meant as the first reconciliation. */
+static void clear_results(PGconn *db, const int64_t *win, int n_sizes)
+{
+    char err[1024], t[TM_RFC3339_LEN], sql[512];
+    static const char *const results[] = {"heatmap_cells", "attribution_rollup",
+                                          "dependency_rollup", "link_windows"};
+    if (pgc_exec(db, "BEGIN; SET LOCAL wanledger.hourly_writer = 'on'", err, sizeof(err)) < 0)
+        die("%s", err);
+    for (int i = 0; i < n_sizes; i++) {
+        for (size_t k = 0; k < sizeof(results) / sizeof(*results); k++) {
+            snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE window_start = '%s'", results[k],
+                     tm_format_rfc3339(win[i], t));
+            if (pgc_exec(db, sql, err, sizeof(err)) < 0)
+                die("%s", err);
+        }
+        /* and the hours' fold marks (sql/020): this path's first runs meet unfolded hours too */
+        static const char *const hourly[] = {"heatmap_cells_hourly", "attribution_rollup_hourly",
+                                             "attribution_hours"};
+        for (int k = 0; k < 3; k++) {
+            snprintf(sql, sizeof(sql),
+                     "DELETE FROM %s WHERE hour_start = date_bin('1 hour', '%s'::timestamptz, "
+                     "timestamptz 'epoch')",
+                     hourly[k], tm_format_rfc3339(win[i], t));
+            if (pgc_exec(db, sql, err, sizeof(err)) < 0)
+                die("%s", err);
+        }
+    }
+    if (pgc_exec(db, "COMMIT", err, sizeof(err)) < 0)
+        die("%s", err);
+}
+
 /* Part 1b: the same windows on the ClickHouse path. A scratch clickhouse-server (the tests'
  * harness, as bench/clickhouse/run.sh starts one); the windows' reports are put back in the
  * outbox and shipped by the real flusher (timed), the windows' result rows deleted (untimed),
@@ -231,34 +266,7 @@ static void clickhouse_path(PGconn *db, struct cfg *cfg, const int64_t *win, con
         shipped += sizes[i];
     printf("   outbox shipped: %lld flow records in %.1f s (%.0f/s)\n", shipped, ship,
            (double)shipped / ship);
-    static const char *const results[] = {"heatmap_cells", "attribution_rollup",
-                                          "dependency_rollup", "link_windows"};
-    /* the PostgreSQL path's rows out of the way, untimed, as the reconciler writes (013's
-     * triggers on a 2 M-row DELETE hit the 300 s statement timeout in their zero-row cleanup):
-     * the hourly rows of the windows' hours go too (only these windows are in them) */
-    if (pgc_exec(db, "BEGIN; SET LOCAL wanledger.hourly_writer = 'on'", err, sizeof(err)) < 0)
-        die("%s", err);
-    for (int i = 0; i < n_sizes; i++) {
-        for (size_t k = 0; k < sizeof(results) / sizeof(*results); k++) {
-            snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE window_start = '%s'", results[k],
-                     tm_format_rfc3339(win[i], t));
-            if (pgc_exec(db, sql, err, sizeof(err)) < 0)
-                die("%s", err);
-        }
-        /* and the hours' fold marks (sql/020): this path's first runs meet unfolded hours too */
-        static const char *const hourly[] = {"heatmap_cells_hourly", "attribution_rollup_hourly",
-                                             "attribution_hours"};
-        for (int k = 0; k < 3; k++) {
-            snprintf(sql, sizeof(sql),
-                     "DELETE FROM %s WHERE hour_start = date_bin('1 hour', '%s'::timestamptz, "
-                     "timestamptz 'epoch')",
-                     hourly[k], tm_format_rfc3339(win[i], t));
-            if (pgc_exec(db, sql, err, sizeof(err)) < 0)
-                die("%s", err);
-        }
-    }
-    if (pgc_exec(db, "COMMIT", err, sizeof(err)) < 0)
-        die("%s", err);
+    clear_results(db, win, n_sizes);
     for (int i = 0; i < n_sizes; i++) {
         int64_t tt[MAX_RUNS];
         struct recon_db_stats st = {0};
@@ -342,6 +350,7 @@ int main(int argc, char **argv)
     if (getenv("WL_BENCH_PGLOG")) /* profiling: statements over 50 ms reported on stderr */
         pgc_exec(db, "SET client_min_messages = log; SET log_min_duration_statement = 50", err,
                  sizeof(err));
+    clear_results(db, win, n_sizes);
     printf("\n1. recon_db_reconcile_window of one 60 s window (PostgreSQL path), load %s\n",
            loadavg());
     double us_per_flow[3];
