@@ -510,8 +510,6 @@ static int cmp_member(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* Refuses an object whose members repeat a key, naming the first repeat in document order.
- * Small objects are checked pairwise, larger ones sorted: O(n log n) for hostile inputs. */
 /* A key's bit in the 64-bit filter of check_duplicates: (length, first and last byte). */
 static inline uint64_t key_bit(const char *key, uint32_t len)
 {
@@ -519,7 +517,9 @@ static inline uint64_t key_bit(const char *key, uint32_t len)
     return UINT64_C(1) << ((len * 7u + (unsigned char)key[0] * 3u + last) & 63u);
 }
 
-/* maybe: two members of obj share a bit of the filter (parse_object runs every key through it
+/* Refuses an object whose members repeat a key, naming the first repeat in document order.
+ * Small objects are checked pairwise, larger ones sorted: O(n log n) for hostile inputs.
+ * maybe: two members of obj share a bit of the filter (parse_object runs every key through it
  * as it is read; equal keys always collide), the only case in which a small object's members are
  * compared pairwise. */
 static int check_duplicates(struct parser *ps, const struct jv *obj, bool maybe)
