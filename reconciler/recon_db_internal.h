@@ -48,6 +48,10 @@ __attribute__((format(printf, 2, 3))) void rdb_sb_printf(struct rdb_sbuf *b, con
 #define RDB_PG_EPOCH_OFFSET_US (INT64_C(946684800) * TM_USEC_PER_SEC)
 /* An unsigned big-endian integer of n bytes (binary COPY). */
 void rdb_sb_be(struct rdb_sbuf *b, uint64_t v, int n);
+/* The head of a binary COPY field holding a one-dimensional array of n elements without NULLs
+ * (elem: the element type's OID: 20 int8, 23 int4, 25 text; bytes: the elements' total size with
+ * their 4-byte length words); the caller adds the elements. */
+void rdb_sb_array_head(struct rdb_sbuf *b, size_t n, size_t bytes, uint32_t elem);
 /* A COPY text-format field (then a tab or newline is added by the caller). */
 void rdb_sb_copy_text(struct rdb_sbuf *b, const char *s);
 /* An element of a text[] array literal: "…" with \ and " escaped. */
@@ -75,6 +79,8 @@ struct rdb_diff_table {
     /* when set, the hourly upsert of a first write COPYed straight in (%s: the window, as
      * rdb_fmt_ts text), for a table with one row per key and window: no grouping, no sort */
     const char *hourly_first;
+    /* the hourly rollup's table, when not <table>_hourly */
+    const char *hourly_table;
 };
 
 /* Rows of the window: written (new or changed), removed (stored rows changed or gone), unchanged
@@ -89,6 +95,12 @@ extern long long rdb_diff_sort_above;
 /* Makes table t's rows of window ws (timestamptz text) equal to data (COPY rows of t->cols),
  * writing only the rows that differ, and applies the difference to the hourly rollup; n_rows:
  * the rows in data. */
+/* The window's owner rows (res->rollup) packed per pair into attribution_packed (sql/022),
+ * through rdb_diff_write; *changed += the pair rows written and removed
+ * (recon_db_owners.c). */
+int rdb_write_owners(PGconn *db, const struct cfg *cfg, const char *from, int64_t ws,
+                     const struct recon_result *res, long long *changed, char *err, size_t errlen);
+
 int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
                    const struct rdb_sbuf *data, long long n_rows, struct rdb_diff_counts *out,
                    char *err, size_t errlen);

@@ -113,6 +113,16 @@ void rdb_sb_be(struct rdb_sbuf *b, uint64_t v, int n)
 }
 
 /* A COPY text-format field (then a tab or newline is added by the caller): copyesc.h. */
+void rdb_sb_array_head(struct rdb_sbuf *b, size_t n, size_t bytes, uint32_t elem)
+{
+    rdb_sb_be(b, 20 + bytes, 4);
+    rdb_sb_be(b, 1, 4); /* dimensions */
+    rdb_sb_be(b, 0, 4); /* no NULLs */
+    rdb_sb_be(b, elem, 4);
+    rdb_sb_be(b, n, 4); /* length */
+    rdb_sb_be(b, 1, 4); /* lower bound */
+}
+
 void rdb_sb_copy_text(struct rdb_sbuf *b, const char *s)
 {
     size_t n = strlen(s);

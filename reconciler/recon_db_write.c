@@ -11,11 +11,6 @@ const char *rdb_site_name(const struct cfg *cfg, int i)
     return cfg->sites[i].name;
 }
 
-/* The columns of a rollup row, in the order fill_rollup writes them (the owner: sql/001, 015). */
-#define ROLLUP_COLS                                                                                \
-    "window_start, src_site, dst_site, source, workflow, user_name, program, host, bytes, "        \
-    "namespace, pod, container_name"
-
 /* The window's cells as COPY text rows of heatmap_cells; true when they come in the primary
  * key's order (recon.c sorts them by site index: so whenever the configuration lists the sites
  * in name order; strcmp's byte order is the code point order of the C.UTF-8 databases). */
@@ -55,42 +50,6 @@ static bool fill_cells(struct rdb_sbuf *b, const struct cfg *cfg, const char *ts
                       c->valid_fraction, c->capacity_bps);
     }
     return ordered;
-}
-
-/* The window's rollup as binary COPY data of attribution_rollup. */
-static void fill_rollup(struct rdb_sbuf *b, const struct cfg *cfg, int64_t ws,
-                        const struct recon_result *res)
-{
-    /* binary COPY: the server parses no timestamps or numbers for the biggest table */
-    rdb_sb_add(b, "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0", 19);
-    int64_t ws_pg = ws - RDB_PG_EPOCH_OFFSET_US;
-    for (size_t i = 0; i < res->n_rollup; i++) {
-        const struct recon_rollup *r = &res->rollup[i];
-        const char *fields[] = {rdb_site_name(cfg, r->src_site),
-                                rdb_site_name(cfg, r->dst_site),
-                                r->source,
-                                r->workflow,
-                                r->user,
-                                r->program,
-                                r->host};
-        const char *kube[] = {r->kube.ns, r->kube.pod, r->kube.container};
-        rdb_sb_be(b, 12, 2);
-        rdb_sb_be(b, 8, 4);
-        rdb_sb_be(b, (uint64_t)ws_pg, 8);
-        for (size_t k = 0; k < 7; k++) {
-            size_t len = strlen(fields[k]);
-            rdb_sb_be(b, len, 4);
-            rdb_sb_add(b, fields[k], len);
-        }
-        rdb_sb_be(b, 8, 4);
-        rdb_sb_be(b, r->bytes, 8);
-        for (size_t k = 0; k < 3; k++) {
-            size_t len = strlen(kube[k]);
-            rdb_sb_be(b, len, 4);
-            rdb_sb_add(b, kube[k], len);
-        }
-    }
-    rdb_sb_be(b, 0xffff, 2);
 }
 
 /* The window's circuit directions as COPY text rows of link_windows. */
@@ -171,19 +130,6 @@ static const char cells_hourly_first[] =
     "(status = 'incomplete')::int, (status = 'no_counter')::int FROM heatmap_cells "
     "WHERE window_start = '%s'::timestamptz ORDER BY src_site, dst_site" CELLS_HOURLY_UPSERT;
 
-/* ... and per hour, pair and owner to attribution_rollup_hourly (sql/013, 015), for the hours
- * folded already (sql/020: rollup_table.hours). */
-static const char rollup_hourly[] =
-    "INSERT INTO attribution_rollup_hourly AS h (hour_start, src_site, dst_site, source, "
-    "workflow, user_name, program, host, namespace, pod, container_name, windows, bytes) "
-    "SELECT date_bin('1 hour', window_start, timestamptz 'epoch'), src_site, dst_site, source, "
-    "workflow, user_name, program, host, namespace, pod, container_name, sum(wl_sign), "
-    "sum(wl_sign * bytes) FROM %s GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 "
-    "ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 "
-    "ON CONFLICT (hour_start, src_site, dst_site, source, workflow, user_name, program, host, "
-    "namespace, pod, container_name) DO UPDATE SET windows = h.windows + EXCLUDED.windows, "
-    "bytes = h.bytes + EXCLUDED.bytes";
-
 static const struct rdb_diff_table cells_table = {
     "heatmap_cells",
     CELL_COLS,
@@ -196,19 +142,6 @@ static const struct rdb_diff_table cells_table = {
     true,
     false, /* set per window: fill_cells */
     cells_hourly_first,
-};
-
-static const struct rdb_diff_table rollup_table = {
-    "attribution_rollup",
-    ROLLUP_COLS,
-    "window_start, src_site, dst_site, source, workflow, user_name, program, host, namespace, pod, "
-    "container_name",
-    "bytes",
-    true,
-    rollup_hourly,
-    "attribution_hours",
-    false, /* no primary key since sql/020: COPYed straight in (2 M rows: 25 s -> ~12 s) */
-    false,
     NULL,
 };
 
@@ -241,13 +174,8 @@ int rdb_write_results(PGconn *db, const struct cfg *cfg, int64_t ws, const struc
     if (rdb_diff_write(db, &cells, from, &b, (long long)res->n_cells, &dc, err, errlen))
         goto cleanup;
     *changed += dc.written + dc.removed;
-    b.n = 0;
-    fill_rollup(&b, cfg, ws, res);
-    if (b.oom)
-        goto oom;
-    if (rdb_diff_write(db, &rollup_table, from, &b, (long long)res->n_rollup, &dc, err, errlen))
+    if (rdb_write_owners(db, cfg, from, ws, res, changed, err, errlen))
         goto cleanup;
-    *changed += dc.written + dc.removed;
     b.n = 0;
     fill_links(&b, cfg, tsbuf, res);
     if (b.oom)

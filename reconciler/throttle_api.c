@@ -353,12 +353,18 @@ double thr_host_share(PGconn *db, const char *kind, const char *value, const cha
                                                      : NULL;
     double share = 0;
     if (col) {
-        char sql[640];
+        /* the latest window by the packed rows' primary key, newest first, stopping at the
+         * first that has one of the selector's owners (sql/022): max(window_start) through the
+         * attribution_rollup view would unnest every stored window */
+        char sql[1024];
         snprintf(sql, sizeof(sql),
-                 "WITH s AS (SELECT host, sum(bytes)::float8 AS b FROM attribution_rollup WHERE "
-                 "%s = $1 AND window_start = (SELECT max(window_start) FROM attribution_rollup "
-                 "WHERE %s = $1) GROUP BY host) SELECT coalesce((SELECT b FROM s WHERE host = "
-                 "$2), 0) / nullif((SELECT sum(b) FROM s), 0)",
+                 "WITH ids AS (SELECT array_agg(id) AS a FROM owners WHERE %s = $1), "
+                 "w AS (SELECT p.window_start FROM attribution_packed p, ids WHERE p.owner_ids && "
+                 "ids.a ORDER BY p.window_start DESC LIMIT 1), "
+                 "s AS (SELECT host, sum(bytes)::float8 AS b FROM attribution_rollup WHERE %s = "
+                 "$1 AND window_start = (SELECT window_start FROM w) GROUP BY host) "
+                 "SELECT coalesce((SELECT b FROM s WHERE host = $2), 0) / nullif((SELECT sum(b) "
+                 "FROM s), 0)",
                  col, col);
         const char *p[] = {value, host};
         PGresult *r = q(db, sql, 2, p);

@@ -331,8 +331,8 @@ static void test_upgrade_owner_hours(void **state)
                              "('attribution_rollup_pkey', 'dependency_rollup_pkey')"),
                      0);
     assert_int_equal(num(db, "SELECT count(*) FROM pg_indexes WHERE indexname IN "
-                             "('attribution_rollup_window', 'dependency_rollup_window')"),
-                     2);
+                             "('attribution_packed_pkey', 'dependency_packed_pkey')"),
+                     2); /* the owner and dependency rows packed since sql/022, 023 */
     PQfinish(db);
     db = db_connect_str(g_conn, err, sizeof(err));
     PQclear(q(db, "DROP DATABASE wl_upgrade_020"));
@@ -368,7 +368,9 @@ static bool plan_uses(PGconn *db, const char *sql, const char *idx, const char *
 
 /* The readers' lookups and their indexes: by pair (top.c, hm_cell.c, alerts), by selector
  * (hm_deps.c), by window (recon_db_diff.c, the fold), the hourly pair (wl_attribution_range). */
-static void check_plans(PGconn *db)
+/* packed: after sql/022 and 023, where the owner and dependency rows' indexes are those of
+ * attribution_packed and dependency_packed */
+static void check_plans(PGconn *db, bool packed)
 {
     static const char *const plans[][3] = {
         {"SELECT sum(bytes) FROM attribution_rollup WHERE src_site = 'Zürich' AND dst_site = "
@@ -385,9 +387,18 @@ static void check_plans(PGconn *db)
          "= 'zeta'",
          "attribution_rollup_hourly_pair", "src_site"},
     };
-    for (size_t k = 0; k < sizeof(plans) / sizeof(plans[0]); k++)
-        if (!plan_uses(db, plans[k][0], plans[k][1], plans[k][2]))
-            fail_msg("no index condition on %s: %s", plans[k][1], plans[k][0]);
+    for (size_t k = 0; k < sizeof(plans) / sizeof(plans[0]); k++) {
+        const char *index = plans[k][1];
+        if (packed && strcmp(index, "attribution_rollup_pair") == 0)
+            index = "attribution_packed_pair";
+        if (packed && strcmp(index, "attribution_rollup_window") == 0)
+            index = "attribution_packed_pkey";
+        if (packed && strncmp(index, "dependency_rollup_", 18) == 0)
+            index = strcmp(index, "dependency_rollup_workflow") == 0 ? "dependency_packed_workflow"
+                                                                     : "dependency_packed_program";
+        if (!plan_uses(db, plans[k][0], index, plans[k][2]))
+            fail_msg("no index condition on %s: %s", index, plans[k][0]);
+    }
 }
 
 /* The readers' orders and sums over the owner and dependency rows, as one text. */
@@ -458,7 +469,7 @@ static void test_upgrade_write_phase(void **state)
     /* code point order (C.UTF-8): upper case, lower case, then Ä, é, ü */
     assert_non_null(strstr(before, "Zurich,zeta,wf-é,h1,3;Zürich,zeta,wf-b,h1,80;Zürich,zeta,"
                                    "wf-b,h1,20;zeta,Zürich,wf-a,h1,7;Ärhus,zeta,Wf-c,h2,5;éire,"));
-    check_plans(db);
+    check_plans(db, false);
     int applied = 0;
     if (db_migrate(db, &applied, err, sizeof(err)) != 0)
         fail_msg("%s", err);
@@ -466,12 +477,12 @@ static void test_upgrade_write_phase(void **state)
     str(db, UPGRADE_021_ANSWERS, after, sizeof(after));
     assert_string_equal(after, before);
     assert_int_equal(num(db, "SELECT count(*) FROM pg_indexes WHERE indexname IN "
-                             "('attribution_rollup_pair', 'attribution_rollup_window', "
+                             "('attribution_packed_pair', 'attribution_packed_pkey', "
                              "'attribution_rollup_hourly_pkey', 'attribution_rollup_hourly_pair', "
-                             "'dependency_rollup_workflow', 'dependency_rollup_program', "
-                             "'dependency_rollup_user', 'dependency_rollup_window')"),
+                             "'dependency_packed_workflow', 'dependency_packed_program', "
+                             "'dependency_packed_user', 'dependency_packed_pkey')"),
                      8);
-    check_plans(db);
+    check_plans(db, true);
     /* the cells' hourly rows leave room on their pages for the next window's update (HOT) */
     char opts[128];
     assert_string_equal(str(db,
@@ -487,6 +498,35 @@ static void test_upgrade_write_phase(void **state)
     assert_int_equal(num(db, "SELECT bytes * 10 + windows FROM attribution_rollup_hourly WHERE "
                              "hour_start = '2026-11-29T10:00:00Z' AND src_site = 'Zürich'"),
                      4003);
+    /* writes through the views (sql/022, 023): an UPDATE and a DELETE of one row each change
+     * that row only, the folded hour following the owner rows */
+    PQclear(q(db, "UPDATE attribution_rollup SET bytes = 100 WHERE window_start = "
+                  "'2026-11-29T10:02:00Z' AND src_site = 'Zürich' AND workflow = 'wf-b'"));
+    assert_int_equal(num(db, "SELECT bytes * 10 + windows FROM attribution_rollup_hourly WHERE "
+                             "hour_start = '2026-11-29T10:00:00Z' AND src_site = 'Zürich'"),
+                     2003);
+    PQclear(q(db, "DELETE FROM attribution_rollup WHERE window_start = '2026-11-29T10:00:00Z' AND "
+                  "src_site = 'Zürich'"));
+    assert_int_equal(num(db, "SELECT bytes * 10 + windows FROM attribution_rollup_hourly WHERE "
+                             "hour_start = '2026-11-29T10:00:00Z' AND src_site = 'Zürich'"),
+                     1202);
+    assert_int_equal(num(db, "SELECT count(*) FROM attribution_packed WHERE window_start = "
+                             "'2026-11-29T10:00:00Z' AND src_site = 'Zürich'"),
+                     0);
+    PQclear(q(db, "INSERT INTO dependency_rollup (window_start, local_site, workflow, remote_site, "
+                  "kind, endpoint, bytes_out) VALUES ('2026-11-29T10:00:00Z', 'Zürich', 'wf-b', "
+                  "'zeta', 'peer', '10.0.0.2:22', 40)"));
+    PQclear(q(db, "UPDATE dependency_rollup SET bytes_in = 5 WHERE endpoint = '10.0.0.1:5201'"));
+    PQclear(q(db, "DELETE FROM dependency_rollup WHERE endpoint = 'Ärhus-db:5432'"));
+    char deps[256];
+    assert_string_equal(str(db,
+                            "SELECT string_agg(concat_ws(',', endpoint, bytes_out, bytes_in, "
+                            "user_name), ';' ORDER BY endpoint) FROM dependency_rollup WHERE "
+                            "local_site = 'Zürich'",
+                            deps, sizeof(deps)),
+                        "10.0.0.1:5201,11,5,u;10.0.0.2:22,40,0,");
+    assert_int_equal(num(db, "SELECT count(*) FROM dependency_packed WHERE local_site = 'Zürich'"),
+                     2);
     PQfinish(db);
     db = db_connect_str(g_conn, err, sizeof(err));
     PQclear(q(db, "DROP DATABASE wl_upgrade_021"));
