@@ -20,8 +20,10 @@ struct jv_chunk {
 };
 
 struct jv_doc {
-    char *text; /* mutable copy of the input; strings are decoded in place */
+    char *text; /* mutable copy of the input (or the caller's, jv_parse_inplace); strings are
+                   decoded in place */
     size_t text_cap;
+    bool owned; /* text is the document's own */
     struct jv_chunk *chunks;
     size_t n_nodes;
 };
@@ -222,12 +224,18 @@ static int no_node(struct parser *ps)
 {
     if (ps->doc->n_nodes >= JV_MAX_NODES)
         return fail(ps, "more than %u JSON values in one document", JV_MAX_NODES);
-    return no_node(ps);
+    return fail(ps, "out of memory"); /* was a call to itself: unbounded recursion */
 }
 
+/* 1 for the four white-space bytes of RFC 8259. */
+static const unsigned char ws_byte[256] = {['\t'] = 1, ['\n'] = 1, ['\r'] = 1, [' '] = 1};
+
+/* The scanning loops need no end test: jv_parse's copy of the input ends in a NUL, which is
+ * neither white space, a plain string byte, nor a digit, so every loop stops at *end at the
+ * latest (a NUL inside the input stops them where it did before, and is refused as before). */
 static void skip_ws(struct parser *ps)
 {
-    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t'))
+    while (ws_byte[(unsigned char)*ps->p])
         ps->p++;
 }
 
@@ -270,7 +278,7 @@ static int parse_string(struct parser *ps, const char **out, uint32_t *n)
      * bytes are already where they would be written); the loop below takes over at the first
      * quote, backslash, control or non-ASCII byte. */
     char *q = ps->p;
-    while (q < ps->end && plain_byte[(unsigned char)*q])
+    while (plain_byte[(unsigned char)*q]) /* the NUL after the input stops it (see skip_ws) */
         q++;
     ps->p = q;
     char *w = q;
@@ -372,13 +380,17 @@ static int parse_number(struct parser *ps, struct jv *v)
     if (*ps->p == '0') {
         ps->p++;
     } else {
-        /* 19 digits always fit in 64 bits: the overflow test only from the 20th on */
+        /* 19 digits always fit in 64 bits: the overflow test only from the 20th on (no end
+         * tests: the NUL after the input is not a digit, see skip_ws) */
         uint64_t u = 0;
         const char *d0 = ps->p;
-        while (ps->p < ps->end && ps->p - d0 < 19 && *ps->p >= '0' && *ps->p <= '9')
-            u = u * 10 + (unsigned)(*ps->p++ - '0');
+        unsigned dg;
+        while ((dg = (unsigned)(unsigned char)*ps->p - '0') <= 9 && ps->p - d0 < 19) {
+            u = u * 10 + dg;
+            ps->p++;
+        }
         v->u = u;
-        while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') {
+        while (*ps->p >= '0' && *ps->p <= '9') {
             unsigned dgt = (unsigned)(*ps->p - '0');
             if (v->u > (UINT64_MAX - dgt) / 10)
                 v->overflow = true;
@@ -405,7 +417,7 @@ static int parse_number(struct parser *ps, struct jv *v)
         while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9')
             ps->p++;
     }
-    v->num_len = (uint32_t)(ps->p - s);
+    v->len = (uint32_t)(ps->p - s); /* parse_value sets it again: the same */
     if (v->is_int && !v->overflow) {
         v->d = v->neg ? -(double)v->u : (double)v->u;
     } else {
@@ -417,7 +429,7 @@ static int parse_number(struct parser *ps, struct jv *v)
         *ps->p = save;
         if (!isfinite(v->d)) {
             ps->p = s;
-            int shown = v->num_len > 40 ? 40 : (int)v->num_len;
+            int shown = v->len > 40 ? 40 : (int)v->len;
             return semantic(ps, "number %.*s is out of the range of a double", shown, s);
         }
     }
@@ -498,23 +510,22 @@ static int cmp_member(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/* A key's bit in the 64-bit filter of check_duplicates: (length, first and last byte). */
+static inline uint64_t key_bit(const char *key, uint32_t len)
+{
+    unsigned last = len ? (unsigned char)key[len - 1] : 0;
+    return UINT64_C(1) << ((len * 7u + (unsigned char)key[0] * 3u + last) & 63u);
+}
+
 /* Refuses an object whose members repeat a key, naming the first repeat in document order.
- * Small objects are checked pairwise, larger ones sorted: O(n log n) for hostile inputs. */
-static int check_duplicates(struct parser *ps, const struct jv *obj)
+ * Small objects are checked pairwise, larger ones sorted: O(n log n) for hostile inputs.
+ * maybe: two members of obj share a bit of the filter (parse_object runs every key through it
+ * as it is read; equal keys always collide), the only case in which a small object's members are
+ * compared pairwise. */
+static int check_duplicates(struct parser *ps, const struct jv *obj, bool maybe)
 {
     const struct jv *dup = NULL;
     if (obj->n <= 16) {
-        /* One pass first: a 64-bit filter on (length, first and last byte); equal keys always
-         * collide in it, so only then are the members compared pairwise. */
-        uint64_t seen = 0;
-        bool maybe = false;
-        for (const struct jv *a = obj->child; a && !maybe; a = a->next) {
-            unsigned last = a->key_len ? (unsigned char)a->key[a->key_len - 1] : 0;
-            uint64_t bit = UINT64_C(1)
-                           << ((a->key_len * 7u + (unsigned char)a->key[0] * 3u + last) & 63u);
-            maybe = (seen & bit) != 0;
-            seen |= bit;
-        }
         for (const struct jv *a = maybe ? obj->child : NULL; a && !dup; a = a->next)
             for (const struct jv *b = obj->child; b != a; b = b->next)
                 if (a->key_len == b->key_len && a->key[0] == b->key[0] &&
@@ -549,6 +560,8 @@ static int parse_object(struct parser *ps, struct jv *v)
     if (empty_container(ps, '}'))
         return 0;
     struct jv **tail = &v->child;
+    uint64_t seen = 0; /* check_duplicates' filter */
+    bool maybe = false;
     for (;;) {
         ps->depth++;
         ps->stack[ps->depth] = (struct frame){.key = "", .idx = 0};
@@ -574,12 +587,15 @@ static int parse_object(struct parser *ps, struct jv *v)
             return -1;
         c->key = key;
         c->key_len = klen;
+        uint64_t bit = key_bit(key, klen);
+        maybe |= (seen & bit) != 0;
+        seen |= bit;
         ps->depth--;
         int more = next_or_close(ps, '}', "object");
         if (more < 0)
             return -1;
         if (more == 0)
-            return check_duplicates(ps, v);
+            return check_duplicates(ps, v, maybe);
     }
 }
 
@@ -604,9 +620,9 @@ static int parse_value_at(struct parser *ps, struct jv *v);
 static int parse_value(struct parser *ps, struct jv *v)
 {
     skip_ws(ps);
-    v->off = (size_t)(ps->p - ps->start); /* also when parse_value_at fails early */
+    v->off = (uint32_t)(ps->p - ps->start); /* also when parse_value_at fails early */
     int rc = parse_value_at(ps, v);
-    v->len = (size_t)(ps->p - ps->start) - v->off;
+    v->len = (uint32_t)(ps->p - ps->start) - v->off;
     return rc;
 }
 
@@ -616,16 +632,19 @@ static int parse_value_at(struct parser *ps, struct jv *v)
         return fail(ps, "truncated JSON: a value was expected");
     if (ps->depth >= JV_MAX_DEPTH)
         return fail(ps, "nesting deeper than %d levels", JV_MAX_DEPTH);
-    v->off = (size_t)(ps->p - ps->start);
     switch (*ps->p) {
     case '{':
         return parse_object(ps, v);
     case '[':
         return parse_array(ps, v);
-    case '"':
+    case '"': {
         ps->p++;
         v->type = JV_STRING;
-        return parse_string(ps, &v->s, &v->n);
+        int rc = parse_string(ps, &v->s, &v->n);
+        /* without an escape every byte stays where it was: the text ends at the closing quote */
+        v->escaped = rc == 0 && v->s + v->n != ps->p - 1;
+        return rc;
+    }
     case 't':
         return literal(ps, "true", JV_TRUE, v);
     case 'f':
@@ -643,27 +662,73 @@ static int parse_value_at(struct parser *ps, struct jv *v)
     }
 }
 
+/* A new document over text[0..len] (text[len] == 0), or NULL with *e filled; owned: text is the
+ * document's own (text_get) and goes back with it. */
+static struct jv_doc *doc_new(char *text, size_t text_cap, bool owned, struct jv_error *e)
+{
+    struct jv_doc *doc = text ? calloc(1, sizeof(*doc)) : NULL;
+    if (!doc) {
+        if (owned)
+            free(text);
+        snprintf(e->msg, sizeof(e->msg), "out of memory");
+        snprintf(e->path, sizeof(e->path), "$");
+        return NULL;
+    }
+    doc->text = text;
+    doc->text_cap = text_cap;
+    doc->owned = owned;
+    return doc;
+}
+
+static bool too_long(size_t len, struct jv_error *e)
+{
+    if (len <= JV_MAX_LEN)
+        return false;
+    snprintf(e->msg, sizeof(e->msg), "JSON text of %zu bytes is over the %u-byte limit", len,
+             JV_MAX_LEN);
+    snprintf(e->path, sizeof(e->path), "$");
+    return true;
+}
+
+static struct jv_doc *parse_doc(struct jv_doc *doc, size_t len, bool allow_many, struct jv **first,
+                                size_t *n_values, struct jv_error *e);
+
 struct jv_doc *jv_parse(const char *buf, size_t len, bool allow_many, struct jv **first,
                         size_t *n_values, struct jv_error *e)
 {
     memset(e, 0, sizeof(*e));
     *first = NULL;
     *n_values = 0;
-    if (len > JV_MAX_LEN) {
-        snprintf(e->msg, sizeof(e->msg), "JSON text of %zu bytes is over the %u-byte limit", len,
-                 JV_MAX_LEN);
-        snprintf(e->path, sizeof(e->path), "$");
+    if (too_long(len, e))
         return NULL;
-    }
-    struct jv_doc *doc = calloc(1, sizeof(*doc));
-    if (!doc || !(doc->text = text_get(len + 1, &doc->text_cap))) {
-        free(doc);
-        snprintf(e->msg, sizeof(e->msg), "out of memory");
-        snprintf(e->path, sizeof(e->path), "$");
+    size_t cap = 0;
+    char *text = text_get(len + 1, &cap);
+    struct jv_doc *doc = doc_new(text, cap, true, e);
+    if (!doc)
         return NULL;
-    }
     memcpy(doc->text, buf, len);
     doc->text[len] = 0;
+    return parse_doc(doc, len, allow_many, first, n_values, e);
+}
+
+struct jv_doc *jv_parse_inplace(char *buf, size_t len, bool allow_many, struct jv **first,
+                                size_t *n_values, struct jv_error *e)
+{
+    memset(e, 0, sizeof(*e));
+    *first = NULL;
+    *n_values = 0;
+    if (too_long(len, e))
+        return NULL;
+    struct jv_doc *doc = doc_new(buf, 0, false, e);
+    if (!doc)
+        return NULL;
+    buf[len] = 0; /* the caller's promise, made true: the scans stop at it (skip_ws) */
+    return parse_doc(doc, len, allow_many, first, n_values, e);
+}
+
+static struct jv_doc *parse_doc(struct jv_doc *doc, size_t len, bool allow_many, struct jv **first,
+                                size_t *n_values, struct jv_error *e)
+{
     struct parser ps = {
         .doc = doc, .p = doc->text, .start = doc->text, .end = doc->text + len, .e = e};
     struct jv **tail = first;
@@ -715,7 +780,8 @@ void jv_doc_free(struct jv_doc *doc)
         chunk_put(c);
         c = prev;
     }
-    text_put(doc->text, doc->text_cap);
+    if (doc->owned)
+        text_put(doc->text, doc->text_cap);
     free(doc);
 }
 
@@ -755,10 +821,10 @@ bool jv_i64(const struct jv *v, int64_t *out)
 
 const char *jv_num_text(const struct jv *v, char *buf, size_t cap)
 {
-    if (!v || v->type != JV_NUMBER || v->num_len >= cap)
+    if (!v || v->type != JV_NUMBER || v->len >= cap)
         return NULL;
-    memcpy(buf, v->num, v->num_len);
-    buf[v->num_len] = 0;
+    memcpy(buf, v->num, v->len);
+    buf[v->len] = 0;
     return buf;
 }
 

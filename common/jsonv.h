@@ -18,19 +18,24 @@ enum jv_type { JV_NULL, JV_FALSE, JV_TRUE, JV_NUMBER, JV_STRING, JV_ARRAY, JV_OB
 #define JV_MAX_LEN   (1u << 30) /* bytes */
 #define JV_MAX_NODES (1u << 24) /* values in one document */
 
+/* 72 bytes (a report's flow record is ~13 of them: their size is the reader's memory traffic). */
 struct jv {
     enum jv_type type;
     bool is_int;      /* number: integer syntax (no fraction, no exponent) */
     bool neg;         /* number: has a leading minus */
     bool overflow;    /* number: integer magnitude does not fit in 64 bits */
+    bool escaped;     /* string: written with a backslash escape; without one it holds no '\\',
+                         tab, newline or CR (raw control bytes are refused), nothing to escape */
     uint32_t n;       /* string: length in bytes; array/object: number of children */
+    uint32_t key_len; /* member of an object: the length of key in bytes; else 0 */
+    uint32_t off;     /* every value: its text in the input is buf[off, off + len) (< JV_MAX_LEN) */
+    uint32_t len;     /* (for a number also the length of num) */
     uint64_t u;       /* number: magnitude when is_int && !overflow */
     double d;         /* number: value as a double */
-    const char *s;    /* string: decoded, NUL-terminated (U+0000 is refused) */
-    const char *num;  /* number: its text as written (not NUL-terminated: num_len bytes) */
-    uint32_t num_len; /* number: length of num */
-    uint32_t key_len; /* member of an object: the length of key in bytes; else 0 */
-    size_t off, len;  /* the value's text in the input: buf[off, off + len) */
+    union {
+        const char *s;   /* string: decoded, NUL-terminated (U+0000 is refused) */
+        const char *num; /* number: its text as written (not NUL-terminated: len bytes) */
+    };
     const char *key;  /* member of an object: its decoded key; else NULL */
     struct jv *child; /* first element or member */
     struct jv *next;  /* next sibling */
@@ -52,6 +57,12 @@ struct jv_error {
  * from *first. Returns the document, or NULL with *e filled. buf is copied, not kept. */
 struct jv_doc *jv_parse(const char *buf, size_t len, bool allow_many, struct jv **first,
                         size_t *n_values, struct jv_error *e) __attribute__((warn_unused_result));
+/* The same without the copy, for a caller done with its buffer after the document: parses
+ * buf[0..len) in place (buf[len] must be writable: it is set to 0). buf's bytes are overwritten
+ * (strings decoded where they are) and must outlive the document. */
+struct jv_doc *jv_parse_inplace(char *buf, size_t len, bool allow_many, struct jv **first,
+                                size_t *n_values, struct jv_error *e)
+    __attribute__((warn_unused_result));
 void jv_doc_free(struct jv_doc *doc);
 
 /* Member of an object by key, or NULL. */

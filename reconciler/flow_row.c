@@ -52,24 +52,14 @@ const struct flow_col_def flow_cols[FR_NCOLS] = {
     [FR_CONTAINER_NAME] = TXT("container_name", false, "text", "String"),
 };
 
+/* Per column at most 1 separator + max(COPYESC_U64_MAX, COPYESC_MAX(n) or 2 for \N) bytes; an
+ * integer's n is 0 (the union), so one sum over n bounds the row: no test of the type. */
 size_t flow_row_copy_max(const struct flow_row *r)
 {
     size_t n = 0;
     for (int c = 0; c < FR_NCOLS; c++)
-        n += 1 + (flow_cols[c].type == FRT_INT ? 20 : COPYESC_MAX(r->v[c].n) + 2);
-    return n;
-}
-
-static size_t put_u64(char *out, uint64_t v)
-{
-    char tmp[24];
-    int i = sizeof tmp;
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    memcpy(out, tmp + i, sizeof tmp - (size_t)i);
-    return sizeof tmp - (size_t)i;
+        n += r->v[c].n;
+    return FR_NCOLS * (1 + COPYESC_U64_MAX + 2) + COPYESC_MAX(n);
 }
 
 size_t flow_row_copy_text(char *out, const struct flow_row *r)
@@ -82,10 +72,10 @@ size_t flow_row_copy_text(char *out, const struct flow_row *r)
         if (!v->set) {
             *w++ = '\\', *w++ = 'N';
         } else if (flow_cols[c].type == FRT_INT) {
-            w += put_u64(w, v->u);
-        } else if (flow_cols[c].type == FRT_TEXT) {
+            w += copyesc_u64(w, v->u);
+        } else if (flow_cols[c].type == FRT_TEXT && !v->plain) {
             w += copyesc_text(w, v->s, v->n);
-        } else { /* time and address texts need no escaping */
+        } else { /* plain text; time and address texts need no escaping */
             memcpy(w, v->s, v->n);
             w += v->n;
         }

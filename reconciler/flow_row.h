@@ -64,12 +64,17 @@ struct flow_col_def {
 
 extern const struct flow_col_def flow_cols[FR_NCOLS];
 
-/* One row's values: text (s, n), inet and time (s, NUL-terminated), int (u); set false = NULL. */
+/* One row's values: text (s, n), inet and time (s, NUL-terminated), int (u); set false = NULL.
+ * 16 bytes (a column is either text or an integer; every text is a bounded name, far below 4 GiB):
+ * ingest clears a row per flow record, so its size is CPU. */
 struct flow_val {
-    const char *s;
-    size_t n;
-    uint64_t u;
+    union {
+        const char *s;
+        uint64_t u;
+    };
+    uint32_t n;
     bool set;
+    bool plain; /* text: holds no byte COPY escapes (copyesc.h), so it is written as it is */
 };
 
 struct flow_row {
@@ -79,7 +84,14 @@ struct flow_row {
 /* Setters, inline: ingest calls them ~25 times per flow record. */
 static inline void flow_row_text(struct flow_row *r, enum flow_col c, const char *s, size_t n)
 {
-    r->v[c] = (struct flow_val){.s = s, .n = n, .set = s != NULL};
+    r->v[c] = (struct flow_val){.s = s, .n = (uint32_t)n, .set = s != NULL};
+}
+
+/* The same for a text known to hold no '\\', tab, newline or CR (a JSON string read without a
+ * backslash escape: jsonv.h's escaped): written without the escaper. */
+static inline void flow_row_text_plain(struct flow_row *r, enum flow_col c, const char *s, size_t n)
+{
+    r->v[c] = (struct flow_val){.s = s, .n = (uint32_t)n, .set = s != NULL, .plain = true};
 }
 
 static inline void flow_row_str(struct flow_row *r, enum flow_col c, const char *s) /* NULL: NULL */

@@ -1,5 +1,6 @@
 /* Validation of ingest bodies into COPY rows; see ingest.h for the contract. */
 #include "ingest.h"
+#include "ingest_internal.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -14,29 +15,11 @@
 #include "hostport.h"
 #include "copyesc.h"
 #include "flow_row.h"
-#include "fluent.h"
 #include "jsonv.h"
 #include "nasin.h"
 #include "srv_limits.h"
 #include "quarantine.h"
 #include "timeutil.h"
-
-#define NAME_MAX_BYTES 1024 /* longest accepted name (host, program, interface, id, …) */
-
-/* Where a value sits: "$" [ "." arr ] [ "[" idx "]" ] [ "." key ]. */
-struct loc {
-    const char *arr; /* "flows", "samples", or NULL */
-    long idx;        /* element index, or -1 */
-    const char *key; /* member, or NULL */
-};
-
-struct vctx {
-    const struct cfg *cfg;
-    int64_t now_us;
-    size_t body_len; /* bounds buf_hint */
-    struct ingest_error *e;
-    struct ingest_batch *b;
-};
 
 /* ---- errors ---------------------------------------------------------------------------- */
 
@@ -51,9 +34,7 @@ static void loc_format(const struct loc *l, char *out, size_t cap)
         snprintf(out + n, cap - (size_t)n, ".%s", l->key);
 }
 
-static int bad(struct vctx *c, struct loc l, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int bad(struct vctx *c, struct loc l, const char *fmt, ...)
+int ing_bad(struct vctx *c, struct loc l, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -62,12 +43,6 @@ static int bad(struct vctx *c, struct loc l, const char *fmt, ...)
     loc_format(&l, c->e->path, sizeof(c->e->path));
     c->e->status = 422;
     return -1;
-}
-
-static struct loc at_key(struct loc l, const char *key)
-{
-    l.key = key;
-    return l;
 }
 
 /* ---- the COPY buffer -------------------------------------------------------------------- */
@@ -102,7 +77,7 @@ static void buf_hint(struct ingest_batch *b, size_t n)
     }
 }
 
-static void buf_put(struct ingest_batch *b, const char *s, size_t n)
+void ing_buf_put(struct ingest_batch *b, const char *s, size_t n)
 {
     if (buf_reserve(b, n) < 0)
         return; /* checked once per row by row_end */
@@ -110,50 +85,46 @@ static void buf_put(struct ingest_batch *b, const char *s, size_t n)
     b->copy_len += n;
 }
 
-static void buf_c(struct ingest_batch *b, char ch)
+void ing_buf_c(struct ingest_batch *b, char ch)
 {
-    buf_put(b, &ch, 1);
+    ing_buf_put(b, &ch, 1);
 }
 
-static void buf_u64(struct ingest_batch *b, bool neg, uint64_t v)
+void ing_buf_u64(struct ingest_batch *b, bool neg, uint64_t v)
 {
-    char tmp[24];
-    int i = sizeof(tmp);
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
+    if (buf_reserve(b, 1 + COPYESC_U64_MAX) < 0)
+        return; /* checked once per row by row_end */
     if (neg)
-        tmp[--i] = '-';
-    buf_put(b, tmp + i, sizeof(tmp) - (size_t)i);
+        b->copy[b->copy_len++] = '-';
+    b->copy_len += copyesc_u64(b->copy + b->copy_len, v);
 }
 
-static void buf_null(struct ingest_batch *b)
+void ing_buf_null(struct ingest_batch *b)
 {
-    buf_put(b, "\\N", 2);
+    ing_buf_put(b, "\\N", 2);
 }
 
 /* A text value escaped for COPY's text format (copyesc.h). */
-static void buf_text(struct ingest_batch *b, const char *s, size_t n)
+void ing_buf_text(struct ingest_batch *b, const char *s, size_t n)
 {
     if (buf_reserve(b, COPYESC_MAX(n)) < 0)
         return;
     b->copy_len += copyesc_text(b->copy + b->copy_len, s, n);
 }
 
-static void buf_time(struct ingest_batch *b, int64_t us)
+void ing_buf_time(struct ingest_batch *b, int64_t us)
 {
     char t[TM_RFC3339_LEN];
     tm_format_rfc3339(us, t);
-    buf_put(b, t, strlen(t));
+    ing_buf_put(b, t, strlen(t));
 }
 
-static void buf_str_or_null(struct ingest_batch *b, const struct jv *v)
+void ing_buf_str_or_null(struct ingest_batch *b, const struct jv *v)
 {
     if (v && v->type == JV_STRING)
-        buf_text(b, v->s, v->n);
+        ing_buf_text(b, v->s, v->n);
     else
-        buf_null(b);
+        ing_buf_null(b);
 }
 
 /* Counts a finished row (its newline written); -1 (500) when building it ran out of memory. */
@@ -169,15 +140,15 @@ static int row_done(struct vctx *c)
     return 0;
 }
 
-static int row_end(struct vctx *c)
+int ing_row_end(struct vctx *c)
 {
-    buf_c(c->b, '\n');
+    ing_buf_c(c->b, '\n');
     return row_done(c);
 }
 
 /* Records the UTC day of a row's partition key: only days that hold rows get partitions, and
  * one request may touch at most LIM_MAX_DAYS_PER_REQUEST of them (each day is 4 tables). */
-static int day_add(struct vctx *c, struct loc l, int64_t us)
+int ing_day_add(struct vctx *c, struct loc l, int64_t us)
 {
     struct ingest_batch *b = c->b;
     int64_t day = tm_window_start(us, 86400) / (86400 * TM_USEC_PER_SEC);
@@ -193,10 +164,10 @@ static int day_add(struct vctx *c, struct loc l, int64_t us)
     if (i < b->n_days && b->days[i] == day)
         return 0;
     if (b->n_days == INGEST_MAX_DAYS)
-        return bad(c, l,
-                   "the request's rows fall on more than %d distinct UTC days: send at most %d "
-                   "days per request",
-                   INGEST_MAX_DAYS, INGEST_MAX_DAYS);
+        return ing_bad(c, l,
+                       "the request's rows fall on more than %d distinct UTC days: send at most %d "
+                       "days per request",
+                       INGEST_MAX_DAYS, INGEST_MAX_DAYS);
     memmove(b->days + i + 1, b->days + i, (b->n_days - i) * sizeof(b->days[0]));
     b->days[i] = day;
     b->n_days++;
@@ -205,72 +176,72 @@ static int day_add(struct vctx *c, struct loc l, int64_t us)
 
 /* ---- typed fields ----------------------------------------------------------------------- */
 
-static int want_object(struct vctx *c, const struct jv *v, struct loc l)
+int ing_want_object(struct vctx *c, const struct jv *v, struct loc l)
 {
     if (!v || v->type != JV_OBJECT)
-        return bad(c, l, "expected an object, got %s", jv_type_name(v));
+        return ing_bad(c, l, "expected an object, got %s", jv_type_name(v));
     return 0;
 }
 
 /* A string of 1..NAME_MAX_BYTES bytes (NUL-free: the reader refuses U+0000). With
  * optional, a missing or null value is accepted and *out becomes NULL. */
-static int want_name(struct vctx *c, const struct jv *v, struct loc l, bool optional,
-                     const struct jv **out)
+int ing_want_name(struct vctx *c, const struct jv *v, struct loc l, bool optional,
+                  const struct jv **out)
 {
     *out = NULL;
     if (!v || v->type == JV_NULL) {
         if (optional)
             return 0;
-        return bad(c, l, "missing: expected a string");
+        return ing_bad(c, l, "missing: expected a string");
     }
     if (v->type != JV_STRING)
-        return bad(c, l, "expected a string, got %s", jv_type_name(v));
+        return ing_bad(c, l, "expected a string, got %s", jv_type_name(v));
     if (v->n == 0 && !optional)
-        return bad(c, l, "expected a non-empty string");
+        return ing_bad(c, l, "expected a non-empty string");
     if (v->n > NAME_MAX_BYTES)
-        return bad(c, l, "string longer than %d bytes", NAME_MAX_BYTES);
+        return ing_bad(c, l, "string longer than %d bytes", NAME_MAX_BYTES);
     *out = v;
     return 0;
 }
 
 /* A non-negative integer no greater than max. */
-static int want_uint(struct vctx *c, const struct jv *v, struct loc l, uint64_t max, uint64_t *out)
+int ing_want_uint(struct vctx *c, const struct jv *v, struct loc l, uint64_t max, uint64_t *out)
 {
     if (!v)
-        return bad(c, l, "missing: expected a non-negative integer");
+        return ing_bad(c, l, "missing: expected a non-negative integer");
     if (v->type != JV_NUMBER)
-        return bad(c, l, "expected a non-negative integer, got %s", jv_type_name(v));
+        return ing_bad(c, l, "expected a non-negative integer, got %s", jv_type_name(v));
     if (!v->is_int)
-        return bad(c, l, "expected a non-negative integer, got a non-integer number");
+        return ing_bad(c, l, "expected a non-negative integer, got a non-integer number");
     if (v->neg && v->u != 0)
-        return bad(c, l, "expected a non-negative integer, got a negative number");
+        return ing_bad(c, l, "expected a non-negative integer, got a negative number");
     if (v->overflow || v->u > max)
         return v->overflow
-                   ? bad(c, l, "does not fit in 64 bits (maximum %" PRIu64 ")", max)
-                   : bad(c, l, "%" PRIu64 " is larger than the maximum %" PRIu64, v->u, max);
+                   ? ing_bad(c, l, "does not fit in 64 bits (maximum %" PRIu64 ")", max)
+                   : ing_bad(c, l, "%" PRIu64 " is larger than the maximum %" PRIu64, v->u, max);
     *out = v->u;
     return 0;
 }
 
 /* Same, where a missing or null value is allowed (*present false). */
-static int opt_uint(struct vctx *c, const struct jv *v, struct loc l, uint64_t max, uint64_t *out,
-                    bool *present)
+int ing_opt_uint(struct vctx *c, const struct jv *v, struct loc l, uint64_t max, uint64_t *out,
+                 bool *present)
 {
     *present = v && v->type != JV_NULL;
     if (!*present)
         return 0;
-    return want_uint(c, v, l, max, out);
+    return ing_want_uint(c, v, l, max, out);
 }
 
 /* A time: RFC 3339 text, or epoch seconds as a JSON number or as numeric text. */
-static int want_time(struct vctx *c, const struct jv *v, struct loc l, int64_t *us)
+int ing_want_time(struct vctx *c, const struct jv *v, struct loc l, int64_t *us)
 {
     if (!v || v->type == JV_NULL)
-        return bad(c, l, "missing: expected an RFC 3339 time or epoch seconds");
+        return ing_bad(c, l, "missing: expected an RFC 3339 time or epoch seconds");
     if (v->type == JV_STRING) {
         if (tm_parse_rfc3339(v->s, us) == 0 || tm_parse_epoch(v->s, us) == 0)
             return 0;
-        return bad(c, l, "expected an RFC 3339 time or epoch seconds, got \"%.60s\"", v->s);
+        return ing_bad(c, l, "expected an RFC 3339 time or epoch seconds, got \"%.60s\"", v->s);
     }
     if (v->type == JV_NUMBER) {
         int64_t secs;
@@ -280,25 +251,26 @@ static int want_time(struct vctx *c, const struct jv *v, struct loc l, int64_t *
             return 0;
         if (tm_from_epoch_double(v->d, us) == 0)
             return 0;
-        return bad(c, l, "epoch seconds out of range");
+        return ing_bad(c, l, "epoch seconds out of range");
     }
-    return bad(c, l, "expected an RFC 3339 time or epoch seconds, got %s", jv_type_name(v));
+    return ing_bad(c, l, "expected an RFC 3339 time or epoch seconds, got %s", jv_type_name(v));
 }
 
 /* Inside [now - max_past_days, now + max_future_seconds]: a clock reading 1970 or year 0 is
  * refused here (422), before it can ask for partitions or overflow anything. */
-static int in_bounds(struct vctx *c, struct loc l, int64_t us)
+int ing_in_bounds(struct vctx *c, struct loc l, int64_t us)
 {
     int64_t limit = c->now_us + (int64_t)c->cfg->max_future_seconds * TM_USEC_PER_SEC;
     char t[TM_RFC3339_LEN], b[TM_RFC3339_LEN];
     if (us > limit)
-        return bad(c, l,
-                   "%s is more than %d s ahead of the reconciler's clock (max_future_seconds)",
-                   tm_format_rfc3339(us, t), c->cfg->max_future_seconds);
+        return ing_bad(c, l,
+                       "%s is more than %d s ahead of the reconciler's clock (max_future_seconds)",
+                       tm_format_rfc3339(us, t), c->cfg->max_future_seconds);
     int64_t oldest = lim_past_us(c->cfg, c->now_us);
     if (us < oldest)
-        return bad(c, l, "%s is before %s, the oldest accepted time (max_past_days %d)",
-                   tm_format_rfc3339(us, t), tm_format_rfc3339(oldest, b), lim_past_days(c->cfg));
+        return ing_bad(c, l, "%s is before %s, the oldest accepted time (max_past_days %d)",
+                       tm_format_rfc3339(us, t), tm_format_rfc3339(oldest, b),
+                       lim_past_days(c->cfg));
     return 0;
 }
 
@@ -312,19 +284,18 @@ static int in_bounds(struct vctx *c, struct loc l, int64_t us)
 static int fast_ipv4_endpoint(const char *s, size_t n, bool port_optional,
                               char addr[INET6_ADDRSTRLEN], long *port)
 {
-    size_t i = 0;
+    size_t i = 0; /* no tests of n in the octets: s[n] is a NUL, not a digit nor a '.' */
     for (int octet = 0; octet < 4; octet++) {
-        if (octet) {
-            if (i >= n || s[i] != '.')
-                return -1;
+        if (octet && s[i++] != '.')
+            return -1;
+        size_t d0 = i;
+        unsigned v = 0, d;
+        while ((d = (unsigned)(unsigned char)s[i] - '0') <= 9 && i - d0 < 3) {
+            v = v * 10 + d;
             i++;
         }
-        size_t d0 = i;
-        unsigned v = 0;
-        while (i < n && i - d0 < 4 && s[i] >= '0' && s[i] <= '9')
-            v = v * 10 + (unsigned)(s[i++] - '0');
         size_t nd = i - d0;
-        if (nd == 0 || nd > 3 || v > 255 || (nd > 1 && s[d0] == '0'))
+        if (nd == 0 || d <= 9 || v > 255 || (nd > 1 && s[d0] == '0')) /* d <= 9: a 4th digit */
             return -1;
     }
     size_t alen = i;
@@ -350,6 +321,7 @@ static int fast_ipv4_endpoint(const char *s, size_t n, bool port_optional,
     return 0;
 }
 
+/* s[0..n) with s[n] a NUL (as every string jsonv.h decodes). */
 static int parse_endpoint(const char *s, size_t n, bool port_optional, char addr[INET6_ADDRSTRLEN],
                           long *port)
 {
@@ -376,44 +348,45 @@ static int want_endpoint(struct vctx *c, const struct jv *v, struct loc l, bool 
                          char addr[INET6_ADDRSTRLEN], long *port)
 {
     const struct jv *s;
-    if (want_name(c, v, l, false, &s) < 0)
+    if (ing_want_name(c, v, l, false, &s) < 0)
         return -1;
     if (parse_endpoint(s->s, s->n, port_optional, addr, port) < 0)
-        return bad(c, l, "expected %s, got \"%.80s\"",
-                   port_optional ? "an IP address with an optional :port" : "ADDRESS:PORT", s->s);
+        return ing_bad(c, l, "expected %s, got \"%.80s\"",
+                       port_optional ? "an IP address with an optional :port" : "ADDRESS:PORT",
+                       s->s);
     return 0;
 }
 
 static int want_enum(struct vctx *c, const struct jv *v, struct loc l, bool optional,
                      const char *const *allowed, const struct jv **out)
 {
-    if (want_name(c, v, l, optional, out) < 0)
+    if (ing_want_name(c, v, l, optional, out) < 0)
         return -1;
     if (!*out)
         return 0;
-    char list[128] = "";
-    for (const char *const *a = allowed; *a; a++) {
+    for (const char *const *a = allowed; *a; a++)
         if (strcmp((*out)->s, *a) == 0)
             return 0;
+    char list[128] = ""; /* the message only: not built for a value that matches */
+    for (const char *const *a = allowed; *a; a++)
         snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s\"%s\"",
                  a == allowed ? "" : " or ", *a);
-    }
-    return bad(c, l, "expected %s, got \"%.60s\"", list, (*out)->s);
+    return ing_bad(c, l, "expected %s, got \"%.60s\"", list, (*out)->s);
 }
 
-static int want_version(struct vctx *c, const struct jv *root)
+int ing_want_version(struct vctx *c, const struct jv *root)
 {
     const struct jv *v = jv_get(root, "version");
     struct loc l = {.idx = -1, .key = "version"};
     if (!v)
-        return bad(c, l, "missing: expected 1");
+        return ing_bad(c, l, "missing: expected 1");
     if (v->type != JV_NUMBER || !v->is_int || v->neg || v->overflow || v->u != 1)
-        return bad(c, l, "unknown version: this reconciler accepts version 1");
+        return ing_bad(c, l, "unknown version: this reconciler accepts version 1");
     return 0;
 }
 
 /* The most a flow or transfer may claim over span_s seconds: max_flow_bps x span / 8. */
-static uint64_t max_bytes_over(const struct cfg *cfg, uint64_t span_s)
+uint64_t ing_max_bytes_over(const struct cfg *cfg, uint64_t span_s)
 {
     unsigned __int128 m = (unsigned __int128)cfg->max_flow_bps * span_s / 8;
     return m > INT64_MAX ? INT64_MAX : (uint64_t)m;
@@ -446,40 +419,75 @@ enum flow_slot {
     F_N
 };
 
+#ifndef NDEBUG /* the keys as a table: for flow_slot_selftest */
 static const char *const flow_keys[F_N] = {
     "source", "proto",   "local",    "remote",    "role",      "tx_bytes", "rx_bytes",
     "server", "export",  "op",       "bytes",     "ops",       "pid",      "uid",
     "user",   "program", "workflow", "container", "namespace", "pod",      "container_name"};
+#endif
 
-/* The slots (plus one; 0 ends a list) whose key has a given length: a member's key is compared
- * with at most four keys of its own length instead of all F_N. Checked against flow_keys by
+#define FLOW_KEY_MAXLEN 14 /* "container_name" */
+
+/* The slot of a member's key, or -1: by length, then the first byte, then the rest compared with
+ * a constant (memcmp of a constant length is inlined, no call). Checked against flow_keys by
  * flow_slot_selftest in test builds (NDEBUG unset). */
-#define FLOW_KEY_MAXLEN 14
-#define S1(x)           ((unsigned char)((x) + 1))
-static const unsigned char flow_keys_by_len[FLOW_KEY_MAXLEN + 1][5] = {
-    [2] = {S1(F_OP)},
-    [3] = {S1(F_PID), S1(F_UID), S1(F_OPS), S1(F_POD)},
-    [4] = {S1(F_ROLE), S1(F_USER)},
-    [5] = {S1(F_PROTO), S1(F_LOCAL), S1(F_BYTES)},
-    [6] = {S1(F_SOURCE), S1(F_REMOTE), S1(F_SERVER), S1(F_EXPORT)},
-    [7] = {S1(F_PROGRAM)},
-    [8] = {S1(F_TX), S1(F_RX), S1(F_WORKFLOW)},
-    [9] = {S1(F_CONTAINER), S1(F_NAMESPACE)},
-    [14] = {S1(F_CONTAINER_NAME)},
-};
-#undef S1
-
+#define KEY_IS(lit) (memcmp(k, lit, sizeof(lit) - 1) == 0)
 static int flow_slot_of(const struct jv *m)
 {
-    if (m->key_len > FLOW_KEY_MAXLEN)
+    const char *k = m->key;
+    switch (m->key_len) {
+    case 2:
+        return KEY_IS("op") ? F_OP : -1;
+    case 3:
+        switch (k[0]) {
+        case 'p':
+            return KEY_IS("pid") ? F_PID : KEY_IS("pod") ? F_POD : -1;
+        case 'u':
+            return KEY_IS("uid") ? F_UID : -1;
+        case 'o':
+            return KEY_IS("ops") ? F_OPS : -1;
+        }
         return -1;
-    const unsigned char *cand = flow_keys_by_len[m->key_len];
-    for (int j = 0; j < 4 && cand[j]; j++) {
-        const char *k = flow_keys[cand[j] - 1];
-        if (m->key[0] == k[0] && memcmp(m->key, k, m->key_len) == 0)
-            return cand[j] - 1;
+    case 4:
+        return KEY_IS("role") ? F_ROLE : KEY_IS("user") ? F_USER : -1;
+    case 5:
+        return KEY_IS("proto")   ? F_PROTO
+               : KEY_IS("local") ? F_LOCAL
+               : KEY_IS("bytes") ? F_BYTES
+                                 : -1;
+    case 6:
+        switch (k[0]) {
+        case 's':
+            return KEY_IS("source") ? F_SOURCE : KEY_IS("server") ? F_SERVER : -1;
+        case 'r':
+            return KEY_IS("remote") ? F_REMOTE : -1;
+        case 'e':
+            return KEY_IS("export") ? F_EXPORT : -1;
+        }
+        return -1;
+    case 7:
+        return KEY_IS("program") ? F_PROGRAM : -1;
+    case 8:
+        return KEY_IS("tx_bytes")   ? F_TX
+               : KEY_IS("rx_bytes") ? F_RX
+               : KEY_IS("workflow") ? F_WORKFLOW
+                                    : -1;
+    case 9:
+        return KEY_IS("container") ? F_CONTAINER : KEY_IS("namespace") ? F_NAMESPACE : -1;
+    case 14:
+        return KEY_IS("container_name") ? F_CONTAINER_NAME : -1;
     }
     return -1;
+}
+#undef KEY_IS
+
+/* A JSON string into a text column; one read without an escape needs no COPY escaping. */
+static void row_jtext(struct flow_row *r, enum flow_col c, const struct jv *v)
+{
+    if (v->escaped)
+        flow_row_text(r, c, v->s, v->n);
+    else
+        flow_row_text_plain(r, c, v->s, v->n);
 }
 
 static const char *const sources[] = {"socket", "nfs", NULL};
@@ -492,7 +500,7 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
 {
     struct loc l = {.arr = "flows", .idx = i};
     const struct jv *s[F_N] = {0};
-    if (want_object(c, f, l) < 0)
+    if (ing_want_object(c, f, l) < 0)
         return -1;
     for (const struct jv *m = f->child; m; m = m->next) {
         int k = flow_slot_of(m);
@@ -506,41 +514,41 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
     long lport = -1, rport = -1;
     uint64_t tx = 0, rx = 0, nbytes = 0, nops = 0, pid = 0, uid = 0;
     bool has_ops = false, has_pid = false, has_uid = false, has_nfs_local = false;
-    if (want_enum(c, s[F_SOURCE], at_key(l, "source"), false, sources, &source) < 0)
+    if (want_enum(c, s[F_SOURCE], ing_at_key(l, "source"), false, sources, &source) < 0)
         return -1;
     bool is_socket = strcmp(source->s, "socket") == 0;
     if (is_socket) {
-        if (want_enum(c, s[F_PROTO], at_key(l, "proto"), false, protos, &proto) < 0 ||
-            want_endpoint(c, s[F_LOCAL], at_key(l, "local"), false, laddr, &lport) < 0 ||
-            want_endpoint(c, s[F_REMOTE], at_key(l, "remote"), false, raddr, &rport) < 0 ||
-            want_enum(c, s[F_ROLE], at_key(l, "role"), true, roles, &role) < 0 ||
-            want_uint(c, s[F_TX], at_key(l, "tx_bytes"), cap, &tx) < 0 ||
-            want_uint(c, s[F_RX], at_key(l, "rx_bytes"), cap, &rx) < 0)
+        if (want_enum(c, s[F_PROTO], ing_at_key(l, "proto"), false, protos, &proto) < 0 ||
+            want_endpoint(c, s[F_LOCAL], ing_at_key(l, "local"), false, laddr, &lport) < 0 ||
+            want_endpoint(c, s[F_REMOTE], ing_at_key(l, "remote"), false, raddr, &rport) < 0 ||
+            want_enum(c, s[F_ROLE], ing_at_key(l, "role"), true, roles, &role) < 0 ||
+            ing_want_uint(c, s[F_TX], ing_at_key(l, "tx_bytes"), cap, &tx) < 0 ||
+            ing_want_uint(c, s[F_RX], ing_at_key(l, "rx_bytes"), cap, &rx) < 0)
             return -1;
     } else {
-        if (want_endpoint(c, s[F_SERVER], at_key(l, "server"), true, raddr, &rport) < 0 ||
-            want_enum(c, s[F_OP], at_key(l, "op"), false, nfs_ops, &op) < 0 ||
-            want_name(c, s[F_EXPORT], at_key(l, "export"), true, &export) < 0 ||
-            want_uint(c, s[F_BYTES], at_key(l, "bytes"), cap, &nbytes) < 0 ||
-            opt_uint(c, s[F_OPS], at_key(l, "ops"), INT64_MAX, &nops, &has_ops) < 0)
+        if (want_endpoint(c, s[F_SERVER], ing_at_key(l, "server"), true, raddr, &rport) < 0 ||
+            want_enum(c, s[F_OP], ing_at_key(l, "op"), false, nfs_ops, &op) < 0 ||
+            ing_want_name(c, s[F_EXPORT], ing_at_key(l, "export"), true, &export) < 0 ||
+            ing_want_uint(c, s[F_BYTES], ing_at_key(l, "bytes"), cap, &nbytes) < 0 ||
+            ing_opt_uint(c, s[F_OPS], ing_at_key(l, "ops"), INT64_MAX, &nops, &has_ops) < 0)
             return -1;
         if (rport < 0)
             rport = 2049;
         /* the client's own address (optional, port optional): decides the client's site */
         if (s[F_LOCAL] && s[F_LOCAL]->type != JV_NULL &&
-            want_endpoint(c, s[F_LOCAL], at_key(l, "local"), true, laddr, &lport) < 0)
+            want_endpoint(c, s[F_LOCAL], ing_at_key(l, "local"), true, laddr, &lport) < 0)
             return -1;
         has_nfs_local = s[F_LOCAL] && s[F_LOCAL]->type != JV_NULL;
     }
-    if (opt_uint(c, s[F_PID], at_key(l, "pid"), INT32_MAX, &pid, &has_pid) < 0 ||
-        opt_uint(c, s[F_UID], at_key(l, "uid"), UINT32_MAX, &uid, &has_uid) < 0 ||
-        want_name(c, s[F_USER], at_key(l, "user"), true, &user) < 0 ||
-        want_name(c, s[F_PROGRAM], at_key(l, "program"), true, &program) < 0 ||
-        want_name(c, s[F_WORKFLOW], at_key(l, "workflow"), true, &workflow) < 0 ||
-        want_name(c, s[F_CONTAINER], at_key(l, "container"), true, &container) < 0 ||
-        want_name(c, s[F_NAMESPACE], at_key(l, "namespace"), true, &kns) < 0 ||
-        want_name(c, s[F_POD], at_key(l, "pod"), true, &kpod) < 0 ||
-        want_name(c, s[F_CONTAINER_NAME], at_key(l, "container_name"), true, &kcont) < 0)
+    if (ing_opt_uint(c, s[F_PID], ing_at_key(l, "pid"), INT32_MAX, &pid, &has_pid) < 0 ||
+        ing_opt_uint(c, s[F_UID], ing_at_key(l, "uid"), UINT32_MAX, &uid, &has_uid) < 0 ||
+        ing_want_name(c, s[F_USER], ing_at_key(l, "user"), true, &user) < 0 ||
+        ing_want_name(c, s[F_PROGRAM], ing_at_key(l, "program"), true, &program) < 0 ||
+        ing_want_name(c, s[F_WORKFLOW], ing_at_key(l, "workflow"), true, &workflow) < 0 ||
+        ing_want_name(c, s[F_CONTAINER], ing_at_key(l, "container"), true, &container) < 0 ||
+        ing_want_name(c, s[F_NAMESPACE], ing_at_key(l, "namespace"), true, &kns) < 0 ||
+        ing_want_name(c, s[F_POD], ing_at_key(l, "pod"), true, &kpod) < 0 ||
+        ing_want_name(c, s[F_CONTAINER_NAME], ing_at_key(l, "container_name"), true, &kcont) < 0)
         return -1;
     if (!is_socket) { /* the NAS view's detail (nasin.h) */
         struct nasin_flow_args na = {.ws_text = ws_text,
@@ -558,24 +566,24 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
             return -1;
     }
     if (has_uid && uid > INT32_MAX)
-        return bad(c, at_key(l, "uid"), "uid %" PRIu64 " does not fit the uid column", uid);
+        return ing_bad(c, ing_at_key(l, "uid"), "uid %" PRIu64 " does not fit the uid column", uid);
 
     struct flow_row row;
     memset(&row, 0, sizeof row);
     flow_row_str(&row, FR_WINDOW_START, ws_text);
-    flow_row_text(&row, FR_AGENT_ID, agent_id->s, agent_id->n);
+    row_jtext(&row, FR_AGENT_ID, agent_id);
     flow_row_int(&row, FR_SEQ, seq);
     flow_row_int(&row, FR_IDX, (uint64_t)i);
-    flow_row_text(&row, FR_HOST, host->s, host->n);
-    flow_row_text(&row, FR_SOURCE, source->s, source->n);
+    row_jtext(&row, FR_HOST, host);
+    row_jtext(&row, FR_SOURCE, source);
     if (is_socket) {
-        flow_row_text(&row, FR_PROTO, proto->s, proto->n);
+        row_jtext(&row, FR_PROTO, proto);
         flow_row_str(&row, FR_LOCAL_ADDR, laddr);
         flow_row_int(&row, FR_LOCAL_PORT, (uint64_t)lport);
         flow_row_str(&row, FR_REMOTE_ADDR, raddr);
         flow_row_int(&row, FR_REMOTE_PORT, (uint64_t)rport);
         if (role)
-            flow_row_text(&row, FR_ROLE, role->s, role->n);
+            row_jtext(&row, FR_ROLE, role);
         flow_row_int(&row, FR_TX_BYTES, tx);
         flow_row_int(&row, FR_RX_BYTES, rx);
         flow_row_int(&row, FR_NFS_BYTES, 0);
@@ -591,8 +599,8 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         flow_row_str(&row, FR_NFS_SERVER, raddr);
         flow_row_int(&row, FR_NFS_PORT, (uint64_t)rport);
         if (export)
-            flow_row_text(&row, FR_NFS_EXPORT, export->s, export->n);
-        flow_row_text(&row, FR_NFS_OP, op->s, op->n);
+            row_jtext(&row, FR_NFS_EXPORT, export);
+        row_jtext(&row, FR_NFS_OP, op);
         flow_row_int(&row, FR_NFS_BYTES, nbytes);
         flow_row_int(&row, FR_NFS_OPS, has_ops ? nops : 0);
     }
@@ -603,13 +611,13 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
     const struct jv *names[] = {user, program, workflow, container};
     for (int k = 0; k < 4; k++)
         if (names[k] && names[k]->type == JV_STRING)
-            flow_row_text(&row, FR_USER_NAME + k, names[k]->s, names[k]->n);
+            row_jtext(&row, FR_USER_NAME + k, names[k]);
     const struct jv *kube[] = {kns, kpod, kcont}; /* '' outside pods: part of the owner's key */
     for (int k = 0; k < 3; k++)
         if (kube[k] && kube[k]->type == JV_STRING)
-            flow_row_text(&row, FR_NAMESPACE + k, kube[k]->s, kube[k]->n);
+            row_jtext(&row, FR_NAMESPACE + k, kube[k]);
         else
-            flow_row_text(&row, FR_NAMESPACE + k, "", 0);
+            flow_row_text_plain(&row, FR_NAMESPACE + k, "", 0);
     struct ingest_batch *b = c->b;
     if (buf_reserve(b, flow_row_copy_max(&row)) == 0)
         b->copy_len += flow_row_copy_text(b->copy + b->copy_len, &row);
@@ -637,14 +645,14 @@ static int parse_loss(struct vctx *c, const struct jv *root, struct loc top)
     if (lost && lost->type != JV_NULL) {
         struct loc ll = {.arr = "lost", .idx = -1};
         const struct jv *reason;
-        if (want_object(c, lost, at_key(top, "lost")) < 0 ||
-            want_time(c, jv_get(lost, "from"), at_key(ll, "from"), &b->lost_from_us) < 0 ||
-            want_time(c, jv_get(lost, "to"), at_key(ll, "to"), &b->lost_to_us) < 0 ||
-            want_name(c, jv_get(lost, "reason"), at_key(ll, "reason"), false, &reason) < 0)
+        if (ing_want_object(c, lost, ing_at_key(top, "lost")) < 0 ||
+            ing_want_time(c, jv_get(lost, "from"), ing_at_key(ll, "from"), &b->lost_from_us) < 0 ||
+            ing_want_time(c, jv_get(lost, "to"), ing_at_key(ll, "to"), &b->lost_to_us) < 0 ||
+            ing_want_name(c, jv_get(lost, "reason"), ing_at_key(ll, "reason"), false, &reason) < 0)
             return -1;
         if (b->lost_to_us < b->lost_from_us)
-            return bad(c, at_key(ll, "to"), "before \"from\"");
-        if (in_bounds(c, at_key(ll, "to"), b->lost_to_us) < 0)
+            return ing_bad(c, ing_at_key(ll, "to"), "before \"from\"");
+        if (ing_in_bounds(c, ing_at_key(ll, "to"), b->lost_to_us) < 0)
             return -1;
         b->lost_reason = dup_text(reason->s);
         if (!b->lost_reason) {
@@ -656,9 +664,9 @@ static int parse_loss(struct vctx *c, const struct jv *root, struct loc top)
     if (spool && spool->type != JV_NULL) {
         struct loc sl = {.arr = "spool", .idx = -1};
         bool has = false;
-        if (want_object(c, spool, at_key(top, "spool")) < 0 ||
-            opt_uint(c, jv_get(spool, "dropped_reports"), at_key(sl, "dropped_reports"), INT64_MAX,
-                     &b->spool_dropped_reports, &has) < 0)
+        if (ing_want_object(c, spool, ing_at_key(top, "spool")) < 0 ||
+            ing_opt_uint(c, jv_get(spool, "dropped_reports"), ing_at_key(sl, "dropped_reports"),
+                         INT64_MAX, &b->spool_dropped_reports, &has) < 0)
             return -1;
     }
     return 0;
@@ -674,44 +682,45 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
     int64_t ws;
     double threshold = 0;
     bool has_threshold = false;
-    if (want_object(c, root, top) < 0 || want_version(c, root) < 0 ||
-        want_name(c, jv_get(root, "host"), at_key(top, "host"), false, &host) < 0 ||
-        want_name(c, jv_get(root, "agent_id"), at_key(top, "agent_id"), false, &agent_id) < 0 ||
-        want_uint(c, jv_get(root, "seq"), at_key(top, "seq"), INT64_MAX, &seq) < 0 ||
-        want_time(c, jv_get(root, "window_start"), at_key(top, "window_start"), &ws) < 0)
+    if (ing_want_object(c, root, top) < 0 || ing_want_version(c, root) < 0 ||
+        ing_want_name(c, jv_get(root, "host"), ing_at_key(top, "host"), false, &host) < 0 ||
+        ing_want_name(c, jv_get(root, "agent_id"), ing_at_key(top, "agent_id"), false, &agent_id) <
+            0 ||
+        ing_want_uint(c, jv_get(root, "seq"), ing_at_key(top, "seq"), INT64_MAX, &seq) < 0 ||
+        ing_want_time(c, jv_get(root, "window_start"), ing_at_key(top, "window_start"), &ws) < 0)
         return -1;
     if (!tm_is_aligned(ws, cfg->window_seconds))
-        return bad(c, at_key(top, "window_start"),
-                   "not aligned to the %d s window (a multiple of %d s since the epoch, UTC)",
-                   cfg->window_seconds, cfg->window_seconds);
-    if (in_bounds(c, at_key(top, "window_start"), ws) < 0 ||
-        day_add(c, at_key(top, "window_start"), ws) < 0)
+        return ing_bad(c, ing_at_key(top, "window_start"),
+                       "not aligned to the %d s window (a multiple of %d s since the epoch, UTC)",
+                       cfg->window_seconds, cfg->window_seconds);
+    if (ing_in_bounds(c, ing_at_key(top, "window_start"), ws) < 0 ||
+        ing_day_add(c, ing_at_key(top, "window_start"), ws) < 0)
         return -1;
     const struct jv *wv = jv_get(root, "window_seconds");
     if (wv) {
-        if (want_uint(c, wv, at_key(top, "window_seconds"), INT32_MAX, &wsec) < 0)
+        if (ing_want_uint(c, wv, ing_at_key(top, "window_seconds"), INT32_MAX, &wsec) < 0)
             return -1;
         if (wsec != (uint64_t)cfg->window_seconds)
-            return bad(c, at_key(top, "window_seconds"),
-                       "%" PRIu64 " differs from the reconciler's window of %d s", wsec,
-                       cfg->window_seconds);
+            return ing_bad(c, ing_at_key(top, "window_seconds"),
+                           "%" PRIu64 " differs from the reconciler's window of %d s", wsec,
+                           cfg->window_seconds);
     }
-    if (opt_uint(c, jv_get(root, "dropped_events"), at_key(top, "dropped_events"), INT64_MAX,
-                 &dropped, &has_dropped) < 0)
+    if (ing_opt_uint(c, jv_get(root, "dropped_events"), ing_at_key(top, "dropped_events"),
+                     INT64_MAX, &dropped, &has_dropped) < 0)
         return -1;
     const struct jv *smp = jv_get(root, "sampling");
     if (smp && smp->type != JV_NULL) {
         struct loc sl = {.arr = "sampling", .idx = -1};
-        if (want_object(c, smp, at_key(top, "sampling")) < 0 ||
-            opt_uint(c, jv_get(smp, "k"), at_key(sl, "k"), INT32_MAX, &k, &has_k) < 0 ||
-            opt_uint(c, jv_get(smp, "flows_seen"), at_key(sl, "flows_seen"), INT64_MAX, &seen,
-                     &has_seen) < 0)
+        if (ing_want_object(c, smp, ing_at_key(top, "sampling")) < 0 ||
+            ing_opt_uint(c, jv_get(smp, "k"), ing_at_key(sl, "k"), INT32_MAX, &k, &has_k) < 0 ||
+            ing_opt_uint(c, jv_get(smp, "flows_seen"), ing_at_key(sl, "flows_seen"), INT64_MAX,
+                         &seen, &has_seen) < 0)
             return -1;
         const struct jv *t = jv_get(smp, "threshold");
         if (t && t->type != JV_NULL) {
             if (t->type != JV_NUMBER || t->neg || !isfinite(t->d))
-                return bad(c, at_key(sl, "threshold"), "expected a non-negative number, got %s",
-                           jv_type_name(t));
+                return ing_bad(c, ing_at_key(sl, "threshold"),
+                               "expected a non-negative number, got %s", jv_type_name(t));
             threshold = t->d;
             has_threshold = true;
         }
@@ -722,13 +731,14 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
         return -1;
     const struct jv *flows = jv_get(root, "flows");
     if (!flows)
-        return bad(c, at_key(top, "flows"), "missing: expected an array of flows");
+        return ing_bad(c, ing_at_key(top, "flows"), "missing: expected an array of flows");
     if (flows->type != JV_ARRAY)
-        return bad(c, at_key(top, "flows"), "expected an array, got %s", jv_type_name(flows));
+        return ing_bad(c, ing_at_key(top, "flows"), "expected an array, got %s",
+                       jv_type_name(flows));
 
     char ws_text[TM_RFC3339_LEN];
     tm_format_rfc3339(ws, ws_text);
-    uint64_t cap = max_bytes_over(cfg, (uint64_t)cfg->window_seconds);
+    uint64_t cap = ing_max_bytes_over(cfg, (uint64_t)cfg->window_seconds);
     /* ~1.5x a typical row's COPY text per flow: no realloc-and-copy while the rows are written
      * (a hint only: buf_reserve grows the buffer further when rows are longer) */
     buf_hint(c->b, (size_t)flows->n * 192 < c->body_len ? (size_t)flows->n * 192 : c->body_len);
@@ -761,244 +771,6 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
     return 0;
 }
 
-/* ---- /v1/counters ------------------------------------------------------------------------ */
-
-static void buf_opt_u64(struct ingest_batch *b, bool present, uint64_t v)
-{
-    if (present)
-        buf_u64(b, false, v);
-    else
-        buf_null(b);
-}
-
-static int one_sample(struct vctx *c, const struct jv *smp, long i, const struct jv *poller)
-{
-    struct loc l = {.arr = "samples", .idx = i};
-    const struct jv *device, *iface;
-    int64_t at;
-    uint64_t bits = 64, uptime = 0, disc = 0, speed = 0, io = 0, oo = 0, ip = 0, op = 0;
-    bool has_bits = false, has_uptime = false, has_disc = false, has_speed = false;
-    bool has_io = false, has_oo = false, has_ip = false, has_op = false;
-    if (want_object(c, smp, l) < 0 ||
-        want_name(c, jv_get(smp, "device"), at_key(l, "device"), false, &device) < 0 ||
-        want_name(c, jv_get(smp, "interface"), at_key(l, "interface"), false, &iface) < 0 ||
-        want_time(c, jv_get(smp, "at"), at_key(l, "at"), &at) < 0 ||
-        in_bounds(c, at_key(l, "at"), at) < 0 || day_add(c, at_key(l, "at"), at) < 0 ||
-        opt_uint(c, jv_get(smp, "counter_bits"), at_key(l, "counter_bits"), 64, &bits, &has_bits) <
-            0)
-        return -1;
-    if (!has_bits)
-        bits = 64;
-    if (bits != 32 && bits != 64)
-        return bad(c, at_key(l, "counter_bits"), "expected 32 or 64, got %" PRIu64, bits);
-    uint64_t cmax = bits == 32 ? UINT32_MAX : UINT64_MAX;
-    if (opt_uint(c, jv_get(smp, "uptime_cs"), at_key(l, "uptime_cs"), INT64_MAX, &uptime,
-                 &has_uptime) < 0 ||
-        opt_uint(c, jv_get(smp, "in_octets"), at_key(l, "in_octets"), cmax, &io, &has_io) < 0 ||
-        opt_uint(c, jv_get(smp, "out_octets"), at_key(l, "out_octets"), cmax, &oo, &has_oo) < 0 ||
-        opt_uint(c, jv_get(smp, "in_pkts"), at_key(l, "in_pkts"), cmax, &ip, &has_ip) < 0 ||
-        opt_uint(c, jv_get(smp, "out_pkts"), at_key(l, "out_pkts"), cmax, &op, &has_op) < 0 ||
-        opt_uint(c, jv_get(smp, "speed_bps"), at_key(l, "speed_bps"), INT64_MAX, &speed,
-                 &has_speed) < 0 ||
-        opt_uint(c, jv_get(smp, "discontinuity_cs"), at_key(l, "discontinuity_cs"), INT64_MAX,
-                 &disc, &has_disc) < 0)
-        return -1;
-    if (!has_io && !has_oo)
-        return bad(c, l, "a sample needs in_octets or out_octets");
-
-    /* device interface at poller uptime_cs in_octets out_octets in_pkts out_pkts speed_bps
-     * counter_bits discontinuity_cs */
-    struct ingest_batch *b = c->b;
-    buf_text(b, device->s, device->n);
-    buf_c(b, '\t');
-    buf_text(b, iface->s, iface->n);
-    buf_c(b, '\t');
-    buf_time(b, at);
-    buf_c(b, '\t');
-    buf_text(b, poller->s, poller->n);
-    buf_c(b, '\t');
-    buf_opt_u64(b, has_uptime, uptime);
-    buf_c(b, '\t');
-    buf_opt_u64(b, has_io, io);
-    buf_c(b, '\t');
-    buf_opt_u64(b, has_oo, oo);
-    buf_c(b, '\t');
-    buf_opt_u64(b, has_ip, ip);
-    buf_c(b, '\t');
-    buf_opt_u64(b, has_op, op);
-    buf_c(b, '\t');
-    buf_opt_u64(b, has_speed, speed);
-    buf_c(b, '\t');
-    buf_u64(b, false, bits);
-    buf_c(b, '\t');
-    buf_u64(b, false, has_disc ? disc : 0);
-    return row_end(c);
-}
-
-static int parse_counters(struct vctx *c, const struct jv *root)
-{
-    struct loc top = {.idx = -1};
-    const struct jv *poller;
-    if (want_object(c, root, top) < 0 || want_version(c, root) < 0 ||
-        want_name(c, jv_get(root, "poller"), at_key(top, "poller"), false, &poller) < 0)
-        return -1;
-    const struct jv *samples = jv_get(root, "samples");
-    if (!samples)
-        return bad(c, at_key(top, "samples"), "missing: expected an array of samples");
-    if (samples->type != JV_ARRAY)
-        return bad(c, at_key(top, "samples"), "expected an array, got %s", jv_type_name(samples));
-    long i = 0;
-    for (const struct jv *s = samples->child; s; s = s->next, i++)
-        if (one_sample(c, s, i, poller) < 0)
-            return -1;
-    return 0;
-}
-
-/* ---- /v1/transfers ----------------------------------------------------------------------- */
-
-/* src/dst: an IP address or a configured site name. */
-static int want_place(struct vctx *c, const struct jv *v, struct loc l, const struct jv **out)
-{
-    unsigned char bin[16];
-    if (want_name(c, v, l, false, out) < 0)
-        return -1;
-    const char *s = (*out)->s;
-    if (inet_pton(AF_INET, s, bin) == 1 || inet_pton(AF_INET6, s, bin) == 1 ||
-        cfg_site_index(c->cfg, s) >= 0)
-        return 0;
-    return bad(c, l, "expected an IP address or a configured site name, got \"%.80s\"", s);
-}
-
-/* The end of a record without "end": the record time its shipper added (fluent.h), looked for
- * in the record, then in the record it was unwrapped from. */
-static int shipper_time(struct vctx *c, const struct jv *t, const struct jv *outer, struct loc l,
-                        int64_t *us, const char **key)
-{
-    int r = fl_record_time(t, key, us);
-    if (r == 1 && outer != t)
-        r = fl_record_time(outer, key, us);
-    if (r == 1)
-        return bad(c, at_key(l, "end"), "missing: expected an RFC 3339 time or epoch seconds");
-    if (r < 0)
-        return bad(c, at_key(l, *key),
-                   "expected epoch seconds, ms, us or ns, RFC 3339, or \"YYYY-MM-DD HH:MM:SS\" "
-                   "(UTC)");
-    return 0;
-}
-
-/* One record t; outer is the record it was unwrapped from (fluent.h), or t itself. */
-static int transfer_record(struct vctx *c, const struct jv *t, const struct jv *outer, long i)
-{
-    struct loc l = {.idx = i};
-    const struct jv *service, *id, *requester, *workflow, *src, *dst;
-    int64_t start, end;
-    uint64_t bytes;
-    char idnum[24];
-    if (want_object(c, t, l) < 0 ||
-        want_name(c, jv_get(t, "service"), at_key(l, "service"), false, &service) < 0)
-        return -1;
-    const struct jv *idv = jv_get(t, "id");
-    if (idv && idv->type == JV_NUMBER && idv->is_int && !idv->neg && !idv->overflow) {
-        snprintf(idnum, sizeof(idnum), "%" PRIu64, idv->u);
-        id = NULL;
-    } else if (want_name(c, idv, at_key(l, "id"), false, &id) < 0) {
-        return -1;
-    }
-    if (want_name(c, jv_get(t, "requester"), at_key(l, "requester"), true, &requester) < 0 ||
-        want_name(c, jv_get(t, "workflow"), at_key(l, "workflow"), true, &workflow) < 0 ||
-        want_place(c, jv_get(t, "src"), at_key(l, "src"), &src) < 0 ||
-        want_place(c, jv_get(t, "dst"), at_key(l, "dst"), &dst) < 0 ||
-        want_time(c, jv_get(t, "start"), at_key(l, "start"), &start) < 0 ||
-        in_bounds(c, at_key(l, "start"), start) < 0 || day_add(c, at_key(l, "start"), start) < 0)
-        return -1;
-    /* a missing "end" is the record time a shipper added (fluent.h: Fluent Bit's date key in
-     * every json_date_format, Vector's timestamp), in the record or around it */
-    const struct jv *endv = jv_get(t, "end");
-    const char *end_key = "end";
-    if (endv) {
-        if (want_time(c, endv, at_key(l, end_key), &end) < 0)
-            return -1;
-    } else if (shipper_time(c, t, outer, l, &end, &end_key) < 0) {
-        return -1;
-    }
-    if (end < start)
-        return bad(c, at_key(l, end_key), "the transfer ends before it starts");
-    if (in_bounds(c, at_key(l, end_key), end) < 0)
-        return -1;
-    /* both ends are within the time bounds, so end - start cannot overflow */
-    int64_t span_us;
-    if (__builtin_sub_overflow(end, start, &span_us) ||
-        span_us > lim_transfer_seconds(c->cfg) * TM_USEC_PER_SEC)
-        return bad(c, at_key(l, end_key),
-                   "the transfer spans more than %" PRId64 " s (max_transfer_seconds)",
-                   lim_transfer_seconds(c->cfg));
-    uint64_t span_s = (uint64_t)((span_us + TM_USEC_PER_SEC - 1) / TM_USEC_PER_SEC);
-    if (span_s < (uint64_t)c->cfg->window_seconds)
-        span_s = (uint64_t)c->cfg->window_seconds;
-    const struct jv *bv = jv_get(t, "bytes");
-    uint64_t bmax = max_bytes_over(c->cfg, span_s);
-    if (bv && bv->type == JV_STRING) { /* numeric text, as shippers without a parser send it */
-        if (!fl_uint(bv, &bytes))
-            return bad(c, at_key(l, "bytes"), "expected a non-negative integer, got \"%.40s\"",
-                       bv->s);
-        if (bytes > bmax)
-            return bad(c, at_key(l, "bytes"), "%" PRIu64 " is larger than the maximum %" PRIu64,
-                       bytes, bmax);
-    } else if (want_uint(c, bv, at_key(l, "bytes"), bmax, &bytes) < 0) {
-        return -1;
-    }
-
-    /* service id requester workflow src dst bytes start_at end_at */
-    struct ingest_batch *b = c->b;
-    buf_text(b, service->s, service->n);
-    buf_c(b, '\t');
-    if (id)
-        buf_text(b, id->s, id->n);
-    else
-        buf_put(b, idnum, strlen(idnum));
-    buf_c(b, '\t');
-    buf_str_or_null(b, requester);
-    buf_c(b, '\t');
-    buf_str_or_null(b, workflow);
-    buf_c(b, '\t');
-    buf_text(b, src->s, src->n);
-    buf_c(b, '\t');
-    buf_text(b, dst->s, dst->n);
-    buf_c(b, '\t');
-    buf_u64(b, false, bytes);
-    buf_c(b, '\t');
-    buf_time(b, start);
-    buf_c(b, '\t');
-    buf_time(b, end);
-    return row_end(c);
-}
-
-/* A record, or the JSON line a tail input left under "log"/"message" (fluent.h). Errors inside
- * that line are addressed through it: "$[2].log.bytes". */
-static int one_transfer(struct vctx *c, const struct jv *t, long i)
-{
-    struct jv_doc *doc;
-    const struct jv *rec;
-    const char *key;
-    char msg[160];
-    const char *why = fl_unsupported(t);
-    if (why)
-        return bad(c, (struct loc){.idx = i}, "%s", why);
-    if (fl_unwrap(t, &doc, &rec, &key, msg, sizeof(msg)) < 0)
-        return bad(c, (struct loc){.idx = i, .key = key ? key : "log"}, "%s", msg);
-    int rc = transfer_record(c, rec, t, i);
-    jv_doc_free(doc);
-    if (rc < 0 && key && strchr(c->e->path, ']')) {
-        char *after = strchr(c->e->path, ']') + 1;
-        char tail[256];
-        snprintf(tail, sizeof(tail), "%s", after);
-        /* the outer record's own members (its date) keep their path */
-        if (strncmp(tail, ".date", 5) != 0 && strncmp(tail, ".timestamp", 10) != 0)
-            snprintf(after, sizeof(c->e->path) - (size_t)(after - c->e->path), ".%s%s", key, tail);
-    }
-    return rc;
-}
-
 /* ---- entry ------------------------------------------------------------------------------- */
 
 void ingest_batch_free(struct ingest_batch *b)
@@ -1017,18 +789,28 @@ void ingest_batch_free(struct ingest_batch *b)
 }
 
 #ifndef NDEBUG
-/* flow_keys_by_len is written by hand: every key of flow_keys must find its own slot. */
+/* flow_slot_of is written by hand: every key of flow_keys must find its own slot, and the same
+ * key with its last byte changed none (or another key's). */
 static void flow_slot_selftest(void)
 {
     for (int i = 0; i < F_N; i++) {
-        struct jv m = {.key = flow_keys[i], .key_len = (uint32_t)strlen(flow_keys[i])};
+        char near[FLOW_KEY_MAXLEN + 1];
+        size_t n = strlen(flow_keys[i]);
+        struct jv m = {.key = flow_keys[i], .key_len = (uint32_t)n};
         assert(flow_slot_of(&m) == i);
+        assert(n < sizeof near);
+        memcpy(near, flow_keys[i], n + 1);
+        near[n - 1] ^= 0x20;
+        m.key = near;
+        int other = flow_slot_of(&m);
+        assert(other != i && (other < 0 || strcmp(flow_keys[other], near) == 0));
     }
 }
 #endif
 
-int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body, size_t len,
-                 int64_t now_us, struct ingest_batch *b, struct ingest_error *e)
+/* ingest_parse and ingest_parse_inplace: mut is body when it may be parsed in place. */
+static int parse_request(const struct cfg *cfg, enum ingest_kind kind, const char *body, char *mut,
+                         size_t len, int64_t now_us, struct ingest_batch *b, struct ingest_error *e)
 {
 #ifndef NDEBUG
     flow_slot_selftest();
@@ -1047,7 +829,10 @@ int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body,
     struct jv *first;
     size_t n_values;
     struct jv_error je;
-    struct jv_doc *doc = jv_parse(body, len, stream, &first, &n_values, &je);
+    /* a refused transfer record keeps its text as received (body + off): not in place */
+    struct jv_doc *doc = mut && kind != INGEST_TRANSFERS
+                             ? jv_parse_inplace(mut, len, stream, &first, &n_values, &je)
+                             : jv_parse(body, len, stream, &first, &n_values, &je);
     if (!doc) {
         e->status = je.semantic ? 422 : 400; /* JSON, but a duplicate member or U+0000 */
         snprintf(e->msg, sizeof(e->msg), "%s (byte %zu)", je.msg, je.offset);
@@ -1060,12 +845,12 @@ int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body,
         rc = parse_attributions(&c, first);
         break;
     case INGEST_COUNTERS:
-        rc = parse_counters(&c, first);
+        rc = ing_parse_counters(&c, first);
         break;
     case INGEST_TRANSFERS: {
         rc = 0;
         if (stream && n_values == 0) {
-            rc = bad(&c, (struct loc){.idx = -1}, "empty body: expected transfer records");
+            rc = ing_bad(&c, (struct loc){.idx = -1}, "empty body: expected transfer records");
             break;
         }
         const struct jv *items = stream ? first : first->child;
@@ -1074,7 +859,7 @@ int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body,
             size_t copy_len = b->copy_len, n_rows = b->n_rows;
             int64_t min_us = b->min_us, max_us = b->max_us;
             b->n_records++;
-            rc = one_transfer(&c, t, i);
+            rc = ing_one_transfer(&c, t, i);
             if (rc < 0 && e->status == 422) { /* this record only: the others are kept */
                 b->copy_len = copy_len, b->n_rows = n_rows;
                 b->min_us = min_us, b->max_us = max_us;
@@ -1093,4 +878,16 @@ int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body,
         return -1;
     }
     return 0;
+}
+
+int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body, size_t len,
+                 int64_t now_us, struct ingest_batch *b, struct ingest_error *e)
+{
+    return parse_request(cfg, kind, body, NULL, len, now_us, b, e);
+}
+
+int ingest_parse_inplace(const struct cfg *cfg, enum ingest_kind kind, char *body, size_t len,
+                         int64_t now_us, struct ingest_batch *b, struct ingest_error *e)
+{
+    return parse_request(cfg, kind, body, body, len, now_us, b, e);
 }

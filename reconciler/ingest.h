@@ -71,6 +71,12 @@ struct ingest_batch {
 int ingest_parse(const struct cfg *cfg, enum ingest_kind kind, const char *body, size_t len,
                  int64_t now_us, struct ingest_batch *b, struct ingest_error *e)
     __attribute__((warn_unused_result));
+/* The same on a body the caller frees after it, with body[len] writable (set to 0): validated
+ * in place, without jv_parse's copy of the body (jsonv.h jv_parse_inplace), so body's bytes are
+ * overwritten. /v1/transfers still parses a copy (a refused record keeps its text). */
+int ingest_parse_inplace(const struct cfg *cfg, enum ingest_kind kind, char *body, size_t len,
+                         int64_t now_us, struct ingest_batch *b, struct ingest_error *e)
+    __attribute__((warn_unused_result));
 void ingest_batch_free(struct ingest_batch *b);
 
 #endif

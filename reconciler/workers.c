@@ -145,7 +145,9 @@ static int parse_job(struct wk_pool *p, struct wk_job *j)
     }
     if (j->msgpack && to_json(j, out) < 0)
         return -1;
-    int rc = ingest_parse(p->cfg, j->kind, j->body, j->len, tm_now_us(), &j->batch, &e);
+    /* in place: j->body (len + 1 bytes, NUL-terminated, from server.c, body_decode or to_json)
+     * is freed next */
+    int rc = ingest_parse_inplace(p->cfg, j->kind, j->body, j->len, tm_now_us(), &j->batch, &e);
     free(j->body); /* the rows are in the batch now */
     j->body = NULL;
     if (rc < 0) {

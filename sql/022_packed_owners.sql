@@ -17,6 +17,8 @@
 -- element, UPDATE does both (INSTEAD OF triggers below); the hourly rollup of a folded hour is
 -- kept by statement triggers on attribution_packed for every writer but the reconciler (which
 -- adds its own signed sums, as sql/018 says), so it stays equal to the sums of the view's rows.
+-- Retention deletes the packed rows (wl_prune_results, replaced in sql/023 with the dependency
+-- rows' packing that lands with this).
 -- A duplicate (the same owner twice in a window and pair, which only another writer makes) is
 -- two elements, as it was two rows.
 
@@ -236,70 +238,4 @@ BEGIN
     INSERT INTO attribution_hours (hour_start) VALUES (h);
     PERFORM set_config('wanledger.hourly_writer', prev, true);
     RETURN n;
-END $$;
-
--- 020's retention on the packed rows (a DELETE on the view would go element by element through
--- its trigger); the count stays the owner rows' (the elements).
-CREATE OR REPLACE FUNCTION wl_prune_results(results_cutoff timestamptz, alerts_cutoff timestamptz,
-                                 gaps_cutoff timestamptz, state_cutoff timestamptz)
-RETURNS TABLE (table_name text, deleted bigint) LANGUAGE plpgsql AS $$
-DECLARE
-    n bigint;
-    n_cells bigint;
-    n_owners bigint;
-    whole timestamptz := date_trunc('hour', results_cutoff);
-    prev text := coalesce(current_setting('wanledger.hourly_writer', true), '');
-BEGIN
-    PERFORM set_config('wanledger.hourly_writer', 'on', true);
-    DELETE FROM heatmap_cells_hourly WHERE hour_start < whole;
-    DELETE FROM attribution_rollup_hourly WHERE hour_start < whole;
-    DELETE FROM attribution_hours WHERE hour_start < whole;
-    DELETE FROM heatmap_cells WHERE window_start < whole;
-    GET DIAGNOSTICS n_cells = ROW_COUNT;
-    WITH d AS (DELETE FROM attribution_packed WHERE window_start < whole
-                RETURNING cardinality(owner_ids) AS k)
-    SELECT coalesce(sum(k), 0) INTO n_owners FROM d;
-    PERFORM set_config('wanledger.hourly_writer', prev, true);
-    PERFORM wl_hour_lock(whole);
-    DELETE FROM heatmap_cells WHERE window_start < results_cutoff;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    table_name := 'heatmap_cells'; deleted := n_cells + n; RETURN NEXT;
-    WITH d AS (DELETE FROM attribution_packed WHERE window_start < results_cutoff
-                RETURNING cardinality(owner_ids) AS k)
-    SELECT coalesce(sum(k), 0) INTO n FROM d;
-    table_name := 'attribution_rollup'; deleted := n_owners + n; RETURN NEXT;
-    DELETE FROM link_windows WHERE window_start < results_cutoff;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    table_name := 'link_windows'; deleted := n; RETURN NEXT;
-    DELETE FROM gap_alerts WHERE state = 'resolved' AND resolved_sent
-       AND resolved_at < alerts_cutoff;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    table_name := 'gap_alerts'; deleted := n; RETURN NEXT;
-    DELETE FROM agent_gaps WHERE lost_to < gaps_cutoff;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    table_name := 'agent_gaps'; deleted := n; RETURN NEXT;
-    DELETE FROM window_state WHERE window_start < state_cutoff AND NOT dirty;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    table_name := 'window_state'; deleted := n; RETURN NEXT;
-    IF to_regclass('dependency_rollup') IS NOT NULL THEN
-        EXECUTE 'DELETE FROM dependency_rollup WHERE window_start < $1' USING results_cutoff;
-        GET DIAGNOSTICS n = ROW_COUNT;
-        table_name := 'dependency_rollup'; deleted := n; RETURN NEXT;
-    END IF;
-    IF to_regclass('flow_samples') IS NOT NULL THEN
-        EXECUTE 'DELETE FROM flow_samples WHERE window_start < $1' USING state_cutoff;
-        GET DIAGNOSTICS n = ROW_COUNT;
-        table_name := 'flow_samples'; deleted := n; RETURN NEXT;
-        EXECUTE 'DELETE FROM flow_sample_batches WHERE received_at < $1' USING state_cutoff;
-        GET DIAGNOSTICS n = ROW_COUNT;
-        table_name := 'flow_sample_batches'; deleted := n; RETURN NEXT;
-        EXECUTE 'DELETE FROM flow_collector_stats WHERE updated_at < $1' USING state_cutoff;
-        GET DIAGNOSTICS n = ROW_COUNT;
-        table_name := 'flow_collector_stats'; deleted := n; RETURN NEXT;
-    END IF;
-    IF to_regclass('flow_if_counters') IS NOT NULL THEN
-        EXECUTE 'DELETE FROM flow_if_counters WHERE at < $1' USING state_cutoff;
-        GET DIAGNOSTICS n = ROW_COUNT;
-        table_name := 'flow_if_counters'; deleted := n; RETURN NEXT;
-    END IF;
 END $$;

@@ -125,8 +125,9 @@ END $$;
 CREATE TRIGGER dependency_rollup_write INSTEAD OF INSERT OR UPDATE OR DELETE
     ON dependency_rollup FOR EACH ROW EXECUTE FUNCTION wl_dependency_view_write();
 
--- 022's retention on the packed dependency rows (a DELETE on the view would go element by
--- element through its trigger); the count stays the dependency rows' (the elements).
+-- 020's retention on the packed owner and dependency rows (a DELETE on a view would go element
+-- by element through its trigger); the counts stay the owner and dependency rows' (the
+-- elements).
 CREATE OR REPLACE FUNCTION wl_prune_results(results_cutoff timestamptz, alerts_cutoff timestamptz,
                                  gaps_cutoff timestamptz, state_cutoff timestamptz)
 RETURNS TABLE (table_name text, deleted bigint) LANGUAGE plpgsql AS $$

@@ -1,4 +1,5 @@
-/* libFuzzer target: the strict JSON reader (common/jsonv.c), one value and a stream. */
+/* libFuzzer target: the strict JSON reader (common/jsonv.c), one value and a stream, on a copy
+ * (jv_parse) and in place (jv_parse_inplace: the same outcome). */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +26,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (e.offset > size) {
             abort(); /* an error offset outside the input */
         }
+        /* in place: the same outcome, error and offset */
+        char *mut = malloc(size + 1);
+        if (!mut)
+            abort();
+        memcpy(mut, data, size);
+        struct jv *first2 = NULL;
+        size_t n2 = 0;
+        struct jv_error e2;
+        struct jv_doc *d2 = jv_parse_inplace(mut, size, many, &first2, &n2, &e2);
+        if (!d != !d2 || n2 != n ||
+            (!d &&
+             (e2.offset != e.offset || strcmp(e2.msg, e.msg) != 0 || strcmp(e2.path, e.path) != 0)))
+            abort();
+        jv_doc_free(d2);
+        free(mut);
     }
     return 0;
 }

@@ -76,7 +76,67 @@ static void test_errors(void **state)
         assert_int_equal(strncmp(e.msg, cases[i].msg, strlen(cases[i].msg)), 0);
         if (cases[i].path)
             assert_string_equal(e.path, cases[i].path);
+        /* in place: the same error, at the same offset */
+        size_t len = strlen(cases[i].in);
+        char *buf = malloc(len + 1);
+        assert_non_null(buf);
+        memcpy(buf, cases[i].in, len);
+        struct jv_error e2;
+        assert_null(jv_parse_inplace(buf, len, cases[i].many, &first, &n, &e2));
+        assert_string_equal(e2.msg, e.msg);
+        assert_string_equal(e2.path, e.path);
+        assert_int_equal(e2.offset, e.offset);
+        assert_int_equal(e2.semantic, e.semantic);
+        free(buf);
     }
+}
+
+/* jv_parse_inplace reads the caller's buffer without a copy: the strings are decoded where they
+ * are; escaped tells a string written with a backslash escape (whose bytes may need COPY
+ * escaping) from one without (which holds no '\\', tab, newline or CR). */
+static void test_inplace_and_escaped(void **state)
+{
+    (void)state;
+    const char text[] =
+        "{\"plain\": \"abc d/\xC3\xA9\", \"nl\": \"a\\nb\", \"bs\": \"x\\\\y\", "
+        "\"u\": \"\\u00e9\", \"sl\": \"\\/\", \"e\": \"\", \"n\": 12345678901234567890}";
+    size_t len = sizeof(text) - 1;
+    char *buf = malloc(len + 1); /* buf[len] is written (the NUL the scans stop at) */
+    assert_non_null(buf);
+    memcpy(buf, text, len);
+    struct jv *v;
+    size_t n;
+    struct jv_error e;
+    struct jv_doc *d = jv_parse_inplace(buf, len, false, &v, &n, &e);
+    assert_non_null(d);
+    assert_int_equal(n, 1);
+    const struct {
+        const char *key, *s;
+        bool escaped;
+    } want[] = {{"plain", "abc d/\xC3\xA9", false},
+                {"nl", "a\nb", true},
+                {"bs", "x\\y", true},
+                {"u", "\xC3\xA9", true},
+                {"sl", "/", true},
+                {"e", "", false}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        const struct jv *m = jv_get(v, want[i].key);
+        assert_non_null(m);
+        assert_string_equal(m->s, want[i].s);
+        assert_int_equal(m->escaped, want[i].escaped);
+        assert_true(m->s >= buf && m->s < buf + len); /* in the caller's buffer */
+        /* off/len: the value's text as sent (the copy made by the test) */
+        assert_int_equal(text[m->off], '"');
+        assert_int_equal(text[m->off + m->len - 1], '"');
+    }
+    const struct jv *num = jv_get(v, "n");
+    assert_int_equal(num->u, UINT64_C(12345678901234567890));
+    char t[32];
+    assert_string_equal(jv_num_text(num, t, sizeof t), "12345678901234567890");
+    assert_int_equal(num->len, 20);
+    jv_doc_free(d);
+    /* the document owns nothing of buf: it is the caller's to free after */
+    free(buf);
 }
 
 /* A duplicate in a large object (the sorted path) is found, the first repeat in text order. */
@@ -314,6 +374,7 @@ int main(void)
         cmocka_unit_test(test_writer),
         cmocka_unit_test(test_builder),
         cmocka_unit_test(test_duplicates_large),
+        cmocka_unit_test(test_inplace_and_escaped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
