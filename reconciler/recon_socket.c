@@ -447,6 +447,18 @@ static int owner_part(uint64_t owner_hash, int n)
     return n == 1 ? 0 : (int)((owner_hash >> 32) % (uint64_t)n);
 }
 
+/* Whether two flows name one owner (NULL = ""). */
+static bool same_owner_strings(const struct recon_flow *a, const struct recon_flow *b)
+{
+    return hix_str_eq(rcn_str(a->workflow), rcn_str(b->workflow)) &&
+           hix_str_eq(rcn_str(a->user), rcn_str(b->user)) &&
+           hix_str_eq(rcn_str(a->program), rcn_str(b->program)) &&
+           hix_str_eq(rcn_str(a->host), rcn_str(b->host)) &&
+           hix_str_eq(rcn_str(a->kube.ns), rcn_str(b->kube.ns)) &&
+           hix_str_eq(rcn_str(a->kube.pod), rcn_str(b->kube.pod)) &&
+           hix_str_eq(rcn_str(a->kube.container), rcn_str(b->kube.container));
+}
+
 static int conn_part(uint64_t hash, int n)
 {
     return (int)((hash >> 40) % (uint64_t)n);
@@ -459,6 +471,10 @@ struct part {
     struct recon_result count; /* its n_unmapped, n_intra_site, n_dedup_flows, n_both_ends */
     struct job *job;
     int k;
+    /* with more than one thread: its connections' indexes grouped by the thread that credits
+     * them (by_part[by_off[q] .. by_off[q + 1]) for thread q), so no thread reads the others' */
+    uint32_t *by_part;
+    size_t by_off[RCN_MAX_THREADS + 1];
 };
 
 struct job {
@@ -512,12 +528,29 @@ static int phase_conns(struct part *p)
         if (pre->rs >= 0 && conn_part(pre->hash, j->n) == p->k)
             add_to_conn(&p->run, (uint32_t)i, pre);
     }
+    const struct recon_flow *last = NULL; /* the last owner hashed (a report's share a few) */
+    uint64_t last_h = 0;
     for (size_t i = 0; i < p->run.n_conns && j->n > 1; i++) {
         struct conn *c = &p->run.conns[i];
         const struct recon_flow *o = &in->flows[c->owner[credited_side(c)]];
-        c->owner_part = (uint8_t)owner_part(
-            rcn_owner_hash(rcn_src_socket, o->workflow, o->user, o->program, o->host, &o->kube),
-            j->n);
+        if (!last || !same_owner_strings(o, last)) {
+            last_h =
+                rcn_owner_hash(rcn_src_socket, o->workflow, o->user, o->program, o->host, &o->kube);
+            last = o;
+        }
+        c->owner_part = (uint8_t)owner_part(last_h, j->n);
+        p->by_off[c->owner_part + 1]++;
+    }
+    if (j->n > 1) { /* a counting sort of the connections by owner_part, in their order */
+        if (!(p->by_part = malloc((p->run.n_conns + 1) * sizeof *p->by_part)))
+            return -1;
+        size_t next[RCN_MAX_THREADS];
+        for (int q = 0; q < j->n; q++)
+            p->by_off[q + 1] += p->by_off[q];
+        for (int q = 0; q < j->n; q++)
+            next[q] = p->by_off[q];
+        for (size_t i = 0; i < p->run.n_conns; i++)
+            p->by_part[next[p->run.conns[i].owner_part]++] = (uint32_t)i;
     }
     return p->k == 0 ? merge_hosts(j) : 0;
 }
@@ -532,13 +565,14 @@ static int phase_owners(struct part *p)
     size_t t = 0;
     for (int q = 0; q < j->n; q++) {
         const struct run *rq = &j->parts[q].run;
-        for (size_t i = 0; i < rq->n_conns; i++) {
-            if (rq->conns[i].owner_part != p->k)
-                continue;
+        const uint32_t *list = j->n > 1 ? j->parts[q].by_part : NULL;
+        size_t lo = list ? j->parts[q].by_off[p->k] : 0;
+        size_t hi = list ? j->parts[q].by_off[p->k + 1] : rq->n_conns;
+        for (size_t x = lo; x < hi; x++) {
             struct credit *cr = &ring[t++ % RCN_PREFETCH];
             if (t > RCN_PREFETCH && credit_apply(&p->run, cr))
                 return -1;
-            if (credit_prepare(&p->run, &rq->conns[i], j->pre, cr, &p->count))
+            if (credit_prepare(&p->run, &rq->conns[list ? list[x] : x], j->pre, cr, &p->count))
                 return -1;
         }
     }
@@ -659,6 +693,8 @@ int rcn_flows(struct run *r, int n, int64_t ws, int64_t we, struct recon_result 
     if (made < n) /* the one whose init failed holds what it made */
         rcn_run_free(&j.parts[made].run);
 cleanup:
+    for (int k = 0; j.parts && k < n; k++)
+        free(j.parts[k].by_part);
     free(j.parts);
     free(j.pre);
     return rc;
