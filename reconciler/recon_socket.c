@@ -7,17 +7,18 @@
  *     host's first site, what is left out (unmapped, intra-site, de-duplicated) and, for the
  *     rest, its connection's hash;
  *  2. connections by hash (thread k: the connections whose hash falls to k): the connection
- *     table, each side's sums and owner; then each connection's credited owner and the thread
- *     that credits it (a hash of the owner's workflow, user, program and host); thread 0 merges
- *     the hosts' first sites meanwhile;
+ *     table (struct conn: per side its sums, owner flow and role), then each connection's
+ *     credited owner and the thread that credits it (rcn_owner_hash of the rollup owner's key),
+ *     the connections listed by that thread; thread 0 merges the hosts' first sites meanwhile;
  *  3. owners by hash (thread k: the connections, NFS flows and transfers whose owner falls to
- *     k): the cells, the rollup and the dependencies.
+ *     k): the cells, the rollup and the dependencies, each connection prepared RCN_PREFETCH
+ *     ahead of its credit (struct credit).
  * Then the calling thread merges: cells and dependencies by key (a dependency's key has no host,
- * so two threads can hold one), the rollup rows by appending (an owner key includes its host:
- * no two threads hold one row). Every choice made by "first flow" compares arrival order
- * (came_before), never the order of processing, and every figure is an integer sum, so the
- * result is the same with any number of threads (tests/recon_core/driver.c checks 1, 2 and 3 on
- * every scenario). */
+ * so two threads can hold one), the owners and their rollup rows by appending (an owner key
+ * includes its host: no two threads hold one owner). Every choice made by "first flow" compares
+ * arrival order (came_before), never the order of processing, and every figure is an integer sum,
+ * so the result is the same with any number of threads (tests/recon_core/driver.c checks 1, 2 and 3
+ * on every scenario). */
 #include <arpa/inet.h>
 #include <pthread.h>
 #include <stdatomic.h>
