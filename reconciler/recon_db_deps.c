@@ -47,7 +47,7 @@ static bool fill_deps(struct rdb_sbuf *b, const struct cfg *cfg, int64_t ws,
 {
     bool ordered = true;
     *n_groups = 0;
-    rdb_sb_add(b, "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0", 19);
+    rdb_sb_bin_begin(b);
     uint64_t ws_pg = (uint64_t)(ws - RDB_PG_EPOCH_OFFSET_US);
     for (size_t i = 0; i < res->n_deps;) {
         const struct recon_dep *d = &res->deps[i];
@@ -56,7 +56,7 @@ static bool fill_deps(struct rdb_sbuf *b, const struct cfg *cfg, int64_t ws,
             e++;
         if (i && ordered) {
             const struct recon_dep *p = &res->deps[i - 1];
-            int o = strcmp(rdb_site_name(cfg, p->local_site), rdb_site_name(cfg, d->local_site));
+            int o = rdb_site_cmp(cfg, p->local_site, d->local_site);
             if (!o)
                 o = strcmp(p->workflow, d->workflow);
             if (!o)
@@ -69,22 +69,15 @@ static bool fill_deps(struct rdb_sbuf *b, const struct cfg *cfg, int64_t ws,
         rdb_sb_be(b, 11, 2);
         rdb_sb_be(b, 8, 4);
         rdb_sb_be(b, ws_pg, 8);
-        for (size_t k = 0; k < sizeof key / sizeof key[0]; k++) {
-            size_t len = strlen(key[k]);
-            rdb_sb_be(b, len, 4);
-            rdb_sb_add(b, key[k], len);
-        }
+        for (size_t k = 0; k < sizeof key / sizeof key[0]; k++)
+            rdb_sb_bin_text(b, key[k]);
         for (int k = 0; k < 3; k++) {
             size_t bytes = 0;
             for (size_t j = i; j < e; j++)
                 bytes += 4 + strlen(dep_text(cfg, &res->deps[j], k));
             rdb_sb_array_head(b, e - i, bytes, 25);
-            for (size_t j = i; j < e; j++) {
-                const char *t = dep_text(cfg, &res->deps[j], k);
-                size_t len = strlen(t);
-                rdb_sb_be(b, len, 4);
-                rdb_sb_add(b, t, len);
-            }
+            for (size_t j = i; j < e; j++)
+                rdb_sb_bin_text(b, dep_text(cfg, &res->deps[j], k));
         }
         for (int k = 0; k < 3; k++) {
             rdb_sb_array_head(b, e - i, (e - i) * 12, 20);
@@ -96,7 +89,7 @@ static bool fill_deps(struct rdb_sbuf *b, const struct cfg *cfg, int64_t ws,
         (*n_groups)++;
         i = e;
     }
-    rdb_sb_be(b, 0xffff, 2);
+    rdb_sb_bin_end(b);
     return ordered;
 }
 

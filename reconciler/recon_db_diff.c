@@ -41,18 +41,6 @@ static int join_cols(char *buf, size_t len, const char *cols, const char *a, con
     return 0;
 }
 
-static int run(PGconn *db, const char *what, const char *sql, int np, const char *const *params,
-               long long *rows, char *err, size_t errlen)
-{
-    PGresult *r = rdb_q(db, what, err, errlen, sql, np, params);
-    if (!r)
-        return -1;
-    if (rows)
-        *rows = atoll(PQcmdTuples(r));
-    PQclear(r);
-    return 0;
-}
-
 /* Rows over which a first write goes through the temp table and an ORDER BY: inserting a 1 M
  * window's 406,000 owner rows (and their 8-11-column keys) in random order touched every index
  * page many times over; below this the plain COPY is cheaper. */
@@ -70,7 +58,7 @@ static int create_tmp(PGconn *db, const struct rdb_diff_table *t, const char *tm
              "CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s INCLUDING DEFAULTS, wl_sign int NOT "
              "NULL DEFAULT 1, wl_ctid tid) ON COMMIT DELETE ROWS",
              tmp, t->table);
-    return run(db, what, sql, 0, NULL, NULL, err, errlen);
+    return rdb_run(db, what, sql, 0, NULL, NULL, err, errlen);
 }
 
 static int copy_tmp(PGconn *db, const struct rdb_diff_table *t, const char *tmp,
@@ -89,7 +77,7 @@ static int copy_tmp(PGconn *db, const struct rdb_diff_table *t, const char *tmp,
     /* the key's columns only: the joins hash on them; the packed rows' arrays (sql/022, 023)
      * took ANALYZE 0.5-1.0 s each for their element statistics, which no plan here reads */
     snprintf(sql, sizeof sql, "ANALYZE %s (%s)", tmp, t->key);
-    return run(db, what, sql, 0, NULL, NULL, err, errlen);
+    return rdb_run(db, what, sql, 0, NULL, NULL, err, errlen);
 }
 
 /* Whether the window ws gets hourly rows for t: always when t has an hourly rollup of every
@@ -136,7 +124,7 @@ static int first_write(PGconn *db, const struct rdb_diff_table *t, const char *w
             return -1;
         snprintf(sql, sizeof sql, "INSERT INTO %1$s (%2$s) SELECT %2$s FROM %3$s ORDER BY %4$s",
                  t->table, t->cols, tmp, t->key);
-        if (run(db, what, sql, 0, NULL, NULL, err, errlen))
+        if (rdb_run(db, what, sql, 0, NULL, NULL, err, errlen))
             return -1;
     }
     if (n_rows == 0)
@@ -148,7 +136,7 @@ static int first_write(PGconn *db, const struct rdb_diff_table *t, const char *w
      * rdb_fmt_ts's text (digits, '-', ':', 'T', 'Z', '.'): safe as a literal here */
     if (!sorted && t->hourly_first) {
         snprintf(sql, sizeof sql, t->hourly_first, ws);
-        return run(db, what, sql, 0, NULL, NULL, err, errlen);
+        return rdb_run(db, what, sql, 0, NULL, NULL, err, errlen);
     }
     if (sorted)
         snprintf(src, sizeof src, "%s", tmp);
@@ -157,7 +145,7 @@ static int first_write(PGconn *db, const struct rdb_diff_table *t, const char *w
                  "(SELECT *, 1 AS wl_sign FROM %s WHERE window_start = '%s'::timestamptz) w",
                  t->table, ws);
     snprintf(sql, sizeof sql, t->hourly, src);
-    return run(db, what, sql, 0, NULL, NULL, err, errlen);
+    return rdb_run(db, what, sql, 0, NULL, NULL, err, errlen);
 }
 
 int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
@@ -196,20 +184,20 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
              "INSERT INTO %1$s (%2$s, wl_sign) SELECT %2$s, 1 FROM %3$s d WHERE NOT EXISTS "
              "(SELECT 1 FROM %4$s o WHERE o.window_start = $1::timestamptz AND %5$s AND %6$s)",
              tmp, t->cols, tmp_new, t->table, keyeq, valeq);
-    if (run(db, what, sql, 1, p1, &out->written, err, errlen))
+    if (rdb_run(db, what, sql, 1, p1, &out->written, err, errlen))
         return -1;
     snprintf(sql, sizeof sql,
              "INSERT INTO %1$s (%2$s, wl_sign, wl_ctid) SELECT %2$s, -1, o.ctid FROM %3$s o WHERE "
              "o.window_start = $1::timestamptz AND NOT EXISTS (SELECT 1 FROM %4$s d WHERE %5$s "
              "AND %6$s)",
              tmp, t->cols, t->table, tmp_new, keyeq, valeq);
-    if (run(db, what, sql, 1, p1, &out->removed, err, errlen))
+    if (rdb_run(db, what, sql, 1, p1, &out->removed, err, errlen))
         return -1;
     out->unchanged = n_rows - out->written;
     if (out->written == 0 && out->removed == 0)
         return 0;
     snprintf(sql, sizeof sql, "ANALYZE %s (%s, wl_sign)", tmp, t->key);
-    if (run(db, what, sql, 0, NULL, NULL, err, errlen))
+    if (rdb_run(db, what, sql, 0, NULL, NULL, err, errlen))
         return -1;
     /* by the places the scan above found them (a window's rows have one writer at a time, which
      * holds its hour's lock: nobody moved them since). The join on the 11-column key depended on
@@ -223,12 +211,12 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
              "DELETE FROM %1$s o USING %2$s d WHERE d.wl_sign = -1 AND o.ctid = d.wl_ctid AND "
              "o.window_start = $1::timestamptz",
              t->table, tmp);
-    if (run(db, what, sql, 1, p1, NULL, err, errlen))
+    if (rdb_run(db, what, sql, 1, p1, NULL, err, errlen))
         return -1;
     snprintf(sql, sizeof sql,
              "INSERT INTO %1$s (%2$s) SELECT %2$s FROM %3$s WHERE wl_sign = 1%4$s%5$s", t->table,
              t->cols, tmp, t->keyed ? " ORDER BY " : "", t->keyed ? t->key : "");
-    if (run(db, what, sql, 0, NULL, NULL, err, errlen))
+    if (rdb_run(db, what, sql, 0, NULL, NULL, err, errlen))
         return -1;
     if (out->written == 0 && out->removed == 0)
         return 0;
@@ -237,7 +225,7 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
         return h;
     snprintf(what, sizeof what, "writing the hourly rows of %s", t->table);
     snprintf(sql, sizeof sql, t->hourly, tmp);
-    if (run(db, what, sql, 0, NULL, NULL, err, errlen))
+    if (rdb_run(db, what, sql, 0, NULL, NULL, err, errlen))
         return -1;
     if (out->removed == 0)
         return 0;
@@ -253,5 +241,5 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
              "WHERE h.windows = 0 AND (h.hour_start, h.src_site, h.dst_site) = (o.hs, "
              "o.src_site, o.dst_site)",
              hourly, tmp);
-    return run(db, what, sql, 0, NULL, NULL, err, errlen);
+    return rdb_run(db, what, sql, 0, NULL, NULL, err, errlen);
 }

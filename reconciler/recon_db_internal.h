@@ -48,6 +48,11 @@ __attribute__((format(printf, 2, 3))) void rdb_sb_printf(struct rdb_sbuf *b, con
 #define RDB_PG_EPOCH_OFFSET_US (INT64_C(946684800) * TM_USEC_PER_SEC)
 /* An unsigned big-endian integer of n bytes (binary COPY). */
 void rdb_sb_be(struct rdb_sbuf *b, uint64_t v, int n);
+/* Binary COPY data: its signature and header, its trailer, and one text field (the length word
+ * and the bytes, no terminator). */
+void rdb_sb_bin_begin(struct rdb_sbuf *b);
+void rdb_sb_bin_end(struct rdb_sbuf *b);
+void rdb_sb_bin_text(struct rdb_sbuf *b, const char *s);
 /* The head of a binary COPY field holding a one-dimensional array of n elements without NULLs
  * (elem: the element type's OID: 20 int8, 23 int4, 25 text; bytes: the elements' total size with
  * their 4-byte length words); the caller adds the elements. */
@@ -56,6 +61,10 @@ void rdb_sb_array_head(struct rdb_sbuf *b, size_t n, size_t bytes, uint32_t elem
 void rdb_sb_copy_text(struct rdb_sbuf *b, const char *s);
 /* An element of a text[] array literal: "…" with \ and " escaped. */
 void rdb_sb_array_elem(struct rdb_sbuf *b, const char *s, bool first);
+/* Runs sql with text parameters and discards its result; *rows (when rows is not NULL): the
+ * rows it affected. 0 or -1 with err. */
+int rdb_run(PGconn *db, const char *what, const char *sql, int n, const char *const *params,
+            long long *rows, char *err, size_t errlen);
 /* Runs the COPY ... FROM STDIN sql with data. 0 or -1 with err. */
 int rdb_copy_in(PGconn *db, const char *sql, const struct rdb_sbuf *data, char *err, size_t errlen);
 
@@ -95,15 +104,15 @@ extern long long rdb_diff_sort_above;
 /* Makes table t's rows of window ws (timestamptz text) equal to data (COPY rows of t->cols),
  * writing only the rows that differ, and applies the difference to the hourly rollup; n_rows:
  * the rows in data. */
+int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
+                   const struct rdb_sbuf *data, long long n_rows, struct rdb_diff_counts *out,
+                   char *err, size_t errlen);
+
 /* The window's owner rows (res->rollup) packed per pair into attribution_packed (sql/022),
  * through rdb_diff_write; *changed += the pair rows written and removed
  * (recon_db_owners.c). */
 int rdb_write_owners(PGconn *db, const struct cfg *cfg, const char *from, int64_t ws,
                      const struct recon_result *res, long long *changed, char *err, size_t errlen);
-
-int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
-                   const struct rdb_sbuf *data, long long n_rows, struct rdb_diff_counts *out,
-                   char *err, size_t errlen);
 
 /* ---- a window's raw rows (recon_db_load.c) ---- */
 
@@ -185,6 +194,9 @@ int rdb_load_flows_ch(PGconn *db, const struct cfg *cfg, int64_t ws, long long n
 /* ---- results (recon_db_write.c) and alerts (recon_db_alerts.c) ---- */
 
 const char *rdb_site_name(const struct cfg *cfg, int i);
+/* Sites a and b (indexes) in the databases' order (strcmp of the names: code point order, that
+ * of their C.UTF-8 collation): < 0, 0, > 0. */
+int rdb_site_cmp(const struct cfg *cfg, int a, int b);
 /* Makes the window's dependency_rollup rows the result's (recon_db_deps.c), and its
  * heatmap_cells, attribution_rollup (with their hourly rollups) and link_windows rows. */
 int rdb_write_deps(PGconn *db, const struct cfg *cfg, int64_t ws, const struct recon_result *res,

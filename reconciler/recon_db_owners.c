@@ -79,15 +79,6 @@ static int distinct_owners(const struct recon_result *res, struct owner_set *s, 
     return 0;
 }
 
-static int exec(PGconn *db, const char *sql, char *err, size_t errlen)
-{
-    PGresult *r = rdb_q(db, "numbering the window's owners", err, errlen, sql, 0, NULL);
-    if (!r)
-        return -1;
-    PQclear(r);
-    return 0;
-}
-
 /* ids[k]: the number in `owners` of distinct owner k, new owners added in key order (two
  * reconciliations adding the same new owners wait on each other instead of deadlocking). */
 static int number_owners(PGconn *db, const struct owner_set *s, size_t n, int32_t *ids, char *err,
@@ -97,31 +88,29 @@ static int number_owners(PGconn *db, const struct owner_set *s, size_t n, int32_
         "(o.source, o.workflow, o.user_name, o.program, o.host, o.namespace, o.pod, "
         "o.container_name) = (k.source, k.workflow, k.user_name, k.program, k.host, "
         "k.namespace, k.pod, k.container_name)";
+    static const char what[] = "numbering the window's owners";
     char sql[1024];
-    if (exec(db,
-             "CREATE TEMP TABLE IF NOT EXISTS wl_owner_keys (ord integer NOT NULL, source text, "
-             "workflow text, user_name text, program text, host text, namespace text, pod text, "
-             "container_name text) ON COMMIT DELETE ROWS",
-             err, errlen))
+    if (rdb_run(db, what,
+                "CREATE TEMP TABLE IF NOT EXISTS wl_owner_keys (ord integer NOT NULL, source text, "
+                "workflow text, user_name text, program text, host text, namespace text, pod text, "
+                "container_name text) ON COMMIT DELETE ROWS",
+                0, NULL, NULL, err, errlen))
         return -1;
     struct rdb_sbuf b = {0};
-    rdb_sb_add(&b, "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0", 19);
+    rdb_sb_bin_begin(&b);
     for (size_t k = 0; k < n; k++) {
         const char *f[OWNER_FIELDS];
         owner_fields(&s->rows[s->first[k]], f);
         rdb_sb_be(&b, 1 + OWNER_FIELDS, 2);
         rdb_sb_be(&b, 4, 4);
         rdb_sb_be(&b, (uint32_t)k, 4);
-        for (int j = 0; j < OWNER_FIELDS; j++) {
-            size_t len = strlen(f[j]);
-            rdb_sb_be(&b, len, 4);
-            rdb_sb_add(&b, f[j], len);
-        }
+        for (int j = 0; j < OWNER_FIELDS; j++)
+            rdb_sb_bin_text(&b, f[j]);
     }
-    rdb_sb_be(&b, 0xffff, 2);
+    rdb_sb_bin_end(&b);
     int rc = -1;
     if (b.oom) {
-        snprintf(err, errlen, "numbering the window's owners: out of memory");
+        snprintf(err, errlen, "%s: out of memory", what);
         goto out;
     }
     if (rdb_copy_in(db, "COPY wl_owner_keys (ord, " OWNER_COLS ") FROM STDIN (FORMAT binary)", &b,
@@ -132,22 +121,21 @@ static int number_owners(PGconn *db, const struct owner_set *s, size_t n, int32_
              "WHERE NOT EXISTS (SELECT 1 FROM owners o WHERE %s) ORDER BY " OWNER_COLS
              " ON CONFLICT DO NOTHING",
              join);
-    if (exec(db, sql, err, errlen))
+    if (rdb_run(db, what, sql, 0, NULL, NULL, err, errlen))
         goto out;
     snprintf(sql, sizeof sql, "SELECT k.ord, o.id FROM wl_owner_keys k JOIN owners o ON %s", join);
-    PGresult *r = rdb_q(db, "numbering the window's owners", err, errlen, sql, 0, NULL);
+    PGresult *r = rdb_q(db, what, err, errlen, sql, 0, NULL);
     if (!r)
         goto out;
     if ((size_t)PQntuples(r) != n) {
-        snprintf(err, errlen, "numbering the window's owners: %d numbers for %zu owners",
-                 PQntuples(r), n);
+        snprintf(err, errlen, "%s: %d numbers for %zu owners", what, PQntuples(r), n);
         PQclear(r);
         goto out;
     }
     for (int i = 0; i < PQntuples(r); i++) {
         long long ord = atoll(PQgetvalue(r, i, 0));
         if (ord < 0 || (size_t)ord >= n) {
-            snprintf(err, errlen, "numbering the window's owners: owner %lld of %zu", ord, n);
+            snprintf(err, errlen, "%s: owner %lld of %zu", what, ord, n);
             PQclear(r);
             goto out;
         }
@@ -168,7 +156,7 @@ static bool fill_packed(struct rdb_sbuf *b, const struct cfg *cfg, int64_t ws,
 {
     bool ordered = true;
     *n_pairs = 0;
-    rdb_sb_add(b, "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0", 19);
+    rdb_sb_bin_begin(b);
     int64_t ws_pg = ws - RDB_PG_EPOCH_OFFSET_US;
     for (size_t i = 0; i < res->n_rollup;) {
         const struct recon_rollup *r = &res->rollup[i];
@@ -178,19 +166,14 @@ static bool fill_packed(struct rdb_sbuf *b, const struct cfg *cfg, int64_t ws,
             e++;
         if (*n_pairs && ordered) {
             const struct recon_rollup *p = &res->rollup[i - 1];
-            int o = strcmp(rdb_site_name(cfg, p->src_site), rdb_site_name(cfg, r->src_site));
-            if (o == 0)
-                o = strcmp(rdb_site_name(cfg, p->dst_site), rdb_site_name(cfg, r->dst_site));
-            ordered = o < 0;
+            int o = rdb_site_cmp(cfg, p->src_site, r->src_site);
+            ordered = (o ? o : rdb_site_cmp(cfg, p->dst_site, r->dst_site)) < 0;
         }
-        const char *src = rdb_site_name(cfg, r->src_site), *dst = rdb_site_name(cfg, r->dst_site);
         rdb_sb_be(b, 5, 2);
         rdb_sb_be(b, 8, 4);
         rdb_sb_be(b, (uint64_t)ws_pg, 8);
-        rdb_sb_be(b, strlen(src), 4);
-        rdb_sb_add(b, src, strlen(src));
-        rdb_sb_be(b, strlen(dst), 4);
-        rdb_sb_add(b, dst, strlen(dst));
+        rdb_sb_bin_text(b, rdb_site_name(cfg, r->src_site));
+        rdb_sb_bin_text(b, rdb_site_name(cfg, r->dst_site));
         rdb_sb_array_head(b, e - i, (e - i) * 8, 23);
         for (size_t k = i; k < e; k++) {
             rdb_sb_be(b, 4, 4);
@@ -204,7 +187,7 @@ static bool fill_packed(struct rdb_sbuf *b, const struct cfg *cfg, int64_t ws,
         (*n_pairs)++;
         i = e;
     }
-    rdb_sb_be(b, 0xffff, 2);
+    rdb_sb_bin_end(b);
     return ordered;
 }
 

@@ -112,7 +112,23 @@ void rdb_sb_be(struct rdb_sbuf *b, uint64_t v, int n)
     rdb_sb_add(b, (const char *)out, (size_t)n);
 }
 
-/* A COPY text-format field (then a tab or newline is added by the caller): copyesc.h. */
+void rdb_sb_bin_begin(struct rdb_sbuf *b)
+{
+    rdb_sb_add(b, "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0", 19);
+}
+
+void rdb_sb_bin_end(struct rdb_sbuf *b)
+{
+    rdb_sb_be(b, 0xffff, 2);
+}
+
+void rdb_sb_bin_text(struct rdb_sbuf *b, const char *s)
+{
+    size_t len = strlen(s);
+    rdb_sb_be(b, len, 4);
+    rdb_sb_add(b, s, len);
+}
+
 void rdb_sb_array_head(struct rdb_sbuf *b, size_t n, size_t bytes, uint32_t elem)
 {
     rdb_sb_be(b, 20 + bytes, 4);
@@ -123,6 +139,7 @@ void rdb_sb_array_head(struct rdb_sbuf *b, size_t n, size_t bytes, uint32_t elem
     rdb_sb_be(b, 1, 4); /* lower bound */
 }
 
+/* A COPY text-format field (then a tab or newline is added by the caller): copyesc.h. */
 void rdb_sb_copy_text(struct rdb_sbuf *b, const char *s)
 {
     size_t n = strlen(s);
@@ -149,6 +166,18 @@ void rdb_sb_array_elem(struct rdb_sbuf *b, const char *s, bool first)
         rdb_sb_add(b, s, 1);
     }
     rdb_sb_add(b, "\"", 1);
+}
+
+int rdb_run(PGconn *db, const char *what, const char *sql, int n, const char *const *params,
+            long long *rows, char *err, size_t errlen)
+{
+    PGresult *r = rdb_q(db, what, err, errlen, sql, n, params);
+    if (!r)
+        return -1;
+    if (rows)
+        *rows = atoll(PQcmdTuples(r));
+    PQclear(r);
+    return 0;
 }
 
 int rdb_copy_in(PGconn *db, const char *sql, const struct rdb_sbuf *data, char *err, size_t errlen)

@@ -11,6 +11,11 @@ const char *rdb_site_name(const struct cfg *cfg, int i)
     return cfg->sites[i].name;
 }
 
+int rdb_site_cmp(const struct cfg *cfg, int a, int b)
+{
+    return a == b ? 0 : strcmp(rdb_site_name(cfg, a), rdb_site_name(cfg, b));
+}
+
 /* The window's cells as COPY text rows of heatmap_cells; true when they come in the primary
  * key's order (recon.c sorts them by site index: so whenever the configuration lists the sites
  * in name order; strcmp's byte order is the code point order of the C.UTF-8 databases). */
@@ -22,10 +27,8 @@ static bool fill_cells(struct rdb_sbuf *b, const struct cfg *cfg, const char *ts
         const struct recon_cell *c = &res->cells[i];
         if (i && ordered) {
             const struct recon_cell *p = &res->cells[i - 1];
-            int o = strcmp(rdb_site_name(cfg, p->src_site), rdb_site_name(cfg, c->src_site));
-            if (o == 0)
-                o = strcmp(rdb_site_name(cfg, p->dst_site), rdb_site_name(cfg, c->dst_site));
-            ordered = o < 0;
+            int o = rdb_site_cmp(cfg, p->src_site, c->src_site);
+            ordered = (o ? o : rdb_site_cmp(cfg, p->dst_site, c->dst_site)) < 0;
         }
         rdb_sb_printf(b, "%s\t%d\t", tsbuf, cfg->window_seconds);
         rdb_sb_copy_text(b, rdb_site_name(cfg, c->src_site));
