@@ -264,6 +264,50 @@ static long long num(PGconn *db, const char *sql)
     return v;
 }
 
+/* A fresh database `name` migrated up to, not including, migration `upto` (whose file must be
+ * `next`), as an older release left it; *applied: the migrations applied. */
+static PGconn *db_before(const char *name, int upto, const char *next, unsigned *applied)
+{
+    char err[512], ci[1024], sql[256];
+    PGconn *db = db_connect_str(g_conn, err, sizeof(err));
+    assert_non_null(db);
+    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s", name);
+    PQclear(q(db, sql));
+    snprintf(sql, sizeof(sql), "CREATE DATABASE %s", name);
+    PQclear(q(db, sql));
+    PQfinish(db);
+    snprintf(ci, sizeof(ci), "%s dbname=%s", g_conn, name); /* the last dbname wins */
+    db = db_connect_str(ci, err, sizeof(err));
+    assert_non_null(db);
+    PQclear(q(db, "CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, "
+                  "applied_at timestamptz NOT NULL DEFAULT now())"));
+    unsigned i = 0;
+    for (; i < db_n_migrations && atoi(db_migrations[i].name) < upto; i++) {
+        PQclear(q(db, "BEGIN"));
+        PQclear(q(db, db_migrations[i].sql));
+        snprintf(sql, sizeof(sql), "INSERT INTO schema_migrations VALUES (%d, '%s')",
+                 atoi(db_migrations[i].name), db_migrations[i].name);
+        PQclear(q(db, sql));
+        PQclear(q(db, "COMMIT"));
+    }
+    assert_true(i < db_n_migrations);
+    assert_string_equal(db_migrations[i].name, next);
+    *applied = i;
+    return db;
+}
+
+/* Closes db and drops database name. */
+static void db_drop(PGconn *db, const char *name)
+{
+    char err[512], sql[256];
+    PQfinish(db);
+    db = db_connect_str(g_conn, err, sizeof(err));
+    assert_non_null(db);
+    snprintf(sql, sizeof(sql), "DROP DATABASE %s", name);
+    PQclear(q(db, sql));
+    PQfinish(db);
+}
+
 /* An upgrade to sql/020 with owner rows in place (a database migrated up to 019, its hourly rows
  * kept by 013's triggers): the hours that had rows are folded, their hourly rows stay the sums of
  * their windows, a writer after the upgrade keeps a folded hour so and adds nothing for an hour
@@ -271,29 +315,9 @@ static long long num(PGconn *db, const char *sql)
 static void test_upgrade_owner_hours(void **state)
 {
     (void)state;
-    char err[512], ci[1024];
-    PGconn *db = db_connect_str(g_conn, err, sizeof(err));
-    assert_non_null(db);
-    PQclear(q(db, "DROP DATABASE IF EXISTS wl_upgrade_020"));
-    PQclear(q(db, "CREATE DATABASE wl_upgrade_020"));
-    PQfinish(db);
-    snprintf(ci, sizeof(ci), "%s dbname=wl_upgrade_020", g_conn); /* the last dbname wins */
-    db = db_connect_str(ci, err, sizeof(err));
-    assert_non_null(db);
-    PQclear(q(db, "CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, "
-                  "applied_at timestamptz NOT NULL DEFAULT now())"));
-    unsigned i = 0;
-    for (; i < db_n_migrations && atoi(db_migrations[i].name) < 20; i++) {
-        PQclear(q(db, "BEGIN"));
-        PQclear(q(db, db_migrations[i].sql));
-        char rec[256];
-        snprintf(rec, sizeof(rec), "INSERT INTO schema_migrations VALUES (%d, '%s')",
-                 atoi(db_migrations[i].name), db_migrations[i].name);
-        PQclear(q(db, rec));
-        PQclear(q(db, "COMMIT"));
-    }
-    assert_true(i < db_n_migrations);
-    assert_string_equal(db_migrations[i].name, "020_owner_hours.sql");
+    char err[512];
+    unsigned i;
+    PGconn *db = db_before("wl_upgrade_020", 20, "020_owner_hours.sql", &i);
     /* 019's world: two windows of 10:00, one of 11:00, hourly rows by the triggers */
     PQclear(q(db, "INSERT INTO attribution_rollup (window_start, src_site, dst_site, source, "
                   "workflow, user_name, program, host, bytes) VALUES "
@@ -333,10 +357,7 @@ static void test_upgrade_owner_hours(void **state)
     assert_int_equal(num(db, "SELECT count(*) FROM pg_indexes WHERE indexname IN "
                              "('attribution_packed_pkey', 'dependency_packed_pkey')"),
                      2); /* the owner and dependency rows packed since sql/022, 023 */
-    PQfinish(db);
-    db = db_connect_str(g_conn, err, sizeof(err));
-    PQclear(q(db, "DROP DATABASE wl_upgrade_020"));
-    PQfinish(db);
+    db_drop(db, "wl_upgrade_020");
 }
 
 static const char *str(PGconn *db, const char *sql, char *out, size_t len)
@@ -423,29 +444,9 @@ static void check_plans(PGconn *db, bool packed)
 static void test_upgrade_write_phase(void **state)
 {
     (void)state;
-    char err[512], ci[1024], before[2048], after[2048];
-    PGconn *db = db_connect_str(g_conn, err, sizeof(err));
-    assert_non_null(db);
-    PQclear(q(db, "DROP DATABASE IF EXISTS wl_upgrade_021"));
-    PQclear(q(db, "CREATE DATABASE wl_upgrade_021"));
-    PQfinish(db);
-    snprintf(ci, sizeof(ci), "%s dbname=wl_upgrade_021", g_conn); /* the last dbname wins */
-    db = db_connect_str(ci, err, sizeof(err));
-    assert_non_null(db);
-    PQclear(q(db, "CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, "
-                  "applied_at timestamptz NOT NULL DEFAULT now())"));
-    unsigned i = 0;
-    for (; i < db_n_migrations && atoi(db_migrations[i].name) < 21; i++) {
-        PQclear(q(db, "BEGIN"));
-        PQclear(q(db, db_migrations[i].sql));
-        char rec[256];
-        snprintf(rec, sizeof(rec), "INSERT INTO schema_migrations VALUES (%d, '%s')",
-                 atoi(db_migrations[i].name), db_migrations[i].name);
-        PQclear(q(db, rec));
-        PQclear(q(db, "COMMIT"));
-    }
-    assert_true(i < db_n_migrations);
-    assert_string_equal(db_migrations[i].name, "021_write_phase.sql");
+    char err[512], before[2048], after[2048];
+    unsigned i;
+    PGconn *db = db_before("wl_upgrade_021", 21, "021_write_phase.sql", &i);
     /* 020's world: hour 10:00 folded (its hourly rows by the trigger), 11:00 not */
     PQclear(q(db, "INSERT INTO attribution_hours (hour_start) VALUES ('2026-11-29T10:00:00Z')"));
     PQclear(q(db,
@@ -527,10 +528,7 @@ static void test_upgrade_write_phase(void **state)
                         "10.0.0.1:5201,11,5,u;10.0.0.2:22,40,0,");
     assert_int_equal(num(db, "SELECT count(*) FROM dependency_packed WHERE local_site = 'Zürich'"),
                      2);
-    PQfinish(db);
-    db = db_connect_str(g_conn, err, sizeof(err));
-    PQclear(q(db, "DROP DATABASE wl_upgrade_021"));
-    PQfinish(db);
+    db_drop(db, "wl_upgrade_021");
 }
 
 int main(void)
