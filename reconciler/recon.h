@@ -129,6 +129,9 @@ struct recon_rollup {
     const char *source, *workflow, *user, *program, *host;
     struct recon_kube kube; /* never NULL members; "" for service transfers */
     uint64_t bytes;
+    /* the owner's number in this result, 0..n_owners-1 (the rank of its strings among the
+     * window's owners): the rows of one owner share it */
+    uint32_t owner;
 };
 
 struct recon_result {
@@ -138,6 +141,7 @@ struct recon_result {
     size_t n_cells;
     struct recon_rollup *rollup; /* by (src_site, dst_site), then bytes descending */
     size_t n_rollup;
+    size_t n_owners;        /* the owners the rollup's rows are numbered among */
     struct recon_dep *deps; /* the dependency map of the window (recon_deps.h) */
     size_t n_deps;
     /* left out, with reasons */

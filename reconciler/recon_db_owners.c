@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hindex.h"
 #include "recon_db_internal.h"
 
 #define OWNER_FIELDS 8
@@ -24,58 +23,39 @@ static void owner_fields(const struct recon_rollup *r, const char *f[OWNER_FIELD
     f[7] = r->kube.container;
 }
 
-static uint64_t owner_hash(const struct recon_rollup *r)
-{
-    const char *f[OWNER_FIELDS];
-    owner_fields(r, f);
-    uint64_t h = 0x9e3779b97f4a7c15ULL;
-    for (int k = 0; k < OWNER_FIELDS; k++)
-        h = hix_hash_str(hix_mix(h, (uint64_t)k), f[k]);
-    return h;
-}
-
 struct owner_set {
     const struct recon_rollup *rows; /* res->rollup */
     size_t *first;                   /* per distinct owner: a rollup row that has it */
 };
 
-static int owner_eq(const void *ctx, size_t idx, const void *key)
-{
-    const struct owner_set *s = ctx;
-    const char *a[OWNER_FIELDS], *b[OWNER_FIELDS];
-    owner_fields(&s->rows[s->first[idx]], a);
-    owner_fields(key, b);
-    for (int k = 0; k < OWNER_FIELDS; k++)
-        if (a[k] != b[k] && strcmp(a[k], b[k]) != 0)
-            return 0;
-    return 1;
-}
-
-/* of[i]: the distinct owner of rollup row i; s->first, *n: the distinct owners. */
+/* of[i]: the distinct owner of rollup row i, numbered in order of first appearance from
+ * recon_run's owner numbers (recon_rollup.owner); s->first, *n: the distinct owners. */
 static int distinct_owners(const struct recon_result *res, struct owner_set *s, size_t *of,
-                           size_t *n)
+                           size_t *n, char *err, size_t errlen)
 {
-    struct hix ix;
-    if (hix_init(&ix, res->n_rollup / 8 + 16))
+    size_t *num = malloc((res->n_owners + 1) * sizeof *num);
+    if (!num) {
+        snprintf(err, errlen, "writing attribution_packed: out of memory");
         return -1;
+    }
+    for (size_t k = 0; k < res->n_owners; k++)
+        num[k] = SIZE_MAX;
     *n = 0;
     for (size_t i = 0; i < res->n_rollup; i++) {
-        const struct recon_rollup *r = &res->rollup[i];
-        uint64_t h = owner_hash(r);
-        struct hix_slot *slot = hix_find(&ix, h, owner_eq, s, r);
-        if (slot->idx1) {
-            of[i] = slot->idx1 - 1;
-            continue;
-        }
-        s->first[*n] = i;
-        of[i] = *n;
-        if (hix_put(&ix, slot, h, *n)) {
-            hix_free(&ix);
+        uint32_t k = res->rollup[i].owner;
+        if (k >= res->n_owners) {
+            snprintf(err, errlen, "writing attribution_packed: row %zu's owner %u of %zu", i,
+                     (unsigned)k, res->n_owners);
+            free(num);
             return -1;
         }
-        (*n)++;
+        if (num[k] == SIZE_MAX) {
+            num[k] = *n;
+            s->first[(*n)++] = i;
+        }
+        of[i] = num[k];
     }
-    hix_free(&ix);
+    free(num);
     return 0;
 }
 
@@ -234,8 +214,8 @@ int rdb_write_owners(PGconn *db, const struct cfg *cfg, const char *from, int64_
     int rc = -1;
     if (!of || !first || !ids)
         goto oom;
-    if (distinct_owners(res, &s, of, &n_owners))
-        goto oom;
+    if (distinct_owners(res, &s, of, &n_owners, err, errlen))
+        goto out;
     if (n_owners && number_owners(db, &s, n_owners, ids, err, errlen))
         goto out;
     t.ordered = fill_packed(&b, cfg, ws, res, of, ids, &n_pairs);

@@ -278,11 +278,13 @@ int rcn_roll_finish(struct run *r, const uint32_t *cell_pos, struct recon_result
         const struct rcn_roll *x = &r->rolls[ord[i].idx];
         struct recon_rollup *o = &out->rollup[i];
         *o = r->owners.v[x->owner].key;
+        o->owner = rank[x->owner];
         o->src_site = r->cells[x->cell].cell.src_site;
         o->dst_site = r->cells[x->cell].cell.dst_site;
         o->bytes = x->bytes;
     }
     out->n_rollup = n;
+    out->n_owners = no;
     rc = 0;
 cleanup:
     free(order);

@@ -391,6 +391,47 @@ static bool same_str(const char *a, const char *b)
     return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
+/* The owner's strings of rollup rows x and y compared (strcmp order, source first). */
+static int owner_cmp(const struct recon_rollup *x, const struct recon_rollup *y)
+{
+    const char *a[] = {x->source, x->workflow, x->user,     x->program,
+                       x->host,   x->kube.ns,  x->kube.pod, x->kube.container};
+    const char *b[] = {y->source, y->workflow, y->user,     y->program,
+                       y->host,   y->kube.ns,  y->kube.pod, y->kube.container};
+    for (size_t k = 0; k < sizeof a / sizeof *a; k++) {
+        int c = strcmp(a[k] ? a[k] : "", b[k] ? b[k] : "");
+        if (c)
+            return c;
+    }
+    return 0;
+}
+
+/* Whether the rollup's owner numbers (recon_rollup.owner) name its owners: below n_owners, one
+ * number for the rows of one owner, and numbers rising with the owners' strings (so two owners
+ * never share one). */
+static bool owners_numbered(const struct recon_result *r)
+{
+    size_t *rep = xrealloc(NULL, (r->n_owners + 1) * sizeof *rep);
+    bool ok = true;
+    for (size_t k = 0; k < r->n_owners; k++)
+        rep[k] = SIZE_MAX;
+    for (size_t i = 0; ok && i < r->n_rollup; i++) {
+        uint32_t k = r->rollup[i].owner;
+        ok = k < r->n_owners;
+        if (ok && rep[k] == SIZE_MAX)
+            rep[k] = i;
+        ok = ok && owner_cmp(&r->rollup[rep[k]], &r->rollup[i]) == 0;
+    }
+    for (size_t k = 0, prev = SIZE_MAX; ok && k < r->n_owners; k++) {
+        if (rep[k] == SIZE_MAX)
+            continue;
+        ok = prev == SIZE_MAX || owner_cmp(&r->rollup[prev], &r->rollup[rep[k]]) < 0;
+        prev = rep[k];
+    }
+    free(rep);
+    return ok;
+}
+
 /* Whether two results of one window are the same in every figure and row. */
 static bool same_result(const struct recon_result *a, const struct recon_result *b)
 {
@@ -398,7 +439,7 @@ static bool same_result(const struct recon_result *a, const struct recon_result 
     bool same = r.n_cells == a->n_cells && r.n_rollup == a->n_rollup && r.n_deps == a->n_deps &&
                 r.n_links == a->n_links && r.n_unmapped == a->n_unmapped &&
                 r.n_intra_site == a->n_intra_site && r.n_dedup_flows == a->n_dedup_flows &&
-                r.n_both_ends == a->n_both_ends;
+                r.n_both_ends == a->n_both_ends && r.n_owners == a->n_owners;
     for (size_t i = 0; same && i < r.n_cells; i++) {
         const struct recon_cell *x = &r.cells[i], *y = &a->cells[i];
         same = x->src_site == y->src_site && x->dst_site == y->dst_site &&
@@ -414,10 +455,11 @@ static bool same_result(const struct recon_result *a, const struct recon_result 
     for (size_t i = 0; same && i < r.n_rollup; i++) {
         const struct recon_rollup *x = &r.rollup[i], *y = &a->rollup[i];
         same = x->src_site == y->src_site && x->dst_site == y->dst_site && x->bytes == y->bytes &&
-               same_str(x->source, y->source) && same_str(x->workflow, y->workflow) &&
-               same_str(x->user, y->user) && same_str(x->program, y->program) &&
-               same_str(x->host, y->host) && same_str(x->kube.ns, y->kube.ns) &&
-               same_str(x->kube.pod, y->kube.pod) && same_str(x->kube.container, y->kube.container);
+               x->owner == y->owner && same_str(x->source, y->source) &&
+               same_str(x->workflow, y->workflow) && same_str(x->user, y->user) &&
+               same_str(x->program, y->program) && same_str(x->host, y->host) &&
+               same_str(x->kube.ns, y->kube.ns) && same_str(x->kube.pod, y->kube.pod) &&
+               same_str(x->kube.container, y->kube.container);
     }
     for (size_t i = 0; same && i < r.n_deps; i++) {
         const struct recon_dep *x = &r.deps[i], *y = &a->deps[i];
@@ -459,6 +501,12 @@ static void check_any_order(struct scn *s, const struct recon_input *in0)
         if (recon_run(s->cfg, &in, &r, err, sizeof err))
             scn_fail(s, "recon_run (%s, %d threads): %s",
                      runs[k].reversed ? "reversed" : "in order", runs[k].threads, err);
+        if (!owners_numbered(&r))
+            scn_fail(s,
+                     "window %lld: the rollup's owner numbers (%s, %d threads) do not name "
+                     "its owners",
+                     (long long)s->window, runs[k].reversed ? "reversed" : "in order",
+                     runs[k].threads);
         if (!same_result(&s->res, &r))
             scn_fail(s, "window %lld: flows %s on %d threads differ from in order on 1",
                      (long long)s->window,
