@@ -109,22 +109,22 @@ CREATE FUNCTION wl_attribution_view_write() RETURNS trigger LANGUAGE plpgsql AS 
 DECLARE
     n integer;
     i integer;
+    k integer;
 BEGIN
     IF TG_OP IN ('UPDATE', 'DELETE') THEN
         SELECT o.id INTO n FROM owners o
          WHERE (o.source, o.workflow, o.user_name, o.program, o.host, o.namespace, o.pod,
                 o.container_name) = (OLD.source, OLD.workflow, OLD.user_name, OLD.program,
                 OLD.host, OLD.namespace, OLD.pod, OLD.container_name);
-        SELECT s.i INTO i FROM attribution_packed p, generate_subscripts(p.owner_ids, 1) s(i)
+        SELECT s.i, cardinality(p.owner_ids) INTO i, k
+          FROM attribution_packed p, generate_subscripts(p.owner_ids, 1) s(i)
          WHERE (p.window_start, p.src_site, p.dst_site) = (OLD.window_start, OLD.src_site,
                 OLD.dst_site) AND p.owner_ids[s.i] = n AND p.bytes[s.i] = OLD.bytes
          ORDER BY s.i LIMIT 1;
         IF i IS NULL THEN
             RETURN NULL; -- gone already (a concurrent writer)
         END IF;
-        IF (SELECT cardinality(p.owner_ids) FROM attribution_packed p
-             WHERE (p.window_start, p.src_site, p.dst_site) = (OLD.window_start, OLD.src_site,
-                    OLD.dst_site)) = 1 THEN
+        IF k = 1 THEN
             DELETE FROM attribution_packed p
              WHERE (p.window_start, p.src_site, p.dst_site) = (OLD.window_start, OLD.src_site,
                     OLD.dst_site);
