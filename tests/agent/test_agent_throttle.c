@@ -92,40 +92,56 @@ static double iperf(const char *wf, int port, int streams, const char *udp_rate)
     snprintf(tx, sizeof(tx), "%s/tx-%d.txt", g_dir, g_run);
     /* -R: the sender's own wire count (resends included), sampled on B's veth for 3 s while the
      * transfer runs (after the omitted warm-up), independent of iperf3 and of the agent */
-    int rc = th_sh("ip netns exec %s env WANLEDGER_WORKFLOW=%s iperf3 -c %s -p %d -t 4 -O %d -P %d "
-                   "%s %s -J > '%s' 2>&1 & p=$!; "
-                   "if [ %d = 1 ]; then c=/sys/class/net/%s-v/statistics/tx_bytes; sleep %d.5; "
-                   "a=$(ip netns exec %s cat $c); ta=$(date +%%s%%N); sleep 3; "
-                   "ip netns exec %s ss -tin dst %s > '%s.ss'; b=$(ip netns exec %s cat $c); "
-                   "tb=$(date +%%s%%N); echo $a $ta $b $tb > '%s'; "
-                   "fi; wait $p",
-                   NS_A, wf, IP_B, port, g_omit, streams, udp, g_reverse ? "-R" : "", out,
-                   g_reverse, NS_B, g_omit, NS_B, NS_A, IP_B, tx, NS_B, tx);
-    if (g_reverse) {
-        FILE *t = fopen(tx, "r");
-        assert_non_null(t);
-        double a, ta, b, tb;
-        assert_int_equal(fscanf(t, "%lf %lf %lf %lf", &a, &ta, &b, &tb), 4);
-        fclose(t);
-        assert_true(tb > ta && b >= a);
-        g_sender_bps = (b - a) * 8 / ((tb - ta) / 1e9);
-        char ss[720];
-        snprintf(ss, sizeof(ss), "%s.ss", tx);
-        g_rcv_ssthresh = busiest_rcv_ssthresh(ss);
-        fprintf(stderr, "# sender (B's veth tx) %.1f Mbit/s; receiver's rcv_ssthresh %ld bytes\n",
-                g_sender_bps / 1e6, g_rcv_ssthresh);
-    }
-    FILE *f = fopen(out, "r");
-    assert_non_null(f);
+    /* iperf3 3.12 answers a client that comes while the server still ends the previous test
+     * (the -P 8 run's streams) with {"error": "the server is busy running a test. try again
+     * later"} in its JSON and exit status 0: that attempt is made again, after a pause, up to 10
+     * times; any other error fails the test with iperf3's own words */
     static char buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    if (rc != 0)
-        fprintf(stderr, "iperf3 failed: %s\n", buf);
-    assert_int_equal(rc, 0);
-    cJSON *j = cJSON_Parse(buf);
-    assert_non_null(j);
+    cJSON *j = NULL;
+    for (int attempt = 0;; attempt++) {
+        int rc =
+            th_sh("ip netns exec %s env WANLEDGER_WORKFLOW=%s iperf3 -c %s -p %d -t 4 -O %d -P %d "
+                  "%s %s -J > '%s' 2>&1 & p=$!; "
+                  "if [ %d = 1 ]; then c=/sys/class/net/%s-v/statistics/tx_bytes; sleep %d.5; "
+                  "a=$(ip netns exec %s cat $c); ta=$(date +%%s%%N); sleep 3; "
+                  "ip netns exec %s ss -tin dst %s > '%s.ss'; b=$(ip netns exec %s cat $c); "
+                  "tb=$(date +%%s%%N); echo $a $ta $b $tb > '%s'; "
+                  "fi; wait $p",
+                  NS_A, wf, IP_B, port, g_omit, streams, udp, g_reverse ? "-R" : "", out, g_reverse,
+                  NS_B, g_omit, NS_B, NS_A, IP_B, tx, NS_B, tx);
+        if (g_reverse) {
+            FILE *t = fopen(tx, "r");
+            assert_non_null(t);
+            double a, ta, b, tb;
+            assert_int_equal(fscanf(t, "%lf %lf %lf %lf", &a, &ta, &b, &tb), 4);
+            fclose(t);
+            assert_true(tb > ta && b >= a);
+            g_sender_bps = (b - a) * 8 / ((tb - ta) / 1e9);
+            char ss[720];
+            snprintf(ss, sizeof(ss), "%s.ss", tx);
+            g_rcv_ssthresh = busiest_rcv_ssthresh(ss);
+            fprintf(stderr,
+                    "# sender (B's veth tx) %.1f Mbit/s; receiver's rcv_ssthresh %ld bytes\n",
+                    g_sender_bps / 1e6, g_rcv_ssthresh);
+        }
+        FILE *f = fopen(out, "r");
+        assert_non_null(f);
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        if (rc != 0)
+            fprintf(stderr, "iperf3 failed: %s\n", buf);
+        assert_int_equal(rc, 0);
+        j = cJSON_Parse(buf);
+        assert_non_null(j);
+        const char *err = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "error"));
+        if (!err)
+            break;
+        fprintf(stderr, "# iperf3 (attempt %d): %s\n", attempt + 1, err);
+        assert_true(strstr(err, "busy") != NULL && attempt < 9);
+        cJSON_Delete(j);
+        usleep(500000);
+    }
     const cJSON *end = cJSON_GetObjectItemCaseSensitive(j, "end");
     double bps;
     if (udp_rate) {
