@@ -111,13 +111,12 @@ int flow_row_list(char *out, size_t len, enum flow_list what, uint64_t mask, con
     return (int)at;
 }
 
-bool flow_row_unescape(char *s)
+size_t flow_row_unescape_n(char *s, size_t n)
 {
-    if (s[0] == '\\' && s[1] == 'N' && s[2] == 0)
-        return false;
     char *w = s;
-    for (const char *p = s; *p; p++) {
-        if (*p != '\\' || !p[1]) {
+    const char *end = s + n;
+    for (const char *p = s; p < end; p++) {
+        if (*p != '\\' || p + 1 == end) {
             *w++ = *p;
             continue;
         }
@@ -145,6 +144,13 @@ bool flow_row_unescape(char *s)
             *w++ = *p; /* \\ \' and anything else: the character itself */
         }
     }
-    *w = 0;
+    return (size_t)(w - s);
+}
+
+bool flow_row_unescape(char *s)
+{
+    if (s[0] == '\\' && s[1] == 'N' && s[2] == 0)
+        return false;
+    s[flow_row_unescape_n(s, strlen(s))] = 0;
     return true;
 }

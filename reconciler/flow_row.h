@@ -128,5 +128,8 @@ int flow_row_list(char *out, size_t len, enum flow_list what, uint64_t mask, con
 /* Unescapes one TabSeparated/COPY text field in place (\\, \t, \n, \r, \b, \f, \0, \', \N is
  * not a field but NULL: returns false). s is NUL-terminated; returns true when not NULL. */
 bool flow_row_unescape(char *s);
+/* The same for s[0..n) (not NUL-terminated, never \N): returns the unescaped length, which may
+ * hold a NUL byte from \0. */
+size_t flow_row_unescape_n(char *s, size_t n);
 
 #endif

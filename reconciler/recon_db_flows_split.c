@@ -8,8 +8,9 @@
  * snapshot". So it only exports one — `pg_export_snapshot()` in the statement that counts the
  * window's reported flows, i.e. a snapshot taken after window_state was read, as the one
  * SELECT's was — and two helper connections (BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY;
- * SET TRANSACTION SNAPSHOT) read the rows with (seq # idx) & 1 = 0 and = 1 (every row is in
- * exactly one), each with its ctid. Each helper's statement is the one-COPY load's plus that
+ * SET TRANSACTION SNAPSHOT) read the packed rows (sql/024) with (hashtext(agent_id) # seq) & 1
+ * = 0 and = 1 (every row is in exactly one), each with its ctid (every flow of a row has its
+ * row's). Each helper's statement is the one-COPY load's plus that
  * filter, without parallel workers or synchronized scans (its own transaction's settings), so
  * its rows come in heap order, which is checked; the two halves are merged by ctid into heap
  * order, the order the one statement returns. The reconcile transaction itself runs one more
@@ -76,7 +77,7 @@ static void *helper_run(void *arg)
         rdb_flows_copy(h->conn, h->ws, h->part, &h->out, h->err, sizeof h->err) < 0)
         return NULL;
     for (size_t i = 1; i < h->out.n; i++)
-        if (h->out.tid[i] <= h->out.tid[i - 1]) {
+        if (h->out.tid[i] < h->out.tid[i - 1]) { /* a row's flows share its ctid */
             snprintf(h->err, sizeof h->err, "rows not in heap order (row %zu)", i);
             return NULL;
         }

@@ -170,7 +170,8 @@ extern const char *rdb_load_helper_conninfo; /* tests: the helpers' conninfo (NU
 extern long long rdb_load_splits, rdb_load_split_fallbacks; /* counts, for tests */
 
 /* One COPY of a window's flows (recon_db_flows.c): part -1 all of them; 0 or 1 the rows whose
- * (seq # idx) & 1 is part, each with its ctid as block << 16 | offset in tid[]. */
+ * (hashtext(agent_id) # seq) & 1 is part (flow_packed rows), each flow with its row's ctid as
+ * block << 16 | offset in tid[]. */
 struct rdb_flow_part {
     struct recon_flow *flows;
     uint64_t *tid;

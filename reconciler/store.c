@@ -10,6 +10,7 @@
 #include "chstore_block.h"
 #include "chstore_queue.h"
 #include "db.h"
+#include "flow_pack.h"
 #include "flow_row.h"
 #include "gaps.h"
 #include "nasin.h"
@@ -46,24 +47,6 @@ static const char SQL_REPORT_OUTBOX[] =
     " SELECT $4::timestamptz, $15::int, true, clock_timestamp() FROM r"
     " ON CONFLICT (window_start) DO UPDATE SET dirty = true, last_data_at = clock_timestamp())"
     " SELECT (SELECT count(*) FROM r), (SELECT id FROM o)";
-
-static char copy_flows[1024];
-
-static void build_copy_flows_sql(void)
-{
-    char cols[768];
-    if (flow_row_list(cols, sizeof cols, FRL_NAMES, FLOW_ROW_ALL, NULL, NULL) < 0)
-        abort(); /* a fixed list that fits: only a change to flow_row.c can get here */
-    snprintf(copy_flows, sizeof copy_flows, "COPY flow_records (%s) FROM STDIN", cols);
-}
-
-/* COPY flow_records (the columns of flow_row.h, in their order) FROM STDIN */
-static const char *copy_flows_sql(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, build_copy_flows_sql);
-    return copy_flows;
-}
 
 static const char SQL_MARK_ONE[] = "WITH w AS (SELECT $2::timestamptz AS ws)" MARK_WINDOWS;
 
@@ -222,16 +205,28 @@ static int write_report_outbox(struct store *st, const struct ingest_batch *b, c
     return rc;
 }
 
-/* The day's partition of flow_records (sql/001 wl_ensure_partitions names them) that a report's
- * flows go to: COPY into the partition itself, not through the parent, spares the server the
- * tuple routing set up per COPY (a report is one window, so one day; reconciler/README.md
- * "Round trips and COPY target"). */
+/* The day's partition of flow_packed (sql/024; wl_ensure_partitions names them) that a report's
+ * flows go to, as binary COPY of packed rows (flow_pack.h): COPY into the partition itself, not
+ * through the parent, spares the server the tuple routing set up per COPY (a report is one
+ * window, so one day; reconciler/README.md "Round trips and COPY target"). */
 void store_copy_target_sql(int64_t window_start_us, char *out, size_t len)
 {
     char table[64];
-    db_partition_name("flow_records", window_start_us, table, sizeof table);
-    const char *all = copy_flows_sql(); /* "COPY flow_records (" ... */
-    snprintf(out, len, "COPY %s%s", table, all + strlen("COPY flow_records"));
+    db_partition_name("flow_packed", window_start_us, table, sizeof table);
+    flow_pack_copy_sql(table, out, len);
+}
+
+int store_pack_flows(struct flow_pack *p, const struct ingest_batch *b, bool header, bool trailer,
+                     char *err, size_t errlen)
+{
+    char m[300] = "packing flow records: out of memory";
+    if ((header && flow_pack_header(p) < 0) ||
+        flow_pack_rows(p, b->copy, b->copy_len, m, sizeof m) < 0 ||
+        (trailer && flow_pack_trailer(p) < 0)) {
+        store_set_err(err, errlen, "flow_records", m);
+        return -1;
+    }
+    return 0;
 }
 
 /* A report in one transaction of four round trips, PostgreSQL only: {BEGIN, its flow_reports
@@ -269,7 +264,12 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
         if (fresh && b->n_rows) {
             char sql[1200];
             store_copy_target_sql(b->window_start_us, sql, sizeof sql);
-            if (pgc_copy_in(st->db, "flow_records", sql, b->copy, b->copy_len, err, errlen) < 0)
+            struct flow_pack pk = {0};
+            int rc = store_pack_flows(&pk, b, true, true, err, errlen);
+            if (rc == 0)
+                rc = pgc_copy_in(st->db, "flow_records", sql, pk.buf, pk.len, err, errlen);
+            flow_pack_free(&pk);
+            if (rc < 0)
                 return -1;
         }
     }

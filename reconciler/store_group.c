@@ -12,6 +12,7 @@
 #include "log.h"
 #include "nasin.h"
 #include "pgc.h"
+#include "flow_pack.h"
 #include "store_internal.h"
 #include "timeutil.h"
 
@@ -111,19 +112,29 @@ static int copy_day(PGconn *db, const struct member *mem, size_t m, int64_t day,
         return -1;
     }
     PQclear(r);
+    /* the members' packed rows (flow_pack.h) in one binary COPY stream */
+    struct flow_pack pk = {0};
+    bool first = true;
     int rc = 0;
     for (size_t i = 0; i < m && rc == 0; i++) {
         const struct ingest_batch *b = mem[i].b;
         if (!mem[i].fresh || !b->n_rows || day_of(b->window_start_us) != day)
             continue;
-        for (size_t off = 0; off < b->copy_len && rc == 0; off += chunk) {
-            size_t n = b->copy_len - off < chunk ? b->copy_len - off : chunk;
-            if (PQputCopyData(db, b->copy + off, (int)n) != 1) {
-                store_set_err(err, errlen, "flow_records", PQerrorMessage(db));
-                rc = -1;
-            }
+        rc = store_pack_flows(&pk, b, first, false, err, errlen);
+        first = false;
+    }
+    if (rc == 0 && !first && flow_pack_trailer(&pk) < 0) {
+        store_set_err(err, errlen, "flow_records", "packing flow records: out of memory");
+        rc = -1;
+    }
+    for (size_t off = 0; off < pk.len && rc == 0; off += chunk) {
+        size_t n = pk.len - off < chunk ? pk.len - off : chunk;
+        if (PQputCopyData(db, pk.buf + off, (int)n) != 1) {
+            store_set_err(err, errlen, "flow_records", PQerrorMessage(db));
+            rc = -1;
         }
     }
+    flow_pack_free(&pk);
     if (PQputCopyEnd(db, rc == 0 ? NULL : "aborted by the client") != 1 && rc == 0) {
         store_set_err(err, errlen, "flow_records", PQerrorMessage(db));
         rc = -1;

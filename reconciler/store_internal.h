@@ -32,8 +32,15 @@ extern const char STORE_SQL_REPORT[];
 
 /* "WHAT: msg" without the server's trailing newline. */
 void store_set_err(char *err, size_t errlen, const char *what, const char *msg);
-/* "COPY flow_records_YYYYMMDD (the flow_row.h columns) FROM STDIN" for the day of the window. */
+/* "COPY flow_packed_pYYYYMMDD (the flow_packed columns) FROM STDIN (FORMAT binary)" for the day
+ * of the window. */
 void store_copy_target_sql(int64_t window_start_us, char *out, size_t len);
+struct flow_pack;
+struct ingest_batch;
+/* Appends b's flows to p as packed rows (flow_pack.h), after the binary COPY header when header
+ * and before the trailer when trailer. 0, or -1 with err ("flow_records: flow record 3: …"). */
+int store_pack_flows(struct flow_pack *p, const struct ingest_batch *b, bool header, bool trailer,
+                     char *err, size_t errlen);
 /* Makes sure the day partitions of days[0..n) (sorted, distinct; days since the epoch) exist,
  * in their own transactions (a rollback of the caller's must not undo them). 0 or -1 with err. */
 int store_ensure_days(struct store *st, const int64_t *days, size_t n, char *err, size_t errlen);
