@@ -193,31 +193,6 @@ int main(int argc, char **argv)
     snprintf(g_cfg, sizeof(g_cfg), "%s/config.json", g_dir);
     g_port = th_free_port();
     write_config(conninfo);
-    const char *variant = getenv("WL_BENCH_FLOW_INDEXES");
-    if (variant) {
-        /* experiment: what the indexes of flow_records cost the ingest.
-         * "none": no primary key, no window index (part 2 then scans whole partitions);
-         * "nopk": no primary key; "brin": no primary key, a BRIN index on window_start */
-        const char *sql = strcmp(variant, "none") == 0
-                              ? "ALTER TABLE flow_records DROP CONSTRAINT flow_records_pkey;"
-                                " DROP INDEX IF EXISTS flow_records_window"
-                          : strcmp(variant, "nopk") == 0
-                              ? "ALTER TABLE flow_records DROP CONSTRAINT flow_records_pkey"
-                          : strcmp(variant, "brin") == 0
-                              ? "ALTER TABLE flow_records DROP CONSTRAINT flow_records_pkey;"
-                                " DROP INDEX IF EXISTS flow_records_window;"
-                                " CREATE INDEX flow_records_window ON flow_records USING brin"
-                                " (window_start)"
-                              : NULL;
-        if (!sql)
-            die("WL_BENCH_FLOW_INDEXES: none, nopk or brin");
-        char e2[512];
-        PGconn *d = db_connect_str(conninfo, e2, sizeof(e2));
-        if (!d || pgc_exec(d, sql, e2, sizeof(e2)) < 0)
-            die("changing the flow_records indexes: %s", e2);
-        PQfinish(d);
-        printf("EXPERIMENT (WL_BENCH_FLOW_INDEXES=%s): %s\n", variant, sql);
-    }
     char logp[300];
     snprintf(logp, sizeof(logp), "%s/reconcile.log", g_dir);
     char *sargv[] = {(char *)th_bin("wanledger"), "--config", g_cfg, "reconcile", NULL};

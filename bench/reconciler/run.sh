@@ -8,5 +8,4 @@ cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DWL_SANITIZE=OFF >/dev/n
 nice cmake --build "$BUILD" -j2 --target wanledger bench_reconciler >/dev/null
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-# WL_BENCH_FLOW_INDEXES=none|nopk|brin changes flow_records' indexes first (ingest cost experiment)
 WL_BUILD_DIR="$BUILD" "$BUILD/bench/reconciler/bench_reconciler" "${1:-10}"
