@@ -162,7 +162,7 @@ int db_partitions_stale(PGconn *db, int64_t from_us, int64_t to_us)
     PGresult *r = PQexecParams(
         db,
         "SELECT count(*) FROM generate_series($1::date, $2::date, interval '1 day') AS d,"
-        " unnest(ARRAY['counter_samples', 'flow_reports', 'flow_records', 'transfers']) AS t"
+        " unnest(ARRAY['counter_samples', 'flow_reports', 'flow_packed', 'transfers']) AS t"
         " WHERE to_regclass(t || '_p' || to_char(d, 'YYYYMMDD')) IS NULL",
         2, NULL, params, NULL, NULL, 0);
     int missing =

@@ -11,8 +11,8 @@
  4. clickhouse-client inserting the rows of step 2 (exported from ClickHouse as TabSeparated)
     into an identical table;
  5. psql \copy of step 1's rows (exported with COPY ... TO STDOUT) into a table LIKE
-    flow_records INCLUDING ALL (same indexes), one COPY: the tool a user would otherwise load
-    PostgreSQL with.
+    flow_records INCLUDING ALL with the old table's NOT NULLs and BRIN index, one COPY: the tool
+    a user would otherwise load PostgreSQL with.
 Reports are posted over --conns keep-alive connections (default 2), open loop within each (the next as soon as
 the previous is acknowledged)."""
 import argparse, base64, http.client, os, resource, signal, subprocess, sys, time
@@ -189,7 +189,12 @@ pg_only = o.conninfo.replace("dbname=wanledger", "dbname=wl_pgonly")
 copy_file = os.path.join(o.dir, "rows.copy")
 subprocess.run(["psql", pg_only, "-qc", "\\copy (SELECT * FROM flow_records) TO '%s'" % copy_file],
                check=True)
-psql("CREATE TABLE copy_rows (LIKE flow_records INCLUDING ALL)", pg_only)
+# flow_records is a view since sql/024: the old table's NOT NULLs and BRIN index added to the copy
+psql("CREATE TABLE copy_rows (LIKE flow_records INCLUDING ALL); ALTER TABLE copy_rows " +
+     ", ".join("ALTER COLUMN %s SET NOT NULL" % c for c in (
+         "window_start", "agent_id", "seq", "idx", "host", "source", "tx_bytes", "rx_bytes",
+         "nfs_bytes", "nfs_ops", "namespace", "pod", "container_name")) +
+     "; CREATE INDEX ON copy_rows USING brin (window_start)", pg_only)
 t1 = time.monotonic()
 subprocess.run(["psql", pg_only, "-qc", "\\copy copy_rows FROM '%s'" % copy_file], check=True)
 t_copy = time.monotonic() - t1

@@ -220,7 +220,7 @@ static void reset_db(void)
 {
     /* DELETE, not TRUNCATE: a few rows, and TRUNCATE locks and rewrites every partition */
     static const char *const t[] = {
-        "counter_samples",    "flow_reports", "flow_records",      "transfers",  "heatmap_cells",
+        "counter_samples",    "flow_reports", "flow_packed",       "transfers",  "heatmap_cells",
         "attribution_rollup", "link_windows", "dependency_rollup", "gap_alerts", "window_state"};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         exec("DELETE FROM %s", t[i]);

@@ -597,7 +597,7 @@ static void writer_changes_only(void)
         all += tx[w];
     assert_int_equal(num(sql), all);
     /* the late flow withdrawn: its owner row goes from the window and from the hour */
-    exec("DELETE FROM flow_records WHERE agent_id = 'agent-nyc-2'; DELETE FROM flow_reports "
+    exec("DELETE FROM flow_packed WHERE agent_id = 'agent-nyc-2'; DELETE FROM flow_reports "
          "WHERE agent_id = 'agent-nyc-2'");
     reconcile_w(3, &st);
     /* the cell twice, the pair's owner row twice, the dependency row */

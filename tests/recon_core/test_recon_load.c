@@ -361,7 +361,7 @@ static int setup(void **state)
     exec("SET max_parallel_workers_per_gather = 0");
     exec(fill_sql);
     exec(dup_sql);
-    exec("ANALYZE flow_records");
+    exec("ANALYZE flow_packed");
     return 0;
 }
 

@@ -2,7 +2,8 @@
  * (checked through information_schema against DESIGN.md, written out here by hand), extra columns
  * all have defaults, migrate is idempotent and safe from two processes at once, partitions are
  * made ahead and pruned whole, an upgrade to sql/020 keeps the hourly owner rows it finds, an
- * upgrade to sql/021 keeps every row and every reader's answer and index. */
+ * upgrade to sql/021 keeps every row and every reader's answer and index, an upgrade to sql/024
+ * moves every flow record into flow_packed and reads it back the same through the view. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -129,7 +130,7 @@ static void test_contract_columns(void **state)
     assert_string_equal(PQgetvalue(r, 0, 0), "1");
     PQclear(r);
     r = q(db, "SELECT count(*) FROM pg_class WHERE relkind = 'p' AND relname IN "
-              "('counter_samples', 'flow_reports', 'flow_records', 'transfers')");
+              "('counter_samples', 'flow_reports', 'flow_packed', 'transfers')");
     assert_string_equal(PQgetvalue(r, 0, 0), "4");
     PQclear(r);
     r = q(db, "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('sites', "
@@ -531,6 +532,158 @@ static void test_upgrade_write_phase(void **state)
     db_drop(db, "wl_upgrade_021");
 }
 
+/* 023's flow records: two days' partitions; a report with an idx gap (two runs), IPv4 and IPv6
+ * addresses (one with a prefix length), NULLs and '' in the names, a NULL proto and role; an NFS
+ * report (no socket columns, counts 0 but its own); a 250-flow report (cut into rows of 100); a
+ * flow with every optional column NULL. */
+#define UPGRADE_024_FLOWS                                                                          \
+    "INSERT INTO flow_records (window_start, agent_id, seq, idx, host, source, proto, "            \
+    "local_addr, local_port, remote_addr, remote_port, role, tx_bytes, rx_bytes, pid, uid, "       \
+    "user_name, program, workflow, container, namespace, pod, container_name) VALUES "             \
+    "('2026-11-29T10:00:00Z', 'a1', 1, 0, 'h1', 'socket', 'tcp', '10.1.0.3', 40000, "              \
+    "'10.2.0.2', 5201, 'client', 1000, 20, 4242, 1000, 'alice', 'iperf3', 'wf-1', 'c0ffee', "      \
+    "'ns-a', 'pod-a', 'main'), "                                                                   \
+    "('2026-11-29T10:00:00Z', 'a1', 1, 1, 'h1', 'socket', NULL, 'fd00:1::5', 40001, "              \
+    "'fd00:2::7', 443, NULL, 0, 7, NULL, NULL, '', 'prøg', NULL, NULL, '', '', ''), "             \
+    "('2026-11-29T10:00:00Z', 'a1', 1, 2, 'h1', 'socket', 'udp', '10.2.0.9', 53, "                 \
+    "'10.1.0.0/16', 53, 'server', 3, 0, 1, 0, NULL, '', 'wf-1', '', 'ns-a', '', ''), "             \
+    "('2026-11-29T10:00:00Z', 'a1', 1, 5, 'h1', 'socket', 'tcp', '10.1.0.3', 40005, "              \
+    "'10.2.0.2', 22, 'unknown', 9223372036854775807, 1, 2147483647, -1, 'bob', 'ssh', "            \
+    "'wf-2', NULL, '', 'pod-b', ''), "                                                             \
+    "('2026-11-29T10:00:00Z', 'a1', 1, 6, 'h1', 'socket', 'tcp', NULL, NULL, NULL, NULL, "         \
+    "'client', 5, 5, NULL, NULL, NULL, NULL, NULL, NULL, '', '', 'side')"
+
+#define UPGRADE_024_NFS                                                                            \
+    "INSERT INTO flow_records (window_start, agent_id, seq, idx, host, source, nfs_server, "       \
+    "nfs_port, nfs_export, nfs_op, nfs_bytes, nfs_ops, user_name, program) VALUES "                \
+    "('2026-11-29T10:01:00Z', 'a1', 2, 0, 'h1', 'nfs', 'fd00:2::9', 2049, '/export/a', "           \
+    "'read', 65536, 16, 'alice', 'cp'), "                                                          \
+    "('2026-11-29T10:01:00Z', 'a1', 2, 1, 'h1', 'nfs', '10.2.0.5', NULL, NULL, 'write', 0, 1, "    \
+    "NULL, 'cp')"
+
+#define UPGRADE_024_BULK                                                                           \
+    "INSERT INTO flow_records (window_start, agent_id, seq, idx, host, source, proto, "            \
+    "local_addr, local_port, remote_addr, remote_port, role, tx_bytes, rx_bytes, user_name, "      \
+    "program, namespace) SELECT '2026-11-28T23:59:00Z', 'b2', 7, i, 'h2', 'socket', 'tcp', "       \
+    "('10.1.1.' || i % 256)::inet, 30000 + i, '10.2.0.2', 443, 'client', i * 10, i % 3, "          \
+    "CASE WHEN i % 2 = 0 THEN 'u' || i END, 'p', CASE WHEN i % 50 = 0 THEN 'ns' || i ELSE '' END " \
+    "FROM generate_series(0, 249) i; "                                                             \
+    "INSERT INTO flow_records (window_start, agent_id, seq, idx, host, source) VALUES "            \
+    "('2026-11-28T23:59:00Z', 'b2', 8, 0, 'h2', 'socket')"
+
+/* Each flow_records row as its text (NULL and '' apart), every row of table t not in the view
+ * and every row of the view not in t. */
+#define UPGRADE_024_DIFF(t)                                                                        \
+    "SELECT (SELECT count(*) FROM (SELECT s::text FROM " t " s EXCEPT ALL SELECT f::text FROM "    \
+    "flow_records f) d) + (SELECT count(*) FROM (SELECT f::text FROM flow_records f EXCEPT ALL "   \
+    "SELECT s::text FROM " t " s) d)"
+
+/* An upgrade to sql/024 with flow records in place: every row, column for column, reads back
+ * the same through the view; the runs packed as they should be (gap, cut at 100, NULL arrays
+ * for all-NULL and all-default columns); partitions of the same days, lz4 on every array column
+ * (and on a partition made after); the view's quals pushed down to one partition's scan; the
+ * agent's sites the same; INSERT through the view with defaults and RETURNING, DELETE refused. */
+static void test_upgrade_packed_flows(void **state)
+{
+    (void)state;
+    char err[512], sites_before[64], sites_after[64], buf[256];
+    unsigned i;
+    PGconn *db = db_before("wl_upgrade_024", 24, "024_packed_flows.sql", &i);
+    PQclear(q(db, "SELECT wl_ensure_partitions('2026-11-28', '2026-11-30')"));
+    PQclear(q(db, "INSERT INTO sites VALUES ('nyc', '{10.1.0.0/16,fd00:1::/48}'), "
+                  "('chi', '{10.2.0.0/16}')"));
+    PQclear(q(db, UPGRADE_024_FLOWS));
+    PQclear(q(db, UPGRADE_024_NFS));
+    PQclear(q(db, UPGRADE_024_BULK));
+    PQclear(q(db, "CREATE TABLE seed AS SELECT * FROM flow_records"));
+    assert_int_equal(num(db, "SELECT count(*) FROM seed"), 5 + 2 + 250 + 1);
+    str(db, "SELECT wl_agent_sites('a1', '{1,2}')::text", sites_before, sizeof(sites_before));
+    assert_string_equal(sites_before, "{chi,nyc}");
+    int applied = 0;
+    if (db_migrate(db, &applied, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(applied, (int)(db_n_migrations - i));
+    /* every value back */
+    assert_int_equal(num(db, "SELECT count(*) FROM flow_records"), 5 + 2 + 250 + 1);
+    assert_int_equal(num(db, UPGRADE_024_DIFF("seed")), 0);
+    assert_string_equal(str(db,
+                            "SELECT string_agg(agent_id || seq || '@' || idx0 || ':' || "
+                            "cardinality(host), ',' ORDER BY agent_id, seq, idx0) FROM "
+                            "flow_packed",
+                            buf, sizeof(buf)),
+                        "a11@0:3,a11@5:2,a12@0:2,b27@0:100,b27@100:100,b27@200:50,b28@0:1");
+    /* NULL arrays: every element NULL (NFS rows' socket columns) or the default (their tx_bytes,
+     * every Kubernetes name of the single flow) */
+    assert_int_equal(num(db, "SELECT count(*) FROM flow_packed WHERE agent_id = 'a1' AND seq = 2 "
+                             "AND local_addr IS NULL AND tx_bytes IS NULL AND rx_bytes IS NULL "
+                             "AND namespace IS NULL AND nfs_server IS NOT NULL AND nfs_bytes IS "
+                             "NOT NULL"),
+                     1);
+    assert_int_equal(num(db, "SELECT count(*) FROM flow_packed WHERE seq = 8 AND proto IS NULL "
+                             "AND tx_bytes IS NULL AND namespace IS NULL AND pod IS NULL"),
+                     1);
+    /* the old table and its partitions gone; the new ones of the same days, compressed */
+    assert_string_equal(
+        str(db, "SELECT relkind FROM pg_class WHERE relname = 'flow_records'", buf, sizeof(buf)),
+        "v");
+    assert_int_equal(num(db, "SELECT count(*) FROM pg_class WHERE relname LIKE 'flow_records_p%'"),
+                     0);
+    assert_int_equal(num(db, "SELECT count(*) FROM pg_inherits i JOIN pg_class c ON c.oid = "
+                             "i.inhrelid WHERE i.inhparent = 'flow_packed'::regclass AND "
+                             "c.relname IN ('flow_packed_p20261128', 'flow_packed_p20261129', "
+                             "'flow_packed_p20261130')"),
+                     3);
+    PQclear(q(db, "SELECT wl_ensure_partitions('2026-12-05', '2026-12-05')"));
+    assert_int_equal(num(db, "SELECT count(*) FROM pg_attribute WHERE attrelid IN "
+                             "('flow_packed'::regclass, 'flow_packed_p20261129'::regclass, "
+                             "'flow_packed_p20261205'::regclass) AND attnum > 0 AND "
+                             "attcompression = 'l' AND atttypid IN ('text[]'::regtype, "
+                             "'inet[]'::regtype, 'int[]'::regtype, 'bigint[]'::regtype)"),
+                     3 * 25);
+    /* a report's flows: the quals on flow_packed's scan, of one partition */
+    PGresult *r = q(db, "EXPLAIN (COSTS OFF) SELECT * FROM flow_records WHERE window_start = "
+                        "'2026-11-29T10:00:00Z' AND agent_id = 'a1' AND seq = 1");
+    int scans = 0, pushed = 0;
+    for (int k = 0; k < PQntuples(r); k++) {
+        const char *l = PQgetvalue(r, k, 0);
+        if (strstr(l, " on flow_packed_p"))
+            scans++;
+        if (strstr(l, " on flow_packed_p20261129") && k + 1 < PQntuples(r) &&
+            strstr(PQgetvalue(r, k + 1, 0), "agent_id = 'a1'"))
+            pushed++;
+    }
+    PQclear(r);
+    assert_int_equal(scans, 1);
+    assert_int_equal(pushed, 1);
+    str(db, "SELECT wl_agent_sites('a1', '{1,2}')::text", sites_after, sizeof(sites_after));
+    assert_string_equal(sites_after, sites_before);
+    /* written through the view: the old defaults, RETURNING, NOT NULLs; no DELETE */
+    assert_string_equal(str(db,
+                            "INSERT INTO flow_records (window_start, agent_id, seq, idx, host, "
+                            "source, rx_bytes, pod) VALUES ('2026-11-29T10:02:00Z', 'c3', 1, 4, "
+                            "'h3', 'socket', NULL, 'p') RETURNING concat_ws(',', idx, tx_bytes, "
+                            "rx_bytes, nfs_ops, '[' || namespace || ']', pod)",
+                            buf, sizeof(buf)),
+                        "4,0,0,0,[],p");
+    assert_string_equal(str(db,
+                            "SELECT concat_ws(',', idx, tx_bytes, rx_bytes, nfs_ops, '[' || "
+                            "namespace || ']', pod) FROM flow_records WHERE agent_id = 'c3'",
+                            buf, sizeof(buf)),
+                        "4,0,0,0,[],p");
+    PGresult *bad = PQexec(db, "INSERT INTO flow_records (window_start, agent_id, seq, idx, "
+                               "source) VALUES ('2026-11-29T10:02:00Z', 'c3', 1, 5, 'socket')");
+    assert_int_equal(PQresultStatus(bad), PGRES_FATAL_ERROR);
+    assert_non_null(strstr(PQresultErrorMessage(bad), "null value in column \"host\""));
+    PQclear(bad);
+    bad = PQexec(db, "DELETE FROM flow_records WHERE agent_id = 'c3'");
+    assert_int_equal(PQresultStatus(bad), PGRES_FATAL_ERROR);
+    assert_non_null(strstr(PQresultErrorMessage(bad), "cannot delete from view"));
+    PQclear(bad);
+    PQclear(q(db, "DELETE FROM flow_packed WHERE agent_id = 'c3'"));
+    assert_int_equal(num(db, UPGRADE_024_DIFF("seed")), 0);
+    db_drop(db, "wl_upgrade_024");
+}
+
 int main(void)
 {
     g_conn = th_pg_default();
@@ -541,6 +694,7 @@ int main(void)
         cmocka_unit_test(test_migrate_command),
         cmocka_unit_test(test_upgrade_owner_hours),
         cmocka_unit_test(test_upgrade_write_phase),
+        cmocka_unit_test(test_upgrade_packed_flows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
