@@ -152,7 +152,7 @@ static void test_group_with_resend_inside(void **state)
     /* one transaction: every row of the group carries the same xmin */
     assert_int_equal(num("SELECT count(DISTINCT x) FROM (SELECT xmin::text AS x FROM flow_reports"
                          " WHERE agent_id IN ('ga','gb','gc') UNION SELECT xmin::text FROM"
-                         " flow_records WHERE agent_id IN ('ga','gb','gc')) s"),
+                         " flow_packed WHERE agent_id IN ('ga','gb','gc')) s"),
                      1);
     /* the three windows marked for reconciliation */
     assert_int_equal(num("SELECT count(*) FROM window_state WHERE dirty AND window_start IN"
