@@ -16,10 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "recon_db_internal.h" /* struct rdb_sbuf, the binary COPY writer */
+
 struct flow_pack {
-    char *buf; /* malloc'd */
-    size_t len, cap;
-    size_t rows; /* packed rows appended */
+    struct rdb_sbuf out; /* the binary COPY data (out.p, out.n) */
+    size_t rows;         /* packed rows appended */
 };
 
 /* "COPY table (window_start, agent_id, seq, idx0, host, …) FROM STDIN (FORMAT binary)" */

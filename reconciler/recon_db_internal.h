@@ -57,6 +57,9 @@ void rdb_sb_bin_text(struct rdb_sbuf *b, const char *s);
  * (elem: the element type's OID: 20 int8, 23 int4, 25 text; bytes: the elements' total size with
  * their 4-byte length words); the caller adds the elements. */
 void rdb_sb_array_head(struct rdb_sbuf *b, size_t n, size_t bytes, uint32_t elem);
+/* The same for an array whose elements may be NULL (an element's length word -1). */
+void rdb_sb_array_head_nulls(struct rdb_sbuf *b, size_t n, size_t bytes, uint32_t elem,
+                             bool has_null);
 /* A COPY text-format field (then a tab or newline is added by the caller). */
 void rdb_sb_copy_text(struct rdb_sbuf *b, const char *s);
 /* An element of a text[] array literal: "…" with \ and " escaped. */

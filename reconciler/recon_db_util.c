@@ -131,9 +131,15 @@ void rdb_sb_bin_text(struct rdb_sbuf *b, const char *s)
 
 void rdb_sb_array_head(struct rdb_sbuf *b, size_t n, size_t bytes, uint32_t elem)
 {
+    rdb_sb_array_head_nulls(b, n, bytes, elem, false);
+}
+
+void rdb_sb_array_head_nulls(struct rdb_sbuf *b, size_t n, size_t bytes, uint32_t elem,
+                             bool has_null)
+{
     rdb_sb_be(b, 20 + bytes, 4);
     rdb_sb_be(b, 1, 4); /* dimensions */
-    rdb_sb_be(b, 0, 4); /* no NULLs */
+    rdb_sb_be(b, has_null, 4);
     rdb_sb_be(b, elem, 4);
     rdb_sb_be(b, n, 4); /* length */
     rdb_sb_be(b, 1, 4); /* lower bound */

@@ -267,7 +267,7 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
             struct flow_pack pk = {0};
             int rc = store_pack_flows(&pk, b, true, true, err, errlen);
             if (rc == 0)
-                rc = pgc_copy_in(st->db, "flow_records", sql, pk.buf, pk.len, err, errlen);
+                rc = pgc_copy_in(st->db, "flow_records", sql, pk.out.p, pk.out.n, err, errlen);
             flow_pack_free(&pk);
             if (rc < 0)
                 return -1;

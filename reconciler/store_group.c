@@ -127,9 +127,9 @@ static int copy_day(PGconn *db, const struct member *mem, size_t m, int64_t day,
         store_set_err(err, errlen, "flow_records", "packing flow records: out of memory");
         rc = -1;
     }
-    for (size_t off = 0; off < pk.len && rc == 0; off += chunk) {
-        size_t n = pk.len - off < chunk ? pk.len - off : chunk;
-        if (PQputCopyData(db, pk.buf + off, (int)n) != 1) {
+    for (size_t off = 0; off < pk.out.n && rc == 0; off += chunk) {
+        size_t n = pk.out.n - off < chunk ? pk.out.n - off : chunk;
+        if (PQputCopyData(db, pk.out.p + off, (int)n) != 1) {
             store_set_err(err, errlen, "flow_records", PQerrorMessage(db));
             rc = -1;
         }

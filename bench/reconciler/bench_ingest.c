@@ -113,7 +113,7 @@ int main(int argc, char **argv)
                 return 1;
             double t2 = cpu_ns();
             char perr[300];
-            pk.len = 0; /* the buffer kept, as a writer would reuse it */
+            pk.out.n = 0; /* the buffer kept, as a writer would reuse it */
             if (flow_pack_rows(&pk, b.copy, b.copy_len, perr, sizeof perr) < 0) {
                 fprintf(stderr, "flow_pack_rows: %s\n", perr);
                 return 1;

@@ -211,7 +211,7 @@ static void test_same_rows_as_text_copy(void **state)
         fail_msg("%s", err);
     assert_int_equal(p.rows, 4); /* fp-a 7 (two runs), fp-a 8, fp-b 7 */
     flow_pack_copy_sql("flow_packed", sql, sizeof sql);
-    copy_in(sql, p.buf, p.len);
+    copy_in(sql, p.out.p, p.out.n);
     flow_pack_free(&p);
 
     assert_int_equal(num("SELECT count(*) FROM fp_plain"), (long long)n_lines);
