@@ -124,10 +124,10 @@ BEGIN
                            greatest(p_lost_to, p_lost_from)
                                - make_interval(secs => p_window * 10080));
             INSERT INTO window_state (window_start, window_seconds)
-            SELECT g, p_window
+            SELECT mark.w, p_window
               FROM generate_series(lo, greatest(p_lost_to, p_lost_from)
                                        - make_interval(secs => 0.000001),
-                                   make_interval(secs => p_window)) g
+                                   make_interval(secs => p_window)) AS mark (w)
             ON CONFLICT (window_start) DO UPDATE SET dirty = true,
                                                      last_data_at = clock_timestamp();
         END IF;
