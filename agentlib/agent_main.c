@@ -43,6 +43,8 @@
 #define FLUSH_INTERVAL_S 5
 #define PRUNE_WINDOWS    10
 #define NFS_LOCAL_TTL_S  300 /* how long an NFS server's client address is reused */
+#define LATE_MAX_REPORTS 60  /* empty reports sent for windows a late drain skipped, at most */
+#define LATE_GRACE_MAX_S 5   /* a drain later than min(W/2, this) after its window's end is late */
 
 struct agent {
     struct agent_opts o;
@@ -68,6 +70,9 @@ struct agent {
     struct drainstate ds; /* as of the last committed drain */
     int64_t lost_from_us; /* counts lost before this run (reported once, then 0) */
     int64_t lost_to_us;
+    /* the loss the last report carried: the empty reports after a late drain repeat it */
+    int64_t last_lost_from_us, last_lost_to_us;
+    const char *last_lost_reason;
     int exit_code;
 };
 
@@ -321,8 +326,10 @@ static void submit_report(struct agent *a, const char *ctx, const char *body, bo
         drainstate_pending_clear(a->o.spool_dir);
 }
 
-/* Drains everything counted since the previous drain and reports it as window_start. */
-static void report_window(struct agent *a, int64_t window_start)
+/* Drains everything counted since the previous drain and reports it as window_start. With
+ * late_to > 0 the drain ran late (README.md "Late ticks"): what it read cannot be placed in time,
+ * so the report is empty and says the span [late_from, late_to) was lost (late_drain). */
+static void report_window(struct agent *a, int64_t window_start, int64_t late_from, int64_t late_to)
 {
     char err[512] = "";
     char ctx[96];
@@ -349,6 +356,7 @@ static void report_window(struct agent *a, int64_t window_start)
         nfslocal_fill(a->nfs_local, &a->fs, tm_now_us());
     }
     localaddr_drop_self(&a->fs, NULL);
+    uint64_t late_bytes = 0;
     for (size_t i = 0; i < a->fs.n; i++) {
         const struct flow_rec *r = &a->fs.v[i];
         if (r->source != FLOW_SRC_SOCKET)
@@ -356,6 +364,22 @@ static void report_window(struct agent *a, int64_t window_start)
         a->m.events += r->tx_calls + r->rx_calls;
         a->m.tx_bytes += r->tx_bytes;
         a->m.rx_bytes += r->rx_bytes;
+    }
+    const char *lost_reason = "restarted_without_pinned_probe";
+    if (late_to > 0) {
+        for (size_t i = 0; i < a->fs.n; i++)
+            late_bytes += a->fs.v[i].source == FLOW_SRC_SOCKET
+                              ? a->fs.v[i].tx_bytes + a->fs.v[i].rx_bytes
+                              : a->fs.v[i].bytes;
+        a->m.late_bytes += late_bytes;
+        flowset_clear(&a->fs); /* counted somewhere in [window_start, late_to): not placed */
+        if (a->lost_to_us > 0) {
+            a->lost_to_us = late_to; /* a restart's loss not reported yet: extended */
+        } else {
+            a->lost_from_us = late_from;
+            a->lost_to_us = late_to;
+            lost_reason = "late_drain";
+        }
     }
     listenroles_fill(&a->fs, NULL);
     procmeta_join(a->meta, &a->fs);
@@ -381,9 +405,12 @@ static void report_window(struct agent *a, int64_t window_start)
         .flows_seen = seen,
         .lost_from_us = a->lost_from_us,
         .lost_to_us = a->lost_to_us,
-        .lost_reason = "restarted_without_pinned_probe",
+        .lost_reason = lost_reason,
         .spool_dropped_reports = a->m.spool_dropped,
     };
+    a->last_lost_from_us = h.lost_from_us;
+    a->last_lost_to_us = h.lost_to_us;
+    a->last_lost_reason = lost_reason;
     snprintf(ctx, sizeof(ctx), "%s seq %llu", a->o.host, (unsigned long long)a->seq);
     char *body = report_json(&h, &a->fs, err, sizeof(err));
     if (!body) {
@@ -398,6 +425,9 @@ static void report_window(struct agent *a, int64_t window_start)
     if (dropped)
         log_warn(ctx, "%llu events dropped (flow map full: raise --map-entries)",
                  (unsigned long long)dropped);
+    if (late_to > 0)
+        log_warn(ctx, "late drain: %llu bytes counted in the span reported as lost",
+                 (unsigned long long)late_bytes);
     log_debug(ctx, "%zu flows seen, %zu reported, tau %.0f", seen, a->fs.n, tau);
     a->m.windows++;
     a->m.dropped_events += dropped;
@@ -419,6 +449,78 @@ static void arm_tick(struct agent *a)
     evtimer_add(a->tick, &tv);
 }
 
+/* An empty report for window_start (nothing drained, no flows) carrying the span [from, to) as
+ * lost: one of the windows a late drain skipped (README.md "Late ticks"). */
+static void report_skipped(struct agent *a, int64_t window_start, int64_t from, int64_t to,
+                           const char *reason)
+{
+    char err[512] = "", ctx[96];
+    struct flowset empty;
+    memset(&empty, 0, sizeof(empty));
+    a->seq++;
+    struct report_header h = {
+        .host = a->o.host,
+        .agent_id = a->agent_id,
+        .seq = a->seq,
+        .window_start_us = window_start,
+        .window_seconds = a->o.window_seconds,
+        .k = a->o.k,
+        .lost_from_us = from,
+        .lost_to_us = to,
+        .lost_reason = reason,
+        .spool_dropped_reports = a->m.spool_dropped,
+    };
+    snprintf(ctx, sizeof(ctx), "%s seq %llu", a->o.host, (unsigned long long)a->seq);
+    char *body = report_json(&h, &empty, err, sizeof(err));
+    if (!body) {
+        log_error(ctx, "%s", err);
+        a->seq--;
+        a->m.windows_skipped_unreported++;
+        return;
+    }
+    submit_report(a, ctx, body, false, 0, window_start);
+    free(body);
+    a->m.windows++;
+}
+
+/* Reports what was counted up to now. On time (now before the end of the window being counted
+ * plus the grace, min(W/2, LATE_GRACE_MAX_S)): that window, with everything drained. Late: the
+ * drain's counts are reported as lost from the window's start to now, and every window that
+ * passed without its drain gets a report (the first carries the drain, the others are empty),
+ * the newest LATE_MAX_REPORTS of them; the rest are counted as unreported. Returns the start of
+ * the window counted next. */
+static int64_t drain_due(struct agent *a, int64_t now)
+{
+    int64_t w = (int64_t)a->o.window_seconds * TM_USEC_PER_SEC;
+    int64_t grace = w / 2 < (int64_t)LATE_GRACE_MAX_S * TM_USEC_PER_SEC
+                        ? w / 2
+                        : (int64_t)LATE_GRACE_MAX_S * TM_USEC_PER_SEC;
+    int64_t ended = a->window_start;
+    int64_t cur = tm_window_start(now, a->o.window_seconds);
+    if (now < ended + w + grace) {
+        report_window(a, ended, 0, 0);
+        return cur > ended ? cur : ended + w;
+    }
+    int64_t skipped = (cur - ended) / w; /* >= 1: cur >= ended + w */
+    int64_t sent = skipped < LATE_MAX_REPORTS ? skipped : LATE_MAX_REPORTS;
+    int64_t first = cur - sent * w;
+    char f[TM_RFC3339_LEN];
+    log_warn(NULL,
+             "late tick: %lld window(s) from %s passed without a drain; their counts are "
+             "reported as lost (late_drain) in %lld report(s)",
+             (long long)skipped, tm_format_rfc3339(ended, f), (long long)sent);
+    a->m.late_ticks++;
+    a->m.windows_skipped += (uint64_t)skipped;
+    a->m.windows_skipped_unreported += (uint64_t)(skipped - sent);
+    report_window(a, first, ended, now);
+    int64_t lf = a->last_lost_from_us, lt = a->last_lost_to_us;
+    const char *why = a->last_lost_reason;
+    for (int64_t ws = first + w; ws < cur; ws += w)
+        report_skipped(a, ws, lf, lt, why);
+    update_send_metrics(a);
+    return cur;
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct agent *a = arg;
@@ -426,12 +528,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     /* The timer runs on the monotonic clock and may fire a little before the wall-clock
      * boundary: report the window being counted, whatever the clock says now. */
-    int64_t now = tm_now_us();
-    int64_t w = (int64_t)a->o.window_seconds * TM_USEC_PER_SEC;
-    int64_t ended = a->window_start;
-    int64_t cur = tm_window_start(now, a->o.window_seconds);
-    report_window(a, ended);
-    a->window_start = cur > ended ? cur : ended + w;
+    a->window_start = drain_due(a, tm_now_us());
     if (a->o.once) {
         event_base_loopbreak(a->base);
         return;
@@ -452,7 +549,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     struct agent *a = arg;
     (void)what;
     log_info(NULL, "signal %d: reporting the partial window and exiting", (int)sig);
-    report_window(a, a->window_start);
+    drain_due(a, tm_now_us());
     event_base_loopbreak(a->base);
 }
 

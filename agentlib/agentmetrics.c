@@ -411,6 +411,25 @@ char *agentmetrics_render(const struct agentmetrics *m)
             (unsigned long long)m->reports_spooled, (unsigned long long)m->spool_dropped,
             (unsigned long long)m->drain_errors, cnt, (double)p50 / 1e9, (double)p99 / 1e9,
             (double)pmax / 1e9, (double)m->drain_ns_sum / 1e9, m->n_drain);
+    fprintf(f,
+            "# HELP wanledger_agent_late_ticks_total Drains that ran later than the grace after "
+            "their window's end; their counts were reported as lost (late_drain).\n"
+            "# TYPE wanledger_agent_late_ticks_total counter\n"
+            "wanledger_agent_late_ticks_total %llu\n"
+            "# HELP wanledger_agent_windows_skipped_total Windows that passed without their drain "
+            "because a tick ran late.\n"
+            "# TYPE wanledger_agent_windows_skipped_total counter\n"
+            "wanledger_agent_windows_skipped_total %llu\n"
+            "# HELP wanledger_agent_windows_skipped_unreported_total Of those, windows beyond the "
+            "empty reports sent for them (at most 60 per late tick).\n"
+            "# TYPE wanledger_agent_windows_skipped_unreported_total counter\n"
+            "wanledger_agent_windows_skipped_unreported_total %llu\n"
+            "# HELP wanledger_agent_late_bytes_total Bytes counted but reported as lost by late "
+            "drains.\n"
+            "# TYPE wanledger_agent_late_bytes_total counter\n"
+            "wanledger_agent_late_bytes_total %llu\n",
+            (unsigned long long)m->late_ticks, (unsigned long long)m->windows_skipped,
+            (unsigned long long)m->windows_skipped_unreported, (unsigned long long)m->late_bytes);
     if (m->nfs || m->n_nfs_series)
         render_nfs(f, m);
     if (fclose(f) != 0) {

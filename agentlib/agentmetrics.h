@@ -25,6 +25,9 @@ struct agentmetrics {
     uint64_t reports_sent, reports_rejected, send_failures, spool_dropped;
     uint64_t reports_spooled; /* waiting now */
     uint64_t drain_errors;
+    /* late ticks (agent_main.c, README.md "Late ticks"): ticks that ran late, the windows they
+     * skipped, of those the ones beyond the empty reports sent, and the bytes reported as lost */
+    uint64_t late_ticks, windows_skipped, windows_skipped_unreported, late_bytes;
     uint64_t drain_ns[AGENTMETRICS_DRAIN_SAMPLES];
     size_t n_drain;        /* total drains recorded (ring index = n % N) */
     uint64_t drain_ns_sum; /* over every drain recorded */

@@ -2,6 +2,7 @@
 #include "hm_gaps.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "hm_esc.h"
 #include "hm_fmt.h"
@@ -50,6 +51,10 @@ int hm_gaps_html(struct evbuffer *out, PGconn *db, const char *src, const char *
             long long dropped = hm_sql_i64(r, i, 7);
             if (dropped > 0)
                 evbuffer_add_printf(out, " (%lld dropped by its full spool)", dropped);
+        } else if (strcmp(hm_sql_str(r, i, 2), "late_drain") == 0) {
+            /* agentlib/README.md "Late ticks" */
+            evbuffer_add_printf(out, "drained late (the agent was stalled): its counts here "
+                                     "could not be placed in their windows (late_drain)");
         } else {
             evbuffer_add_printf(out, "lost its counts (");
             hm_esc_html(out, hm_sql_str(r, i, 2));

@@ -35,10 +35,22 @@ void gaps_stmt(const struct ingest_batch *b, int window_seconds, struct gaps_par
 
 void gaps_render_metrics(PGconn *db, struct evbuffer *out)
 {
-    PGresult *r = PQexec(db, "SELECT reason, count(*), coalesce(sum(seq_to - seq_from + 1), 0),"
-                             " sum(spool_dropped_reports),"
-                             " sum(extract(epoch FROM lost_to - lost_from))::bigint"
-                             " FROM agent_gaps GROUP BY reason ORDER BY reason");
+    /* seconds: the union of each agent's spans per reason (a span told twice, or two that
+     * overlap, count once), summed over agents */
+    PGresult *r = PQexec(
+        db, "WITH s AS (SELECT reason, agent_id, lost_from, lost_to, max(lost_to) OVER (PARTITION"
+            " BY reason, agent_id ORDER BY lost_from, lost_to ROWS BETWEEN UNBOUNDED PRECEDING"
+            " AND 1 PRECEDING) AS before FROM agent_gaps),"
+            " i AS (SELECT reason, agent_id, lost_from, lost_to, count(*) FILTER (WHERE before"
+            " IS NULL OR lost_from > before) OVER (PARTITION BY reason, agent_id ORDER BY"
+            " lost_from, lost_to) AS island FROM s),"
+            " u AS (SELECT reason, sum(hi - lo) AS span FROM (SELECT reason, min(lost_from) AS"
+            " lo, max(lost_to) AS hi FROM i GROUP BY reason, agent_id, island) x GROUP BY"
+            " reason)"
+            " SELECT g.reason, count(*), coalesce(sum(seq_to - seq_from + 1), 0),"
+            " sum(spool_dropped_reports), extract(epoch FROM min(u.span))::bigint"
+            " FROM agent_gaps g JOIN u ON u.reason = g.reason GROUP BY g.reason"
+            " ORDER BY g.reason");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         PQclear(r);
         return;

@@ -81,6 +81,8 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
                              .n_transfers = in.n_transfers};
     if (recon_run(cfg, &ri, &res, err, errlen))
         goto cleanup;
+    if (rdb_apply_lost_spans(db, cfg, window_start_us, &res, &st->n_cells_lost, err, errlen))
+        goto cleanup;
     int64_t t2 = tm_mono_ns();
     st->n_cells = res.n_cells;
     st->n_rollup = res.n_rollup;

@@ -20,6 +20,7 @@ struct recon_db_stats {
     size_t n_rollup;        /* attribution_rollup rows written */
     size_t n_link_windows;  /* link_windows rows written */
     size_t n_unmapped;      /* flows/transfers whose addresses map to no site (left out) */
+    size_t n_cells_lost;    /* cells made incomplete by an agent's lost span (recon_db_lost.c) */
     size_t n_alerts_opened; /* gap_alerts rows inserted as open */
     size_t n_alerts_updated;
     size_t n_alerts_resolved;

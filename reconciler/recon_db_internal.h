@@ -197,6 +197,13 @@ int rdb_load_flows_ch(PGconn *db, const struct cfg *cfg, int64_t ws, long long n
 
 /* ---- results (recon_db_write.c) and alerts (recon_db_alerts.c) ---- */
 
+/* Cells of a pair one of whose sites has an agent that reported a lost span overlapping the
+ * window (agent_gaps rows without seqs: restarted_without_pinned_probe, late_drain) become
+ * incomplete, without coverage: the agent's bytes there are unknown, not zero (recon_db_lost.c).
+ * no_counter cells stay. *n_cells: the cells changed. 0 or -1 with err. */
+int rdb_apply_lost_spans(PGconn *db, const struct cfg *cfg, int64_t ws, struct recon_result *res,
+                         size_t *n_cells, char *err, size_t errlen);
+
 const char *rdb_site_name(const struct cfg *cfg, int i);
 /* Sites a and b (indexes) in the databases' order (strcmp of the names: code point order, that
  * of their C.UTF-8 collation): < 0, 0, > 0. */
