@@ -46,6 +46,16 @@
 #define LATE_MAX_REPORTS 60  /* empty reports sent for windows a late drain skipped, at most */
 #define LATE_GRACE_MAX_S 5   /* a drain later than min(W/2, this) after its window's end is late */
 
+/* The reasons a "lost" span gives (README.md "Restarts", "Late ticks"); compared by address. */
+static const char LOST_RESTART[] = "restarted_without_pinned_probe";
+static const char LOST_LATE[] = "late_drain";
+
+/* Counts the agent could not place in a window: [from, to) and why; to == 0 means none. */
+struct lost_span {
+    int64_t from_us, to_us;
+    const char *reason;
+};
+
 struct agent {
     struct agent_opts o;
     struct event_base *base;
@@ -66,13 +76,9 @@ struct agent {
     uint64_t seq;         /* last seq used */
     int64_t window_start; /* start of the window being counted now (us) */
     char pin_dir[PATH_MAX];
-    bool durable;         /* drain state kept in the spool directory (drainstate.h) */
-    struct drainstate ds; /* as of the last committed drain */
-    int64_t lost_from_us; /* counts lost before this run (reported once, then 0) */
-    int64_t lost_to_us;
-    /* the loss the last report carried: the empty reports after a late drain repeat it */
-    int64_t last_lost_from_us, last_lost_to_us;
-    const char *last_lost_reason;
+    bool durable;          /* drain state kept in the spool directory (drainstate.h) */
+    struct drainstate ds;  /* as of the last committed drain */
+    struct lost_span lost; /* a loss not reported yet: the next report carries it */
     int exit_code;
 };
 
@@ -253,20 +259,23 @@ static void resume_drain(struct agent *a)
         sockprobe_set_drops_seen(a->probe, a->ds.drops_seen);
     } else if (had_state && a->ds.window_end_us > 0) {
         /* a loss an earlier run recorded but never reported is extended, not forgotten */
-        a->lost_from_us = a->ds.lost_to_us > 0 ? a->ds.lost_from_us : a->ds.window_end_us;
-        a->lost_to_us = tm_now_us();
+        a->lost.from_us = a->ds.lost_to_us > 0 ? a->ds.lost_from_us : a->ds.window_end_us;
+        a->lost.to_us = tm_now_us();
+        a->lost.reason = LOST_RESTART;
         char f[TM_RFC3339_LEN], t[TM_RFC3339_LEN];
         log_warn("socket",
                  "counts from %s to %s are lost (the previous run's probe is gone); "
                  "the next report says so",
-                 tm_format_rfc3339(a->lost_from_us, f), tm_format_rfc3339(a->lost_to_us, t));
+                 tm_format_rfc3339(a->lost.from_us, f), tm_format_rfc3339(a->lost.to_us, t));
     }
     if (adopted && a->ds.lost_to_us > 0) { /* still to report */
-        a->lost_from_us = a->ds.lost_from_us;
-        a->lost_to_us = a->ds.lost_to_us;
+        a->lost.from_us = a->ds.lost_from_us;
+        a->lost.to_us = a->ds.lost_to_us;
+        a->lost.reason = a->ds.lost_late ? LOST_LATE : LOST_RESTART;
     }
-    a->ds.lost_from_us = a->lost_from_us;
-    a->ds.lost_to_us = a->lost_to_us;
+    a->ds.lost_from_us = a->lost.from_us;
+    a->ds.lost_to_us = a->lost.to_us;
+    a->ds.lost_late = a->lost.reason == LOST_LATE;
     drainstate_pending_clear(a->o.spool_dir);
     a->ds.gen = sockprobe_gen(a->probe);
     a->ds.zero_gen = 0;
@@ -295,7 +304,8 @@ static void update_send_metrics(struct agent *a)
 /* Hands one report to the sender so that neither a crash nor SIGKILL at any point loses or
  * doubles its counts: the report is first kept in drain_pending with the generation it was read
  * from, then submitted, then that generation is zeroed and the clean state saved (drainstate.h);
- * a restart finds either the clean state or the pending report and finishes the step. */
+ * a restart finds either the clean state or the pending report and finishes the step. The report
+ * carries a->lost, which is cleared. */
 static void submit_report(struct agent *a, const char *ctx, const char *body, bool collected,
                           uint32_t drained_gen, int64_t window_start)
 {
@@ -307,6 +317,7 @@ static void submit_report(struct agent *a, const char *ctx, const char *body, bo
     next.zero_gen = drained_gen;
     next.window_end_us = window_start + (int64_t)a->o.window_seconds * TM_USEC_PER_SEC;
     next.lost_from_us = next.lost_to_us = 0; /* this report carries the loss */
+    next.lost_late = false;
     bool pending = a->durable && drainstate_pending_save(a->o.spool_dir, &next, body, len) == 0;
     if (a->durable && !pending)
         log_warn(ctx, "cannot keep the report in %s/drain_pending (%s): a crash now would lose it",
@@ -319,28 +330,88 @@ static void submit_report(struct agent *a, const char *ctx, const char *body, bo
         log_error("socket", "drain: %s", err);
     next.drops_seen = sockprobe_drops_seen(a->probe);
     a->ds = next;
-    a->lost_from_us = a->lost_to_us = 0;
+    a->lost = (struct lost_span){0};
     if (a->durable && drainstate_save(a->o.spool_dir, &a->ds) != 0)
         log_warn(ctx, "cannot save %s/drain_state: %s", a->o.spool_dir, strerror(errno));
     if (pending)
         drainstate_pending_clear(a->o.spool_dir);
 }
 
-/* Drains everything counted since the previous drain and reports it as window_start. With
- * late_to > 0 the drain ran late (README.md "Late ticks"): what it read cannot be placed in time,
- * so the report is empty and says the span [late_from, late_to) was lost (late_drain). */
-static void report_window(struct agent *a, int64_t window_start, int64_t late_from, int64_t late_to)
+/* What one report says besides its flows. */
+struct report_args {
+    int64_t window_start;
+    uint64_t dropped;
+    size_t seen;
+    double tau;
+    bool collected;
+    uint32_t drained_gen;
+};
+
+/* Formats fs as the next seq's report for r->window_start, carrying a->lost, and submits it.
+ * 0, or -1 when it could not be formatted (out of memory): seq is not used, nothing is sent. */
+static int send_report(struct agent *a, const struct flowset *fs, const struct report_args *r)
+{
+    char err[512] = "", ctx[96];
+    a->seq++;
+    struct report_header h = {
+        .host = a->o.host,
+        .agent_id = a->agent_id,
+        .seq = a->seq,
+        .window_start_us = r->window_start,
+        .window_seconds = a->o.window_seconds,
+        .dropped_events = r->dropped,
+        .k = a->o.k,
+        .threshold = r->tau,
+        .flows_seen = r->seen,
+        .lost_from_us = a->lost.from_us,
+        .lost_to_us = a->lost.to_us,
+        .lost_reason = a->lost.reason,
+        .spool_dropped_reports = a->m.spool_dropped,
+    };
+    snprintf(ctx, sizeof(ctx), "%s seq %llu", a->o.host, (unsigned long long)a->seq);
+    char *body = report_json(&h, fs, err, sizeof(err));
+    if (!body) {
+        log_error(ctx, "%s", err);
+        a->seq--;
+        return -1;
+    }
+    submit_report(a, ctx, body, r->collected, r->drained_gen, r->window_start);
+    free(body);
+    return 0;
+}
+
+/* A late drain's counts are already reported as lost (a->lost) but their report could not be
+ * sent: they are zeroed all the same, so that they never land in a later window, and the loss
+ * stays in the drain state for the next report. */
+static void discard_late_drain(struct agent *a)
 {
     char err[512] = "";
-    char ctx[96];
-    uint64_t dropped = 0;
+    if (sockprobe_commit(a->probe, err, sizeof(err)) != 0)
+        log_error("socket", "drain: %s", err);
+    a->ds.gen = sockprobe_gen(a->probe);
+    a->ds.drops_seen = sockprobe_drops_seen(a->probe);
+    a->ds.lost_from_us = a->lost.from_us;
+    a->ds.lost_to_us = a->lost.to_us;
+    a->ds.lost_late = a->lost.reason == LOST_LATE;
+    if (a->durable && drainstate_save(a->o.spool_dir, &a->ds) != 0)
+        log_warn(NULL, "cannot save %s/drain_state: %s", a->o.spool_dir, strerror(errno));
+}
+
+/* Drains everything counted since the previous drain and reports it as window_start. With
+ * late_to > 0 the drain ran late (README.md "Late ticks"): what it read cannot be placed in time,
+ * so the report is empty and says the span [late_from, late_to) was lost (late_drain). *carried
+ * (may be NULL) is set to the loss the report carried: the skipped windows' reports repeat it. */
+static void report_window(struct agent *a, int64_t window_start, int64_t late_from, int64_t late_to,
+                          struct lost_span *carried)
+{
+    char err[512] = "";
+    struct report_args r = {.window_start = window_start};
     flowset_clear(&a->fs);
 
     int64_t t0 = tm_mono_ns();
-    uint32_t drained_gen = 0;
-    bool collected =
-        sockprobe_collect(a->probe, &a->fs, &dropped, &drained_gen, err, sizeof(err)) == 0;
-    if (!collected) {
+    r.collected =
+        sockprobe_collect(a->probe, &a->fs, &r.dropped, &r.drained_gen, err, sizeof(err)) == 0;
+    if (!r.collected) {
         log_error("socket", "drain: %s", err);
         a->m.drain_errors++;
     }
@@ -352,33 +423,28 @@ static void report_window(struct agent *a, int64_t window_start, int64_t late_fr
             log_error(a->nfs->name, "drain: %s", err);
             a->m.drain_errors++;
         }
-        dropped += nfs_dropped;
+        r.dropped += nfs_dropped;
         nfslocal_fill(a->nfs_local, &a->fs, tm_now_us());
     }
     localaddr_drop_self(&a->fs, NULL);
     uint64_t late_bytes = 0;
     for (size_t i = 0; i < a->fs.n; i++) {
-        const struct flow_rec *r = &a->fs.v[i];
-        if (r->source != FLOW_SRC_SOCKET)
+        const struct flow_rec *f = &a->fs.v[i];
+        bool sock = f->source == FLOW_SRC_SOCKET;
+        late_bytes += sock ? f->tx_bytes + f->rx_bytes : f->bytes;
+        if (!sock)
             continue;
-        a->m.events += r->tx_calls + r->rx_calls;
-        a->m.tx_bytes += r->tx_bytes;
-        a->m.rx_bytes += r->rx_bytes;
+        a->m.events += f->tx_calls + f->rx_calls;
+        a->m.tx_bytes += f->tx_bytes;
+        a->m.rx_bytes += f->rx_bytes;
     }
-    const char *lost_reason = "restarted_without_pinned_probe";
     if (late_to > 0) {
-        for (size_t i = 0; i < a->fs.n; i++)
-            late_bytes += a->fs.v[i].source == FLOW_SRC_SOCKET
-                              ? a->fs.v[i].tx_bytes + a->fs.v[i].rx_bytes
-                              : a->fs.v[i].bytes;
         a->m.late_bytes += late_bytes;
         flowset_clear(&a->fs); /* counted somewhere in [window_start, late_to): not placed */
-        if (a->lost_to_us > 0) {
-            a->lost_to_us = late_to; /* a restart's loss not reported yet: extended */
+        if (a->lost.to_us > 0) {
+            a->lost.to_us = late_to; /* a loss not reported yet is extended */
         } else {
-            a->lost_from_us = late_from;
-            a->lost_to_us = late_to;
-            lost_reason = "late_drain";
+            a->lost = (struct lost_span){late_from, late_to, LOST_LATE};
         }
     }
     listenroles_fill(&a->fs, NULL);
@@ -388,50 +454,29 @@ static void report_window(struct agent *a, int64_t window_start, int64_t late_fr
         agentmetrics_nfs_window(&a->m, &a->nfsops);
     }
 
-    size_t seen = a->fs.n;
-    double tau = 0;
-    a->seq++;
-    if (prisample_flowset(&a->fs, a->o.k, a->seq ^ (uint64_t)window_start, &tau) != 0)
-        log_error(NULL, "sampling: out of memory; reporting all %zu flows", seen);
-    struct report_header h = {
-        .host = a->o.host,
-        .agent_id = a->agent_id,
-        .seq = a->seq,
-        .window_start_us = window_start,
-        .window_seconds = a->o.window_seconds,
-        .dropped_events = dropped,
-        .k = a->o.k,
-        .threshold = tau,
-        .flows_seen = seen,
-        .lost_from_us = a->lost_from_us,
-        .lost_to_us = a->lost_to_us,
-        .lost_reason = lost_reason,
-        .spool_dropped_reports = a->m.spool_dropped,
-    };
-    a->last_lost_from_us = h.lost_from_us;
-    a->last_lost_to_us = h.lost_to_us;
-    a->last_lost_reason = lost_reason;
-    snprintf(ctx, sizeof(ctx), "%s seq %llu", a->o.host, (unsigned long long)a->seq);
-    char *body = report_json(&h, &a->fs, err, sizeof(err));
-    if (!body) {
-        log_error(ctx, "%s", err);
-        if (collected)
+    r.seen = a->fs.n;
+    if (prisample_flowset(&a->fs, a->o.k, (a->seq + 1) ^ (uint64_t)window_start, &r.tau) != 0)
+        log_error(NULL, "sampling: out of memory; reporting all %zu flows", r.seen);
+    if (carried)
+        *carried = a->lost;
+    if (send_report(a, &a->fs, &r) != 0 && r.collected) {
+        if (late_to > 0)
+            discard_late_drain(a);
+        else
             sockprobe_abort(a->probe); /* the counts wait for the next window */
-        a->seq--;
-    } else {
-        submit_report(a, ctx, body, collected, drained_gen, window_start);
-        free(body);
     }
-    if (dropped)
+    char ctx[96];
+    snprintf(ctx, sizeof(ctx), "%s seq %llu", a->o.host, (unsigned long long)a->seq);
+    if (r.dropped)
         log_warn(ctx, "%llu events dropped (flow map full: raise --map-entries)",
-                 (unsigned long long)dropped);
+                 (unsigned long long)r.dropped);
     if (late_to > 0)
         log_warn(ctx, "late drain: %llu bytes counted in the span reported as lost",
                  (unsigned long long)late_bytes);
-    log_debug(ctx, "%zu flows seen, %zu reported, tau %.0f", seen, a->fs.n, tau);
+    log_debug(ctx, "%zu flows seen, %zu reported, tau %.0f", r.seen, a->fs.n, r.tau);
     a->m.windows++;
-    a->m.dropped_events += dropped;
-    a->m.flows_seen += seen;
+    a->m.dropped_events += r.dropped;
+    a->m.flows_seen += r.seen;
     a->m.flows_reported += a->fs.n;
     update_send_metrics(a);
     procmeta_prune(a->meta, PRUNE_WINDOWS);
@@ -449,37 +494,20 @@ static void arm_tick(struct agent *a)
     evtimer_add(a->tick, &tv);
 }
 
-/* An empty report for window_start (nothing drained, no flows) carrying the span [from, to) as
- * lost: one of the windows a late drain skipped (README.md "Late ticks"). */
-static void report_skipped(struct agent *a, int64_t window_start, int64_t from, int64_t to,
-                           const char *reason)
+/* An empty report for window_start (nothing drained, no flows) carrying the span as lost: one of
+ * the windows a late drain skipped (README.md "Late ticks"). */
+static void report_skipped(struct agent *a, int64_t window_start, const struct lost_span *span)
 {
-    char err[512] = "", ctx[96];
     struct flowset empty;
     memset(&empty, 0, sizeof(empty));
-    a->seq++;
-    struct report_header h = {
-        .host = a->o.host,
-        .agent_id = a->agent_id,
-        .seq = a->seq,
-        .window_start_us = window_start,
-        .window_seconds = a->o.window_seconds,
-        .k = a->o.k,
-        .lost_from_us = from,
-        .lost_to_us = to,
-        .lost_reason = reason,
-        .spool_dropped_reports = a->m.spool_dropped,
-    };
-    snprintf(ctx, sizeof(ctx), "%s seq %llu", a->o.host, (unsigned long long)a->seq);
-    char *body = report_json(&h, &empty, err, sizeof(err));
-    if (!body) {
-        log_error(ctx, "%s", err);
-        a->seq--;
+    struct report_args r = {.window_start = window_start};
+    struct lost_span pending = a->lost;
+    a->lost = *span;
+    if (send_report(a, &empty, &r) != 0) {
+        a->lost = pending;
         a->m.windows_skipped_unreported++;
         return;
     }
-    submit_report(a, ctx, body, false, 0, window_start);
-    free(body);
     a->m.windows++;
 }
 
@@ -498,7 +526,7 @@ static int64_t drain_due(struct agent *a, int64_t now)
     int64_t ended = a->window_start;
     int64_t cur = tm_window_start(now, a->o.window_seconds);
     if (now < ended + w + grace) {
-        report_window(a, ended, 0, 0);
+        report_window(a, ended, 0, 0, NULL);
         return cur > ended ? cur : ended + w;
     }
     int64_t skipped = (cur - ended) / w; /* >= 1: cur >= ended + w */
@@ -512,11 +540,10 @@ static int64_t drain_due(struct agent *a, int64_t now)
     a->m.late_ticks++;
     a->m.windows_skipped += (uint64_t)skipped;
     a->m.windows_skipped_unreported += (uint64_t)(skipped - sent);
-    report_window(a, first, ended, now);
-    int64_t lf = a->last_lost_from_us, lt = a->last_lost_to_us;
-    const char *why = a->last_lost_reason;
+    struct lost_span carried;
+    report_window(a, first, ended, now, &carried);
     for (int64_t ws = first + w; ws < cur; ws += w)
-        report_skipped(a, ws, lf, lt, why);
+        report_skipped(a, ws, &carried);
     update_send_metrics(a);
     return cur;
 }

@@ -62,9 +62,9 @@ static int format_header(char *out, size_t len, const struct drainstate *st)
     return snprintf(out, len,
                     "wanledger-drain-state v1 seq=%" PRIu64 " gen=%" PRIu32 " zero_gen=%" PRIu32
                     " drops_seen=%" PRIu64 " window_end_us=%" PRId64 " token=%016" PRIx64
-                    " obj=%016" PRIx64 " lost=%" PRId64 "..%" PRId64 "\n",
+                    " obj=%016" PRIx64 " lost=%" PRId64 "..%" PRId64 " late=%d\n",
                     st->seq, st->gen, st->zero_gen, st->drops_seen, st->window_end_us, st->token,
-                    st->obj_hash, st->lost_from_us, st->lost_to_us);
+                    st->obj_hash, st->lost_from_us, st->lost_to_us, st->lost_late ? 1 : 0);
 }
 
 static int parse_header(const char *line, struct drainstate *st)
@@ -77,7 +77,16 @@ static int parse_header(const char *line, struct drainstate *st)
                " lost=%" SCNd64 "..%" SCNd64 "%n",
                &st->seq, &st->gen, &st->zero_gen, &st->drops_seen, &st->window_end_us, &st->token,
                &st->obj_hash, &st->lost_from_us, &st->lost_to_us, &n) != 9 ||
-        (line[n] != '\n' && line[n] != '\0') || st->gen > 1 || st->zero_gen > 1)
+        st->gen > 1 || st->zero_gen > 1)
+        return -1;
+    /* " late=0|1" was added later: a state written without it is a restart's loss */
+    int late = 0, m = 0;
+    if (line[n] == ' ' && sscanf(line + n, " late=%d%n", &late, &m) == 1 &&
+        (late == 0 || late == 1)) {
+        st->lost_late = late == 1;
+        n += m;
+    }
+    if (line[n] != '\n' && line[n] != '\0')
         return -1;
     return 0;
 }

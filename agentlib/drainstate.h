@@ -11,6 +11,7 @@
 #ifndef WL_DRAINSTATE_H
 #define WL_DRAINSTATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,7 @@ struct drainstate {
     uint64_t obj_hash;     /* sockprobe_obj_hash() of the binary that pinned it */
     int64_t lost_from_us;  /* a loss not yet reported ("lost"), kept across a second crash */
     int64_t lost_to_us;    /* 0: none */
+    bool lost_late;        /* that loss is a late drain's (reason late_drain), else a restart's */
 };
 
 /* Writes data atomically (tmp, fsync, rename, fsync of the directory). 0 or -1 with errno. */
