@@ -36,6 +36,7 @@ struct cell_view {
     double coverage;
     double valid_fraction;
     int64_t capacity_bps;
+    bool any_nfs; /* NFS bytes in any window of the span, incomplete ones too */
 };
 
 /* Finds the span's windows for this pair. 1 when found, 0 when the pair has none, -1 error. */
@@ -91,18 +92,23 @@ static int resolve(PGconn *db, struct cell_view *v, char *err, size_t errlen)
     const char *q[4] = {p[0], p[1], p[2], hm_sql_i64_text(v->to_us, b)};
     r = pgc_query(db, "reading the pair's cells",
                   "SELECT min(status), min(coverage), min(window_seconds), avg(valid_fraction), "
-                  "max(capacity_bps), " HM_GRID_SUMS_SQL " FROM heatmap_cells WHERE src_site = "
+                  "max(capacity_bps), " HM_GRID_SUMS_SQL ", coalesce(sum(nfs_bytes), 0) > 0 "
+                  "FROM heatmap_cells WHERE src_site = "
                   "$1 AND dst_site = $2 AND window_start >= " HM_SQL_TS(
                       3) " AND window_start < " HM_SQL_TS(4),
                   4, q, err, errlen);
     if (!r)
         return -1;
     hm_totals_from_row(r, 0, 5, &v->t);
+    v->any_nfs = !hm_sql_null(r, 0, 5 + HM_GRID_SUMS_NCOL) &&
+                 strcmp(hm_sql_str(r, 0, 5 + HM_GRID_SUMS_NCOL), "t") == 0;
     int found = v->t.n_windows > 0;
     if (found) {
         v->status = hm_status_of_totals(&v->t, hm_status_parse(hm_sql_str(r, 0, 0)), NULL);
-        v->coverage = v->t.n_windows == 1 && !hm_sql_null(r, 0, 1) ? hm_sql_f64(r, 0, 1)
-                                                                   : hm_totals_coverage(&v->t);
+        /* one window: its stored coverage, none when incomplete (a poll gap's is of part of it) */
+        v->coverage = v->t.n_windows == 1 && v->status != CELL_INCOMPLETE && !hm_sql_null(r, 0, 1)
+                          ? hm_sql_f64(r, 0, 1)
+                          : hm_totals_coverage(&v->t);
         if (v->span.kind == HM_SPAN_RANGE)
             v->window_seconds = (int)hm_sql_i64(r, 0, 2);
         v->valid_fraction = hm_sql_f64(r, 0, 3);
@@ -178,7 +184,6 @@ static int chart(struct evbuffer *out, PGconn *db, const struct cell_view *v, co
         free(x), free(ys), free(st);
         return -1;
     }
-    double secs = (double)step / TM_USEC_PER_SEC;
     for (int i = 0; i < PQntuples(r); i++) {
         int64_t k = hm_sql_i64(r, i, 0);
         if (k < 0 || (size_t)k >= n)
@@ -186,6 +191,9 @@ static int chart(struct evbuffer *out, PGconn *db, const struct cell_view *v, co
         struct hm_totals t;
         hm_totals_from_row(r, i, 2, &t);
         st[k] = (signed char)hm_status_of_totals(&t, hm_status_parse(hm_sql_str(r, i, 1)), cfg);
+        if (t.seconds <= 0)
+            continue; /* every window of the point incomplete: no rate (a gap, not a zero) */
+        double secs = (double)t.seconds; /* the rates are over the windows the sums are of */
         ys[0 * n + k] = t.socket * 8.0 / secs;
         ys[1 * n + k] = t.nfs * 8.0 / secs;
         ys[2 * n + k] = t.service * 8.0 / secs;
@@ -361,7 +369,11 @@ static void summary(struct evbuffer *out, const struct cell_view *v)
     char a[HM_FMT_LEN], b[HM_FMT_LEN], c[HM_FMT_LEN], d[HM_FMT_LEN], e[HM_FMT_LEN];
     char f[HM_FMT_LEN], g[HM_FMT_LEN], h[HM_FMT_LEN], k[HM_FMT_LEN];
     int64_t rest = v->t.payload - v->t.attributed;
-    double secs = v->t.seconds > 0 ? (double)v->t.seconds : 1;
+    bool known = hm_totals_known(&v->t) > 0;
+    if (!known)
+        snprintf(k, sizeof k, "unknown");
+    else
+        hm_fmt_bps(v->t.seconds > 0 ? v->t.observed * 8.0 / (double)v->t.seconds : 0, k);
     evbuffer_add_printf(
         out,
         "<div class=\"kpis\"><div class=\"kpi\"><b>%s</b><span>coverage (attributed / "
@@ -370,11 +382,19 @@ static void summary(struct evbuffer *out, const struct cell_view *v)
         "</div><div class=\"kpi\"><b>%s</b><span>attributed: socket %s, NFS %s, service %s"
         "</span></div><div class=\"kpi\" data-unattributed-bytes=\"%lld\"><b>%s</b><span>"
         "unattributed remainder</span></div>",
-        hm_fmt_pct(v->coverage, a), hm_fmt_bytes(v->t.observed, b),
-        hm_fmt_bps(v->t.observed * 8.0 / secs, k), hm_fmt_bytes(v->t.payload, c),
-        hm_fmt_bytes(v->t.attributed, d), hm_fmt_bytes(v->t.socket, e), hm_fmt_bytes(v->t.nfs, f),
-        hm_fmt_bytes(v->t.service, g), (long long)(rest > 0 ? rest : 0),
-        hm_fmt_bytes(rest > 0 ? rest : 0, h));
+        hm_fmt_pct(v->coverage, a), hm_totals_bytes(&v->t, v->t.observed, b), k,
+        hm_totals_bytes(&v->t, v->t.payload, c), hm_totals_bytes(&v->t, v->t.attributed, d),
+        hm_totals_bytes(&v->t, v->t.socket, e), hm_totals_bytes(&v->t, v->t.nfs, f),
+        hm_totals_bytes(&v->t, v->t.service, g), (long long)(rest > 0 ? rest : 0),
+        hm_totals_bytes(&v->t, rest > 0 ? rest : 0, h));
+    if (v->t.n_status[CELL_INCOMPLETE] > 0)
+        evbuffer_add_printf(out,
+                            "<div class=\"kpi\" data-incomplete-windows=\"%d\"><b>%d of %d</b>"
+                            "<span>windows incomplete (a poll gap or an agent's lost span): "
+                            "left out of these figures; the counters below are all the "
+                            "switches counted</span></div>",
+                            v->t.n_status[CELL_INCOMPLETE], v->t.n_status[CELL_INCOMPLETE],
+                            v->t.n_windows);
     if (v->capacity_bps > 0)
         evbuffer_add_printf(out,
                             "<div class=\"kpi\"><b>%s</b><span>capacity; counters cover "
@@ -382,7 +402,7 @@ static void summary(struct evbuffer *out, const struct cell_view *v)
                             hm_fmt_bps((double)v->capacity_bps, a),
                             hm_fmt_pct(v->valid_fraction, b));
     evbuffer_add_printf(out, "</div>");
-    if (v->t.nfs > 0) /* NFS on the pair: who loads the filers, and the latency they see */
+    if (v->any_nfs) /* NFS on the pair: who loads the filers, and the latency they see */
         evbuffer_add_printf(out,
                             "<p class=\"nas-link\"><a href=\"nas?from=%s&amp;to=%s\">NAS view: "
                             "which pods and workflows load the filers in this span, with their "

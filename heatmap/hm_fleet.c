@@ -261,8 +261,9 @@ void hm_fleet_html(struct evbuffer *out, const struct hm_grid *g, const struct c
         else
             status_cell(out, p->status, p->coverage);
         evbuffer_add_printf(out, "<td>%s</td><td>%s</td><td>%s</td><td class=\"strip\">",
-                            hm_fmt_bytes(p->t.observed, a), hm_fmt_bytes(p->t.attributed, b),
-                            hm_fmt_bytes(p->t.unattributed, c));
+                            hm_totals_bytes(&p->t, p->t.observed, a),
+                            hm_totals_bytes(&p->t, p->t.attributed, b),
+                            hm_totals_bytes(&p->t, p->t.unattributed, c));
         for (int h = 0; h < HM_STRIP_HOURS; h++)
             evbuffer_add_printf(out, "%c",
                                 p->strip[h] == CELL_NONE

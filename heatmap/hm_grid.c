@@ -252,7 +252,8 @@ static int load_pairs(PGconn *db, struct hm_grid *g, const struct cfg *cfg, size
         struct hm_pair *pp = hm_grid_pair(g, (size_t)s, (size_t)d);
         hm_totals_from_row(r, i, 4, &pp->t);
         pp->status = hm_status_of_totals(&pp->t, hm_status_parse(hm_sql_str(r, i, 2)), cfg);
-        if (pp->t.n_windows == 1 && !hm_sql_null(r, i, 3))
+        /* one window: its stored coverage, none when incomplete (a poll gap's is of part of it) */
+        if (pp->t.n_windows == 1 && pp->status != CELL_INCOMPLETE && !hm_sql_null(r, i, 3))
             pp->coverage = hm_sql_f64(r, i, 3);
         else
             pp->coverage = hm_totals_coverage(&pp->t);

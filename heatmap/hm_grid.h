@@ -68,16 +68,21 @@ void hm_alerts_free(struct hm_alert *a, size_t n);
 
 /* Fills t from the columns of a row written by HM_GRID_SUMS_SQL, starting at col. */
 void hm_totals_from_row(const PGresult *r, int row, int col, struct hm_totals *t);
-/* The aggregate columns hm_totals_from_row reads (15 columns). */
+/* The aggregate columns hm_totals_from_row reads (16 columns). The byte sums and the seconds
+ * leave out the incomplete windows (sql/026, wl_known); the window and status counts count
+ * every window. */
+#define HM_KNOWN_SUM(col) "coalesce(sum(" col ") FILTER (WHERE wl_known(status)),0)::bigint"
+/* clang-format off */
 #define HM_GRID_SUMS_SQL                                                                           \
-    "coalesce(sum(observed_bytes),0)::bigint, coalesce(sum(observed_payload_bytes),0)::bigint, "   \
-    "coalesce(sum(attributed_bytes),0)::bigint, coalesce(sum(socket_bytes),0)::bigint, "           \
-    "coalesce(sum(nfs_bytes),0)::bigint, coalesce(sum(service_bytes),0)::bigint, "                 \
-    "coalesce(sum(unattributed_bytes),0)::bigint, coalesce(sum(window_seconds),0)::bigint, "       \
+    HM_KNOWN_SUM("observed_bytes") ", " HM_KNOWN_SUM("observed_payload_bytes") ", "                \
+    HM_KNOWN_SUM("attributed_bytes") ", " HM_KNOWN_SUM("socket_bytes") ", "                        \
+    HM_KNOWN_SUM("nfs_bytes") ", " HM_KNOWN_SUM("service_bytes") ", "                              \
+    HM_KNOWN_SUM("unattributed_bytes") ", " HM_KNOWN_SUM("window_seconds") ", "                     \
     "count(*), count(*) FILTER (WHERE status='ok'), count(*) FILTER (WHERE status='warn'), "       \
     "count(*) FILTER (WHERE status='red'), count(*) FILTER (WHERE status='over'), "                \
     "count(*) FILTER (WHERE status='idle'), count(*) FILTER (WHERE status='incomplete'), "         \
     "count(*) FILTER (WHERE status='no_counter')"
+/* clang-format on */
 #define HM_GRID_SUMS_NCOL 16
 
 #endif

@@ -85,10 +85,11 @@ void hm_grid_ansi(struct evbuffer *out, const struct hm_grid *g, const struct cf
                              hm_fmt_pct(p->coverage, a), p->n_open_alerts ? "!" : " ");
                 else if (p->status == CELL_NO_COUNTER)
                     snprintf(text, sizeof text, "  attributed %s",
-                             hm_fmt_bytes(p->t.attributed, a));
+                             hm_totals_bytes(&p->t, p->t.attributed, a));
                 else
-                    snprintf(text, sizeof text, "%9s / %-9s", hm_fmt_bytes(p->t.observed, a),
-                             hm_fmt_bytes(p->t.unattributed, b));
+                    snprintf(text, sizeof text, "%9s / %-9s",
+                             hm_totals_bytes(&p->t, p->t.observed, a),
+                             hm_totals_bytes(&p->t, p->t.unattributed, b));
                 text_cell(out, text, p->status, colour);
             }
             evbuffer_add_printf(out, "\n");

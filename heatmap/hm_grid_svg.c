@@ -170,12 +170,14 @@ static void cell(struct evbuffer *out, const struct hm_grid *g, const struct hm_
     char cov[HM_FMT_LEN], obs[HM_FMT_LEN], una[HM_FMT_LEN], pay[HM_FMT_LEN], att[HM_FMT_LEN];
     char rate[HM_FMT_LEN];
     hm_fmt_pct(p->coverage, cov);
-    hm_fmt_bytes(p->t.observed, obs);
-    hm_fmt_bytes(p->t.payload, pay);
-    hm_fmt_bytes(p->t.attributed, att);
-    hm_fmt_bytes(p->t.unattributed, una);
-    double secs = p->t.seconds > 0 ? (double)p->t.seconds : 1;
-    hm_fmt_bps((double)p->t.observed * 8 / secs, rate);
+    hm_totals_bytes(&p->t, p->t.observed, obs);
+    hm_totals_bytes(&p->t, p->t.payload, pay);
+    hm_totals_bytes(&p->t, p->t.attributed, att);
+    hm_totals_bytes(&p->t, p->t.unattributed, una);
+    if (p->t.seconds > 0)
+        hm_fmt_bps((double)p->t.observed * 8 / (double)p->t.seconds, rate);
+    else
+        snprintf(rate, sizeof rate, "unknown");
 
     evbuffer_add_printf(out, "<g class=\"cell\" data-src=\"");
     hm_esc_html(out, src);

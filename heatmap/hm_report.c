@@ -255,10 +255,11 @@ static int pairs_section(struct rep *r, PGconn *db, const char *const *p, const 
              hm_fmt_bytes(to, a), hm_fmt_bytes(tp, b), hm_fmt_bytes(ta, c),
              hm_fmt_pct(ratio(ta, tp), d), pp_change(ratio(ta, tp), ratio(pa, pp), e), prev_label);
     para(r, line);
-    char note[256];
+    char note[512];
     snprintf(note, sizeof note,
-             "Volumes summed over the week. Change: coverage points against %s. Hours red / "
-             "incomplete: time the pair spent in that status (incomplete = poll gaps).",
+             "Volumes and coverage summed over the week's complete windows; incomplete ones "
+             "are left out. Change: coverage points against %s. Hours red / incomplete: time "
+             "the pair spent in that status (incomplete = a poll gap or an agent's lost span).",
              prev_label);
     h2(r, "Coverage per site pair", note);
     static const char *const heads[] = {
@@ -305,7 +306,8 @@ static int gaps_section(struct rep *r, PGconn *db, const char *const *p, char *e
                                                 "gap, sum(attributed_bytes)::bigint, "
                                                 "sum(observed_payload_bytes)::bigint, count(*) "
                                                 "FILTER (WHERE status = 'red') "
-                                                "FROM heatmap_cells WHERE window_start "
+                                                "FROM heatmap_cells WHERE wl_known(status) "
+                                                "AND window_start "
                                                 ">= " HM_SQL_TS(1) " AND window_start < " HM_SQL_TS(
                                                     2) " GROUP BY 1, 2, 3 HAVING "
                                                        "sum(greatest(unattributed_bytes, 0)) > 0 "
@@ -533,10 +535,11 @@ static int days_section(struct rep *r, PGconn *db, const struct cfg *cfg, const 
                             "sum(attributed_bytes)::bigint, sum(observed_payload_bytes)::bigint, "
                             "sum(sum(observed_payload_bytes)) OVER (PARTITION BY src_site, "
                             "dst_site) AS pair_total "
-                            "FROM heatmap_cells WHERE window_start >= " HM_SQL_TS(
-                                1) " AND window_start < " HM_SQL_TS(2) " GROUP BY 1, 2, 3 ORDER BY "
-                                                                       "pair_total DESC NULLS "
-                                                                       "LAST, 1, 2, 3",
+                            "FROM heatmap_cells WHERE wl_known(status) AND window_start "
+                            ">= " HM_SQL_TS(1) " AND window_start < " HM_SQL_TS(
+                                2) " GROUP BY 1, 2, 3 ORDER BY "
+                                   "pair_total DESC NULLS "
+                                   "LAST, 1, 2, 3",
         2, p, err, errlen);
     if (!q)
         return -1;

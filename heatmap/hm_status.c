@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hm_fmt.h"
+
 static const struct hm_status_info infos[CELL_N_STATUS] = {
     [CELL_OK] = {"ok", "ok", 'O', "#2f9e5a", "#ffffff", "", "30;42"},
     [CELL_WARN] = {"warn", "warn", 'W', "#f2c12e", "#1b1f24", "p-warn", "30;43"},
@@ -106,10 +108,27 @@ enum cell_status hm_status_of_totals(const struct hm_totals *t, enum cell_status
         return CELL_NO_COUNTER;
     if (t->n_status[CELL_INCOMPLETE] * 10 > t->n_windows)
         return CELL_INCOMPLETE;
+    /* the windows the payload is of: not incomplete (the sums leave those out), not no_counter */
+    int measured = hm_totals_known(t) - t->n_status[CELL_NO_COUNTER];
+    if (measured <= 0)
+        return t->n_status[CELL_INCOMPLETE] > 0 ? CELL_INCOMPLETE : CELL_NO_COUNTER;
     if (t->payload <= 0)
         return CELL_IDLE; /* no coverage to judge */
     /* the cell rule on the per-window payload: floor(payload / n) < min_gap exactly when
      * payload < min_gap * n; valid_fraction 1 because incompleteness was decided above */
-    return cell_status_of(cfg, 1.0, (uint64_t)(t->payload / t->n_windows), true,
-                          hm_totals_coverage(t));
+    return cell_status_of(cfg, 1.0, (uint64_t)(t->payload / measured), true, hm_totals_coverage(t));
+}
+
+int hm_totals_known(const struct hm_totals *t)
+{
+    return t->n_windows - t->n_status[CELL_INCOMPLETE];
+}
+
+char *hm_totals_bytes(const struct hm_totals *t, int64_t bytes, char buf[HM_FMT_LEN])
+{
+    if (t->n_windows > 0 && hm_totals_known(t) <= 0) {
+        snprintf(buf, HM_FMT_LEN, "unknown");
+        return buf;
+    }
+    return hm_fmt_bytes(bytes, buf);
 }

@@ -1,7 +1,8 @@
 /* The heatmap page and the cell page served over real HTTP (libevent) from a real PostgreSQL,
  * loaded in headless Chromium: screenshots kept under the build dir, the DOM holds one cell per
  * pair with the seeded status, hostile names stay text. Also the 400/404 answers, the standalone
- * SVG (parsed by xmllint) and the terminal view (colour on a pty, plain text on a pipe). */
+ * SVG (parsed by xmllint) and the terminal view (colour on a pty, plain text on a pipe); incomplete
+ * windows left out of a span's sums and shown as unknown alone. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -302,6 +303,51 @@ static void test_ansi_colours(void **state)
     free(out);
 }
 
+/* Incomplete windows in the cell page: alone, the figures are "unknown" and there is no coverage
+ * (the seeded osl->chi window holds 3 GB payload, 2 GB attributed over part of it); in a range
+ * of 10 windows (9 added here at 1 GB payload, 0.97 GB attributed), the sums are the 9 complete
+ * windows': coverage 97.0 %, status ok (1 of 10 incomplete is not more than 10 %). Summed in, the
+ * incomplete one would make it (8.73 + 2) / (9 + 3) = 89.4 %, warn. */
+static char *cell_page(PGconn *db, const char *query)
+{
+    struct evbuffer *out = evbuffer_new();
+    const char *ct = NULL;
+    assert_int_equal(hm_page_cell(db, g_cfg, query, out, &ct), 200);
+    evbuffer_add(out, "", 1);
+    char *html = strdup((const char *)evbuffer_pullup(out, -1));
+    evbuffer_free(out);
+    return html;
+}
+
+static void test_incomplete_windows(void **state)
+{
+    (void)state;
+    char err[256];
+    PGconn *db = db_connect_str(g_conninfo, err, sizeof err);
+    assert_non_null(db);
+    char *html = cell_page(db, "src=osl&dst=chi&window=2026-11-29T18:53:00Z");
+    assert_non_null(strstr(html, "data-status=\"incomplete\" data-coverage=\"\""));
+    assert_non_null(strstr(html, "data-incomplete-windows=\"1\"><b>1 of 1</b>"));
+    assert_non_null(strstr(html, "<b>unknown</b><span>observed on the wire, avg unknown"));
+    assert_null(strstr(html, "66.7 %"));
+    free(html);
+    hm_test_exec(db, "INSERT INTO heatmap_cells (window_start, window_seconds, src_site, "
+                     "dst_site, observed_bytes, observed_payload_bytes, attributed_bytes, "
+                     "socket_bytes, nfs_bytes, service_bytes, unattributed_bytes, coverage, "
+                     "status, valid_fraction) SELECT t, 60, 'osl', 'chi', 1050000000, "
+                     "1000000000, 970000000, 970000000, 0, 0, 30000000, 0.97, 'ok', 1 FROM "
+                     "generate_series(timestamptz '2026-11-29T18:44:00Z', "
+                     "'2026-11-29T18:52:00Z', interval '1 minute') AS t");
+    html = cell_page(db, "src=osl&dst=chi&from=2026-11-29T18:44:00Z&to=2026-11-29T18:54:00Z");
+    assert_non_null(strstr(html, "data-status=\"ok\" data-coverage=\"0.9700\""));
+    assert_non_null(strstr(html, "data-incomplete-windows=\"1\"><b>1 of 10</b>"));
+    assert_non_null(strstr(html, "<b>9.00 GB</b><span>observed payload"));
+    free(html);
+    hm_test_exec(db, "DELETE FROM heatmap_cells WHERE src_site = 'osl' AND dst_site = 'chi' AND "
+                     "window_start < '2026-11-29T18:53:00Z'");
+    PQfinish(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +356,7 @@ int main(void)
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_svg_file_parses),
         cmocka_unit_test(test_ansi_colours),
+        cmocka_unit_test(test_incomplete_windows),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -212,12 +212,16 @@ static void check_pair(const char *src, const char *dst)
 #define CUR                                                                                        \
     "FROM heatmap_cells WHERE src_site = '%s' AND dst_site = '%s' AND window_start >= %s "         \
     "AND window_start < %s"
-    double obs = qd("SELECT sum(observed_bytes) " CUR, src, dst, W48, W49);
-    double pay = qd("SELECT sum(observed_payload_bytes) " CUR, src, dst, W48, W49);
-    double att = qd("SELECT sum(attributed_bytes) " CUR, src, dst, W48, W49);
-    double una = qd("SELECT sum(unattributed_bytes) " CUR, src, dst, W48, W49);
-    double ppay = qd("SELECT sum(observed_payload_bytes) " CUR, src, dst, W47, W48);
-    double patt = qd("SELECT sum(attributed_bytes) " CUR, src, dst, W47, W48);
+    /* volumes and coverage over the complete windows: an incomplete one's are not measured */
+#define DONE CUR " AND status <> 'incomplete'"
+    double obs = qd("SELECT sum(observed_bytes) " DONE, src, dst, W48, W49);
+    double pay = qd("SELECT sum(observed_payload_bytes) " DONE, src, dst, W48, W49);
+    double att = qd("SELECT sum(attributed_bytes) " DONE, src, dst, W48, W49);
+    double una = qd("SELECT sum(unattributed_bytes) " DONE, src, dst, W48, W49);
+    double ppay = qd("SELECT sum(observed_payload_bytes) " DONE, src, dst, W47, W48);
+    double patt = qd("SELECT sum(attributed_bytes) " DONE, src, dst, W47, W48);
+    assert_true(qd("SELECT count(*) " CUR " AND status = 'incomplete'", src, dst, W48, W49) > 0);
+#undef DONE
     double red_h =
         qd("SELECT count(*) * 300 / 3600.0 " CUR " AND status = 'red'", src, dst, W48, W49);
     double inc_h =
@@ -278,7 +282,8 @@ static void test_largest_gap(void **state)
     char *hour = qs("SELECT to_char(date_trunc('hour', window_start) AT TIME ZONE 'UTC', "
                     "'Dy YYYY-MM-DD HH24:MI') || '|' || src_site || ' \xe2\x86\x92 ' || dst_site "
                     "|| '|' || sum(greatest(unattributed_bytes, 0)) FROM heatmap_cells WHERE "
-                    "window_start >= %s AND window_start < %s GROUP BY date_trunc('hour', "
+                    "status <> 'incomplete' AND window_start >= %s AND window_start < %s GROUP BY "
+                    "date_trunc('hour', "
                     "window_start), src_site, dst_site ORDER BY sum(greatest(unattributed_bytes, "
                     "0)) DESC LIMIT 1",
                     W48, W49);
@@ -344,6 +349,7 @@ static void test_coverage_by_day(void **state)
     for (int d = 0; d < 7; d++) {
         double want = qd("SELECT 100.0 * sum(attributed_bytes) / sum(observed_payload_bytes) FROM "
                          "heatmap_cells WHERE src_site = 'nyc' AND dst_site = 'chi' AND "
+                         "status <> 'incomplete' AND "
                          "window_start >= timestamptz %s + %d * interval '1 day' AND "
                          "window_start < timestamptz %s + %d * interval '1 day'",
                          W48, d, W48, d + 1);

@@ -1,7 +1,8 @@
 /* Fleet scale against a throwaway real PostgreSQL:
  *  - the hourly rollups (sql/013) equal the sums of the per-window rows after inserts, a
  *    window's replacement, a merge (UPDATE of existing rows, INSERT of new ones) and a
- *    retention delete; expected sums computed here from the values the test wrote, not read back;
+ *    retention delete, incomplete windows counted but not summed (sql/026), and so does
+ *    coverage_weekly; expected sums computed here from the values the test wrote, not read back;
  *    wl_cells_range/wl_attribution_range over a range with partial hours at both edges;
  *  - recon_par_run with 2 workers, newest window first, writes the same cells, rollup rows and
  *    alerts as reconciling the same windows one after another, oldest first;
@@ -101,12 +102,14 @@ static void put_cell(int w, int p)
     struct cellv *c = &cells[w][p];
     c->present = 1;
     c->status = (int)rnd(7);
-    int unknown = c->status >= 5;
-    c->obs = unknown ? -1 : 1000000 + rnd(9000000);
-    c->pay = unknown ? -1 : c->obs * 95 / 100;
+    /* no_counter: nothing observed (NULL); incomplete: what part of the window was observed, as
+     * the reconciler writes it after a poll gap */
+    int no_counter = c->status == 6;
+    c->obs = no_counter ? -1 : 1000000 + rnd(9000000);
+    c->pay = no_counter ? -1 : c->obs * 95 / 100;
     c->att = rnd(5000000);
     c->sock = c->att / 2, c->nfs = c->att / 4, c->svc = c->att - c->sock - c->nfs;
-    c->unatt = unknown ? -1 : (c->pay > c->att ? c->pay - c->att : 0);
+    c->unatt = no_counter ? -1 : (c->pay > c->att ? c->pay - c->att : 0);
 #define NUM(v) (v < 0 ? "NULL" : (snprintf(nb[k], 24, "%lld", v), nb[k++]))
     char nb[8][24];
     int k = 0;
@@ -148,7 +151,9 @@ static void put_owners(int w, int p)
 }
 
 /* Sums over windows [w0, w1) per pair, computed from what was written; compared with rows of
- * (src, dst, windows, seconds, obs, pay, att, sock, nfs, svc, unatt, 7 status counts). */
+ * (src, dst, windows, seconds, obs, pay, att, sock, nfs, svc, unatt, 7 status counts). An
+ * incomplete window is counted (windows, n_incomplete) and its seconds and bytes are not summed
+ * (sql/026); NULLs sum as 0. */
 static void check_cells(PGresult *r, int w0, int w1, const char *what)
 {
     int rows = 0;
@@ -159,7 +164,8 @@ static void check_cells(PGresult *r, int w0, int w1, const char *what)
             if (!c->present)
                 continue;
             long long v[] = {1, 60, c->obs, c->pay, c->att, c->sock, c->nfs, c->svc, c->unatt};
-            for (int i = 0; i < 9; i++)
+            int summed = strcmp(STATUS[c->status], "incomplete") ? 9 : 1;
+            for (int i = 0; i < summed; i++)
                 e[i] += v[i] < 0 ? 0 : v[i];
             e[9 + c->status]++;
         }
@@ -230,6 +236,57 @@ static void check_hours(void)
     }
 }
 
+/* coverage_weekly (sql/026): per pair the volumes and coverage of the week's windows that are
+ * not incomplete, computed from what was written; every window counted. All windows written here
+ * fall in one ISO week. */
+static void check_week(void)
+{
+    PGresult *r = query("SELECT src_site, dst_site, observed_bytes, observed_payload_bytes, "
+                        "attributed_bytes, unattributed_bytes, coverage, incomplete_windows, "
+                        "windows FROM coverage_weekly");
+    int rows = 0;
+    for (int p = 0; p < N_PAIR; p++) {
+        long long obs = 0, pay = 0, att = 0, un = 0, inc = 0, n = 0;
+        for (int w = 0; w < N_WIN; w++) {
+            const struct cellv *c = &cells[w][p];
+            if (!c->present)
+                continue;
+            n++;
+            if (!strcmp(STATUS[c->status], "incomplete")) {
+                inc++;
+                continue;
+            }
+            obs += c->obs < 0 ? 0 : c->obs, pay += c->pay < 0 ? 0 : c->pay;
+            att += c->att, un += c->unatt < 0 ? 0 : c->unatt;
+        }
+        if (!n)
+            continue;
+        rows++;
+        int found = 0;
+        for (int i = 0; i < PQntuples(r); i++) {
+            if (strcmp(PQgetvalue(r, i, 0), SRC[p]) || strcmp(PQgetvalue(r, i, 1), DST[p]))
+                continue;
+            found = 1;
+            assert_int_equal(atoll(PQgetvalue(r, i, 2)), obs);
+            assert_int_equal(atoll(PQgetvalue(r, i, 3)), pay);
+            assert_int_equal(atoll(PQgetvalue(r, i, 4)), att);
+            assert_int_equal(atoll(PQgetvalue(r, i, 5)), un);
+            assert_true(pay > 0);
+            double cov = atof(PQgetvalue(r, i, 6)), want = (double)att / (double)pay;
+            if (cov < want * (1 - 1e-12) || cov > want * (1 + 1e-12))
+                fail_msg("coverage_weekly %s->%s coverage %.15g, expected %.15g", SRC[p], DST[p],
+                         cov, want);
+            assert_int_equal(atoll(PQgetvalue(r, i, 7)), inc);
+            assert_true(inc > 0); /* the sums above left something out */
+            assert_int_equal(atoll(PQgetvalue(r, i, 8)), n);
+        }
+        if (!found)
+            fail_msg("coverage_weekly: no row for %s->%s", SRC[p], DST[p]);
+    }
+    assert_int_equal(PQntuples(r), rows);
+    PQclear(r);
+}
+
 static void test_hourly_rollups(void **state)
 {
     (void)state;
@@ -276,6 +333,7 @@ static void test_hourly_rollups(void **state)
     assert_int_equal(atoll(PQgetvalue(r0, 0, 0)), whole);
     PQclear(r0);
     check_hours();
+    check_week();
     /* a window replaced as the reconciler does (DELETE, then the new rows), one pair gone */
     exec("BEGIN; DELETE FROM heatmap_cells WHERE window_start = '%s'", ts(W0_S + 60 * 75));
     memset(cells[75], 0, sizeof cells[75]);
