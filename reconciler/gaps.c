@@ -9,8 +9,9 @@
 
 #include "timeutil.h"
 
-static const char SQL_GAPS[] = "SELECT wl_record_report_gaps($1, $2::bigint, $3::timestamptz,"
-                               " $4::int, $5::bigint, $6::timestamptz, $7::timestamptz, $8)";
+static const char SQL_GAPS[] = "SELECT wl_record_report($1, $2::bigint, $3::timestamptz,"
+                               " $4::int, $5::bigint, $6::timestamptz, $7::timestamptz, $8,"
+                               " $9::text[])";
 
 void gaps_stmt(const struct ingest_batch *b, int window_seconds, struct gaps_params *g,
                struct pgc_stmt *st)
@@ -19,7 +20,7 @@ void gaps_stmt(const struct ingest_batch *b, int window_seconds, struct gaps_par
     snprintf(g->spool, sizeof(g->spool), "%" PRIu64, b->spool_dropped_reports);
     bool lost = b->lost_to_us > 0 && b->lost_reason;
     _Static_assert(sizeof(g->from) >= TM_RFC3339_LEN, "an RFC 3339 time fits");
-    const char *params[8] = {
+    const char *params[9] = {
         b->report[0], /* agent_id */
         b->report[1], /* seq */
         b->report[3], /* window_start */
@@ -28,9 +29,10 @@ void gaps_stmt(const struct ingest_batch *b, int window_seconds, struct gaps_par
         lost ? tm_format_rfc3339(b->lost_from_us, g->from) : NULL,
         lost ? tm_format_rfc3339(b->lost_to_us, g->to) : NULL,
         lost ? b->lost_reason : NULL,
+        b->local_sites, /* sql/028 */
     };
     memcpy(g->p, params, sizeof params);
-    *st = (struct pgc_stmt){.what = "agent_gaps", .sql = SQL_GAPS, .nparams = 8, .params = g->p};
+    *st = (struct pgc_stmt){.what = "agent_gaps", .sql = SQL_GAPS, .nparams = 9, .params = g->p};
 }
 
 void gaps_render_metrics(PGconn *db, struct evbuffer *out)

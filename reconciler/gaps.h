@@ -17,7 +17,7 @@
  * number of gap rows recorded. */
 struct gaps_params {
     char wsec[16], spool[24], from[40], to[40];
-    const char *p[8];
+    const char *p[9];
 };
 void gaps_stmt(const struct ingest_batch *b, int window_seconds, struct gaps_params *g,
                struct pgc_stmt *st);

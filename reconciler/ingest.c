@@ -19,6 +19,7 @@
 #include "nasin.h"
 #include "srv_limits.h"
 #include "quarantine.h"
+#include "recon_db_internal.h"
 #include "timeutil.h"
 
 /* ---- errors ---------------------------------------------------------------------------- */
@@ -495,8 +496,58 @@ static const char *const protos[] = {"tcp", "udp", NULL};
 static const char *const roles[] = {"client", "server", "unknown", NULL};
 static const char *const nfs_ops[] = {"read", "write", NULL};
 
+/* The distinct sites of a report's local addresses, for its gap records (gaps.h, sql/028): the
+ * agent's sites are then known without reading its flows, which ClickHouse mode does not keep
+ * in PostgreSQL. An agent's flows mostly share one local address: the last one's site is kept. */
+struct local_sites {
+    char last[INET6_ADDRSTRLEN];
+    int last_site;
+    unsigned char *seen; /* one per configured site */
+};
+
+static void local_site(struct local_sites *ls, const struct cfg *cfg, const char *addr)
+{
+    if (strcmp(addr, ls->last) != 0) {
+        snprintf(ls->last, sizeof ls->last, "%s", addr);
+        ls->last_site = cfg_site_of_addr(cfg, addr);
+    }
+    if (ls->last_site >= 0 && (size_t)ls->last_site < cfg->n_sites)
+        ls->seen[ls->last_site] = 1;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The sites seen as a text[] literal, names in byte order (as wl_agent_sites orders them);
+ * NULL when out of memory. */
+static char *local_sites_text(const struct local_sites *ls, const struct cfg *cfg)
+{
+    const char **names = malloc((cfg->n_sites + 1) * sizeof *names);
+    if (!names)
+        return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < cfg->n_sites; i++)
+        if (ls->seen[i])
+            names[n++] = cfg->sites[i].name;
+    qsort(names, n, sizeof *names, cmp_name);
+    struct rdb_sbuf b = {0};
+    rdb_sb_add(&b, "{", 1);
+    for (size_t i = 0; i < n; i++)
+        rdb_sb_array_elem(&b, names[i], i == 0);
+    rdb_sb_add(&b, "}", 2); /* with its NUL */
+    free(names);
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
 static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_text,
-                    const struct jv *agent_id, uint64_t seq, const struct jv *host, uint64_t cap)
+                    const struct jv *agent_id, uint64_t seq, const struct jv *host, uint64_t cap,
+                    struct local_sites *ls)
 {
     struct loc l = {.arr = "flows", .idx = i};
     const struct jv *s[F_N] = {0};
@@ -525,6 +576,7 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
             ing_want_uint(c, s[F_TX], ing_at_key(l, "tx_bytes"), cap, &tx) < 0 ||
             ing_want_uint(c, s[F_RX], ing_at_key(l, "rx_bytes"), cap, &rx) < 0)
             return -1;
+        local_site(ls, c->cfg, laddr);
     } else {
         if (want_endpoint(c, s[F_SERVER], ing_at_key(l, "server"), true, raddr, &rport) < 0 ||
             want_enum(c, s[F_OP], ing_at_key(l, "op"), false, nfs_ops, &op) < 0 ||
@@ -539,6 +591,8 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
             want_endpoint(c, s[F_LOCAL], ing_at_key(l, "local"), true, laddr, &lport) < 0)
             return -1;
         has_nfs_local = s[F_LOCAL] && s[F_LOCAL]->type != JV_NULL;
+        if (has_nfs_local)
+            local_site(ls, c->cfg, laddr);
     }
     if (ing_opt_uint(c, s[F_PID], ing_at_key(l, "pid"), INT32_MAX, &pid, &has_pid) < 0 ||
         ing_opt_uint(c, s[F_UID], ing_at_key(l, "uid"), UINT32_MAX, &uid, &has_uid) < 0 ||
@@ -742,12 +796,22 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
     /* ~1.5x a typical row's COPY text per flow: no realloc-and-copy while the rows are written
      * (a hint only: buf_reserve grows the buffer further when rows are longer) */
     buf_hint(c->b, (size_t)flows->n * 192 < c->body_len ? (size_t)flows->n * 192 : c->body_len);
+    struct local_sites ls = {.last_site = -1, .seen = calloc(cfg->n_sites + 1, 1)};
+    if (!ls.seen) {
+        c->e->status = 500;
+        snprintf(c->e->msg, sizeof(c->e->msg), "out of memory");
+        return -1;
+    }
     long i = 0;
     for (const struct jv *f = flows->child; f; f = f->next, i++)
-        if (one_flow(c, f, i, ws_text, agent_id, seq, host, cap) < 0)
+        if (one_flow(c, f, i, ws_text, agent_id, seq, host, cap, &ls) < 0) {
+            free(ls.seen);
             return -1;
+        }
 
     struct ingest_batch *b = c->b;
+    b->local_sites = local_sites_text(&ls, cfg);
+    free(ls.seen);
     char thr[40];
     snprintf(thr, sizeof(thr), "%.17g", threshold);
     b->window_start_us = ws;
@@ -763,7 +827,7 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
     b->report[8] = has_seen ? fmt_u64(seen) : NULL;
     b->report[9] = fmt_u64(b->n_rows);
     for (int p = 0; p < INGEST_REPORT_PARAMS; p++)
-        if (!b->report[p] && p != 6 && p != 7 && p != 8) {
+        if ((!b->report[p] && p != 6 && p != 7 && p != 8) || !b->local_sites) {
             c->e->status = 500;
             snprintf(c->e->msg, sizeof(c->e->msg), "out of memory");
             return -1;
@@ -780,6 +844,7 @@ void ingest_batch_free(struct ingest_batch *b)
     for (int i = 0; i < INGEST_REPORT_PARAMS; i++)
         free(b->report[i]);
     free(b->lost_reason);
+    free(b->local_sites);
     free(b->copy);
     nasin_free(b->nas);
     for (size_t i = 0; i < b->n_rejects; i++)

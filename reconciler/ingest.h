@@ -47,6 +47,9 @@ struct ingest_batch {
     int64_t lost_from_us, lost_to_us;
     char *lost_reason;
     uint64_t spool_dropped_reports;
+    /* attributions: the distinct sites of the flows' local addresses as a text[] literal
+     * ("{\"chi\",\"nyc\"}", "{}" for none), kept with the report for its gap records (sql/028) */
+    char *local_sites;
     /* rows in PostgreSQL COPY text format: flow_records, or the counter/transfer staging table */
     char *copy;
     size_t copy_len, copy_cap;

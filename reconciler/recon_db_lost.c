@@ -12,11 +12,12 @@ int rdb_apply_lost_spans(PGconn *db, const struct cfg *cfg, int64_t ws, struct r
     rdb_fmt_ts(to, ws + (int64_t)cfg->window_seconds * TM_USEC_PER_SEC);
     const char *p[] = {from, to};
     *n_cells = 0;
-    /* the spans agents reported (seq_from NULL: not seq gaps) that overlap the window */
+    /* the spans agents reported lost and the seq gaps (reports that never arrived, sql/027)
+     * that overlap the window */
     PGresult *r = rdb_q(db, "reading the agents' lost spans", err, errlen,
                         "SELECT DISTINCT unnest(sites) FROM agent_gaps"
-                        " WHERE seq_from IS NULL AND lost_from < $2::timestamptz"
-                        " AND lost_to > $1::timestamptz",
+                        " WHERE lost_from < $2::timestamptz AND lost_to > $1::timestamptz"
+                        " AND lost_to > lost_from",
                         2, p);
     if (!r)
         return -1;

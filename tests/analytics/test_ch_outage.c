@@ -12,7 +12,8 @@
  * tx 7 each: 35) must ship too. After the restart, ClickHouse is frozen (SIGSTOP) while reports
  * arrive: the flusher's insert times out, is retried once ClickHouse runs again, and the rows
  * are still counted once. A second test kills the reconciler while blocks wait in its memory
- * queue (test_crash_with_queued_blocks). */
+ * queue (test_crash_with_queued_blocks); a third that gap rows get their sites though the flows
+ * are not in PostgreSQL (test_gap_sites_without_flows_in_postgres). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -249,6 +250,38 @@ static void test_crash_with_queued_blocks(void **state)
     assert_int_equal(attributed, Q_TX_SUM);
 }
 
+/* A gap's sites in ClickHouse mode (sql/028): the flows are not in PostgreSQL, so the sites of
+ * agent-g's missing seq 2 and of its lost span come from what ingest kept with each report
+ * (flow_reports.local_sites: its flows' local addresses, 10.1.0.2 = nyc). Before, both rows had
+ * no sites, and no cell became incomplete for them. */
+static void test_gap_sites_without_flows_in_postgres(void **state)
+{
+    (void)state;
+    int64_t ws = fx_window_ago(12, 60);
+    post_report_as("agent-g", ws, 1);
+    char *body = fx_fmt("{\"version\":1,\"host\":\"nyc-gpu-1\",\"agent_id\":\"agent-g\","
+                        "\"seq\":3,\"window_start\":\"%s\",\"lost\":{\"from\":\"%s\","
+                        "\"to\":\"%s\",\"reason\":\"late_drain\"},\"flows\":[]}",
+                        fx_ts(ws + 120 * TM_USEC_PER_SEC), fx_ts(ws + 120 * TM_USEC_PER_SEC),
+                        fx_ts(ws + 150 * TM_USEC_PER_SEC));
+    char *resp = NULL;
+    int st =
+        fx_http(&F, "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, body, strlen(body), &resp);
+    if (st != 200)
+        fail_msg("seq 3: HTTP %d %s", st, resp ? resp : "");
+    free(resp);
+    free(body);
+    assert_int_equal(fx_num(&F, "SELECT count(*) FROM flow_records WHERE agent_id = 'agent-g'"), 0);
+    assert_string_equal(fx_row(&F, "SELECT string_agg(seq || ':' || coalesce(array_to_string("
+                                   "local_sites, ','), 'NULL'), ' ' ORDER BY seq) FROM "
+                                   "flow_reports WHERE agent_id = 'agent-g'"),
+                        "1:nyc 3:");
+    assert_string_equal(fx_row(&F, "SELECT string_agg(reason || ':' || array_to_string(sites, "
+                                   "','), ' ' ORDER BY reason) FROM agent_gaps WHERE agent_id = "
+                                   "'agent-g'"),
+                        "late_drain:nyc seq_missing:nyc");
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -276,6 +309,7 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_outage_and_restart),
-                                       cmocka_unit_test(test_crash_with_queued_blocks)};
+                                       cmocka_unit_test(test_crash_with_queued_blocks),
+                                       cmocka_unit_test(test_gap_sites_without_flows_in_postgres)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

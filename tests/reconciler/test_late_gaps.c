@@ -6,7 +6,8 @@
  * both reports are empty; the cells of both directions of nyc-chi in windows 2, 3 and 4 (those
  * the span overlaps) are incomplete without coverage, also those reconciled before the span
  * arrived, and windows 0, 1 and 5 are not; a second span overlapping the first counts once in
- * wanledger_agent_gap_seconds (the union, 160 s); the cell page names the late drain. */
+ * wanledger_agent_gap_seconds (the union, 160 s); the cell page names the late drain. Also a
+ * second agent's missing seqs make the windows they span incomplete, until they arrive. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,7 +40,7 @@ static void post(const char *body)
 
 /* Report seq of window w (minutes after W0): flows (1 flow of 1000 bytes nyc -> chi) or none,
  * with the lost span [lf, lt) (seconds after W0) when lt > 0. */
-static void report(int seq, int w, bool flows, int lf, int lt)
+static void report_as(const char *agent, int seq, int w, bool flows, int lf, int lt)
 {
     char lost[256] = "";
     if (lt > 0) {
@@ -50,16 +51,21 @@ static void report(int seq, int w, bool flows, int lf, int lt)
                  fx_ts(W0 + lt * SEC));
     }
     char *body =
-        fx_fmt("{\"version\":1,\"host\":\"nyc-gpu-1\",\"agent_id\":\"ag-late\",\"seq\":%d,"
+        fx_fmt("{\"version\":1,\"host\":\"nyc-gpu-1\",\"agent_id\":\"%s\",\"seq\":%d,"
                "\"window_start\":\"%s\",\"window_seconds\":60,\"dropped_events\":0,%s"
                "\"spool\":{\"dropped_reports\":0},\"flows\":[%s]}",
-               seq, fx_ts(W0 + (int64_t)w * 60 * SEC), lost,
+               agent, seq, fx_ts(W0 + (int64_t)w * 60 * SEC), lost,
                flows ? "{\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"10.1.0.2:40000\","
                        "\"remote\":\"10.2.0.2:5201\",\"role\":\"client\",\"tx_bytes\":1000,"
                        "\"rx_bytes\":0,\"pid\":1,\"uid\":0,\"program\":\"iperf3\"}"
                      : "");
     post(body);
     free(body);
+}
+
+static void report(int seq, int w, bool flows, int lf, int lt)
+{
+    report_as("ag-late", seq, w, flows, lf, lt);
 }
 
 static void reconcile(void)
@@ -124,6 +130,55 @@ static void test_late_span_makes_windows_incomplete(void **state)
     }
 }
 
+/* Reports that never arrived: agent ag-miss reports windows 10, 11, 14 and 15 as seqs 1, 2, 5
+ * and 6, all reconciled once seqs 1 and 2 are in. Seqs 3 and 4 (windows 12 and 13) are missing:
+ * those windows become incomplete on both directions, the others not; when seq 3 (window 12)
+ * arrives late, window 12 is complete again and window 13 stays incomplete. */
+static void test_missing_seqs_make_windows_incomplete(void **state)
+{
+    (void)state;
+    char *batch = strdup("");
+    for (int i = 9; i <= 17; i++) { /* the counters continue: 100,000 bytes a window */
+        char *next = fx_fmt("%s%s{\"device\":\"nyc-border-1\",\"interface\":\"et-0/0/1\","
+                            "\"at\":\"%s\",\"in_octets\":0,\"out_octets\":%d}",
+                            batch, i > 9 ? "," : "", fx_ts(W0 + i * 60 * SEC), (i + 1) * 100000);
+        free(batch);
+        batch = next;
+    }
+    char *body = fx_fmt("{\"version\":1,\"poller\":\"p1\",\"samples\":[%s]}", batch);
+    char *resp = NULL;
+    assert_int_equal(
+        fx_http(&F, "POST", "/v1/counters", FX_TOKEN_POLLER, NULL, body, strlen(body), &resp), 200);
+    free(resp);
+    free(body);
+    free(batch);
+    report_as("ag-miss", 1, 10, true, 0, 0);
+    report_as("ag-miss", 2, 11, true, 0, 0);
+    reconcile();
+    for (int w = 10; w <= 15; w++)
+        assert_null(strstr(cells(w), "incomplete"));
+    report_as("ag-miss", 5, 14, true, 0, 0);
+    report_as("ag-miss", 6, 15, true, 0, 0);
+    assert_string_equal(fx_row(&F, "SELECT seq_from || '-' || seq_to || ':' || "
+                                   "array_to_string(sites, ',') FROM agent_gaps WHERE agent_id = "
+                                   "'ag-miss'"),
+                        "3-4:nyc");
+    reconcile();
+    for (int w = 10; w <= 15; w++) {
+        printf("window %d: %s\n", w, cells(w));
+        if (w == 12 || w == 13)
+            assert_string_equal(cells(w), "incomplete/-,incomplete/-");
+        else
+            assert_null(strstr(cells(w), "incomplete"));
+    }
+    report_as("ag-miss", 3, 12, true, 0, 0);
+    reconcile();
+    printf("after seq 3: window 12: %s\n", cells(12)); /* cells() returns one buffer */
+    printf("after seq 3: window 13: %s\n", cells(13));
+    assert_null(strstr(cells(12), "incomplete"));
+    assert_string_equal(cells(13), "incomplete/-,incomplete/-");
+}
+
 static void test_gap_seconds_are_the_union(void **state)
 {
     (void)state;
@@ -156,6 +211,7 @@ int main(void)
     fx_start(&F);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_late_span_makes_windows_incomplete),
+        cmocka_unit_test(test_missing_seqs_make_windows_incomplete),
         cmocka_unit_test(test_gap_seconds_are_the_union),
         cmocka_unit_test(test_cell_page_names_the_late_drain),
     };
