@@ -87,15 +87,15 @@ static const char *cells(int w)
     return v;
 }
 
-static void test_late_span_makes_windows_incomplete(void **state)
+/* The circuit's counter samples at the starts of windows [from, to] (minutes after W0): the
+ * cumulative octets (i + 1) x 100,000, so 100,000 bytes a window. */
+static void post_counters(int from, int to)
 {
-    (void)state;
-    /* the circuit's counters for every window: 100,000 bytes each */
     char *batch = strdup("");
-    for (int i = -1; i <= 8; i++) {
+    for (int i = from; i <= to; i++) {
         char *next = fx_fmt("%s%s{\"device\":\"nyc-border-1\",\"interface\":\"et-0/0/1\","
                             "\"at\":\"%s\",\"in_octets\":0,\"out_octets\":%d}",
-                            batch, i > -1 ? "," : "", fx_ts(W0 + i * 60 * SEC), (i + 1) * 100000);
+                            batch, i > from ? "," : "", fx_ts(W0 + i * 60 * SEC), (i + 1) * 100000);
         free(batch);
         batch = next;
     }
@@ -106,6 +106,12 @@ static void test_late_span_makes_windows_incomplete(void **state)
     free(resp);
     free(body);
     free(batch);
+}
+
+static void test_late_span_makes_windows_incomplete(void **state)
+{
+    (void)state;
+    post_counters(-1, 8);
     report(1, 0, true, 0, 0);
     report(2, 1, true, 0, 0);
     reconcile();
@@ -137,21 +143,7 @@ static void test_late_span_makes_windows_incomplete(void **state)
 static void test_missing_seqs_make_windows_incomplete(void **state)
 {
     (void)state;
-    char *batch = strdup("");
-    for (int i = 9; i <= 17; i++) { /* the counters continue: 100,000 bytes a window */
-        char *next = fx_fmt("%s%s{\"device\":\"nyc-border-1\",\"interface\":\"et-0/0/1\","
-                            "\"at\":\"%s\",\"in_octets\":0,\"out_octets\":%d}",
-                            batch, i > 9 ? "," : "", fx_ts(W0 + i * 60 * SEC), (i + 1) * 100000);
-        free(batch);
-        batch = next;
-    }
-    char *body = fx_fmt("{\"version\":1,\"poller\":\"p1\",\"samples\":[%s]}", batch);
-    char *resp = NULL;
-    assert_int_equal(
-        fx_http(&F, "POST", "/v1/counters", FX_TOKEN_POLLER, NULL, body, strlen(body), &resp), 200);
-    free(resp);
-    free(body);
-    free(batch);
+    post_counters(9, 17); /* the counters continue */
     report_as("ag-miss", 1, 10, true, 0, 0);
     report_as("ag-miss", 2, 11, true, 0, 0);
     reconcile();
