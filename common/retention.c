@@ -11,11 +11,22 @@
 static const char *const TABLES[RETENTION_TABLES] = {
     "heatmap_cells",       "attribution_rollup",   "link_windows",      "gap_alerts",
     "agent_gaps",          "window_state",         "dependency_rollup", "flow_samples",
-    "flow_sample_batches", "flow_collector_stats", "nas_windows"};
+    "flow_sample_batches", "flow_collector_stats", "nas_windows",       "owners"};
 
 const char *retention_table_name(int i)
 {
     return i >= 0 && i < RETENTION_TABLES ? TABLES[i] : "?";
+}
+
+/* "pruning WHAT: <the server's message without its newlines>"; clears r. */
+static int prune_failed(PGresult *r, const char *what, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "pruning %s: %s", what, PQresultErrorMessage(r));
+    size_t n = strlen(err);
+    while (n && err[n - 1] == '\n')
+        err[--n] = '\0';
+    PQclear(r);
+    return -1;
 }
 
 static int64_t days_ago(int64_t now_us, int days)
@@ -41,14 +52,8 @@ int retention_prune(PGconn *db, const struct cfg *cfg, int64_t now_us, int64_t r
                                "SELECT table_name, deleted FROM wl_prune_results($1::timestamptz,"
                                " $2::timestamptz, $3::timestamptz, $4::timestamptz)",
                                4, NULL, p, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        snprintf(err, errlen, "pruning results: %s", PQresultErrorMessage(r));
-        size_t n = strlen(err);
-        while (n && err[n - 1] == '\n')
-            err[--n] = '\0';
-        PQclear(r);
-        return -1;
-    }
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        return prune_failed(r, "results", err, errlen);
     for (int i = 0; i < PQntuples(r); i++)
         for (int k = 0; k < RETENTION_TABLES; k++)
             if (strcmp(PQgetvalue(r, i, 0), TABLES[k]) == 0)
@@ -57,15 +62,15 @@ int retention_prune(PGconn *db, const struct cfg *cfg, int64_t now_us, int64_t r
     /* the NAS view (sql/011) is a result table: kept like the rollups */
     r = PQexecParams(db, "DELETE FROM nas_windows WHERE window_start < $1::timestamptz", 1, NULL, p,
                      NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        snprintf(err, errlen, "pruning nas_windows: %s", PQresultErrorMessage(r));
-        size_t n = strlen(err);
-        while (n && err[n - 1] == '\n')
-            err[--n] = '\0';
-        PQclear(r);
-        return -1;
-    }
-    st->deleted[RETENTION_TABLES - 1] = atoll(PQcmdTuples(r));
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        return prune_failed(r, "nas_windows", err, errlen);
+    st->deleted[RETENTION_TABLES - 2] = atoll(PQcmdTuples(r));
+    PQclear(r);
+    /* after the result rows: the owners none of them uses any more (sql/029) */
+    r = PQexecParams(db, "SELECT wl_prune_owners($1::timestamptz)", 1, NULL, p, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        return prune_failed(r, "owners", err, errlen);
+    st->deleted[RETENTION_TABLES - 1] = atoll(PQgetvalue(r, 0, 0));
     PQclear(r);
     return 0;
 }

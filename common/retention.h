@@ -3,7 +3,7 @@
  * results (heatmap_cells, attribution_rollup, link_windows, dependency_rollup) after results_days,
  * delivered resolved alerts after alerts_days, agent_gaps after gaps_days, clean window_state rows
  * and the sampled router flows (flow_samples and its batch keys and collector counters) with the
- * raw data.
+ * raw data; last, the owners no result row uses any more (wl_prune_owners, sql/029).
  * Run by `wanledger prune` and by the leading reconciler once a day. */
 #ifndef WL_RETENTION_H
 #define WL_RETENTION_H
@@ -14,7 +14,7 @@
 
 #include "config.h"
 
-#define RETENTION_TABLES 11
+#define RETENTION_TABLES 12
 
 struct retention_stats {
     int partitions_dropped;

@@ -59,10 +59,23 @@ static int distinct_owners(const struct recon_result *res, struct owner_set *s, 
     return 0;
 }
 
+/* The owners whose last day (sql/029) is before the window's get the window's; ids: "{1,2}". */
+static int stamp_owners(PGconn *db, const char *from, const char *ids, char *err, size_t errlen)
+{
+    const char *p[] = {from, ids};
+    return rdb_run(db, "stamping the window's owners",
+                   "UPDATE owners SET last_day = ($1::timestamptz AT TIME ZONE 'UTC')::date"
+                   " WHERE id = ANY ($2::int[])"
+                   " AND last_day < ($1::timestamptz AT TIME ZONE 'UTC')::date",
+                   2, p, NULL, err, errlen);
+}
+
 /* ids[k]: the number in `owners` of distinct owner k, new owners added in key order (two
- * reconciliations adding the same new owners wait on each other instead of deadlocking). */
-static int number_owners(PGconn *db, const struct owner_set *s, size_t n, int32_t *ids, char *err,
-                         size_t errlen)
+ * reconciliations adding the same new owners wait on each other instead of deadlocking), every
+ * one stamped with the window's day (sql/029). Holds 'wanledger.owners' shared until the
+ * transaction ends, so retention's prune cannot delete an owner this window is about to use. */
+static int number_owners(PGconn *db, const struct owner_set *s, size_t n, const char *from,
+                         int32_t *ids, char *err, size_t errlen)
 {
     static const char join[] =
         "(o.source, o.workflow, o.user_name, o.program, o.host, o.namespace, o.pod, "
@@ -70,13 +83,15 @@ static int number_owners(PGconn *db, const struct owner_set *s, size_t n, int32_
         "k.namespace, k.pod, k.container_name)";
     static const char what[] = "numbering the window's owners";
     char sql[1024];
-    if (rdb_run(db, what,
+    if (rdb_run(db, what, "SELECT pg_advisory_xact_lock_shared(hashtext('wanledger.owners'))", 0,
+                NULL, NULL, err, errlen) ||
+        rdb_run(db, what,
                 "CREATE TEMP TABLE IF NOT EXISTS wl_owner_keys (ord integer NOT NULL, source text, "
                 "workflow text, user_name text, program text, host text, namespace text, pod text, "
                 "container_name text) ON COMMIT DELETE ROWS",
                 0, NULL, NULL, err, errlen))
         return -1;
-    struct rdb_sbuf b = {0};
+    struct rdb_sbuf b = {0}, stale = {0};
     rdb_sb_bin_begin(&b);
     for (size_t k = 0; k < n; k++) {
         const char *f[OWNER_FIELDS];
@@ -97,14 +112,19 @@ static int number_owners(PGconn *db, const struct owner_set *s, size_t n, int32_
                     err, errlen))
         goto out;
     snprintf(sql, sizeof sql,
-             "INSERT INTO owners (" OWNER_COLS ") SELECT " OWNER_COLS " FROM wl_owner_keys k "
+             "INSERT INTO owners (" OWNER_COLS ", last_day) SELECT " OWNER_COLS
+             ", ($1::timestamptz AT TIME ZONE 'UTC')::date FROM wl_owner_keys k "
              "WHERE NOT EXISTS (SELECT 1 FROM owners o WHERE %s) ORDER BY " OWNER_COLS
              " ON CONFLICT DO NOTHING",
              join);
-    if (rdb_run(db, what, sql, 0, NULL, NULL, err, errlen))
+    const char *p[] = {from};
+    if (rdb_run(db, what, sql, 1, p, NULL, err, errlen))
         goto out;
-    snprintf(sql, sizeof sql, "SELECT k.ord, o.id FROM wl_owner_keys k JOIN owners o ON %s", join);
-    PGresult *r = rdb_q(db, what, err, errlen, sql, 0, NULL);
+    snprintf(sql, sizeof sql,
+             "SELECT k.ord, o.id, o.last_day < ($1::timestamptz AT TIME ZONE 'UTC')::date "
+             "FROM wl_owner_keys k JOIN owners o ON %s",
+             join);
+    PGresult *r = rdb_q(db, what, err, errlen, sql, 1, p);
     if (!r)
         goto out;
     if ((size_t)PQntuples(r) != n) {
@@ -120,11 +140,25 @@ static int number_owners(PGconn *db, const struct owner_set *s, size_t n, int32_
             goto out;
         }
         ids[ord] = (int32_t)atol(PQgetvalue(r, i, 1));
+        if (PQgetvalue(r, i, 2)[0] == 't') { /* used before, not since the window's day */
+            rdb_sb_add(&stale, stale.n ? "," : "{", 1);
+            rdb_sb_add(&stale, PQgetvalue(r, i, 1), strlen(PQgetvalue(r, i, 1)));
+        }
     }
     PQclear(r);
+    if (stale.n) {
+        rdb_sb_add(&stale, "}", 2); /* with its NUL */
+        if (stale.oom) {
+            snprintf(err, errlen, "%s: out of memory", what);
+            goto out;
+        }
+        if (stamp_owners(db, from, stale.p, err, errlen))
+            goto out;
+    }
     rc = 0;
 out:
     free(b.p);
+    free(stale.p);
     return rc;
 }
 
@@ -216,7 +250,7 @@ int rdb_write_owners(PGconn *db, const struct cfg *cfg, const char *from, int64_
         goto oom;
     if (distinct_owners(res, &s, of, &n_owners, err, errlen))
         goto out;
-    if (n_owners && number_owners(db, &s, n_owners, ids, err, errlen))
+    if (n_owners && number_owners(db, &s, n_owners, from, ids, err, errlen))
         goto out;
     t.ordered = fill_packed(&b, cfg, ws, res, of, ids, &n_pairs);
     if (b.oom)

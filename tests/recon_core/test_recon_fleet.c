@@ -13,7 +13,9 @@
  *  - the owner hours' fold (sql/020): no hourly owner row before an hour is folded, the range
  *    reader equal either way, the loop's fold only once the hour has ended two windows ago, first
  *    writes and late data into a folded hour kept in its hourly rows; the reconciler's fold
- *    thread folds an ended hour on its own connection and stops promptly. */
+ *    thread folds an ended hour on its own connection and stops promptly;
+ *  - owners' last days (sql/029) stamped by the writer whatever the windows' order, and the
+ *    prune of the owners no kept result row uses. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,6 +34,7 @@
 #include "recon_db.h"
 #include "recon_db_internal.h" /* rdb_diff_sort_above */
 #include "recon_par.h"
+#include "retention.h"
 #include "timeutil.h"
 
 #define W0_S  INT64_C(1762077600) /* 2025-11-02T10:00:00Z */
@@ -703,6 +706,81 @@ static void test_fold_thread(void **state)
     assert_int_equal(hourly_mismatches(), 0);
 }
 
+/* Owners' last days and their prune (sql/029), through the reconciler's writer and retention:
+ * a window of 2025-10-01 uses owners wf-0 and wf-old; W0's windows (2025-11-02) use wf-0, wf-1
+ * and wf-2. Whatever the order the windows are reconciled in, each owner ends with the latest
+ * day of a window that used it (wf-old 2025-10-01, the others 2025-11-02). Retention with the
+ * results' cutoff at 2025-11-01 deletes the old window's rows and then the one owner no kept row
+ * uses (wf-old); the kept windows' owner bytes are all still readable. */
+static void owner_window(const char *ws, const char *agent, int seq, const char *wf, int port,
+                         long long tx)
+{
+    exec("INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds, n_flows) "
+         "VALUES ('%s', %d, 'nyc-1', '%s', 60, 1)",
+         agent, seq, ws);
+    exec("INSERT INTO flow_records (window_start, agent_id, seq, idx, host, source, proto, "
+         "local_addr, local_port, remote_addr, remote_port, role, tx_bytes, rx_bytes, pid, uid, "
+         "user_name, program, workflow) VALUES ('%s', '%s', %d, 0, 'nyc-1', 'socket', 'tcp', "
+         "'10.1.0.2', %d, '10.2.0.2', 5201, 'client', %lld, 0, 4307, 1000, 'alice', "
+         "'python3', '%s')",
+         ws, agent, seq, port, tx, wf);
+}
+
+static void test_owner_days(void **state)
+{
+    (void)state;
+    static const char OLD[] = "2025-10-01T10:00:00Z";
+    char err[512];
+    if (db_ensure_partitions(db, US(INT64_C(1759312800)), US(INT64_C(1759312800)), err, sizeof err))
+        fail_msg("%s", err);
+    for (int order = 0; order < 2; order++) {
+        reset_results();
+        exec("DELETE FROM attribution_hours; DELETE FROM owners; DELETE FROM flow_packed WHERE "
+             "window_start = '%s'; DELETE FROM flow_reports WHERE window_start = '%s'",
+             OLD, OLD);
+        if (num("SELECT count(*) FROM flow_reports WHERE agent_id = 'agent-nyc-1'") == 0)
+            insert_inputs();
+        owner_window(OLD, "agent-old", 1, "wf-0", 40000, 3000); /* two connections */
+        owner_window(OLD, "agent-old2", 1, "wf-old", 40002, 4000);
+        if (order == 0 &&
+            recon_db_reconcile_window(db, cfg, US(INT64_C(1759312800)), NULL, err, sizeof err))
+            fail_msg("old window: %s", err);
+        for (int w = 0; w < 12; w++)
+            reconcile_w(w, NULL);
+        if (order == 1 &&
+            recon_db_reconcile_window(db, cfg, US(INT64_C(1759312800)), NULL, err, sizeof err))
+            fail_msg("old window: %s", err);
+        PGresult *r = query("SELECT string_agg(workflow || '@' || last_day, ' ' ORDER BY workflow) "
+                            "FROM owners");
+        assert_string_equal(PQgetvalue(r, 0, 0), "wf-0@2025-11-02 wf-1@2025-11-02 "
+                                                 "wf-2@2025-11-02 wf-old@2025-10-01");
+        PQclear(r);
+    }
+    long long kept = num("SELECT sum(bytes) FROM attribution_rollup WHERE window_start >= "
+                         "'2025-11-02T00:00:00Z'");
+    assert_true(kept > 0);
+    struct cfg c = *cfg;
+    c.retention_results_days = 30;
+    c.retention_raw_days = 400; /* no raw partition dropped */
+    c.retention_alerts_days = c.retention_gaps_days = 400;
+    struct retention_stats st;
+    /* now = 2025-12-01T00:00Z: results before 2025-11-01 go */
+    if (retention_prune(db, &c, US(INT64_C(1764547200)), 0, &st, err, sizeof err))
+        fail_msg("%s", err);
+    int k = 0;
+    while (k < RETENTION_TABLES && strcmp(retention_table_name(k), "owners") != 0)
+        k++;
+    assert_true(k < RETENTION_TABLES);
+    assert_int_equal(st.deleted[k], 1);
+    PGresult *r = query("SELECT string_agg(workflow, ' ' ORDER BY workflow) FROM owners");
+    assert_string_equal(PQgetvalue(r, 0, 0), "wf-0 wf-1 wf-2");
+    PQclear(r);
+    assert_int_equal(num("SELECT sum(bytes) FROM attribution_rollup"), kept);
+    assert_int_equal(num("SELECT count(*) FROM attribution_packed p, unnest(p.owner_ids) u(id) "
+                         "WHERE NOT EXISTS (SELECT 1 FROM owners o WHERE o.id = u.id)"),
+                     0);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -746,10 +824,9 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hourly_rollups),
-        cmocka_unit_test(test_parallel_equals_serial),
-        cmocka_unit_test(test_writer_changes_only),
-        cmocka_unit_test(test_fold_thread),
+        cmocka_unit_test(test_hourly_rollups),      cmocka_unit_test(test_parallel_equals_serial),
+        cmocka_unit_test(test_writer_changes_only), cmocka_unit_test(test_fold_thread),
+        cmocka_unit_test(test_owner_days),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
