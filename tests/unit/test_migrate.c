@@ -738,6 +738,44 @@ static void test_upgrade_known_sums(void **state)
     db_drop(db, "wl_upgrade_026");
 }
 
+/* An upgrade to sql/029 with owners in place: they count as used today (kept for a whole results
+ * retention from now), an owner numbered through the view afterwards is stamped today, and the
+ * prune keeps what was used the day before the cutoff's day and deletes what is older. */
+static void test_upgrade_owner_days(void **state)
+{
+    (void)state;
+    char err[512], buf[256];
+    unsigned i;
+    PGconn *db = db_before("wl_upgrade_029", 29, "029_owner_days.sql", &i);
+    PQclear(q(db, "INSERT INTO owners (source, workflow, user_name, program, host, namespace, "
+                  "pod, container_name) VALUES ('socket', 'wf-a', 'u', 'p', 'h', '', '', '')"));
+    int applied = 0;
+    if (db_migrate(db, &applied, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(applied, (int)(db_n_migrations - i));
+    assert_int_equal(num(db, "SELECT count(*) FROM owners WHERE last_day = current_date"), 1);
+    PQclear(q(db, "INSERT INTO attribution_rollup (window_start, src_site, dst_site, source, "
+                  "workflow, user_name, program, host, bytes) VALUES ('2020-01-01T10:00:00Z', "
+                  "'nyc', 'chi', 'socket', 'wf-b', 'u', 'p', 'h', 5)"));
+    PQclear(q(db, "UPDATE owners SET last_day = '2020-01-01' WHERE workflow = 'wf-b'"));
+    PQclear(q(db, "INSERT INTO attribution_rollup (window_start, src_site, dst_site, source, "
+                  "workflow, user_name, program, host, bytes) VALUES ('2020-01-01T10:01:00Z', "
+                  "'nyc', 'chi', 'socket', 'wf-b', 'u', 'p', 'h', 6)"));
+    assert_string_equal(str(db,
+                            "SELECT string_agg(workflow || ':' || (last_day = current_date), ',' "
+                            "ORDER BY workflow) FROM owners",
+                            buf, sizeof(buf)),
+                        "wf-a:true,wf-b:true");
+    PQclear(q(db, "UPDATE owners SET last_day = '2020-01-09' WHERE workflow = 'wf-a'"));
+    PQclear(q(db, "UPDATE owners SET last_day = '2020-01-08' WHERE workflow = 'wf-b'"));
+    PQclear(q(db, "DELETE FROM attribution_packed"));
+    assert_string_equal(str(db, "SELECT wl_prune_owners('2020-01-10T12:00:00Z')", buf, sizeof(buf)),
+                        "1");
+    assert_string_equal(str(db, "SELECT string_agg(workflow, ',') FROM owners", buf, sizeof(buf)),
+                        "wf-a");
+    db_drop(db, "wl_upgrade_029");
+}
+
 int main(void)
 {
     g_conn = th_pg_default();
@@ -750,6 +788,7 @@ int main(void)
         cmocka_unit_test(test_upgrade_write_phase),
         cmocka_unit_test(test_upgrade_packed_flows),
         cmocka_unit_test(test_upgrade_known_sums),
+        cmocka_unit_test(test_upgrade_owner_days),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
