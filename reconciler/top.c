@@ -7,16 +7,23 @@
 #include "jsonw.h"
 #include "timeutil.h"
 
-static const char SQL_TOTALS[] = "SELECT count(*), coalesce(sum(observed_payload_bytes), 0)::text,"
-                                 " coalesce(sum(attributed_bytes), 0)::text,"
-                                 " coalesce(sum(greatest(unattributed_bytes, 0)), 0)::text"
-                                 " FROM heatmap_cells WHERE src_site = $1 AND dst_site = $2"
-                                 " AND window_start >= $3 AND window_start < $4";
+/* The totals and the rows are those of the complete windows (docs/design.md "Sums over many
+ * windows"): an incomplete window's payload and gap are not of the whole window, so its owners'
+ * shares of them would be invented; it is counted apart. */
+static const char SQL_TOTALS[] =
+    "SELECT count(*), coalesce(sum(observed_payload_bytes) FILTER (WHERE wl_known(status)), 0),"
+    " coalesce(sum(attributed_bytes) FILTER (WHERE wl_known(status)), 0),"
+    " coalesce(sum(greatest(unattributed_bytes, 0)) FILTER (WHERE wl_known(status)), 0),"
+    " count(*) FILTER (WHERE NOT wl_known(status))"
+    " FROM heatmap_cells WHERE src_site = $1 AND dst_site = $2"
+    " AND window_start >= $3 AND window_start < $4";
 
 static const char SQL_ROWS[] =
     "SELECT source, workflow, user_name, program, sum(bytes)::text AS b, namespace, pod,"
-    " container_name FROM attribution_rollup WHERE src_site = $1 AND dst_site = $2"
-    " AND window_start >= $3 AND window_start < $4"
+    " container_name FROM attribution_rollup a WHERE src_site = $1 AND dst_site = $2"
+    " AND window_start >= $3 AND window_start < $4 AND NOT EXISTS (SELECT 1 FROM heatmap_cells c"
+    " WHERE c.window_start = a.window_start AND c.src_site = $1 AND c.dst_site = $2"
+    " AND NOT wl_known(c.status))"
     " GROUP BY source, workflow, user_name, program, namespace, pod, container_name"
     " ORDER BY sum(bytes) DESC, source, workflow, user_name, program, namespace, pod,"
     " container_name";
@@ -43,6 +50,7 @@ int top_query(PGconn *db, const char *src, const char *dst, int64_t from_us, int
     r->observed_payload_bytes = strtoull(PQgetvalue(q, 0, 1), NULL, 10);
     r->attributed_bytes = strtoull(PQgetvalue(q, 0, 2), NULL, 10);
     r->unattributed_bytes = strtoull(PQgetvalue(q, 0, 3), NULL, 10);
+    r->incomplete_windows = strtoull(PQgetvalue(q, 0, 4), NULL, 10);
     PQclear(q);
 
     q = PQexecParams(db, SQL_ROWS, 4, NULL, params, NULL, NULL, 0);
@@ -114,6 +122,11 @@ void top_print(FILE *f, const struct top_result *r)
     fprintf(f, "%s -> %s, window starts %s .. %s: %llu windows of %d s\n", r->src, r->dst,
             tm_format_rfc3339(r->from_us, from), tm_format_rfc3339(r->to_us, to),
             (unsigned long long)r->windows, r->window_seconds);
+    if (r->incomplete_windows)
+        fprintf(f,
+                "%llu of them incomplete (a poll gap or an agent's lost span): left out of "
+                "every figure below\n",
+                (unsigned long long)r->incomplete_windows);
     fprintf(f, "observed payload %llu bytes, attributed %llu bytes, unattributed %llu bytes\n",
             (unsigned long long)r->observed_payload_bytes, (unsigned long long)r->attributed_bytes,
             (unsigned long long)r->unattributed_bytes);
@@ -151,6 +164,7 @@ void top_json(struct evbuffer *out, const struct top_result *r)
     jw_kv_str(&w, "to", tm_format_rfc3339(r->to_us, to));
     jw_kv_i64(&w, "window_seconds", r->window_seconds);
     jw_kv_u64(&w, "windows", (uint64_t)r->windows);
+    jw_kv_u64(&w, "incomplete_windows", (uint64_t)r->incomplete_windows);
     jw_kv_u64(&w, "observed_payload_bytes", (uint64_t)r->observed_payload_bytes);
     jw_kv_u64(&w, "attributed_bytes", (uint64_t)r->attributed_bytes);
     jw_kv_u64(&w, "unattributed_bytes", (uint64_t)r->unattributed_bytes);

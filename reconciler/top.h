@@ -21,7 +21,8 @@ struct top_result {
     int64_t from_us, to_us; /* [from, to) of window starts */
     int window_seconds;
     uint64_t windows;                /* heatmap cells of the pair in the range */
-    uint64_t observed_payload_bytes; /* sum over those cells */
+    uint64_t incomplete_windows;     /* of those, incomplete: left out of every figure below */
+    uint64_t observed_payload_bytes; /* sum over the complete cells */
     uint64_t attributed_bytes;
     uint64_t unattributed_bytes; /* sum of the cells' positive gaps */
     uint64_t other_bytes;        /* attributed bytes of the rows beyond the limit */
