@@ -18,6 +18,14 @@ const char *retention_table_name(int i)
     return i >= 0 && i < RETENTION_TABLES ? TABLES[i] : "?";
 }
 
+int retention_table_index(const char *name)
+{
+    for (int k = 0; k < RETENTION_TABLES; k++)
+        if (strcmp(name, TABLES[k]) == 0)
+            return k;
+    return -1;
+}
+
 /* "pruning WHAT: <the server's message without its newlines>"; clears r. */
 static int prune_failed(PGresult *r, const char *what, char *err, size_t errlen)
 {
@@ -54,23 +62,24 @@ int retention_prune(PGconn *db, const struct cfg *cfg, int64_t now_us, int64_t r
                                4, NULL, p, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         return prune_failed(r, "results", err, errlen);
-    for (int i = 0; i < PQntuples(r); i++)
-        for (int k = 0; k < RETENTION_TABLES; k++)
-            if (strcmp(PQgetvalue(r, i, 0), TABLES[k]) == 0)
-                st->deleted[k] = atoll(PQgetvalue(r, i, 1));
+    for (int i = 0; i < PQntuples(r); i++) {
+        int k = retention_table_index(PQgetvalue(r, i, 0));
+        if (k >= 0)
+            st->deleted[k] = atoll(PQgetvalue(r, i, 1));
+    }
     PQclear(r);
     /* the NAS view (sql/011) is a result table: kept like the rollups */
     r = PQexecParams(db, "DELETE FROM nas_windows WHERE window_start < $1::timestamptz", 1, NULL, p,
                      NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_COMMAND_OK)
         return prune_failed(r, "nas_windows", err, errlen);
-    st->deleted[RETENTION_TABLES - 2] = atoll(PQcmdTuples(r));
+    st->deleted[retention_table_index("nas_windows")] = atoll(PQcmdTuples(r));
     PQclear(r);
     /* after the result rows: the owners none of them uses any more (sql/029) */
     r = PQexecParams(db, "SELECT wl_prune_owners($1::timestamptz)", 1, NULL, p, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
         return prune_failed(r, "owners", err, errlen);
-    st->deleted[RETENTION_TABLES - 1] = atoll(PQgetvalue(r, 0, 0));
+    st->deleted[retention_table_index("owners")] = atoll(PQgetvalue(r, 0, 0));
     PQclear(r);
     return 0;
 }

@@ -22,6 +22,8 @@ struct retention_stats {
 };
 
 const char *retention_table_name(int i);
+/* The index of table name in retention_stats.deleted, or -1. */
+int retention_table_index(const char *name);
 
 /* Prunes everything older than its bound at now_us; raw_cutoff_us overrides the raw bound
  * (`prune --older-than`) when > 0. 0, or -1 with err. */

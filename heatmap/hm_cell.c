@@ -369,11 +369,10 @@ static void summary(struct evbuffer *out, const struct cell_view *v)
     char a[HM_FMT_LEN], b[HM_FMT_LEN], c[HM_FMT_LEN], d[HM_FMT_LEN], e[HM_FMT_LEN];
     char f[HM_FMT_LEN], g[HM_FMT_LEN], h[HM_FMT_LEN], k[HM_FMT_LEN];
     int64_t rest = v->t.payload - v->t.attributed;
-    bool known = hm_totals_known(&v->t) > 0;
-    if (!known)
-        snprintf(k, sizeof k, "unknown");
+    if (v->t.seconds > 0) /* the seconds of the windows summed: none when all are incomplete */
+        hm_fmt_bps(v->t.observed * 8.0 / (double)v->t.seconds, k);
     else
-        hm_fmt_bps(v->t.seconds > 0 ? v->t.observed * 8.0 / (double)v->t.seconds : 0, k);
+        snprintf(k, sizeof k, "unknown");
     evbuffer_add_printf(
         out,
         "<div class=\"kpis\"><div class=\"kpi\"><b>%s</b><span>coverage (attributed / "

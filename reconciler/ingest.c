@@ -128,14 +128,20 @@ void ing_buf_str_or_null(struct ingest_batch *b, const struct jv *v)
         ing_buf_null(b);
 }
 
+/* -1, the request answered 500 "out of memory". */
+static int oom(struct vctx *c)
+{
+    c->e->status = 500;
+    snprintf(c->e->msg, sizeof(c->e->msg), "out of memory");
+    return -1;
+}
+
 /* Counts a finished row (its newline written); -1 (500) when building it ran out of memory. */
 static int row_done(struct vctx *c)
 {
     if (c->b->oom) {
-        c->e->status = 500;
-        snprintf(c->e->msg, sizeof(c->e->msg), "out of memory");
         snprintf(c->e->path, sizeof(c->e->path), "$");
-        return -1;
+        return oom(c);
     }
     c->b->n_rows++;
     return 0;
@@ -709,11 +715,8 @@ static int parse_loss(struct vctx *c, const struct jv *root, struct loc top)
         if (ing_in_bounds(c, ing_at_key(ll, "to"), b->lost_to_us) < 0)
             return -1;
         b->lost_reason = dup_text(reason->s);
-        if (!b->lost_reason) {
-            c->e->status = 500;
-            snprintf(c->e->msg, sizeof(c->e->msg), "out of memory");
-            return -1;
-        }
+        if (!b->lost_reason)
+            return oom(c);
     }
     if (spool && spool->type != JV_NULL) {
         struct loc sl = {.arr = "spool", .idx = -1};
@@ -797,11 +800,8 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
      * (a hint only: buf_reserve grows the buffer further when rows are longer) */
     buf_hint(c->b, (size_t)flows->n * 192 < c->body_len ? (size_t)flows->n * 192 : c->body_len);
     struct local_sites ls = {.last_site = -1, .seen = calloc(cfg->n_sites + 1, 1)};
-    if (!ls.seen) {
-        c->e->status = 500;
-        snprintf(c->e->msg, sizeof(c->e->msg), "out of memory");
-        return -1;
-    }
+    if (!ls.seen)
+        return oom(c);
     long i = 0;
     for (const struct jv *f = flows->child; f; f = f->next, i++)
         if (one_flow(c, f, i, ws_text, agent_id, seq, host, cap, &ls) < 0) {
@@ -826,12 +826,11 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
     b->report[7] = has_threshold ? strdup(thr) : NULL;
     b->report[8] = has_seen ? fmt_u64(seen) : NULL;
     b->report[9] = fmt_u64(b->n_rows);
+    if (!b->local_sites)
+        return oom(c);
     for (int p = 0; p < INGEST_REPORT_PARAMS; p++)
-        if ((!b->report[p] && p != 6 && p != 7 && p != 8) || !b->local_sites) {
-            c->e->status = 500;
-            snprintf(c->e->msg, sizeof(c->e->msg), "out of memory");
-            return -1;
-        }
+        if (!b->report[p] && p != 6 && p != 7 && p != 8)
+            return oom(c);
     return 0;
 }
 

@@ -767,10 +767,8 @@ static void test_owner_days(void **state)
     /* now = 2025-12-01T00:00Z: results before 2025-11-01 go */
     if (retention_prune(db, &c, US(INT64_C(1764547200)), 0, &st, err, sizeof err))
         fail_msg("%s", err);
-    int k = 0;
-    while (k < RETENTION_TABLES && strcmp(retention_table_name(k), "owners") != 0)
-        k++;
-    assert_true(k < RETENTION_TABLES);
+    int k = retention_table_index("owners");
+    assert_true(k >= 0);
     assert_int_equal(st.deleted[k], 1);
     PGresult *r = query("SELECT string_agg(workflow, ' ' ORDER BY workflow) FROM owners");
     assert_string_equal(PQgetvalue(r, 0, 0), "wf-0 wf-1 wf-2");
