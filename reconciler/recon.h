@@ -45,23 +45,34 @@ struct recon_kube {
 };
 
 /* One flow of an agent's report for the window. Strings may be NULL (= unknown, ""); they are
- * borrowed and must outlive the recon_result. */
+ * borrowed and must outlive the recon_result. A flow is a socket flow or an NFS flow (source):
+ * each kind's own fields share their bytes with the other kind's (136 bytes a flow instead of
+ * 184: a 5 M-flow window's array is 680 MB, not 920), so only the fields of a flow's source are
+ * read or written. */
 struct recon_flow {
     enum recon_flow_source source;
+    int proto; /* socket: IPPROTO_TCP / IPPROTO_UDP */
     const char *host, *user, *program, *workflow;
     struct recon_kube kube;
-    /* socket */
-    int proto; /* IPPROTO_TCP / IPPROTO_UDP */
-    struct recon_addr local, remote;
-    uint16_t local_port, remote_port;
-    enum recon_role role;
-    uint64_t tx_bytes, rx_bytes;
-    /* nfs: the client is `local` when known, else the site of the host's socket flows */
-    struct recon_addr nfs_server;
-    uint16_t nfs_port;
-    const char *nfs_export; /* may be NULL */
-    enum recon_nfs_op nfs_op;
-    uint64_t nfs_bytes;
+    /* the socket's local end; nfs: the client when known, else the site of the host's socket
+     * flows */
+    struct recon_addr local;
+    uint16_t local_port; /* socket */
+    union {
+        struct { /* source RECON_FLOW_SOCKET */
+            uint64_t tx_bytes, rx_bytes;
+            struct recon_addr remote;
+            uint16_t remote_port;
+            enum recon_role role;
+        };
+        struct { /* source RECON_FLOW_NFS */
+            uint64_t nfs_bytes;
+            const char *nfs_export; /* may be NULL */
+            struct recon_addr nfs_server;
+            uint16_t nfs_port;
+            enum recon_nfs_op nfs_op;
+        };
+    };
 };
 
 /* One service transfer (any that overlaps the window). src/dst: a site name or an address. */
@@ -90,6 +101,10 @@ struct recon_input {
     const struct recon_flow *flows;
     size_t n_flows;
     const struct recon_flow_order *order; /* NULL (flows[] is in arrival order) or n_flows */
+    /* NULL, or n_flows: arrival order is rank order, flows of one rank in their order in flows[]
+     * (the PostgreSQL path's split load: each flow's packed row's ctid, its two halves one after
+     * the other in flows[]); with order set, order decides */
+    const uint64_t *rank;
     const struct recon_transfer *transfers;
     size_t n_transfers;
     int threads; /* 1..8; 0: WL_RECON_THREADS, else one per 200,000 flows up to half the cores */

@@ -77,6 +77,7 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
                              .flows = in.flows,
                              .n_flows = in.n_flows,
                              .order = in.order,
+                             .rank = in.rank,
                              .transfers = in.transfers,
                              .n_transfers = in.n_transfers};
     if (recon_run(cfg, &ri, &res, err, errlen))

@@ -142,6 +142,7 @@ struct field {
 struct stream {
     bool header_seen, trailer_seen;
     bool with_tid; /* a first column ctid (a part of a split load) */
+    bool overflow; /* more flows than a fixed slot holds */
     struct rdb_flow_part *out;
 };
 
@@ -215,10 +216,14 @@ static uint16_t f_port(const struct field *f)
     return (uint16_t)(f_int(f, 0) & 65535);
 }
 
-/* The next flow of the part, or NULL out of memory. */
+/* The next flow of the part, or NULL: out of memory, or a fixed slot full (s->overflow). */
 static struct recon_flow *next_flow(struct stream *s, uint64_t tid)
 {
     struct rdb_flow_part *o = s->out;
+    if (o->n == o->cap && o->fixed) {
+        s->overflow = true;
+        return NULL;
+    }
     if (o->n == o->cap) {
         size_t cap = o->cap ? 2 * o->cap : 4096;
         struct recon_flow *p = realloc(o->flows, (cap + 1) * sizeof *p);
@@ -323,7 +328,7 @@ static int arr_next(struct arr *a, struct field *e)
     return 0;
 }
 
-/* One packed row's flows. 0, -1 malformed, -2 out of memory. */
+/* One packed row's flows. 0, -1 malformed, -2 out of memory, -3 a fixed slot full. */
 static int add_row(struct stream *s, const struct field *c, uint64_t tid)
 {
     struct arr a[N_COLS];
@@ -336,13 +341,14 @@ static int add_row(struct stream *s, const struct field *c, uint64_t tid)
             if (arr_next(&a[i], &e[i]) < 0)
                 return -1;
         if (add_flow(s, e, tid) < 0)
-            return -2;
+            return s->overflow ? -3 : -2;
     }
     return 0;
 }
 
 /* One CopyData message: the file header first, then whole rows (the server ends each row's
- * message with the row), the trailer last. 0, -1 malformed (err), -2 out of memory. */
+ * message with the row), the trailer last. 0, -1 malformed (err), -2 out of memory, -3 more
+ * flows than a fixed slot holds (err). */
 static int parse_message(struct stream *s, const uint8_t *p, size_t n, char *err, size_t errlen)
 {
     const uint8_t *end = p + n;
@@ -389,8 +395,12 @@ static int parse_message(struct stream *s, const uint8_t *p, size_t n, char *err
             p += len < 0 ? 0 : len;
         }
         int rc = add_row(s, c, tid);
-        if (rc == -2)
-            return -2;
+        if (rc == -3)
+            snprintf(err, errlen,
+                     "loading flow records: more than the %zu the window's reports count",
+                     s->out->cap);
+        if (rc == -2 || rc == -3)
+            return rc;
         if (rc < 0)
             goto bad;
     }
@@ -403,8 +413,10 @@ bad:
 
 void rdb_flow_part_free(struct rdb_flow_part *p)
 {
-    free(p->flows);
-    free(p->tid);
+    if (!p->fixed) {
+        free(p->flows);
+        free(p->tid);
+    }
     rdb_strtab_free(p->strs);
     memset(p, 0, sizeof *p);
 }
@@ -424,7 +436,6 @@ int rdb_flows_copy(PGconn *db, int64_t ws, int part, struct rdb_flow_part *out, 
              part == 0   ? " AND (hashtext(agent_id)::int8 # seq) & 1 = 0"
              : part == 1 ? " AND (hashtext(agent_id)::int8 # seq) & 1 = 1"
                          : "");
-    memset(out, 0, sizeof *out);
     struct stream s = {.with_tid = part >= 0, .out = out};
     out->strs = calloc(1, sizeof *out->strs);
     if (!out->strs) {

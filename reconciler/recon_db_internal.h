@@ -131,6 +131,7 @@ struct rdb_inputs {
     struct recon_flow *flows;
     size_t n_flows;
     struct recon_flow_order *order; /* NULL (flows in arrival order) or n_flows */
+    uint64_t *rank;                 /* NULL or n_flows (recon_input.rank) */
     char *flows_text;        /* the ClickHouse answer the flows' strings point into, or NULL */
     struct rdb_strtab *strs; /* or the PostgreSQL path's copies of them, or NULL */
     struct recon_transfer *transfers;
@@ -165,22 +166,28 @@ void rdb_flow_kinds(struct recon_flow *f, const char *source, const char *proto,
                     const char *nfs_op);
 /* The window's flow records in the order a plain SELECT of them returns (heap order), over one
  * binary COPY parsed as it arrives, or for a window of rdb_load_split_above reported flows or more
- * over two helper connections in the transaction's snapshot, each reading half, put back in
- * heap order (recon_db_flows_split.c); on any failure of the split the one-COPY load runs. */
+ * over two helper connections in the transaction's snapshot, each reading half into its part of
+ * one array, in->rank (each flow's row's ctid) giving the heap order back
+ * (recon_db_flows_split.c); on any failure of the split the one-COPY load runs. */
 int rdb_load_flows(PGconn *db, int64_t ws, struct rdb_inputs *in, char *err, size_t errlen);
 extern long long rdb_load_split_above;       /* default 500,000; tests set 0 */
 extern const char *rdb_load_helper_conninfo; /* tests: the helpers' conninfo (NULL: db's) */
 extern long long rdb_load_splits, rdb_load_split_fallbacks; /* counts, for tests */
 
-/* One COPY of a window's flows (recon_db_flows.c): part -1 all of them; 0 or 1 the rows whose
- * (hashtext(agent_id) # seq) & 1 is part (flow_packed rows), each flow with its row's ctid as
- * block << 16 | offset in tid[]. */
+/* A load's flows: grown as they come (fixed false: flows and tid its own), or written into a slot
+ * of cap flows of the caller's arrays (fixed: a part of a split load; one flow more than cap is an
+ * error, the reports' n_flows having said how many there are). */
 struct rdb_flow_part {
     struct recon_flow *flows;
     uint64_t *tid;
     size_t n, cap;
+    bool fixed;
     struct rdb_strtab *strs;
 };
+/* One COPY of a window's flows (recon_db_flows.c): part -1 all of them; 0 or 1 the rows whose
+ * (hashtext(agent_id) # seq) & 1 is part (flow_packed rows), each flow with its row's ctid as
+ * block << 16 | offset in tid[]. out: all zero (grown), or fixed with flows, tid and cap the
+ * caller's slot (n 0, strs NULL). */
 int rdb_flows_copy(PGconn *db, int64_t ws, int part, struct rdb_flow_part *out, char *err,
                    size_t errlen);
 void rdb_flow_part_free(struct rdb_flow_part *p);

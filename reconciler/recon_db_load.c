@@ -55,6 +55,7 @@ void rdb_inputs_free(struct rdb_inputs *in)
     free(in->samples);
     free(in->flows);
     free(in->order);
+    free(in->rank);
     free(in->flows_text);
     rdb_strtab_free(in->strs);
     free(in->transfers);

@@ -134,11 +134,13 @@ int rcn_host_site(const struct run *r, const char *host)
     return s->idx1 ? r->hosts[s->idx1 - 1].site : -1;
 }
 
-/* Whether flow a came before flow b (recon_flow_order; else their order in flows[]). */
+/* Whether flow a came before flow b (recon_flow_order; else rank; else their order in flows[]). */
 static bool came_before(const struct run *r, const struct recon_flow *a, const struct recon_flow *b)
 {
     size_t i = (size_t)(a - r->in->flows), j = (size_t)(b - r->in->flows);
     const struct recon_flow_order *o = r->in->order;
+    if (!o && r->in->rank && r->in->rank[i] != r->in->rank[j])
+        return r->in->rank[i] < r->in->rank[j];
     if (o && o[i].seq != o[j].seq)
         return o[i].seq < o[j].seq;
     if (o) {

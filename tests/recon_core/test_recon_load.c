@@ -5,7 +5,10 @@
  *    IPv4/IPv6/NULL/netmasked addresses, NULL and '' owner strings, kube fields, a 1.5 MB string)
  *    gives, row by row and field by field, what this test reads itself from a plain text-format
  *    SELECT of the raw columns (its own parsing: inet_pton of host(), strtoll, the documented
- *    mapping of kinds), in the same order; the count and byte sums equal SQL's;
+ *    mapping of kinds), in the same order (a split load's flows[] holds its two halves one after
+ *    the other: read by rank, recon_input.rank); the count and byte sums equal SQL's;
+ *  - the split load's halves sized by the reports' n_flows: counted too many, the second half
+ *    moves down over the gap; counted too few, the load falls back to one COPY;
  *  - first-flow-wins: connection sides reported under two owners by one agent are credited by
  *    recon_run to the owner SQL finds first in arrival order (seq, agent_id, idx);
  *  - a failing COPY (statement timeout) returns a clear error and leaves the connection usable. */
@@ -188,27 +191,67 @@ static void same_flow(const struct recon_flow *g, const struct recon_flow *w, si
     same_str(g->kube.ns, w->kube.ns, row, "namespace");
     same_str(g->kube.pod, w->kube.pod, row, "pod");
     same_str(g->kube.container, w->kube.container, row, "container_name");
-    same_str(g->nfs_export, w->nfs_export, row, "nfs_export");
-    if (g->source != w->source || g->proto != w->proto || g->role != w->role ||
-        g->nfs_op != w->nfs_op || g->local_port != w->local_port ||
-        g->remote_port != w->remote_port || g->nfs_port != w->nfs_port ||
-        g->tx_bytes != w->tx_bytes || g->rx_bytes != w->rx_bytes || g->nfs_bytes != w->nfs_bytes ||
-        memcmp(&g->local, &w->local, sizeof g->local) != 0 ||
-        memcmp(&g->remote, &w->remote, sizeof g->remote) != 0 ||
-        memcmp(&g->nfs_server, &w->nfs_server, sizeof g->nfs_server) != 0)
-        fail_msg("row %zu: source %d/%d proto %d/%d role %d/%d op %d/%d ports %u,%u,%u/%u,%u,%u"
-                 " bytes %llu,%llu,%llu/%llu,%llu,%llu families %d,%d,%d/%d,%d,%d",
-                 row, g->source, w->source, g->proto, w->proto, g->role, w->role, g->nfs_op,
-                 w->nfs_op, g->local_port, g->remote_port, g->nfs_port, w->local_port,
-                 w->remote_port, w->nfs_port, (unsigned long long)g->tx_bytes,
-                 (unsigned long long)g->rx_bytes, (unsigned long long)g->nfs_bytes,
-                 (unsigned long long)w->tx_bytes, (unsigned long long)w->rx_bytes,
-                 (unsigned long long)w->nfs_bytes, g->local.family, g->remote.family,
-                 g->nfs_server.family, w->local.family, w->remote.family, w->nfs_server.family);
+    bool nfs = w->source == RECON_FLOW_NFS; /* only the fields of the flow's kind (recon.h) */
+    if (g->source != w->source || memcmp(&g->local, &w->local, sizeof g->local) != 0 ||
+        g->local_port != w->local_port)
+        fail_msg("row %zu: source %d/%d local family %d/%d port %u/%u", row, g->source, w->source,
+                 g->local.family, w->local.family, g->local_port, w->local_port);
+    if (nfs) {
+        same_str(g->nfs_export, w->nfs_export, row, "nfs_export");
+        if (g->nfs_op != w->nfs_op || g->nfs_port != w->nfs_port || g->nfs_bytes != w->nfs_bytes ||
+            memcmp(&g->nfs_server, &w->nfs_server, sizeof g->nfs_server) != 0)
+            fail_msg("row %zu: nfs op %d/%d port %u/%u bytes %llu/%llu server family %d/%d", row,
+                     g->nfs_op, w->nfs_op, g->nfs_port, w->nfs_port,
+                     (unsigned long long)g->nfs_bytes, (unsigned long long)w->nfs_bytes,
+                     g->nfs_server.family, w->nfs_server.family);
+    } else if (g->proto != w->proto || g->role != w->role || g->remote_port != w->remote_port ||
+               g->tx_bytes != w->tx_bytes || g->rx_bytes != w->rx_bytes ||
+               memcmp(&g->remote, &w->remote, sizeof g->remote) != 0) {
+        fail_msg("row %zu: proto %d/%d role %d/%d remote port %u/%u bytes %llu,%llu/%llu,%llu"
+                 " remote family %d/%d",
+                 row, g->proto, w->proto, g->role, w->role, g->remote_port, w->remote_port,
+                 (unsigned long long)g->tx_bytes, (unsigned long long)g->rx_bytes,
+                 (unsigned long long)w->tx_bytes, (unsigned long long)w->rx_bytes, g->remote.family,
+                 w->remote.family);
+    }
 }
 
-/* Loads the window and compares it with the test's own reading of it. */
-static void check_load(void)
+/* A flow's place in arrival order: its rank, then its place in flows[] (recon_input.rank). */
+struct ranked {
+    uint64_t rank;
+    size_t i;
+};
+
+static int cmp_ranked(const void *a, const void *b)
+{
+    const struct ranked *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* The flows' indexes in arrival order; *moved: whether that is not their order in flows[]. */
+static size_t *arrival_order(const struct rdb_inputs *in, bool *moved)
+{
+    struct ranked *k = calloc(in->n_flows + 1, sizeof *k);
+    size_t *ix = calloc(in->n_flows + 1, sizeof *ix);
+    assert_true(k && ix);
+    for (size_t i = 0; i < in->n_flows; i++)
+        k[i] = (struct ranked){in->rank ? in->rank[i] : 0, i};
+    qsort(k, in->n_flows, sizeof *k, cmp_ranked);
+    *moved = false;
+    for (size_t i = 0; i < in->n_flows; i++) {
+        ix[i] = k[i].i;
+        *moved |= ix[i] != i;
+    }
+    free(k);
+    return ix;
+}
+
+/* Loads the window and compares it with the test's own reading of it, in arrival order: flows[]
+ * itself for one COPY, flows[] by rank for a split load (whose halves lie one after the other);
+ * *split: whether the load was split. */
+static void check_load_split(bool *split)
 {
     char err[512];
     struct rdb_inputs in;
@@ -228,14 +271,24 @@ static void check_load(void)
     size_t n = (size_t)PQntuples(r);
     assert_int_equal(n, N_ROWS + 2 * N_DUP);
     assert_int_equal(in.n_flows, n);
+    bool moved;
+    size_t *ix = arrival_order(&in, &moved);
+    *split = in.rank != NULL;
+    if (in.rank)
+        assert_true(moved); /* both halves hold flows: flows[] alone is not the heap order */
     uint64_t tx = 0, rx = 0, nfs = 0;
     for (size_t i = 0; i < n; i++) {
         struct recon_flow w = want_flow(r, (int)i);
-        same_flow(&in.flows[i], &w, i);
-        tx += in.flows[i].tx_bytes;
-        rx += in.flows[i].rx_bytes;
-        nfs += in.flows[i].nfs_bytes;
+        const struct recon_flow *g = &in.flows[ix[i]];
+        same_flow(g, &w, i);
+        if (g->source == RECON_FLOW_NFS) {
+            nfs += g->nfs_bytes;
+        } else {
+            tx += g->tx_bytes;
+            rx += g->rx_bytes;
+        }
     }
+    free(ix);
     PQclear(r);
     /* and the totals SQL computes (count checked above) */
     assert_int_equal(tx, num("SELECT sum(greatest(tx_bytes, 0)) FROM flow_records"
@@ -247,7 +300,8 @@ static void check_load(void)
     assert_true(tx > 0 && rx > 0 && nfs > 0);
 
     /* first flow wins: each duplicated side's bytes go to the owner first in arrival order */
-    struct recon_input ri = {.window_start_us = US(WS_S), .flows = in.flows, .n_flows = in.n_flows};
+    struct recon_input ri = {
+        .window_start_us = US(WS_S), .flows = in.flows, .n_flows = in.n_flows, .rank = in.rank};
     struct recon_result res;
     memset(&res, 0, sizeof res);
     assert_int_equal(recon_run(cfg, &ri, &res, err, sizeof err), 0);
@@ -271,6 +325,12 @@ static void check_load(void)
     rdb_inputs_free(&in);
 }
 
+static void check_load(void)
+{
+    bool split;
+    check_load_split(&split);
+}
+
 static void test_one_copy(void **state)
 {
     (void)state;
@@ -280,16 +340,65 @@ static void test_one_copy(void **state)
     assert_int_equal(rdb_load_splits, splits); /* one COPY */
 }
 
-/* Over two helper connections in the transaction's snapshot, merged back into heap order. */
+/* Over two helper connections in the transaction's snapshot, the heap order given back by rank. */
 static void test_split(void **state)
 {
     (void)state;
     rdb_load_split_above = 0;
     rdb_load_helper_conninfo = NULL;
     long long splits = rdb_load_splits, fallbacks = rdb_load_split_fallbacks;
-    check_load();
+    bool split;
+    check_load_split(&split);
+    assert_true(split);
     assert_int_equal(rdb_load_splits, splits + 1);
     assert_int_equal(rdb_load_split_fallbacks, fallbacks);
+    rdb_load_split_above = 500000;
+}
+
+/* A report of part 0 (the half whose flows come first in flows[]) that counts d more flows than
+ * it has: the split sizes the halves by the counts. */
+static void miscount_part0(int d)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "UPDATE flow_reports SET n_flows = n_flows + (%d) WHERE (agent_id, seq) ="
+             " (SELECT agent_id, seq FROM flow_reports WHERE window_start = '2025-11-02T11:00:00Z'"
+             " AND (hashtext(agent_id)::int8 # seq) & 1 = 0 AND n_flows > 1"
+             " ORDER BY agent_id, seq LIMIT 1)",
+             d);
+    exec(sql);
+}
+
+/* Counted more than there are: part 1 moves down over the gap, the same flows in the same order. */
+static void test_split_counted_more(void **state)
+{
+    (void)state;
+    rdb_load_split_above = 0;
+    miscount_part0(7);
+    long long splits = rdb_load_splits, fallbacks = rdb_load_split_fallbacks;
+    bool split;
+    check_load_split(&split);
+    assert_true(split);
+    assert_int_equal(rdb_load_splits, splits + 1);
+    assert_int_equal(rdb_load_split_fallbacks, fallbacks);
+    miscount_part0(-7);
+    rdb_load_split_above = 500000;
+}
+
+/* Counted fewer than there are: part 0 does not fit its slot, and the load falls back to one COPY
+ * with every flow. */
+static void test_split_counted_fewer(void **state)
+{
+    (void)state;
+    rdb_load_split_above = 0;
+    miscount_part0(-1);
+    long long splits = rdb_load_splits, fallbacks = rdb_load_split_fallbacks;
+    bool split;
+    check_load_split(&split);
+    assert_false(split);
+    assert_int_equal(rdb_load_splits, splits);
+    assert_int_equal(rdb_load_split_fallbacks, fallbacks + 1);
+    miscount_part0(1);
     rdb_load_split_above = 500000;
 }
 
@@ -361,6 +470,11 @@ static int setup(void **state)
     exec("SET max_parallel_workers_per_gather = 0");
     exec(fill_sql);
     exec(dup_sql);
+    /* the reports' rows, as ingest writes them with their flows: the split load sizes its halves
+     * by n_flows */
+    exec("INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds, n_flows)"
+         " SELECT agent_id, seq, min(host), window_start, 60, count(*) FROM flow_records"
+         " WHERE window_start = '2025-11-02T11:00:00Z' GROUP BY agent_id, seq, window_start");
     exec("ANALYZE flow_packed");
     return 0;
 }
@@ -376,8 +490,9 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_copy),       cmocka_unit_test(test_split),
-        cmocka_unit_test(test_split_fallback), cmocka_unit_test(test_failing_copy),
+        cmocka_unit_test(test_one_copy),           cmocka_unit_test(test_split),
+        cmocka_unit_test(test_split_counted_more), cmocka_unit_test(test_split_counted_fewer),
+        cmocka_unit_test(test_split_fallback),     cmocka_unit_test(test_failing_copy),
         cmocka_unit_test(test_empty_window),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
