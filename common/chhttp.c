@@ -15,8 +15,9 @@ static void first_line(char *out, size_t len, const char *body)
     snprintf(out, len, "%.*s", (int)n, body ? body : "");
 }
 
-int chhttp_exec(const struct cfg_clickhouse *ch, const char *sql, const char *data, size_t len,
-                const char *url_params, struct httpc_response *resp, char *err, size_t errlen)
+static int exec(const struct cfg_clickhouse *ch, const char *sql, const char *data, size_t len,
+                const char *url_params, int (*sink)(void *, const char *, size_t), void *ctx,
+                struct httpc_response *resp, char *err, size_t errlen)
 {
     memset(resp, 0, sizeof *resp);
     size_t sl = strlen(sql);
@@ -46,7 +47,9 @@ int chhttp_exec(const struct cfg_clickhouse *ch, const char *sql, const char *da
                            .len = sl + 1 + len,
                            .content_type = "text/plain; charset=utf-8",
                            .timeout_ms = ch->timeout_ms,
-                           .max_response = (size_t)1 << 30};
+                           .max_response = (size_t)1 << 30,
+                           .sink = sink,
+                           .sink_ctx = ctx};
     char e[300];
     int rc = httpc_do(&rq, resp, e, sizeof e);
     free(body);
@@ -62,4 +65,20 @@ int chhttp_exec(const struct cfg_clickhouse *ch, const char *sql, const char *da
         return -1;
     }
     return 0;
+}
+
+int chhttp_exec(const struct cfg_clickhouse *ch, const char *sql, const char *data, size_t len,
+                const char *url_params, struct httpc_response *resp, char *err, size_t errlen)
+{
+    return exec(ch, sql, data, len, url_params, NULL, NULL, resp, err, errlen);
+}
+
+int chhttp_stream(const struct cfg_clickhouse *ch, const char *sql, const char *url_params,
+                  int (*sink)(void *ctx, const char *data, size_t len), void *ctx, char *err,
+                  size_t errlen)
+{
+    struct httpc_response resp;
+    int rc = exec(ch, sql, NULL, 0, url_params, sink, ctx, &resp, err, errlen);
+    httpc_response_free(&resp);
+    return rc;
 }

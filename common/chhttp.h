@@ -17,4 +17,12 @@ int chhttp_exec(const struct cfg_clickhouse *ch, const char *sql, const char *da
                 const char *url_params, struct httpc_response *resp, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* A query whose answer is handed to sink(ctx, piece, len) as it arrives (httpc_req.sink), not
+ * kept: for answers too large to hold twice. 0 when the whole answer arrived with HTTP 200, -1
+ * with err otherwise (an error status with the server's first message line, a truncated answer,
+ * or sink's non-zero return: err then says the receiver stopped it). */
+int chhttp_stream(const struct cfg_clickhouse *ch, const char *sql, const char *url_params,
+                  int (*sink)(void *ctx, const char *data, size_t len), void *ctx, char *err,
+                  size_t errlen) __attribute__((warn_unused_result));
+
 #endif

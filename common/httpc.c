@@ -146,6 +146,35 @@ int httpc_parse_retry_after(const char *v)
     return at - now > 86400 ? 86400 : (int)(at - now);
 }
 
+/* Status line and the headers read here of a response head in buf (NUL-terminated, its blank
+ * line included): the body's start, or NULL when buf is not an HTTP response head. */
+static char *parse_head(char *buf, struct httpc_response *resp, int *chunked, long long *clen)
+{
+    int status = 0;
+    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1 || status < 100 || status > 999)
+        return NULL;
+    resp->status = status;
+    char *bstart = strstr(buf, "\r\n\r\n");
+    if (!bstart)
+        return NULL;
+    bstart += 4;
+    *chunked = 0;
+    *clen = -1;
+    for (char *l = strstr(buf, "\r\n") + 2; l < bstart - 2;) {
+        char *eol = strstr(l, "\r\n");
+        *eol = '\0';
+        if (strncasecmp(l, "Transfer-Encoding:", 18) == 0 && strcasestr(l + 18, "chunked"))
+            *chunked = 1;
+        else if (strncasecmp(l, "Content-Length:", 15) == 0)
+            *clen = strtoll(l + 15, NULL, 10);
+        else if (strncasecmp(l, "Retry-After:", 12) == 0)
+            resp->retry_after_s = httpc_parse_retry_after(l + 12);
+        *eol = '\r';
+        l = eol + 2;
+    }
+    return bstart;
+}
+
 /* Status line, Retry-After, de-chunked body of a whole response in buf[0..n). */
 static int parse_response(char *buf, size_t n, struct httpc_response *resp)
 {
@@ -153,21 +182,11 @@ static int parse_response(char *buf, size_t n, struct httpc_response *resp)
     if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1 || status < 100 || status > 999)
         return -1;
     resp->status = status;
-    char *bstart = strstr(buf, "\r\n\r\n");
+    int chunked = 0;
+    long long clen;
+    char *bstart = parse_head(buf, resp, &chunked, &clen);
     if (!bstart)
         return 0;
-    bstart += 4;
-    int chunked = 0;
-    for (char *l = strstr(buf, "\r\n") + 2; l < bstart - 2;) {
-        char *eol = strstr(l, "\r\n");
-        *eol = '\0';
-        if (strncasecmp(l, "Transfer-Encoding:", 18) == 0 && strcasestr(l + 18, "chunked"))
-            chunked = 1;
-        else if (strncasecmp(l, "Retry-After:", 12) == 0)
-            resp->retry_after_s = httpc_parse_retry_after(l + 12);
-        *eol = '\r';
-        l = eol + 2;
-    }
     size_t avail = n - (size_t)(bstart - buf);
     char *out = malloc(avail + 1);
     if (!out)
@@ -290,6 +309,169 @@ out:
     return rc;
 }
 
+/* ---- a body handed to rq->sink as it arrives ---- */
+
+/* De-chunking state: in a chunk's size line, its data, the CRLF after its data, the trailer
+ * after the last chunk, done. */
+enum { CH_SIZE, CH_DATA, CH_DATA_END, CH_TRAILER, CH_DONE };
+
+struct stream {
+    const struct httpc_req *rq;
+    int chunked, state, sink_failed;
+    long long clen; /* -1: to the end of the connection */
+    unsigned long long left, seen;
+    char line[64]; /* the size line or trailer line so far */
+    size_t line_n;
+    int bad; /* a malformed chunk framing */
+};
+
+static int feed(struct stream *s, const char *p, size_t n)
+{
+    if (!s->chunked) {
+        if (s->clen >= 0 && s->seen + n > (unsigned long long)s->clen)
+            n = (size_t)((unsigned long long)s->clen - s->seen);
+        s->seen += n;
+        if (n && s->rq->sink(s->rq->sink_ctx, p, n)) {
+            s->sink_failed = 1;
+            return -1;
+        }
+        if (s->clen >= 0 && s->seen == (unsigned long long)s->clen)
+            s->state = CH_DONE;
+        return 0;
+    }
+    while (n && s->state != CH_DONE) {
+        if (s->state == CH_DATA) {
+            size_t k = n < s->left ? n : (size_t)s->left;
+            if (s->rq->sink(s->rq->sink_ctx, p, k)) {
+                s->sink_failed = 1;
+                return -1;
+            }
+            p += k, n -= k, s->left -= k, s->seen += k;
+            if (!s->left)
+                s->state = CH_DATA_END, s->line_n = 0;
+            continue;
+        }
+        char c = *p++;
+        n--;
+        if (c != '\n') {
+            if (s->line_n + 1 >= sizeof s->line && s->state != CH_TRAILER) {
+                s->bad = 1;
+                return -1;
+            }
+            if (s->line_n + 1 < sizeof s->line)
+                s->line[s->line_n++] = c;
+            continue;
+        }
+        if (s->line_n && s->line[s->line_n - 1] == '\r')
+            s->line_n--;
+        s->line[s->line_n] = '\0';
+        size_t len = s->line_n;
+        s->line_n = 0;
+        if (s->state == CH_DATA_END) { /* the CRLF after a chunk's data */
+            if (len) {
+                s->bad = 1;
+                return -1;
+            }
+            s->state = CH_SIZE;
+        } else if (s->state == CH_TRAILER) {
+            if (!len)
+                s->state = CH_DONE;
+        } else { /* CH_SIZE: hex digits, then maybe ";extension" */
+            char *end;
+            unsigned long long sz = strtoull(s->line, &end, 16);
+            if (end == s->line || (*end && *end != ';' && *end != ' ')) {
+                s->bad = 1;
+                return -1;
+            }
+            s->left = sz;
+            s->state = sz ? CH_DATA : CH_TRAILER;
+        }
+    }
+    return 0;
+}
+
+/* Reads the head (kept in resp as usual) and, for a 200, streams the body to rq->sink; any other
+ * status's body is read whole as read_response does. */
+static int read_streamed(struct httpc_conn *c, const struct httpc_req *rq, size_t max,
+                         struct httpc_response *resp, char *err, size_t errlen)
+{
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap + 1);
+    int rc = -1;
+    if (!buf)
+        return -1;
+    char *body = NULL;
+    for (;;) { /* the head: up to its blank line, at most cap bytes */
+        char e[200] = "";
+        ssize_t r = n < cap ? httpc_conn_read(c, buf + n, cap - n, e, sizeof(e)) : -1;
+        if (r < 0) {
+            snprintf(err, errlen, "%s: %s", rq->url, n < cap ? e : "response head too long");
+            goto out;
+        }
+        n += (size_t)r;
+        buf[n] = '\0';
+        if ((body = strstr(buf, "\r\n\r\n")) || r == 0)
+            break;
+    }
+    struct stream s = {.rq = rq};
+    if (!body || !(body = parse_head(buf, resp, &s.chunked, &s.clen))) {
+        snprintf(err, errlen, "%s: not an HTTP response", rq->url);
+        goto out;
+    }
+    if (resp->status != 200) { /* an error's text: kept whole, as without a sink */
+        size_t have = n - (size_t)(body - buf);
+        size_t bcap = have + 65536;
+        char *whole = malloc(bcap + 1);
+        if (!whole)
+            goto out;
+        memcpy(whole, buf, n);
+        for (ssize_t r = 1; r > 0 && n < max && n < bcap;) {
+            char e[200] = "";
+            r = httpc_conn_read(c, whole + n, bcap - n, e, sizeof(e));
+            if (r > 0)
+                n += (size_t)r;
+        }
+        whole[n] = '\0';
+        int bad = parse_response(whole, n, resp);
+        free(whole);
+        if (bad)
+            snprintf(err, errlen, "%s: not an HTTP response", rq->url);
+        rc = bad ? -1 : 0;
+        goto out;
+    }
+    s.state = CH_SIZE;
+    size_t off = (size_t)(body - buf);
+    for (;;) {
+        if (off < n && feed(&s, buf + off, n - off) < 0)
+            break;
+        if (s.state == CH_DONE)
+            break;
+        char e[200] = "";
+        ssize_t r = httpc_conn_read(c, buf, cap, e, sizeof(e));
+        if (r < 0) {
+            snprintf(err, errlen, "%s: %s", rq->url, e);
+            goto out;
+        }
+        if (r == 0)
+            break;
+        off = 0;
+        n = (size_t)r;
+        /* a long answer that keeps flowing is not cut: the deadline is per piece from here */
+        c->deadline_ms = httpc_now_ms() + (rq->timeout_ms > 0 ? rq->timeout_ms : 10000);
+    }
+    if (s.sink_failed)
+        snprintf(err, errlen, "%s: the receiver stopped the transfer", rq->url);
+    else if (s.bad)
+        snprintf(err, errlen, "%s: malformed chunk framing after %llu body bytes", rq->url, s.seen);
+    else if (s.state != CH_DONE && (s.chunked || s.clen >= 0))
+        snprintf(err, errlen, "%s: response truncated after %llu body bytes", rq->url, s.seen);
+    else
+        rc = 0;
+out:
+    free(buf);
+    return rc;
+}
+
 static int request(const struct httpc_req *rq, struct httpc_response *resp, char *err,
                    size_t errlen);
 
@@ -353,9 +535,10 @@ static int request(const struct httpc_req *rq, struct httpc_response *resp, char
             goto cleanup;
         }
     }
+    size_t max = rq->max_response ? rq->max_response : HTTPC_MAX_RESPONSE;
     if (send_request(&c, rq, &u, err, errlen) != 0 ||
-        read_response(&c, rq->url, rq->max_response ? rq->max_response : HTTPC_MAX_RESPONSE, resp,
-                      err, errlen) != 0)
+        (rq->sink ? read_streamed(&c, rq, max, resp, err, errlen)
+                  : read_response(&c, rq->url, max, resp, err, errlen)) != 0)
         goto cleanup;
     rc = 0;
 cleanup:

@@ -38,6 +38,14 @@ struct httpc_req {
     int timeout_ms;               /* deadline over resolve, connect, handshake, send, receive */
     const struct httpc_tls *tls;  /* NULL: defaults (system CAs, plain only to loopback) */
     size_t max_response;          /* bytes; 0: 16 MiB (a reconciler answer is small) */
+    /* When set, a 200 response's body is not kept: it is handed to sink as it arrives, de-chunked,
+     * in pieces of any size (no max_response), and resp->body stays NULL; any other status's
+     * body is kept as usual. A non-zero return stops the transfer (httpc_do returns -1, err
+     * says so). A chunked body that ends before its last chunk, or a body shorter than its
+     * Content-Length, is an error, whatever the sink was given. The deadline (timeout_ms) then
+     * covers the request and the head, and after that each piece of the body on its own. */
+    int (*sink)(void *ctx, const char *data, size_t len);
+    void *sink_ctx;
 };
 
 struct httpc_response {

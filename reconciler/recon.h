@@ -86,8 +86,8 @@ struct recon_transfer {
 /* Where a flow stands in arrival order: (seq, agent, idx) compared in that order, agent by
  * strcmp. recon_run makes two choices by the first flow seen, a connection side's owner and a
  * host's site; with recon_input.order it makes them by this order, whatever the order of flows[]
- * (the ClickHouse path's rows, summed per connection side and owner, come in hash order; its
- * loader sorts them back for speed, and the choices do not depend on that). */
+ * (the ClickHouse path's rows come in the order its reading threads finish their blocks; its
+ * loader sorts them into this order for speed, and the choices do not depend on that). */
 struct recon_flow_order {
     uint64_t seq;
     const char *agent; /* never NULL */

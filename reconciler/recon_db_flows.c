@@ -26,7 +26,7 @@
 /* ---- the load's strings: copied once, repeated values shared ----
  * Most of a window's owner strings repeat (one host per report, a few users and programs), so a
  * small direct-mapped cache per column finds the copy of a value met recently. */
-#define STR_COLS       8 /* host, user, program, workflow, namespace, pod, container, export */
+#define STR_COLS       RDB_STR_COLS
 #define STR_CACHE      256
 #define STR_BLOCK_SIZE (1 << 20)
 
@@ -68,10 +68,14 @@ void rdb_strtab_chain(struct rdb_strtab *t, struct rdb_strtab *more)
     t->next = more;
 }
 
-/* A NUL-terminated copy of v[0..len) (shared with an equal value of column col met recently), or
- * NULL when out of memory. */
-static const char *str_put(struct rdb_strtab *t, int col, const uint8_t *v, size_t len)
+struct rdb_strtab *rdb_strtab_new(void)
 {
+    return calloc(1, sizeof(struct rdb_strtab));
+}
+
+const char *rdb_str_put(struct rdb_strtab *t, int col, const void *value, size_t len)
+{
+    const uint8_t *v = value;
     uint32_t h = 2166136261u; /* FNV-1a */
     for (size_t i = 0; i < len; i++)
         h = (h ^ v[i]) * 16777619u;
@@ -124,6 +128,8 @@ enum {
     C_RX_BYTES,
     N_COLS
 };
+_Static_assert((int)C_HOST == (int)RDB_STR_HOST && (int)C_EXPORT == (int)RDB_STR_EXPORT,
+               "the string-table columns are the first RDB_STR_* ones");
 
 static const char select_list[] =
     "host, user_name, program, workflow, namespace, pod, container_name, nfs_export, local_addr,"
@@ -190,7 +196,7 @@ static void f_inet(const struct field *f, struct recon_addr *a)
 
 static bool f_str(struct stream *s, const struct field *f, int col, const char **out)
 {
-    *out = f->v ? str_put(s->out->strs, col, f->v, (size_t)f->len) : NULL;
+    *out = f->v ? rdb_str_put(s->out->strs, col, f->v, (size_t)f->len) : NULL;
     return !f->v || *out;
 }
 
@@ -437,7 +443,7 @@ int rdb_flows_copy(PGconn *db, int64_t ws, int part, struct rdb_flow_part *out, 
              : part == 1 ? " AND (hashtext(agent_id)::int8 # seq) & 1 = 1"
                          : "");
     struct stream s = {.with_tid = part >= 0, .out = out};
-    out->strs = calloc(1, sizeof *out->strs);
+    out->strs = rdb_strtab_new();
     if (!out->strs) {
         snprintf(err, errlen, "loading flow records: out of memory");
         return -1;

@@ -170,8 +170,8 @@ out:
         PQfinish(h[k].conn);
         rdb_flow_part_free(&h[k].out);
     }
-    free(flows);
-    free(tid);
+    huge_free(flows);
+    huge_free(tid);
     free(keys);
     free(vals);
     PQconninfoFree(opts);

@@ -119,8 +119,26 @@ int rdb_write_owners(PGconn *db, const struct cfg *cfg, const char *from, int64_
 
 /* ---- a window's raw rows (recon_db_load.c) ---- */
 
-/* The strings of the flows rdb_load_flows read (recon_db_flows.c); _chain: more freed with t. */
+/* The strings of the flows a load reads (recon_db_flows.c; the ClickHouse path's too): each value
+ * copied once into blocks of the table's own, an equal value of the same column met recently
+ * shared (a small direct-mapped cache per column: most owner strings repeat). _new: NULL when out
+ * of memory; _put: the NUL-terminated copy of value[0..len) in column col (RDB_STR_*), NULL when
+ * out of memory; _chain: more freed with t. */
+enum {
+    RDB_STR_HOST,
+    RDB_STR_USER,
+    RDB_STR_PROGRAM,
+    RDB_STR_WORKFLOW,
+    RDB_STR_NAMESPACE,
+    RDB_STR_POD,
+    RDB_STR_CONTAINER,
+    RDB_STR_EXPORT,
+    RDB_STR_AGENT,
+    RDB_STR_COLS
+};
 struct rdb_strtab;
+struct rdb_strtab *rdb_strtab_new(void);
+const char *rdb_str_put(struct rdb_strtab *t, int col, const void *value, size_t len);
 void rdb_strtab_free(struct rdb_strtab *t);
 void rdb_strtab_chain(struct rdb_strtab *t, struct rdb_strtab *more);
 
@@ -132,8 +150,7 @@ struct rdb_inputs {
     size_t n_flows;
     struct recon_flow_order *order; /* NULL (flows in arrival order) or n_flows */
     uint64_t *rank;                 /* NULL or n_flows (recon_input.rank) */
-    char *flows_text;        /* the ClickHouse answer the flows' strings point into, or NULL */
-    struct rdb_strtab *strs; /* or the PostgreSQL path's copies of them, or NULL */
+    struct rdb_strtab *strs;        /* the flows' strings, or NULL */
     struct recon_transfer *transfers;
     size_t n_transfers;
 };
@@ -195,7 +212,7 @@ int rdb_load_transfers(PGconn *db, const struct cfg *cfg, int64_t ws, struct rdb
                        char *err, size_t errlen);
 /* With analytics.clickhouse (recon_db_ch.c): *n = reports of the window still in the outbox. */
 int rdb_ch_pending(PGconn *db, int64_t ws, long long *n, char *err, size_t errlen);
-/* The window's flows summed per connection side and owner by ClickHouse, with their order; 1 (err
+/* The window's flow records from ClickHouse, one per row, with their order; 1 (err
  * says why) when some of its reports are not in ClickHouse yet: the window waits, it is not
  * computed from part of its flows. n_reported: the flow records its reports carry
  * (rdb_set_budget). */

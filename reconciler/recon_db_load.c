@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "hugealloc.h"
 #include "pgc.h"
 #include "recon_db_internal.h"
 
@@ -53,10 +54,9 @@ void rdb_inputs_free(struct rdb_inputs *in)
     PQclear(in->samples_r);
     PQclear(in->transfers_r);
     free(in->samples);
-    free(in->flows);
-    free(in->order);
-    free(in->rank);
-    free(in->flows_text);
+    huge_free(in->flows); /* huge_alloc'd on the split and ClickHouse loads, else malloc'd */
+    huge_free(in->order);
+    huge_free(in->rank);
     rdb_strtab_free(in->strs);
     free(in->transfers);
 }

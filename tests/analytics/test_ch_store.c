@@ -5,7 +5,8 @@
  *    link_windows, dependency_rollup and gap_alerts (minus ids and timestamps) must be equal;
  *  - an INSERT that ClickHouse applied but whose answer never came (the client timed out behind
  *    a proxy that holds it) is re-sent; ClickHouse then holds the block twice, and every read
- *    with FINAL — so the reconciliation — sees each flow once. */
+ *    with FINAL — so the reconciliation — sees each flow once;
+ *  - an exception ClickHouse writes into its answer after the 200 fails the window's load. */
 #include <arpa/inet.h>
 #include <inttypes.h>
 #include <math.h>
@@ -382,7 +383,8 @@ static void test_paths_identical(void **state)
 
 struct proxy {
     int listen_fd, port, target_port;
-    atomic_int hold; /* answers still to swallow */
+    atomic_int hold;      /* answers still to swallow */
+    const char *settings; /* when set, "k=v&…" put into every request's URL ("POST /?…") */
     atomic_bool stop;
     pthread_t thread;
 };
@@ -424,6 +426,16 @@ static void *proxy_run(void *arg)
             continue;
         size_t qn, an = 0;
         char *req = read_msg(c, &qn, true), *ans = NULL;
+        if (px->settings && strncmp(req, "POST / ", 7) == 0) {
+            size_t sl = strlen(px->settings);
+            char *nq = malloc(qn + sl + 2);
+            memcpy(nq, "POST /?", 7);
+            memcpy(nq + 7, px->settings, sl);
+            memcpy(nq + 7 + sl, req + 6, qn - 6);
+            free(req);
+            req = nq;
+            qn += sl + 1;
+        }
         int s = socket(AF_INET, SOCK_STREAM, 0);
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(px->target_port)};
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -539,6 +551,72 @@ static void test_retry_after_timeout_not_doubled(void **state)
     cfg_free(pg_cfg);
 }
 
+/* An exception after ClickHouse's 200: 18.16 writes it into the answer once ~1 MiB of rows went
+ * out (here: a row limit hit at the 13th block of 1,000 rows, through a proxy that adds the limit
+ * to every request). The window's load must fail, naming the line, and write nothing; read again
+ * without the limit, it is the PostgreSQL path's. */
+static void test_exception_inside_the_answer(void **state)
+{
+    (void)state;
+    reset_db();
+    free(th_ch_query(&CH, "DROP TABLE IF EXISTS wanledger.flow_records"));
+    const int64_t ws = T0 + 900;
+    char ts[TM_RFC3339_LEN];
+    tm_format_rfc3339(ws * TM_USEC_PER_SEC, ts);
+    for (int r = 1; r <= 14; r++) { /* 14,000 flows: 14 blocks, past the limit at the 13th */
+        exec("INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds, n_flows,"
+             " ch_pending) VALUES ('agent-x', %d, 'nyc-gpu-1', '%s', 60, 1000, true)",
+             r, ts);
+        exec("INSERT INTO flow_records (window_start, agent_id, seq, idx, host, source, proto,"
+             " local_addr, local_port, remote_addr, remote_port, role, tx_bytes, rx_bytes,"
+             " user_name) SELECT '%s', 'agent-x', %d, k, 'nyc-gpu-1', 'socket', 'tcp', '10.1.0.2',"
+             " 20000 + k, ('10.2.0.' || (1 + %d))::inet, 5201, 'client', 100 * %d + k, 0, 'alice'"
+             " FROM generate_series(0, 999) k",
+             ts, r, r, r);
+    }
+    struct cfg_errors errs = {0};
+    struct cfg *cfg = cfg_parse("exc.json", default_config, &errs);
+    struct cfg *pg_cfg = cfg_parse("exc.json", default_config, &errs);
+    assert_non_null(cfg);
+    assert_non_null(pg_cfg);
+    char err[512];
+    static struct proxy px; /* outlives a failed assertion's longjmp */
+    proxy_start(&px, CH.http_port);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", px.port);
+    use_clickhouse(cfg, url);
+    if (chstore_ensure_schema(&cfg->clickhouse, err, sizeof err) != 0 ||
+        chflush_drain(db, cfg, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(th_ch_num(&CH, "SELECT count() FROM wanledger.flow_records"), 14000);
+    px.settings = "max_result_rows=12000&result_overflow_mode=throw&max_block_size=1000";
+    assert_int_equal(
+        recon_db_reconcile_window(db, cfg, ws * TM_USEC_PER_SEC, NULL, err, sizeof err), -1);
+    print_message("with the limit: %s\n", err);
+    /* the line after the rows sent: 12,001 while each block is one insert's 1,000 rows */
+    assert_non_null(strstr(err, " of the answer has 1 fields, not 24"));
+    assert_non_null(strstr(err, "Limit for result exceeded"));
+    assert_int_equal(num("SELECT count(*) FROM heatmap_cells"), 0);
+    assert_int_equal(num("SELECT count(*) FROM attribution_rollup"), 0);
+    assert_int_equal(num("SELECT count(*) FROM dependency_rollup"), 0);
+    px.settings = NULL;
+    assert_int_equal(
+        recon_db_reconcile_window(db, cfg, ws * TM_USEC_PER_SEC, NULL, err, sizeof err), 0);
+    char *ch_cells = snapshot();
+    /* the PostgreSQL path over the same rows rewrites whatever differs: nothing may */
+    assert_int_equal(
+        recon_db_reconcile_window(db, pg_cfg, ws * TM_USEC_PER_SEC, NULL, err, sizeof err), 0);
+    char *pg_cells = snapshot();
+    assert_string_equal(pg_cells, ch_cells);
+    /* 14 reports x 1,000 flows, tx 100 r + k: 100 x 1000 x 105 + 14 x 499,500 */
+    assert_non_null(strstr(pg_cells, "\"attributed_bytes\": 17493000"));
+    free(pg_cells);
+    free(ch_cells);
+    proxy_stop(&px);
+    cfg_free(cfg);
+    cfg_free(pg_cfg);
+}
+
 /* Retention without TTL: a day partition older than retention.raw_days is dropped whole, a
  * recent one stays. */
 static void test_prune_drops_old_days(void **state)
@@ -632,6 +710,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths_identical),
         cmocka_unit_test(test_retry_after_timeout_not_doubled),
+        cmocka_unit_test(test_exception_inside_the_answer),
         cmocka_unit_test(test_prune_drops_old_days),
         cmocka_unit_test(test_schema_upgrade_adds_kube_columns),
     };
