@@ -122,7 +122,7 @@ static void test_chunked_byte_by_byte(void **state)
     const char *want = "helloabcdefghijklmnopqrstuvwxyz"; /* 5 + 0x1a = 31 bytes */
     assert_int_equal(g.n, strlen(want));
     assert_memory_equal(g.data, want, strlen(want));
-    assert_true(g.calls >= 3); /* handed over as it came, not collected */
+    assert_true(g.calls >= 2); /* piece by piece (at least one per chunk), not collected */
     httpc_response_free(&resp);
 }
 
