@@ -23,6 +23,7 @@
 #include "httpc_conn.h"
 
 #define HTTPC_MAX_RESPONSE (16u << 20) /* a reconciler answer is a few hundred bytes */
+#define HTTPC_TIMEOUT_MS   10000       /* when httpc_req.timeout_ms is not set */
 
 int64_t httpc_now_ms(void)
 {
@@ -175,18 +176,14 @@ static char *parse_head(char *buf, struct httpc_response *resp, int *chunked, lo
     return bstart;
 }
 
-/* Status line, Retry-After, de-chunked body of a whole response in buf[0..n). */
+/* Status line, Retry-After, de-chunked body of a whole response in buf[0..n) (resp zeroed). */
 static int parse_response(char *buf, size_t n, struct httpc_response *resp)
 {
-    int status = 0;
-    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1 || status < 100 || status > 999)
-        return -1;
-    resp->status = status;
     int chunked = 0;
     long long clen;
     char *bstart = parse_head(buf, resp, &chunked, &clen);
-    if (!bstart)
-        return 0;
+    if (!bstart) /* no status line: not a response; no blank line: a head without a body */
+        return resp->status ? 0 : -1;
     size_t avail = n - (size_t)(bstart - buf);
     char *out = malloc(avail + 1);
     if (!out)
@@ -266,15 +263,22 @@ static int response_complete(char *buf, size_t n)
     return clen >= 0 && (long long)(n - (size_t)(end + 4 - buf)) >= clen;
 }
 
-static int read_response(struct httpc_conn *c, const char *url, size_t max,
-                         struct httpc_response *resp, char *err, size_t errlen)
+/* The whole response, its first pre_n bytes already read into pre (NULL, 0: none). */
+static int read_response(struct httpc_conn *c, const char *url, size_t max, const char *pre,
+                         size_t pre_n, struct httpc_response *resp, char *err, size_t errlen)
 {
-    size_t cap = 8192, n = 0;
+    size_t cap = 8192, n = pre_n;
+    while (cap < n + 4096 + 1)
+        cap *= 2;
     char *buf = malloc(cap);
     int rc = -1;
     if (!buf)
         return -1;
+    if (pre_n)
+        memcpy(buf, pre, pre_n);
     for (;;) {
+        if (n && response_complete(buf, n))
+            break;
         if (n + 4096 + 1 > cap) {
             if (cap >= max) {
                 snprintf(err, errlen, "%s: response over %zu bytes", url, max);
@@ -295,8 +299,6 @@ static int read_response(struct httpc_conn *c, const char *url, size_t max,
         if (r == 0)
             break;
         n += (size_t)r;
-        if (response_complete(buf, n))
-            break;
     }
     buf[n] = '\0';
     if (parse_response(buf, n, resp) != 0) {
@@ -418,25 +420,10 @@ static int read_streamed(struct httpc_conn *c, const struct httpc_req *rq, size_
         snprintf(err, errlen, "%s: not an HTTP response", rq->url);
         goto out;
     }
-    if (resp->status != 200) { /* an error's text: kept whole, as without a sink */
-        size_t have = n - (size_t)(body - buf);
-        size_t bcap = have + 65536;
-        char *whole = malloc(bcap + 1);
-        if (!whole)
-            goto out;
-        memcpy(whole, buf, n);
-        for (ssize_t r = 1; r > 0 && n < max && n < bcap;) {
-            char e[200] = "";
-            r = httpc_conn_read(c, whole + n, bcap - n, e, sizeof(e));
-            if (r > 0)
-                n += (size_t)r;
-        }
-        whole[n] = '\0';
-        int bad = parse_response(whole, n, resp);
-        free(whole);
-        if (bad)
-            snprintf(err, errlen, "%s: not an HTTP response", rq->url);
-        rc = bad ? -1 : 0;
+    if (resp->status != 200) { /* an error's text: read whole from its head, as without a sink */
+        memset(resp, 0, sizeof *resp);
+        resp->retry_after_s = -1;
+        rc = read_response(c, rq->url, max, buf, n, resp, err, errlen);
         goto out;
     }
     s.state = CH_SIZE;
@@ -457,7 +444,7 @@ static int read_streamed(struct httpc_conn *c, const struct httpc_req *rq, size_
         off = 0;
         n = (size_t)r;
         /* a long answer that keeps flowing is not cut: the deadline is per piece from here */
-        c->deadline_ms = httpc_now_ms() + (rq->timeout_ms > 0 ? rq->timeout_ms : 10000);
+        c->deadline_ms = httpc_now_ms() + (rq->timeout_ms > 0 ? rq->timeout_ms : HTTPC_TIMEOUT_MS);
     }
     if (s.sink_failed)
         snprintf(err, errlen, "%s: the receiver stopped the transfer", rq->url);
@@ -507,7 +494,7 @@ static int request(const struct httpc_req *rq, struct httpc_response *resp, char
                  why);
         return -1;
     }
-    int timeout = rq->timeout_ms > 0 ? rq->timeout_ms : 10000;
+    int timeout = rq->timeout_ms > 0 ? rq->timeout_ms : HTTPC_TIMEOUT_MS;
     struct httpc_conn c = {.fd = -1, .deadline_ms = httpc_now_ms() + timeout};
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
     int gr = getaddrinfo(u.host, u.port, &hints, &ai);
@@ -538,7 +525,7 @@ static int request(const struct httpc_req *rq, struct httpc_response *resp, char
     size_t max = rq->max_response ? rq->max_response : HTTPC_MAX_RESPONSE;
     if (send_request(&c, rq, &u, err, errlen) != 0 ||
         (rq->sink ? read_streamed(&c, rq, max, resp, err, errlen)
-                  : read_response(&c, rq->url, max, resp, err, errlen)) != 0)
+                  : read_response(&c, rq->url, max, NULL, 0, resp, err, errlen)) != 0)
         goto cleanup;
     rc = 0;
 cleanup:

@@ -127,12 +127,17 @@ struct ch_read {
     char *buf;  /* the scratch: a line cut short, then the next piece */
     size_t n, bcap;
     unsigned long long rows;
+    bool oom; /* a string could not be copied */
     char err[400];
 };
 
+/* v's copy in the load's string table (NULL for NULL); r->oom when out of memory. */
 static const char *ch_str(struct ch_read *r, int col, const char *v)
 {
-    return v ? rdb_str_put(r->in->strs, col, v, strlen(v)) : NULL;
+    const char *s = v ? rdb_str_put(r->in->strs, col, v, strlen(v)) : NULL;
+    if (v && !s)
+        r->oom = true;
+    return s;
 }
 
 static int ch_grow(struct ch_read *r)
@@ -234,10 +239,7 @@ static int ch_line(struct ch_read *r, char *line, size_t len)
     fl->kube = (struct recon_kube){ch_str(r, RDB_STR_NAMESPACE, V(FR_NAMESPACE)),
                                    ch_str(r, RDB_STR_POD, V(FR_POD)),
                                    ch_str(r, RDB_STR_CONTAINER, V(FR_CONTAINER_NAME))};
-    if (!agent || (V(FR_HOST) && !fl->host) || (V(FR_USER_NAME) && !fl->user) ||
-        (V(FR_PROGRAM) && !fl->program) || (V(FR_WORKFLOW) && !fl->workflow) ||
-        (V(FR_NAMESPACE) && !fl->kube.ns) || (V(FR_POD) && !fl->kube.pod) ||
-        (V(FR_CONTAINER_NAME) && !fl->kube.container)) {
+    if (r->oom) {
         snprintf(r->err, sizeof r->err, "loading flows from ClickHouse: out of memory");
         return -1;
     }
@@ -252,7 +254,7 @@ static int ch_line(struct ch_read *r, char *line, size_t len)
         fl->nfs_port = (uint16_t)parse_u64(V(FR_NFS_PORT));
         fl->nfs_bytes = parse_u64(V(FR_NFS_BYTES));
         fl->nfs_export = ch_str(r, RDB_STR_EXPORT, V(FR_NFS_EXPORT));
-        if (V(FR_NFS_EXPORT) && !fl->nfs_export) {
+        if (r->oom) {
             snprintf(r->err, sizeof r->err, "loading flows from ClickHouse: out of memory");
             return -1;
         }
