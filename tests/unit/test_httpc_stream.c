@@ -55,6 +55,11 @@ static void *serve(void *arg)
         if (send(fd, p, strlen(p), MSG_NOSIGNAL) < 0)
             break;
     }
+    /* the end of the answer as a FIN, never a reset: a close() with the request's body still
+     * unread would send RST, which may discard what the client has not yet read */
+    shutdown(fd, SHUT_WR);
+    while (read(fd, req, sizeof req) > 0)
+        ;
     close(fd);
     return NULL;
 }
