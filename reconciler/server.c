@@ -26,6 +26,7 @@
 #include "jsonw.h"
 #include "srv_limits.h"
 #include "log.h"
+#include "readers.h"
 #include "rejects.h"
 #include "throttle_api.h"
 #include "timeutil.h"
@@ -40,6 +41,7 @@ struct srv {
     struct store *store;
     struct metrics *metrics;
     struct wk_pool *workers;
+    struct rd_pool *readers;
     struct gate *gate;
     SSL_CTX *ssl;
     int port;
@@ -65,7 +67,8 @@ enum handler {
     H_NAS_PAGE,
     H_FLOWS,
     H_UNREC,
-    H_REJECTS
+    H_REJECTS,
+    H_THROTTLE /* /v1/throttles..., dispatched by path (handle_throttle) */
 };
 
 struct route {
@@ -392,24 +395,24 @@ static void handle_ingest(struct srv *s, struct evhttp_request *req, const struc
     /* answered by on_ingested once a worker has committed (or refused) the batch */
 }
 
-static void handle_get(struct srv *s, struct evhttp_request *req, const struct route *rt,
-                       int64_t t0)
+/* On a reader thread (readers.h): the answer of a read request, from the reader's own
+ * connection (db NULL: unreachable). */
+static void run_read(PGconn *db, struct rd_job *j, void *arg)
 {
-    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-    struct evbuffer *out = evbuffer_new();
+    struct srv *s = arg;
+    const char *query = j->query;
+    struct evbuffer *out = j->out;
     const char *ct = "application/json";
     int status;
-    PGconn *db = store_db(s->store);
-    if (rt->handler == H_METRICS) {
-        metrics_render(s->metrics, db, out);
-        gate_metrics(s->gate, out);
+    if (j->handler == H_METRICS) {
+        metrics_render(s->metrics, db, out); /* the gate's part is added on the loop */
         ct = "text/plain; version=0.0.4; charset=utf-8";
         status = 200;
     } else if (!db) {
         jw_error(out, "database unreachable", "");
         status = 503;
     } else {
-        switch (rt->handler) {
+        switch (j->handler) {
         case H_HEALTHZ: {
             PGresult *r = PQexec(db, "SELECT 1");
             status = PQresultStatus(r) == PGRES_TUPLES_OK ? 200 : 503;
@@ -449,29 +452,29 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
         case H_UNREC:
             status = unrec_api(db, s->cfg, query, out);
             break;
-        case H_FLOWS: { /* sampled flows: small batches, stored on the loop (reconciler/flowin.c) */
-            struct evbuffer *in = evhttp_request_get_input_buffer(req);
-            size_t len = evbuffer_get_length(in);
-            const char *text = len ? (const char *)evbuffer_pullup(in, -1) : "";
+        case H_FLOWS: { /* sampled flows: small batches (reconciler/flowin.c) */
+            const char *text = j->body ? j->body : "";
             enum body_coding coding;
             struct body_error be;
             char *plain = NULL;
             size_t plain_len = 0;
-            if (body_coding_of(
-                    evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Encoding"),
-                    &coding, &be) < 0 ||
+            if (body_coding_of(j->coding, &coding, &be) < 0 ||
                 (coding != BODY_IDENTITY &&
-                 body_decode(coding, text, len, (size_t)s->cfg->max_body_role[SRV_ROLE_POLLER],
+                 body_decode(coding, text, j->len, (size_t)s->cfg->max_body_role[SRV_ROLE_POLLER],
                              &plain, &plain_len, &be) < 0)) {
                 jw_error(out, be.msg, "Content-Encoding");
                 status = be.status;
                 break;
             }
-            status = flowin_post(db, s->cfg, plain ? plain : text, plain ? plain_len : len,
+            status = flowin_post(db, s->cfg, plain ? plain : text, plain ? plain_len : j->len,
                                  tm_now_us(), out);
             free(plain);
             break;
         }
+        case H_THROTTLE:
+            status = thr_api_handle(db, j->role, j->agent_host, j->method, j->path, query,
+                                    j->body ? j->body : "", j->len, out);
+            break;
         case H_REJECTS:
             status = rj_page(db, query, out, &ct);
             break;
@@ -479,11 +482,74 @@ static void handle_get(struct srv *s, struct evhttp_request *req, const struct r
             status = 500;
         }
     }
-    reply(s, req, rt->ep, t0, status, ct, out);
-    evbuffer_free(out);
+    j->status = status;
+    j->ct = ct;
 }
 
-/* /v1/throttles...: any known token; the module decides per role (throttle_api.h). */
+/* On the event loop thread: a reader's answer sent. */
+static void on_read(struct rd_job *j, void *arg)
+{
+    struct srv *s = arg;
+    if (j->handler == H_METRICS)
+        gate_metrics(s->gate, j->out); /* the gate's state belongs to the loop */
+    reply(s, j->req, (enum metrics_endpoint)j->ep, j->t0_ns, j->status, j->ct, j->out);
+    rd_job_free(j);
+}
+
+static char *dup_or_null(const char *v)
+{
+    return v ? strdup(v) : NULL;
+}
+
+/* Copies what a reader needs out of req (the body too when with_body) and queues it. */
+static void submit_read(struct srv *s, struct evhttp_request *req, enum handler h,
+                        enum metrics_endpoint ep, int64_t t0, bool with_body, struct rd_job *j)
+{
+    bool ok = j != NULL;
+    if (ok) {
+        j->req = req;
+        j->t0_ns = t0;
+        j->handler = (int)h;
+        j->ep = (int)ep;
+        const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+        j->query = dup_or_null(q);
+        ok = !q || j->query;
+    }
+    if (ok && with_body) {
+        struct evbuffer *in = evhttp_request_get_input_buffer(req);
+        j->len = evbuffer_get_length(in);
+        j->body = malloc(j->len + 1);
+        ok = j->body != NULL;
+        if (ok) {
+            evbuffer_remove(in, j->body, j->len);
+            j->body[j->len] = 0;
+        }
+        const char *ce =
+            evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Encoding");
+        j->coding = dup_or_null(ce);
+        ok = ok && (!ce || j->coding);
+    }
+    if (!ok) {
+        rd_job_free(j);
+        reply_error(s, req, ep, t0, 503, "out of memory", "$");
+        return;
+    }
+    if (rd_submit(s->readers, j) < 0) {
+        rd_job_free(j);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+        reply_error(s, req, ep, t0, 503, "busy: too many requests waiting, retry", "$");
+    }
+    /* answered by on_read once a reader has the answer */
+}
+
+static void handle_get(struct srv *s, struct evhttp_request *req, const struct route *rt,
+                       int64_t t0)
+{
+    submit_read(s, req, rt->handler, rt->ep, t0, rt->handler == H_FLOWS, rd_job_new());
+}
+
+/* /v1/throttles...: any known token; the module decides per role (throttle_api.h), on a
+ * reader. */
 static void handle_throttle(struct srv *s, struct evhttp_request *req, const char *path, int64_t t0)
 {
     int role = request_role(s->cfg, req);
@@ -497,26 +563,19 @@ static void handle_throttle(struct srv *s, struct evhttp_request *req, const cha
                          : m == EVHTTP_REQ_POST   ? "POST"
                          : m == EVHTTP_REQ_DELETE ? "DELETE"
                                                   : "OTHER";
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t len = evbuffer_get_length(in);
-    char *body = malloc(len + 1);
-    struct evbuffer *out = evbuffer_new();
-    if (!body || !out) {
-        free(body);
-        if (out)
-            evbuffer_free(out);
-        reply_error(s, req, METRICS_EP_API, t0, 503, "out of memory", "$");
-        return;
+    const char *host = role == SRV_ROLE_AGENT ? request_agent_host(s->cfg, req) : NULL;
+    struct rd_job *j = rd_job_new();
+    if (j) {
+        j->method = strdup(method);
+        j->path = strdup(path);
+        j->role = strdup(ROLE_NAMES[role]);
+        j->agent_host = dup_or_null(host);
+        if (!j->method || !j->path || !j->role || (host && !j->agent_host)) {
+            rd_job_free(j);
+            j = NULL;
+        }
     }
-    evbuffer_remove(in, body, len);
-    body[len] = 0;
-    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-    int status = thr_api_handle(store_db(s->store), ROLE_NAMES[role],
-                                role == SRV_ROLE_AGENT ? request_agent_host(s->cfg, req) : NULL,
-                                method, path, query, body, len, out);
-    reply(s, req, METRICS_EP_API, t0, status, "application/json", out);
-    evbuffer_free(out);
-    free(body);
+    submit_read(s, req, H_THROTTLE, METRICS_EP_API, t0, true, j);
 }
 
 static void on_request(struct evhttp_request *req, void *arg)
@@ -637,7 +696,9 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH);
     s->workers = wk_start(base, cfg, metrics, on_ingested, s, err, errlen);
-    if (!s->workers) {
+    s->readers = s->workers ? rd_start(base, cfg, run_read, on_read, s, err, errlen) : NULL;
+    if (!s->readers) {
+        wk_stop(s->workers);
         evhttp_free(s->http);
         gate_free(s->gate);
         SSL_CTX_free(s->ssl);
@@ -650,6 +711,7 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
     if (!bs) {
         snprintf(err, errlen, "cannot listen on %s", cfg->listen);
         wk_stop(s->workers);
+        rd_stop(s->readers);
         evhttp_free(s->http);
         gate_free(s->gate);
         SSL_CTX_free(s->ssl);
@@ -671,6 +733,7 @@ void srv_free(struct srv *s)
     if (!s)
         return;
     wk_stop(s->workers); /* unanswered requests are dropped; evhttp_free closes them */
+    rd_stop(s->readers);
     evhttp_free(s->http);
     gate_free(s->gate);
     SSL_CTX_free(s->ssl);
