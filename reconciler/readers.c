@@ -18,7 +18,7 @@ struct rd_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct rd_job *head, *tail; /* waiting, oldest first */
-    size_t n_waiting;
+    size_t n_waiting, n_running;
     struct rd_job *finished; /* a stack, reversed on the loop */
     struct event *done_ev;
     pthread_t threads[RD_THREADS];
@@ -75,6 +75,7 @@ static void *reader(void *arg)
         if (!p->head)
             p->tail = NULL;
         p->n_waiting--;
+        p->n_running++;
         pthread_mutex_unlock(&p->mu);
         PGconn *db = st ? store_db(st) : NULL;
         PGcancel *c = db ? PQgetCancel(db) : NULL;
@@ -86,6 +87,7 @@ static void *reader(void *arg)
             p->run(db, j, p->arg);
         pthread_mutex_lock(&p->mu);
         p->cancel[me] = NULL;
+        p->n_running--;
         if (c)
             PQfreeCancel(c);
         j->next = p->finished;
@@ -175,6 +177,14 @@ int rd_submit(struct rd_pool *p, struct rd_job *job)
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
     return 0;
+}
+
+void rd_depth(struct rd_pool *p, size_t *queued, size_t *running)
+{
+    pthread_mutex_lock(&p->mu);
+    *queued = p->n_waiting;
+    *running = p->n_running;
+    pthread_mutex_unlock(&p->mu);
 }
 
 void rd_stop(struct rd_pool *p)

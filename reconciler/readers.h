@@ -53,6 +53,8 @@ int rd_submit(struct rd_pool *p, struct rd_job *job) __attribute__((warn_unused_
 /* Lets the readers finish the jobs they hold, joins them, frees every job not yet answered
  * without answering it (evhttp_free then closes those connections). */
 void rd_stop(struct rd_pool *p);
+/* Reads waiting for a reader and reads a reader is working on (for /metrics). */
+void rd_depth(struct rd_pool *p, size_t *queued, size_t *running);
 void rd_job_free(struct rd_job *job);
 
 #endif

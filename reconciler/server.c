@@ -490,8 +490,26 @@ static void run_read(PGconn *db, struct rd_job *j, void *arg)
 static void on_read(struct rd_job *j, void *arg)
 {
     struct srv *s = arg;
-    if (j->handler == H_METRICS)
+    if (j->handler == H_METRICS) {
         gate_metrics(s->gate, j->out); /* the gate's state belongs to the loop */
+        size_t queued, running;
+        rd_depth(s->readers, &queued, &running);
+        evbuffer_add_printf(
+            j->out,
+            "# HELP wanledger_ingest_bodies_pending Bodies received and not yet answered "
+            "(waiting for an ingest worker, parsed and waiting for a grouped commit, or being "
+            "written).\n"
+            "# TYPE wanledger_ingest_bodies_pending gauge\n"
+            "wanledger_ingest_bodies_pending %zu\n"
+            "# HELP wanledger_reads_queued Read requests waiting for a reader.\n"
+            "# TYPE wanledger_reads_queued gauge\n"
+            "wanledger_reads_queued %zu\n"
+            "# HELP wanledger_reads_running Read requests a reader is answering (in the "
+            "database).\n"
+            "# TYPE wanledger_reads_running gauge\n"
+            "wanledger_reads_running %zu\n",
+            wk_pending(s->workers), queued, running);
+    }
     reply(s, j->req, (enum metrics_endpoint)j->ep, j->t0_ns, j->status, j->ct, j->out);
     rd_job_free(j);
 }

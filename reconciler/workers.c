@@ -58,6 +58,7 @@ struct wk_pool {
     struct wk_fifo ready;    /* parsed agent reports waiting to be written */
     int writing;             /* workers writing a group now */
     struct wk_job *finished; /* waiting for the event loop */
+    size_t pending;          /* submitted, not yet handed back to the loop */
     bool stop;
 };
 
@@ -249,6 +250,7 @@ static size_t take_ready(struct wk_pool *p, struct wk_job **g)
 /* Called with the lock held: j is answered, for the event loop. */
 static void finished(struct wk_pool *p, struct wk_job *j)
 {
+    p->pending--;
     j->next = p->finished;
     p->finished = j;
     event_active(p->done_ev, EV_READ, 0);
@@ -368,9 +370,18 @@ int wk_submit(struct wk_pool *p, struct wk_job *job)
         return -1;
     }
     fifo_push(&p->queue, job);
+    p->pending++;
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
     return 0;
+}
+
+size_t wk_pending(struct wk_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    size_t n = p->pending;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }
 
 void wk_stop(struct wk_pool *p)

@@ -64,6 +64,9 @@ int wk_submit(struct wk_pool *p, struct wk_job *job) __attribute__((warn_unused_
 /* Finishes the jobs being worked on, joins the threads, and frees every job not yet answered
  * without answering it (the clients see the connection close and resend). */
 void wk_stop(struct wk_pool *p);
+/* Bodies received and not yet answered: waiting to be parsed, parsed and waiting to be written,
+ * and being worked on (for /metrics). */
+size_t wk_pending(struct wk_pool *p);
 void wk_job_free(struct wk_job *job);
 
 #endif

@@ -91,6 +91,12 @@ static void test_report_while_a_read_waits(void **state)
     assert_int_equal(fx_http(&F, "GET", "/healthz", NULL, NULL, NULL, 0, &resp), 200);
     double health_s = (double)(tm_mono_ns() - t0) / 1e9;
     free(resp);
+    /* /metrics (the other reader) shows the held read, nothing queued, no body pending */
+    assert_int_equal(fx_http(&F, "GET", "/metrics", NULL, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "\nwanledger_reads_running 1\n"));
+    assert_non_null(strstr(resp, "\nwanledger_reads_queued 0\n"));
+    assert_non_null(strstr(resp, "\nwanledger_ingest_bodies_pending 0\n"));
+    free(resp);
     double held_s = (double)(tm_mono_ns() - t_lock) / 1e9;
     int still = g.status;
     print_message("with a read waiting on a lock: report acknowledged in %.3f s, /healthz in "
@@ -106,6 +112,9 @@ static void test_report_while_a_read_waits(void **state)
     print_message("the read answered %d after %.3f s\n", g.status, g.seconds);
     assert_int_equal(g.status, 200);
     assert_true(g.seconds >= HOLD_S - 1.5);
+    assert_int_equal(fx_http(&F, "GET", "/metrics", NULL, NULL, NULL, 0, &resp), 200);
+    assert_non_null(strstr(resp, "\nwanledger_reads_running 0\n"));
+    free(resp);
     /* and the report is stored once */
     assert_int_equal(fx_num(&F, "SELECT count(*) FROM flow_reports WHERE agent_id = 'agent-nyc'"),
                      1);
