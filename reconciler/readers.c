@@ -46,9 +46,6 @@ void rd_job_free(struct rd_job *j)
     free(j->query);
     free(j->body);
     free(j->path);
-    free(j->method);
-    free(j->role);
-    free(j->agent_host);
     free(j->coding);
     free(j);
 }

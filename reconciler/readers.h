@@ -22,11 +22,13 @@
 struct rd_job {
     struct evhttp_request *req; /* touched only on the event loop thread */
     int64_t t0_ns;
-    int handler, ep;                                  /* the server's route: opaque to the pool */
-    char *query;                                      /* URI query, or NULL */
-    char *body;                                       /* request body (NUL-terminated), or NULL */
-    size_t len;                                       /* body length */
-    char *path, *method, *role, *agent_host, *coding; /* the server's; any may be NULL */
+    int handler, ep;     /* the server's route: opaque to the pool */
+    char *query;         /* URI query, or NULL */
+    char *body;          /* request body (NUL-terminated), or NULL */
+    size_t len;          /* body length */
+    char *path, *coding; /* copied from the request; either may be NULL */
+    /* borrowed: static strings or the configuration's (which outlives the server); NULL or set */
+    const char *method, *role, *agent_host;
     /* the outcome, filled on a reader */
     int status;
     const char *ct;       /* a static string */

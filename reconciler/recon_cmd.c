@@ -138,7 +138,7 @@ static int serve(const struct cfg *cfg, struct store *st, struct metrics *m)
         log_error("reconcile", "cannot install signal handlers");
         goto cleanup;
     }
-    srv = srv_new(base, cfg, st, m, err, sizeof(err));
+    srv = srv_new(base, cfg, m, err, sizeof(err));
     if (!srv) {
         log_error("reconcile", "%s", err);
         goto cleanup;

@@ -38,7 +38,6 @@ struct srv {
     const struct cfg *cfg;
     struct event_base *base;
     struct evhttp *http;
-    struct store *store;
     struct metrics *metrics;
     struct wk_pool *workers;
     struct rd_pool *readers;
@@ -581,14 +580,12 @@ static void handle_throttle(struct srv *s, struct evhttp_request *req, const cha
                          : m == EVHTTP_REQ_POST   ? "POST"
                          : m == EVHTTP_REQ_DELETE ? "DELETE"
                                                   : "OTHER";
-    const char *host = role == SRV_ROLE_AGENT ? request_agent_host(s->cfg, req) : NULL;
     struct rd_job *j = rd_job_new();
     if (j) {
-        j->method = strdup(method);
-        j->path = strdup(path);
-        j->role = strdup(ROLE_NAMES[role]);
-        j->agent_host = dup_or_null(host);
-        if (!j->method || !j->path || !j->role || (host && !j->agent_host)) {
+        j->method = method;
+        j->role = ROLE_NAMES[role];
+        j->agent_host = role == SRV_ROLE_AGENT ? request_agent_host(s->cfg, req) : NULL;
+        if (!(j->path = strdup(path))) {
             rd_job_free(j);
             j = NULL;
         }
@@ -646,8 +643,8 @@ static void on_request(struct evhttp_request *req, void *arg)
 
 /* ---- life cycle --------------------------------------------------------------------------- */
 
-struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store *store,
-                    struct metrics *metrics, char *err, size_t errlen)
+struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct metrics *metrics,
+                    char *err, size_t errlen)
 {
     struct hostport hp; /* "127.0.0.1:7070", "[::1]:7070"; port 0 lets tests take a free one */
     char herr[300];
@@ -680,7 +677,6 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store
     }
     s->cfg = cfg;
     s->base = base;
-    s->store = store;
     s->metrics = metrics;
     s->http = evhttp_new(base);
     if (!s->http) {

@@ -2,8 +2,9 @@
  * (401 for a wrong or missing token, 403 for another role's), the body size bound (413), the
  * ingest endpoints (validate whole, commit, then 2xx), the read API, the heatmap pages, /healthz
  * and /metrics. HTTP runs on the caller's event base; ingest bodies are validated and committed by
- * worker threads (workers.h); the read endpoints query the database from the event loop. The
- * caller must have called evthread_use_pthreads() before creating the base. */
+ * worker threads (workers.h), the read endpoints answered by reader threads (readers.h): the event
+ * loop never waits for the database. The caller must have called evthread_use_pthreads() before
+ * creating the base. */
 #ifndef WL_SERVER_H
 #define WL_SERVER_H
 
@@ -12,15 +13,13 @@
 
 #include "config.h"
 #include "metrics.h"
-#include "store.h"
 
 struct srv;
 
-/* Binds cfg->listen (port 0 picks a free one, see srv_port). NULL with err filled. The store
- * and metrics are borrowed. */
-struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct store *store,
-                    struct metrics *metrics, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+/* Binds cfg->listen (port 0 picks a free one, see srv_port). NULL with err filled. The metrics
+ * are borrowed; every database connection is the server's own (its workers' and readers'). */
+struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct metrics *metrics,
+                    char *err, size_t errlen) __attribute__((warn_unused_result));
 void srv_free(struct srv *s);
 /* The TCP port the server listens on. */
 int srv_port(const struct srv *s);

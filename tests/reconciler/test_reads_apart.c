@@ -4,7 +4,7 @@
  * that does not answer), an agent's report is still acknowledged at once, /healthz still
  * answers, and the waiting read gets its answer once the lock goes. Before the readers, every
  * page and API ran on the event loop: the report waited for the lock (its answer came only
- * after the COMMIT below). */
+ * once hold_lock committed). */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
