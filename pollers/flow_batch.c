@@ -88,13 +88,7 @@ char *flow_batch_json(const char *poller, const char *batch_id, int window_secon
                             k->c.in_pkts, k->c.out_pkts, i + 1 == n_ifc ? "]" : "");
     }
     evbuffer_add_printf(b, "}");
-    size_t n = evbuffer_get_length(b);
-    char *out = malloc(n + 1);
-    if (out) {
-        evbuffer_remove(b, out, n);
-        out[n] = 0;
-        *len = n;
-    }
+    char *out = jw_take(b, len);
     evbuffer_free(b);
     return out;
 }

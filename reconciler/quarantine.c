@@ -22,13 +22,7 @@ static void array_text(struct evbuffer *a, const char *s, size_t n, int first)
 static char *take(struct evbuffer *b)
 {
     evbuffer_add(b, "}", 1);
-    size_t n = evbuffer_get_length(b);
-    char *s = malloc(n + 1);
-    if (s) {
-        evbuffer_remove(b, s, n);
-        s[n] = 0;
-    }
-    return s;
+    return jw_take(b, NULL);
 }
 
 int qr_keep(struct ingest_batch *b, long i, struct ingest_error *e, const char *raw, size_t len)

@@ -21,9 +21,9 @@ struct rd_pool {
     size_t n_waiting, n_running;
     struct rd_job *finished; /* a stack, reversed on the loop */
     struct event *done_ev;
-    pthread_t threads[RD_THREADS];
-    PGcancel *cancel[RD_THREADS]; /* of the query each reader is running, for rd_stop */
-    int n_threads;
+    pthread_t *threads;
+    PGcancel **cancel; /* of the query each reader is running, for rd_stop */
+    int n_threads;     /* started */
     bool stop;
 };
 
@@ -47,6 +47,8 @@ void rd_job_free(struct rd_job *j)
     free(j->body);
     free(j->path);
     free(j->coding);
+    if (j->data_free)
+        j->data_free(j->data);
     free(j);
 }
 
@@ -118,11 +120,20 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-struct rd_pool *rd_start(struct event_base *base, const struct cfg *cfg, rd_run_fn run,
-                         rd_done_fn done, void *arg, char *err, size_t errlen)
+struct rd_pool *rd_start(struct event_base *base, const struct cfg *cfg, int n_threads,
+                         rd_run_fn run, rd_done_fn done, void *arg, char *err, size_t errlen)
 {
     struct rd_pool *p = calloc(1, sizeof(*p));
-    if (!p) {
+    if (p) {
+        p->threads = calloc((size_t)n_threads, sizeof(*p->threads));
+        p->cancel = calloc((size_t)n_threads, sizeof(*p->cancel));
+    }
+    if (!p || !p->threads || !p->cancel) {
+        if (p) {
+            free(p->threads);
+            free(p->cancel);
+        }
+        free(p);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
@@ -138,7 +149,7 @@ struct rd_pool *rd_start(struct event_base *base, const struct cfg *cfg, rd_run_
         rd_stop(p);
         return NULL;
     }
-    for (int i = 0; i < RD_THREADS; i++) {
+    for (int i = 0; i < n_threads; i++) {
         struct reader_arg *ra = malloc(sizeof *ra);
         int rc = ra ? 0 : -1;
         if (ra) {
@@ -192,7 +203,7 @@ void rd_stop(struct rd_pool *p)
     p->stop = true;
     pthread_cond_broadcast(&p->cv);
     /* a read waiting in the database (a lock, a long page) is cancelled, not waited for */
-    for (int i = 0; i < RD_THREADS; i++) {
+    for (int i = 0; i < p->n_threads; i++) {
         char e[256];
         if (p->cancel[i] && !PQcancel(p->cancel[i], e, sizeof e))
             log_warn("readers", "cannot cancel a read at shutdown: %s", e);
@@ -212,5 +223,7 @@ void rd_stop(struct rd_pool *p)
         event_free(p->done_ev);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
+    free(p->threads);
+    free(p->cancel);
     free(p);
 }

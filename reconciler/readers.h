@@ -33,6 +33,8 @@ struct rd_job {
     int status;
     const char *ct;       /* a static string */
     struct evbuffer *out; /* the answer's body */
+    void *data;           /* any other outcome (a PGresult, say), freed by data_free */
+    void (*data_free)(void *data);
     struct rd_job *next;
 };
 
@@ -43,10 +45,10 @@ typedef void (*rd_done_fn)(struct rd_job *job, void *arg);
 
 struct rd_pool;
 
-/* Starts RD_THREADS readers (connected lazily with cfg->database) and the completion event on
- * base. NULL with err filled. */
-struct rd_pool *rd_start(struct event_base *base, const struct cfg *cfg, rd_run_fn run,
-                         rd_done_fn done, void *arg, char *err, size_t errlen)
+/* Starts n_threads readers (connected lazily with cfg->database) and the completion event on
+ * base. One thread runs the jobs in the order they were submitted. NULL with err filled. */
+struct rd_pool *rd_start(struct event_base *base, const struct cfg *cfg, int n_threads,
+                         rd_run_fn run, rd_done_fn done, void *arg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 /* A new job with an empty answer buffer (NULL when out of memory). */
 struct rd_job *rd_job_new(void);

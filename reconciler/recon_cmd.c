@@ -45,13 +45,14 @@ static void on_once_tick(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Delivers due alerts and waits (bounded) for the answers. */
-static void once_webhooks(const struct cfg *cfg, struct store *st, struct metrics *m)
+static void once_webhooks(const struct cfg *cfg, struct metrics *m)
 {
     if (cfg->n_webhooks == 0)
         return;
     char err[512];
+    (void)evthread_use_pthreads(); /* the webhooks' database thread wakes the loop */
     struct event_base *base = event_base_new();
-    struct webhook *w = base ? webhook_new(base, cfg, st, m, err, sizeof(err)) : NULL;
+    struct webhook *w = base ? webhook_new(base, cfg, m, err, sizeof(err)) : NULL;
     if (!w) {
         log_error("reconcile", "webhooks: %s", base ? err : "no event base");
         if (base)
@@ -106,11 +107,11 @@ static int run_once(const struct cfg *cfg, struct store *st, struct metrics *m)
         log_error("reconcile", "--once: folding owner hours: %s", err);
     else if (hours)
         log_info("reconcile", "--once: folded %d hour(s) of owner rows", hours);
-    once_webhooks(cfg, st, m);
+    once_webhooks(cfg, m);
     return ps.failed ? 1 : 0;
 }
 
-static int serve(const struct cfg *cfg, struct store *st, struct metrics *m)
+static int serve(const struct cfg *cfg, struct metrics *m)
 {
     char err[1024];
     int rc = 1;
@@ -143,7 +144,7 @@ static int serve(const struct cfg *cfg, struct store *st, struct metrics *m)
         log_error("reconcile", "%s", err);
         goto cleanup;
     }
-    wh = webhook_new(base, cfg, st, m, err, sizeof(err));
+    wh = webhook_new(base, cfg, m, err, sizeof(err));
     if (!wh) {
         log_error("reconcile", "%s", err);
         goto cleanup;
@@ -216,8 +217,15 @@ int recon_cmd_reconcile(const struct cfg *cfg, int argc, char **argv)
     }
     struct metrics *m = metrics_new();
     int rc = 1;
-    if (m && prepare_db(cfg, st) == 0)
-        rc = once ? run_once(cfg, st, m) : serve(cfg, st, m);
+    if (m && prepare_db(cfg, st) == 0) {
+        if (once) {
+            rc = run_once(cfg, st, m);
+        } else { /* every part of the service opens the connections it needs */
+            store_close(st);
+            st = NULL;
+            rc = serve(cfg, m);
+        }
+    }
     metrics_free(m);
     store_close(st);
     return rc;

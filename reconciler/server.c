@@ -710,7 +710,8 @@ struct srv *srv_new(struct event_base *base, const struct cfg *cfg, struct metri
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH);
     s->workers = wk_start(base, cfg, metrics, on_ingested, s, err, errlen);
-    s->readers = s->workers ? rd_start(base, cfg, run_read, on_read, s, err, errlen) : NULL;
+    s->readers =
+        s->workers ? rd_start(base, cfg, RD_THREADS, run_read, on_read, s, err, errlen) : NULL;
     if (!s->readers) {
         wk_stop(s->workers);
         evhttp_free(s->http);

@@ -15,6 +15,7 @@
 #include "jsonw.h"
 #include "leader.h"
 #include "log.h"
+#include "readers.h"
 #include "timeutil.h"
 
 #define POLL_INTERVAL_MS 1000
@@ -53,7 +54,6 @@ struct target {
 struct webhook {
     struct event_base *base;
     const struct cfg *cfg;
-    struct store *store;
     struct metrics *metrics;
     struct event *timer;
     struct target *targets;
@@ -61,6 +61,10 @@ struct webhook {
     const struct leader *leader; /* only the leader delivers (NULL: always) */
     SSL_CTX *ssl_ctx;            /* for https:// webhooks */
     uint64_t term;               /* leader_term when the sent state was started */
+    struct rd_pool *db;          /* one thread: the polls and marks, in order, off the loop */
+    bool polling;                /* a poll is in the database */
+    uint64_t poll_term;          /* the term it was asked in */
+    size_t db_pending;           /* database jobs asked for, not yet done */
 };
 
 static const char SQL_ALERTS[] =
@@ -190,41 +194,115 @@ static struct sent *sent_find(struct target *t, int64_t id, bool add)
     return &t->sent[t->n_sent++];
 }
 
-static void db_mark_sent(struct webhook *w, struct target *t)
+/* ---- the database, on a thread of its own ---------------------------------------------------
+ * The poll's SELECT and the delivery marks run on one thread with its own connection, in the
+ * order they were asked for, never on the event loop: a mark that meets an alert row held by a
+ * window's transaction waits there, not in front of every agent report. */
+
+enum { WH_POLL, WH_MARK_SENT, WH_MARK_RESOLVED };
+
+static const char SQL_MARK_SENT[] =
+    "UPDATE gap_alerts SET last_sent_at = now() WHERE id = ANY($1::bigint[])";
+static const char SQL_MARK_RESOLVED[] =
+    "UPDATE gap_alerts SET resolved_sent = true WHERE id = ANY($1::bigint[])";
+
+static void free_result(void *r)
 {
-    PGconn *db = store_db(w->store);
-    if (!db || t->n_fl == 0)
-        return;
-    struct evbuffer *ids = evbuffer_new();
-    evbuffer_add(ids, "{", 1);
-    for (size_t i = 0; i < t->n_fl; i++)
-        evbuffer_add_printf(ids, "%s%lld", i ? "," : "", (long long)t->fl_id[i]);
-    evbuffer_add(ids, "}", 2);
-    const char *p[1] = {(const char *)evbuffer_pullup(ids, -1)};
-    PGresult *r = PQexecParams(db,
-                               "UPDATE gap_alerts SET last_sent_at = now()"
-                               " WHERE id = ANY($1::bigint[])",
-                               1, NULL, p, NULL, NULL, 0);
     PQclear(r);
-    evbuffer_free(ids);
-    /* a resolution is delivered once every target has it */
-    for (size_t i = 0; i < t->n_fl; i++) {
-        if (!t->fl_resolved[i])
-            continue;
-        bool all = true;
-        for (size_t k = 0; k < w->n_targets && all; k++) {
-            struct sent *s = sent_find(&w->targets[k], t->fl_id[i], false);
-            all = s && s->resolved_sent;
-        }
-        if (!all)
-            continue;
-        char id[24];
-        snprintf(id, sizeof(id), "%lld", (long long)t->fl_id[i]);
-        const char *q[1] = {id};
-        r = PQexecParams(db, "UPDATE gap_alerts SET resolved_sent = true WHERE id = $1::bigint", 1,
-                         NULL, q, NULL, NULL, 0);
+}
+
+/* On the database thread. */
+static void db_run(PGconn *db, struct rd_job *j, void *arg)
+{
+    (void)arg;
+    if (!db) {
+        j->status = 503;
+        evbuffer_add_printf(j->out, "the database is unreachable");
+        return;
+    }
+    PGresult *r;
+    if (j->handler == WH_POLL) {
+        r = PQexec(db, SQL_ALERTS);
+    } else {
+        const char *p[1] = {j->body};
+        r = PQexecParams(db, j->handler == WH_MARK_SENT ? SQL_MARK_SENT : SQL_MARK_RESOLVED, 1,
+                         NULL, p, NULL, NULL, 0);
+    }
+    if (PQresultStatus(r) != (j->handler == WH_POLL ? PGRES_TUPLES_OK : PGRES_COMMAND_OK)) {
+        j->status = 500;
+        evbuffer_add_printf(j->out, "%s", PQresultErrorMessage(r));
+        PQclear(r);
+        return;
+    }
+    j->status = 200;
+    if (j->handler == WH_POLL) {
+        j->data = r;
+        j->data_free = free_result;
+    } else {
         PQclear(r);
     }
+}
+
+/* ids: a PostgreSQL array literal ({1,2}), taken over. */
+static int db_submit(struct webhook *w, int kind, char *ids)
+{
+    struct rd_job *j = rd_job_new();
+    if (j) {
+        j->handler = kind;
+        j->body = ids;
+        ids = NULL;
+    }
+    if (!j || rd_submit(w->db, j) < 0) {
+        log_warn("webhooks", "cannot queue a database %s (%s)",
+                 kind == WH_POLL ? "read of gap_alerts" : "record of a delivery",
+                 j ? "queue full" : "out of memory");
+        rd_job_free(j);
+        free(ids);
+        return -1;
+    }
+    w->db_pending++;
+    return 0;
+}
+
+/* A PostgreSQL array literal of n ids, NULL when out of memory. */
+static char *id_array(const int64_t *id, size_t n)
+{
+    struct evbuffer *b = evbuffer_new();
+    if (!b)
+        return NULL;
+    evbuffer_add(b, "{", 1);
+    for (size_t i = 0; i < n; i++)
+        evbuffer_add_printf(b, "%s%lld", i ? "," : "", (long long)id[i]);
+    evbuffer_add(b, "}", 1);
+    char *s = jw_take(b, NULL);
+    evbuffer_free(b);
+    return s;
+}
+
+/* A resolution is delivered once every target has it. */
+static bool resolved_everywhere(struct webhook *w, int64_t id)
+{
+    for (size_t k = 0; k < w->n_targets; k++) {
+        struct sent *s = sent_find(&w->targets[k], id, false);
+        if (!s || !s->resolved_sent)
+            return false;
+    }
+    return true;
+}
+
+static void db_mark_sent(struct webhook *w, struct target *t)
+{
+    if (t->n_fl == 0)
+        return;
+    db_submit(w, WH_MARK_SENT, id_array(t->fl_id, t->n_fl));
+    int64_t *done = calloc(t->n_fl, sizeof(*done));
+    size_t n = 0;
+    for (size_t i = 0; done && i < t->n_fl; i++)
+        if (t->fl_resolved[i] && resolved_everywhere(w, t->fl_id[i]))
+            done[n++] = t->fl_id[i];
+    if (n)
+        db_submit(w, WH_MARK_RESOLVED, id_array(done, n));
+    free(done);
 }
 
 /* A 400/422: the receiver will never take this batch as it is. A batch is split into one POST
@@ -388,46 +466,23 @@ static bool lead(struct webhook *w)
     return true;
 }
 
-void webhook_poll(struct webhook *w)
+/* On the loop: what the poll read, made into POSTs. */
+static void deliver(struct webhook *w, PGresult *r)
 {
-    if (!w || w->n_targets == 0 || !lead(w))
-        return;
     int64_t now = tm_now_us();
-    bool any = false;
-    for (size_t i = 0; i < w->n_targets; i++)
-        any |= ready(&w->targets[i], now);
-    if (!any)
-        return;
-    PGconn *db = store_db(w->store);
-    if (!db)
-        return;
-    PGresult *r = PQexec(db, SQL_ALERTS);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        log_warn("webhooks", "reading gap_alerts: %s", PQresultErrorMessage(r));
-        PQclear(r);
-        return;
-    }
     int n = PQntuples(r);
     int64_t resend_us = (int64_t)w->cfg->resend_seconds * TM_USEC_PER_SEC;
     /* a resolution every target has, still listed: its resolved_sent update failed; redo it */
-    for (int row = 0; row < n; row++) {
-        if (PQgetvalue(r, row, 4)[0] != 't')
-            continue;
+    int64_t *redo = calloc((size_t)n + 1, sizeof(*redo));
+    size_t n_redo = 0;
+    for (int row = 0; row < n && redo; row++) {
         int64_t id = strtoll(PQgetvalue(r, row, 0), NULL, 10);
-        bool all = true;
-        for (size_t k = 0; k < w->n_targets && all; k++) {
-            struct sent *s = sent_find(&w->targets[k], id, false);
-            all = s && s->resolved_sent;
-        }
-        if (all) {
-            const char *q[1] = {PQgetvalue(r, row, 0)};
-            PGresult *u = PQexecParams(db,
-                                       "UPDATE gap_alerts SET resolved_sent = true"
-                                       " WHERE id = $1::bigint",
-                                       1, NULL, q, NULL, NULL, 0);
-            PQclear(u);
-        }
+        if (PQgetvalue(r, row, 4)[0] == 't' && resolved_everywhere(w, id))
+            redo[n_redo++] = id;
     }
+    if (n_redo)
+        db_submit(w, WH_MARK_RESOLVED, id_array(redo, n_redo));
+    free(redo);
     for (size_t ti = 0; ti < w->n_targets; ti++) {
         struct target *t = &w->targets[ti];
         for (size_t i = 0; i < t->n_sent; i++)
@@ -505,7 +560,40 @@ void webhook_poll(struct webhook *w)
         free(res);
         evbuffer_free(body);
     }
-    PQclear(r);
+}
+
+/* On the loop, for every database job done. */
+static void db_done(struct rd_job *j, void *arg)
+{
+    struct webhook *w = arg;
+    w->db_pending--;
+    const char *why = (const char *)evbuffer_pullup(j->out, -1);
+    if (j->handler == WH_POLL) {
+        w->polling = false;
+        if (j->status != 200)
+            log_warn("webhooks", "reading gap_alerts: %s", why ? why : "");
+        else if (lead(w) && w->term == w->poll_term) /* still the leader of the same term */
+            deliver(w, j->data);
+    } else if (j->status != 200) {
+        log_warn("webhooks",
+                 "recording deliveries of alerts %s: %s (a later leader may resend them)", j->body,
+                 why ? why : "");
+    }
+    rd_job_free(j);
+}
+
+void webhook_poll(struct webhook *w)
+{
+    if (!w || w->n_targets == 0 || !lead(w) || w->polling)
+        return;
+    int64_t now = tm_now_us();
+    bool any = false;
+    for (size_t i = 0; i < w->n_targets; i++)
+        any |= ready(&w->targets[i], now);
+    if (!any || db_submit(w, WH_POLL, NULL) < 0)
+        return;
+    w->polling = true;
+    w->poll_term = w->term;
 }
 
 size_t webhook_busy(const struct webhook *w)
@@ -514,7 +602,7 @@ size_t webhook_busy(const struct webhook *w)
     int64_t now = tm_now_us();
     for (size_t i = 0; w && i < w->n_targets; i++)
         n += w->targets[i].in_flight || w->targets[i].next_attempt_us > now;
-    return n;
+    return n + (w ? w->db_pending : 0);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -570,8 +658,8 @@ static int target_init(struct target *t, struct webhook *w, const char *url, cha
     return 0;
 }
 
-struct webhook *webhook_new(struct event_base *base, const struct cfg *cfg, struct store *store,
-                            struct metrics *m, char *err, size_t errlen)
+struct webhook *webhook_new(struct event_base *base, const struct cfg *cfg, struct metrics *m,
+                            char *err, size_t errlen)
 {
     struct webhook *w = calloc(1, sizeof(*w));
     if (!w) {
@@ -580,7 +668,6 @@ struct webhook *webhook_new(struct event_base *base, const struct cfg *cfg, stru
     }
     w->base = base;
     w->cfg = cfg;
-    w->store = store;
     w->metrics = m;
     w->targets = calloc(cfg->n_webhooks + 1, sizeof(*w->targets));
     if (!w->targets) {
@@ -601,6 +688,10 @@ struct webhook *webhook_new(struct event_base *base, const struct cfg *cfg, stru
             return NULL;
         }
     }
+    if (w->n_targets && !(w->db = rd_start(base, cfg, 1, db_run, db_done, w, err, errlen))) {
+        webhook_free(w);
+        return NULL;
+    }
     if (w->n_targets) {
         w->timer = event_new(base, -1, EV_PERSIST, on_timer, w);
         struct timeval tv = {POLL_INTERVAL_MS / 1000, (POLL_INTERVAL_MS % 1000) * 1000};
@@ -617,6 +708,7 @@ void webhook_free(struct webhook *w)
 {
     if (!w)
         return;
+    rd_stop(w->db); /* a query still running is cancelled; marks not yet made are dropped */
     if (w->timer)
         event_free(w->timer);
     for (size_t i = 0; i < w->n_targets; i++) {

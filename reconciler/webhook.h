@@ -7,9 +7,9 @@
  * alert, after storing the valid ones) is sent again one alert at a time; an alert refused on
  * its own is logged with its JSON and not re-sent for WEBHOOK_REFUSED_RETRY_S (a refused
  * resolution counts as delivered: it never will be), so no resolution waits behind it. Everything
- * is non-blocking on the caller's event base (evhttp client connections), so the reconcile loop is
- * never held up; gap_alerts is polled once a second and its last_sent_at / resolved_sent columns
- * record deliveries. */
+ * is non-blocking on the caller's event base (evhttp client connections; the database on a thread
+ * of its own), so the event loop that answers agents is never held up; gap_alerts is polled once a
+ * second and its last_sent_at / resolved_sent columns record deliveries. */
 #ifndef WL_WEBHOOK_H
 #define WL_WEBHOOK_H
 
@@ -20,7 +20,6 @@
 
 #include "config.h"
 #include "metrics.h"
-#include "store.h"
 
 #define WEBHOOK_BACKOFF_MIN_S   1
 #define WEBHOOK_BACKOFF_MAX_S   60
@@ -30,17 +29,20 @@
 struct webhook;
 
 /* NULL with err filled when a webhook URL is not http://HOST[:PORT]/PATH. With no webhooks
- * configured the result does nothing. store gives the database connection (borrowed). */
-struct webhook *webhook_new(struct event_base *base, const struct cfg *cfg, struct store *store,
-                            struct metrics *m, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+ * configured the result does nothing. Its database work (the poll, the delivery marks) runs on a
+ * thread of its own with its own connection to cfg->database: the base must have been created
+ * after evthread_use_pthreads(). */
+struct webhook *webhook_new(struct event_base *base, const struct cfg *cfg, struct metrics *m,
+                            char *err, size_t errlen) __attribute__((warn_unused_result));
 void webhook_free(struct webhook *w);
-/* Looks at gap_alerts now and posts whatever is due (the module's timer does this every second). */
+/* Asks the database for gap_alerts now (unless a read is already under way) and posts whatever is
+ * due when the answer comes (the module's timer does this every second). */
 void webhook_poll(struct webhook *w);
 /* Makes delivery depend on leading (leader.h); NULL: always deliver. */
 struct leader;
 void webhook_set_leader(struct webhook *w, const struct leader *ld);
-/* POSTs still waiting for an answer, plus targets waiting to retry a failure. */
+/* POSTs still waiting for an answer, targets waiting to retry a failure, and database reads and
+ * marks not yet done. */
 size_t webhook_busy(const struct webhook *w);
 
 /* One alert as Alertmanager API v2 expects it, for the payload and for tests. */

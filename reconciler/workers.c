@@ -74,17 +74,6 @@ void wk_job_free(struct wk_job *job)
     free(job);
 }
 
-static char *take_string(struct evbuffer *b)
-{
-    size_t n = evbuffer_get_length(b);
-    char *s = malloc(n + 1);
-    if (s) {
-        evbuffer_remove(b, s, n);
-        s[n] = 0;
-    }
-    return s;
-}
-
 /* Replaces a msgpack body by its JSON array (fluent.h); -1 when it does not decode, with the job
  * answered 400. */
 static int to_json(struct wk_job *j, struct evbuffer *out)
@@ -98,7 +87,7 @@ static int to_json(struct wk_job *j, struct evbuffer *out)
         log_info(j->peer, "%s rejected (400): %s", j->path, msg);
         j->status = js ? 400 : 500;
         jw_error(out, msg, "$");
-        j->reply = take_string(out);
+        j->reply = jw_take(out, NULL);
         evbuffer_free(out);
         if (js)
             evbuffer_free(js);
@@ -106,12 +95,12 @@ static int to_json(struct wk_job *j, struct evbuffer *out)
     }
     free(j->body);
     j->len = evbuffer_get_length(js);
-    j->body = take_string(js);
+    j->body = jw_take(js, NULL);
     evbuffer_free(js);
     if (!j->body) {
         j->status = 500;
         jw_error(out, "out of memory", "$");
-        j->reply = take_string(out);
+        j->reply = jw_take(out, NULL);
         evbuffer_free(out);
         return -1;
     }
@@ -136,7 +125,7 @@ static int parse_job(struct wk_pool *p, struct wk_job *j)
             log_info(j->peer, "%s rejected (%d): %s", j->path, be.status, be.msg);
             j->status = be.status;
             jw_error(out, be.msg, "$");
-            j->reply = take_string(out);
+            j->reply = jw_take(out, NULL);
             evbuffer_free(out);
             return -1;
         }
@@ -155,7 +144,7 @@ static int parse_job(struct wk_pool *p, struct wk_job *j)
         log_info(j->peer, "%s rejected (%d): %s at %s", j->path, e.status, e.msg, e.path);
         j->status = e.status;
         jw_error(out, e.msg, e.path);
-        j->reply = take_string(out);
+        j->reply = jw_take(out, NULL);
     } else {
         j->parsed = true;
     }
@@ -202,7 +191,7 @@ static void answer(struct wk_pool *p, struct wk_job *j, int rc, const struct sto
         }
     }
     if (out) {
-        j->reply = take_string(out);
+        j->reply = jw_take(out, NULL);
         evbuffer_free(out);
     }
     ingest_batch_free(&j->batch);
