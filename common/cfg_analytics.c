@@ -3,6 +3,12 @@
  *                                "database": "wanledger",          default wanledger
  *                                "cluster": null,                  a remote_servers cluster name:
  *                                                                  a Distributed table over it
+ *                                "shard_urls": [URL, ...],         with a cluster, optional: each
+ *                                                                  shard's HTTP interface in the
+ *                                                                  cluster's shard order (one
+ *                                                                  replica per shard): inserts go
+ *                                                                  straight to the shard's local
+ *                                                                  table (reconciler/chshard.h)
  *                                "user": "default",                default "default"
  *                                "password_file": "ch.pass",       optional, relative to the file
  *                                "batch_rows": 100000,             rows per INSERT (1000..10^7)
@@ -41,8 +47,9 @@ void cfg_parse_analytics(struct cfg_pctx *c, const cJSON *root)
     o = cfg_get_obj(c, an, "clickhouse", "$.analytics", 0);
     if (!o)
         return;
-    static const char *const k[] = {"url",           "database",   "cluster",    "user",
-                                    "password_file", "batch_rows", "timeout_ms", NULL};
+    static const char *const k[] = {"url",        "database",   "cluster",
+                                    "shard_urls", "user",       "password_file",
+                                    "batch_rows", "timeout_ms", NULL};
     cfg_check_keys(c, o, p, k);
     ch->enabled = true;
     ch->url = cfg_get_str(c, o, "url", p, 1, "");
@@ -63,6 +70,22 @@ void cfg_parse_analytics(struct cfg_pctx *c, const cJSON *root)
             cfg_err(c, "$.analytics.clickhouse.cluster",
                     "expected null or a name of letters, digits and _, got \"%s\"", ch->cluster);
     }
+    const cJSON *su = cfg_get_arr(c, o, "shard_urls", p, 0);
+    if (su && !ch->cluster)
+        cfg_err(c, "$.analytics.clickhouse.shard_urls",
+                "shard URLs need a cluster (\"cluster\": the remote_servers name)");
+    ch->shard_urls =
+        cfg_get_str_list(c, su, "$.analytics.clickhouse.shard_urls", &ch->n_shard_urls);
+    for (size_t i = 0; i < ch->n_shard_urls; i++) {
+        char *u = ch->shard_urls[i], jp[128];
+        if (!cfg_valid_http_url(u))
+            cfg_err(c, cfg_jp_idx(jp, sizeof jp, "$.analytics.clickhouse.shard_urls", (int)i),
+                    "expected an http:// or https:// URL, got \"%s\"", u);
+        for (size_t n = strlen(u); n && u[n - 1] == '/';)
+            u[--n] = 0;
+    }
+    if (su && ch->n_shard_urls == 0)
+        cfg_err(c, "$.analytics.clickhouse.shard_urls", "expected at least one URL");
     ch->user = cfg_get_str(c, o, "user", p, 0, "default");
     ch->password = cfg_load_secret(c, o, "password_file", p, &ch->password_file);
     ch->batch_rows = (int)cfg_get_num(c, o, "batch_rows", p, 1000, 1e7, 100000, 1);
@@ -75,6 +98,9 @@ void cfg_free_analytics(struct cfg *cfg)
     free(ch->url);
     free(ch->database);
     free(ch->cluster);
+    for (size_t i = 0; i < ch->n_shard_urls; i++)
+        free(ch->shard_urls[i]);
+    free(ch->shard_urls);
     free(ch->user);
     if (ch->password)
         memset(ch->password, 0, strlen(ch->password));
@@ -95,6 +121,11 @@ void cfg_dump_analytics(const struct cfg *cfg, cJSON *root)
         cJSON_AddStringToObject(o, "cluster", ch->cluster);
     else
         cJSON_AddNullToObject(o, "cluster");
+    if (ch->n_shard_urls) {
+        cJSON *a = cJSON_AddArrayToObject(o, "shard_urls");
+        for (size_t i = 0; i < ch->n_shard_urls; i++)
+            cJSON_AddItemToArray(a, cJSON_CreateString(ch->shard_urls[i]));
+    }
     cJSON_AddStringToObject(o, "user", ch->user);
     if (ch->password_file) /* its file, never the password */
         cJSON_AddStringToObject(o, "password_file", ch->password_file);

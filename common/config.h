@@ -124,10 +124,13 @@ struct cfg_clickhouse {
     bool enabled; /* configured: flows also go to ClickHouse, windows are summed there */
     char *url;    /* "http://127.0.0.1:8123" (no trailing /) */
     char *database, *cluster; /* cluster NULL: no Distributed table */
-    char *user, *password;    /* password from password_file, or NULL */
-    char *password_file;      /* resolved path, or NULL */
-    int batch_rows;           /* rows per INSERT, default 100000 */
-    int timeout_ms;           /* per request, default 10000 */
+    char **shard_urls;        /* with a cluster: every shard's HTTP URL in the cluster's order, so
+                                 the flusher inserts each report into its shard's local table */
+    size_t n_shard_urls;
+    char *user, *password; /* password from password_file, or NULL */
+    char *password_file;   /* resolved path, or NULL */
+    int batch_rows;        /* rows per INSERT, default 100000 */
+    int timeout_ms;        /* per request, default 10000 */
 };
 
 struct cfg {

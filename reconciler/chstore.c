@@ -63,7 +63,7 @@ static int add_later_columns(const struct cfg_clickhouse *ch, const char *table,
     return rc;
 }
 
-int chstore_ensure_schema(const struct cfg_clickhouse *ch, char *err, size_t errlen)
+static int ensure_node(const struct cfg_clickhouse *ch, char *err, size_t errlen)
 {
     char cols[2048], sql[4096];
     if (flow_row_list(cols, sizeof cols, FRL_CH_DEFS, FLOW_ROW_ALL, NULL, NULL) < 0) {
@@ -92,10 +92,45 @@ int chstore_ensure_schema(const struct cfg_clickhouse *ch, char *err, size_t err
     return add_later_columns(ch, "flow_records", err, errlen);
 }
 
-int chstore_prune(const struct cfg_clickhouse *ch, int keep_days, int64_t now_us, int *dropped,
-                  char *err, size_t errlen)
+/* The configured node, then every shard of shard_urls (each with its own URL). */
+static int on_every_node(const struct cfg_clickhouse *ch,
+                         int (*fn)(const struct cfg_clickhouse *, void *, char *, size_t),
+                         void *arg, char *err, size_t errlen)
 {
-    *dropped = 0;
+    if (fn(ch, arg, err, errlen) < 0)
+        return -1;
+    for (size_t i = 0; i < ch->n_shard_urls; i++) {
+        struct cfg_clickhouse node = *ch;
+        node.url = ch->shard_urls[i];
+        if (strcmp(node.url, ch->url) != 0 && fn(&node, arg, err, errlen) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int ensure_fn(const struct cfg_clickhouse *ch, void *arg, char *err, size_t errlen)
+{
+    (void)arg;
+    return ensure_node(ch, err, errlen);
+}
+
+int chstore_ensure_schema(const struct cfg_clickhouse *ch, char *err, size_t errlen)
+{
+    return on_every_node(ch, ensure_fn, NULL, err, errlen);
+}
+
+struct prune_arg {
+    int keep_days;
+    int64_t now_us;
+    int *dropped;
+};
+
+static int prune_node(const struct cfg_clickhouse *ch, void *arg, char *err, size_t errlen)
+{
+    const struct prune_arg *a = arg;
+    int keep_days = a->keep_days;
+    int64_t now_us = a->now_us;
+    int *dropped = a->dropped;
     const char *table = ch->cluster ? "flow_records_local" : "flow_records";
     time_t cut = (time_t)(now_us / 1000000) - (time_t)keep_days * 86400;
     struct tm tm;
@@ -122,4 +157,12 @@ int chstore_prune(const struct cfg_clickhouse *ch, int keep_days, int64_t now_us
     }
     httpc_response_free(&r);
     return rc;
+}
+
+int chstore_prune(const struct cfg_clickhouse *ch, int keep_days, int64_t now_us, int *dropped,
+                  char *err, size_t errlen)
+{
+    *dropped = 0;
+    struct prune_arg a = {keep_days, now_us, dropped};
+    return on_every_node(ch, prune_node, &a, err, errlen);
 }

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "chshard.h"
+
 /* Level 1, not wl_compress's 3: on drive.py's rows (bench/reconciler/bench_ingest, 16:58 UTC)
  * level 1 took ~0.6x the CPU of level 3 and stored 10.2 instead of 11.7 bytes per flow; level -1
  * was no faster and 13.6 bytes. The block lives in the outbox only until shipped. */
@@ -85,9 +87,11 @@ static char *dup_bytes(const char *p, size_t n)
     return d;
 }
 
-int chblock_build(const char *copy, size_t len, int64_t ws_us, struct chblock *out)
+int chblock_build(const char *copy, size_t len, int64_t ws_us, const char *agent_id,
+                  const char *seq, struct chblock *out)
 {
     memset(out, 0, sizeof *out);
+    out->key = chshard_key(agent_id, strlen(agent_id), strtoull(seq, NULL, 10));
     char epoch[24];
     int el = snprintf(epoch, sizeof epoch, "%" PRId64, ws_us / 1000000);
     /* the epoch text is never longer than the RFC 3339 text it replaces (19+ characters) */

@@ -14,13 +14,15 @@ struct chblock {
     size_t len;
     size_t raw_len;     /* the TabSeparated block's size */
     const char *coding; /* "zstd" or "identity" (static) */
+    uint64_t key;       /* the rows' sharding key, cityHash64(agent_id, seq) (chshard.h) */
 };
 
 /* Builds the block from copy[0..len): lines of flow_row_copy_text whose first field is the
- * window start's text; ws_us is that window start. 0, or -1 (out of memory, or a line without a
- * tab: not ingest's output). Free with chblock_free. */
-int chblock_build(const char *copy, size_t len, int64_t ws_us, struct chblock *out)
-    __attribute__((warn_unused_result));
+ * window start's text; ws_us is that window start; agent_id and seq (decimal text) the report's.
+ * 0, or -1 (out of memory, or a line without a tab: not ingest's output). Free with
+ * chblock_free. */
+int chblock_build(const char *copy, size_t len, int64_t ws_us, const char *agent_id,
+                  const char *seq, struct chblock *out) __attribute__((warn_unused_result));
 void chblock_free(struct chblock *b);
 
 /* Appends the decoded block (raw_len bytes as stored in the outbox row) at dst, which has room

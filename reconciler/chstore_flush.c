@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "chshard.h"
 #include "chstore.h"
 #include "chstore_block.h"
 #include "chstore_queue.h"
@@ -18,7 +19,7 @@
 #include "log.h"
 #include "timeutil.h"
 
-static atomic_ullong rows_inserted, inserts_ok, inserts_failed, deferred;
+static atomic_ullong rows_inserted, inserts_ok, inserts_failed, deferred, shard_inserts;
 
 void chflush_note_deferred(void)
 {
@@ -59,6 +60,68 @@ static int buf_need(struct buf *b, size_t more)
     b->p = p;
     b->cap = cap;
     return 0;
+}
+
+/* The rows of one shipment: one buffer for one INSERT through flow_records, or with
+ * shard_urls one per shard (chshard.h). The shard map is read from the cluster at the first
+ * shipment and again every SHARDS_REFRESH_S, or after a failed shipment; shipments hold it while
+ * they split and insert (one at a time: the flusher's advisory lock serialises them anyway). */
+#define SHARDS_REFRESH_S 60
+
+struct parts {
+    const struct chshard *sh; /* NULL: one INSERT through flow_records */
+    size_t n;
+    struct buf *b;
+};
+
+static pthread_mutex_t shard_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct chshard shard_map;
+static const struct cfg_clickhouse *shard_cfg; /* the configuration shard_map was read for */
+static int64_t shard_read_ns;
+
+/* Locks the shard map (read when due) and sets up ps; -1 with err (the map could not be read:
+ * nothing is shipped). parts_done always follows. */
+static int parts_begin(const struct cfg_clickhouse *ch, struct parts *ps, char *err, size_t errlen)
+{
+    memset(ps, 0, sizeof *ps);
+    pthread_mutex_lock(&shard_mu);
+    if (ch->n_shard_urls) {
+        int64_t now = tm_mono_ns();
+        if (shard_cfg != ch || now - shard_read_ns > SHARDS_REFRESH_S * INT64_C(1000000000)) {
+            chshard_free(&shard_map);
+            shard_cfg = NULL;
+            if (chshard_resolve(ch, &shard_map, err, errlen) < 0)
+                return -1;
+            shard_cfg = ch;
+            shard_read_ns = now;
+        }
+        ps->sh = &shard_map;
+    }
+    ps->n = ps->sh ? ps->sh->n : 1;
+    ps->b = calloc(ps->n, sizeof *ps->b);
+    if (!ps->b) {
+        snprintf(err, errlen, "clickhouse outbox: out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* After a failure the map is read again next time (a shard may have moved). */
+static void parts_done(struct parts *ps, bool failed)
+{
+    for (size_t i = 0; ps->b && i < ps->n; i++)
+        free(ps->b[i].p);
+    free(ps->b);
+    if (failed)
+        shard_cfg = NULL;
+    pthread_mutex_unlock(&shard_mu);
+    memset(ps, 0, sizeof *ps);
+}
+
+/* Where the rows of a report with sharding key key go. */
+static struct buf *parts_for(struct parts *ps, uint64_t key)
+{
+    return &ps->b[ps->sh ? chshard_of(ps->sh, key) : 0];
 }
 
 /* Runs sql (a COPY … TO STDOUT) into b: PostgreSQL's COPY text is what ClickHouse's
@@ -223,7 +286,8 @@ static const char SQL_OUTBOX_READ[] =
     "WITH k AS (SELECT id FROM (SELECT id, n_rows, sum(n_rows) OVER (ORDER BY id) AS cum"
     " FROM ch_outbox WHERE id <> ALL($2::bigint[]) ORDER BY id LIMIT $1::bigint) x"
     " WHERE cum - n_rows < $1::bigint)"
-    " SELECT o.id::text, o.n_rows, o.raw_bytes, o.coding, o.block FROM ch_outbox o JOIN k"
+    " SELECT o.id::text, o.n_rows, o.raw_bytes, o.coding, o.block, o.agent_id, o.seq"
+    " FROM ch_outbox o JOIN k"
     " USING (id) ORDER BY o.id";
 
 /* After ClickHouse's 200: the blocks leave the outbox and their reports are marked, together. */
@@ -233,22 +297,31 @@ static const char SQL_OUTBOX_DONE[] =
     " UPDATE flow_reports f SET ch_pending = false FROM d WHERE f.agent_id = d.agent_id"
     " AND f.seq = d.seq AND f.window_start = d.window_start AND f.ch_pending";
 
-/* Decodes the blocks of r (SQL_OUTBOX_READ's binary result) one after another into data, their
- * ids into ids ("{1,2,...}"). 0 or -1 with err. */
-static int outbox_concat(PGresult *r, struct buf *data, struct buf *ids, size_t *rows, char *err,
+static uint64_t be64(const char *p)
+{
+    return (uint64_t)be32(p) << 32 | be32(p + 4);
+}
+
+/* Decodes the blocks of r (SQL_OUTBOX_READ's binary result) one after another into their parts,
+ * their ids into ids ("{1,2,...}"). 0 or -1 with err. */
+static int outbox_concat(PGresult *r, struct parts *ps, struct buf *ids, size_t *rows, char *err,
                          size_t errlen)
 {
     int n = PQntuples(r);
-    size_t total = 0;
-    for (int i = 0; i < n; i++)
-        total += be32(PQgetvalue(r, i, 2));
-    if (buf_need(data, total) < 0 || buf_need(ids, (size_t)n * 21 + 3) < 0) {
-        snprintf(err, errlen, "clickhouse outbox: out of memory for %zu bytes", total);
+    if (buf_need(ids, (size_t)n * 21 + 3) < 0) {
+        snprintf(err, errlen, "clickhouse outbox: out of memory");
         return -1;
     }
     ids->p[ids->n++] = '{';
     for (int i = 0; i < n; i++) {
         size_t raw = be32(PQgetvalue(r, i, 2));
+        struct buf *data =
+            parts_for(ps, chshard_key(PQgetvalue(r, i, 5), (size_t)PQgetlength(r, i, 5),
+                                      be64(PQgetvalue(r, i, 6))));
+        if (buf_need(data, raw) < 0) {
+            snprintf(err, errlen, "clickhouse outbox: out of memory for %zu bytes", raw);
+            return -1;
+        }
         char coding[16];
         snprintf(coding, sizeof coding, "%.*s", PQgetlength(r, i, 3), PQgetvalue(r, i, 3));
         if (chblock_decode(coding, PQgetvalue(r, i, 4), (size_t)PQgetlength(r, i, 4), raw,
@@ -267,17 +340,38 @@ static int outbox_concat(PGresult *r, struct buf *data, struct buf *ids, size_t 
     return 0;
 }
 
-/* One INSERT … FORMAT TabSeparated of data (decoded blocks one after another). 0 after the 200,
- * or -1 with err. */
-static int insert_tsv(const struct cfg_clickhouse *ch, const struct buf *data, char *err,
+/* One INSERT … FORMAT TabSeparated of the parts (decoded blocks one after another): through
+ * flow_records, or one per shard into its flow_records_local at once. 0 after every 200, or -1
+ * with err. */
+static int insert_tsv(const struct cfg_clickhouse *ch, const struct parts *ps, char *err,
                       size_t errlen)
 {
     char names[768], ins[1024];
     if (flow_row_list(names, sizeof names, FRL_NAMES, FLOW_ROW_ALL, NULL, NULL) < 0)
         abort(); /* a fixed list that fits: only a change to flow_row.c can get here */
+    if (ps->sh) {
+        snprintf(ins, sizeof ins, "INSERT INTO %s.flow_records_local (%s) FORMAT TabSeparated",
+                 ch->database, names);
+        char **data = calloc(ps->n, sizeof *data);
+        size_t *len = calloc(ps->n, sizeof *len);
+        int rc = -1;
+        if (data && len) {
+            unsigned long long sent = 0;
+            for (size_t i = 0; i < ps->n; i++)
+                data[i] = ps->b[i].p, len[i] = ps->b[i].n, sent += len[i] > 0;
+            rc = chshard_insert(ps->sh, ins, data, len, err, errlen);
+            if (rc == 0)
+                atomic_fetch_add(&shard_inserts, sent);
+        } else {
+            snprintf(err, errlen, "clickhouse outbox: out of memory");
+        }
+        free(data);
+        free(len);
+        return rc;
+    }
     snprintf(ins, sizeof ins, "INSERT INTO %s (%s) FORMAT TabSeparated", chstore_table(ch), names);
     struct httpc_response resp;
-    int rc = chstore_exec(ch, ins, data->p, data->n,
+    int rc = chstore_exec(ch, ins, ps->b[0].p, ps->b[0].n,
                           ch->cluster ? "insert_distributed_sync=1" : NULL, &resp, err, errlen);
     if (rc == 0)
         httpc_response_free(&resp);
@@ -312,13 +406,16 @@ static int ship_outbox(PGconn *db, const struct cfg *cfg, struct chflush_batch *
         PQclear(r);
         return 0;
     }
-    struct buf data = {0}, ids = {0};
+    struct buf ids = {0};
+    struct parts ps;
     size_t rows = 0;
-    int rc = outbox_concat(r, &data, &ids, &rows, err, errlen);
+    int rc = parts_begin(ch, &ps, err, errlen);
+    if (rc == 0)
+        rc = outbox_concat(r, &ps, &ids, &rows, err, errlen);
     PQclear(r);
     if (rc == 0)
-        rc = insert_tsv(ch, &data, err, errlen);
-    free(data.p);
+        rc = insert_tsv(ch, &ps, err, errlen);
+    parts_done(&ps, rc != 0);
     if (rc == 0) {
         const char *d[] = {ids.p};
         rc = (r = q(db, "marking reports", SQL_OUTBOX_DONE, 1, d, err, errlen)) ? 0 : -1;
@@ -405,8 +502,8 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* Inside the transaction: decodes the blocks of list whose ids r (SQL_MEM_LOCK) returned into
- * data. 0 or -1 with err. */
-static int memory_concat(PGresult *r, const struct chq_block *list, struct buf *data, size_t *rows,
+ * their parts. 0 or -1 with err. */
+static int memory_concat(PGresult *r, const struct chq_block *list, struct parts *ps, size_t *rows,
                          size_t *blocks, char *err, size_t errlen)
 {
     int n = PQntuples(r);
@@ -422,6 +519,7 @@ static int memory_concat(PGresult *r, const struct chq_block *list, struct buf *
     for (const struct chq_block *b = list; b && rc == 0; b = b->next) {
         if (!bsearch(&b->id, ids, (size_t)n, sizeof *ids, cmp_i64))
             continue; /* shipped already, from ch_outbox */
+        struct buf *data = parts_for(ps, b->blk.key);
         if (buf_need(data, b->blk.raw_len) < 0 ||
             chblock_decode(b->blk.coding, b->blk.data, b->blk.len, b->blk.raw_len,
                            data->p + data->n) < 0) {
@@ -451,7 +549,7 @@ static int ship_memory(PGconn *db, const struct cfg *cfg, struct chq_block *list
     size_t nblk = 0;
     for (struct chq_block *l = list; l; l = l->next)
         nblk++;
-    struct buf ids = {0}, data = {0};
+    struct buf ids = {0};
     if (buf_need(&ids, nblk * 21 + 3) < 0) {
         snprintf(err, errlen, "clickhouse outbox: out of memory");
         chq_putback(list);
@@ -473,10 +571,14 @@ static int ship_memory(PGconn *db, const struct cfg *cfg, struct chq_block *list
         rc = mine < 0 ? -1 : 0;
     }
     if (mine > 0 && (r = q(db, "locking blocks", SQL_MEM_LOCK, 1, p, err, errlen))) {
-        rc = memory_concat(r, list, &data, &rows, &nship, err, errlen);
+        struct parts ps;
+        rc = parts_begin(&cfg->clickhouse, &ps, err, errlen);
+        if (rc == 0)
+            rc = memory_concat(r, list, &ps, &rows, &nship, err, errlen);
         PQclear(r);
         if (rc == 0 && rows)
-            rc = insert_tsv(&cfg->clickhouse, &data, err, errlen);
+            rc = insert_tsv(&cfg->clickhouse, &ps, err, errlen);
+        parts_done(&ps, rc != 0);
         if (rc == 0 && rows) {
             rc = (r = q(db, "marking reports", SQL_OUTBOX_DONE, 1, p, err, errlen)) ? 0 : -1;
             if (r)
@@ -490,7 +592,6 @@ static int ship_memory(PGconn *db, const struct cfg *cfg, struct chq_block *list
     } else if (mine > 0) {
         rc = -1;
     }
-    free(data.p);
     free(ids.p);
     if (rc < 0 || mine <= 0)
         PQclear(PQexec(db, "ROLLBACK"));
@@ -734,6 +835,10 @@ void chflush_metrics(PGconn *db, struct evbuffer *out)
         "later).\n"
         "# TYPE wanledger_clickhouse_insert_failures_total counter\n"
         "wanledger_clickhouse_insert_failures_total %llu\n"
+        "# HELP wanledger_clickhouse_shard_inserts_total INSERTs sent straight to a shard's local "
+        "table (analytics.clickhouse.shard_urls), one per shard with rows.\n"
+        "# TYPE wanledger_clickhouse_shard_inserts_total counter\n"
+        "wanledger_clickhouse_shard_inserts_total %llu\n"
         "# HELP wanledger_clickhouse_deferred_total Reconciliations put off because the window's "
         "flows were not all in ClickHouse.\n"
         "# TYPE wanledger_clickhouse_deferred_total counter\n"
@@ -741,6 +846,7 @@ void chflush_metrics(PGconn *db, struct evbuffer *out)
         reports, flows, windows, (unsigned long long)atomic_load(&rows_inserted),
         (unsigned long long)atomic_load(&inserts_ok),
         (unsigned long long)atomic_load(&inserts_failed),
+        (unsigned long long)atomic_load(&shard_inserts),
         (unsigned long long)atomic_load(&deferred));
     chq_metrics(out);
 }

@@ -172,7 +172,8 @@ static int write_report_outbox(struct store *st, const struct ingest_batch *b, c
                                int *fresh, char *err, size_t errlen)
 {
     struct chblock blk;
-    if (chblock_build(b->copy, b->copy_len, b->window_start_us, &blk) < 0) {
+    if (chblock_build(b->copy, b->copy_len, b->window_start_us, b->report[0], b->report[1], &blk) <
+        0) {
         snprintf(err, errlen, "ch_outbox: cannot build the ClickHouse block (out of memory)");
         return -1;
     }

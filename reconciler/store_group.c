@@ -153,7 +153,8 @@ void store_group_prepare(const struct cfg *cfg, const struct ingest_batch *b, st
 {
     memset(blk, 0, sizeof *blk);
     if (cfg->clickhouse.enabled && b->n_rows &&
-        chblock_build(b->copy, b->copy_len, b->window_start_us, blk) < 0)
+        chblock_build(b->copy, b->copy_len, b->window_start_us, b->report[0], b->report[1], blk) <
+            0)
         memset(blk, 0, sizeof *blk);
 }
 
@@ -187,8 +188,8 @@ static int write_rows(struct store *st, struct sg_item *it, struct member *mem, 
             a[i].blk = *pre;
             memset(pre, 0, sizeof *pre);
         }
-        if ((!a[i].blk.data &&
-             chblock_build(b->copy, b->copy_len, b->window_start_us, &a[i].blk) < 0) ||
+        if ((!a[i].blk.data && chblock_build(b->copy, b->copy_len, b->window_start_us, b->report[0],
+                                             b->report[1], &a[i].blk) < 0) ||
             !(a[i].hex = PQescapeByteaConn(st->db, (const unsigned char *)a[i].blk.data,
                                            a[i].blk.len, &hexlen))) {
             snprintf(err, errlen, "ch_outbox: cannot build the ClickHouse block (out of memory)");

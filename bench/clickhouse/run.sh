@@ -4,9 +4,12 @@
 # TabSeparated) side by side with clickhouse-client inserting the same rows (the same TabSeparated
 # file) into an identical table, and with a PostgreSQL-only wanledger acknowledging the same
 # reports (flow_records COPY): the acknowledgement latency the ClickHouse mode must not exceed.
-#   [BATCH_ROWS=N] bench/clickhouse/run.sh [REPORTS] [SHARDS]
+#   [BATCH_ROWS=N] [CH_PATH=shards|distributed] bench/clickhouse/run.sh [REPORTS] [SHARDS]
 #     REPORTS x 1,000 flows (default 200); SHARDS 1 or 2 (two servers on loopback behind a
-#     Distributed table); BATCH_ROWS: analytics.clickhouse.batch_rows (default 100,000)
+#     Distributed table); BATCH_ROWS: analytics.clickhouse.batch_rows (default 100,000);
+#     CH_PATH (2 shards): shards (default) lists every shard's HTTP URL in shard_urls, so the
+#     flusher inserts into each shard's local table; distributed inserts through the
+#     Distributed table as before
 # Everything runs from a scratch directory and is stopped by pid at the end.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -65,6 +68,13 @@ PGPORT=$(free_port)
 CONNINFO=$(bash "$SRC/scripts/pg.sh" start "$W/pg" "$PGPORT" | tail -1)
 PORT=$(free_port)
 CLUSTER=null; [ "$SHARDS" -gt 1 ] && CLUSTER='"bench"'
+SHARD_URLS=""
+if [ "$SHARDS" -gt 1 ] && [ "${CH_PATH:-shards}" = shards ]; then
+  SHARD_URLS=', "shard_urls": ['
+  sep=""
+  for i in $(seq 1 "$SHARDS"); do SHARD_URLS+="$sep\"http://127.0.0.1:${HTTP[$i]}\""; sep=","; done
+  SHARD_URLS+=']'
+fi
 printf '{"agent": ["bench-agent-token-0123456789"]}\n' > "$W/tokens.json"
 chmod 600 "$W/tokens.json"
 cat > "$W/config.json" <<JSON
@@ -73,7 +83,7 @@ cat > "$W/config.json" <<JSON
  "limits": {"max_body_bytes": 67108864},
  "sites": [{"name": "nyc", "prefixes": ["10.1.0.0/16"]}, {"name": "chi", "prefixes": ["10.2.0.0/16"]}],
  "analytics": {"clickhouse": {"url": "http://127.0.0.1:${HTTP[1]}", "database": "wanledger",
-   "cluster": $CLUSTER, "password_file": "ch.pass", "batch_rows": ${BATCH_ROWS:-100000}, "timeout_ms": 60000}}}
+   "cluster": $CLUSTER$SHARD_URLS, "password_file": "ch.pass", "batch_rows": ${BATCH_ROWS:-100000}, "timeout_ms": 60000}}}
 JSON
 "$BUILD/cmd/wanledger" --config "$W/config.json" migrate >/dev/null
 "$BUILD/cmd/wanledger" --config "$W/config.json" reconcile >"$W/reconcile.log" 2>&1 &
@@ -94,7 +104,7 @@ PY
 "$BUILD/cmd/wanledger" --config "$W/config-pg.json" reconcile >"$W/reconcile-pg.log" 2>&1 &
 WLPG=$!
 PIDS+=($WLPG)
-echo "machine: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg); insert path: $([ -n "$SHARD_URLS" ] && echo 'straight to each shard (shard_urls)' || echo 'through flow_records')"
 if [ -n "${PERF_OUT:-}" ]; then # PERF_OUT=FILE: a perf profile of the ClickHouse-mode wanledger
   perf record -F 499 -g -p "$WL" -o "$PERF_OUT" >/dev/null 2>&1 &
   PIDS+=($!)

@@ -109,7 +109,8 @@ int main(int argc, char **argv)
             }
             double t1 = cpu_ns();
             struct chblock blk;
-            if (chblock_build(b.copy, b.copy_len, b.window_start_us, &blk) < 0)
+            if (chblock_build(b.copy, b.copy_len, b.window_start_us, b.report[0], b.report[1],
+                              &blk) < 0)
                 return 1;
             double t2 = cpu_ns();
             char perr[300];

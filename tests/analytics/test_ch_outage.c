@@ -42,26 +42,7 @@ static struct th_ch CH;
 
 static void post_report_as(const char *agent, int64_t ws, int s)
 {
-    size_t cap = 200 + FLOWS * 200, n = 0;
-    char *b = malloc(cap);
-    n += (size_t)snprintf(b + n, cap - n,
-                          "{\"version\":1,\"host\":\"nyc-gpu-1\",\"agent_id\":\"%s\","
-                          "\"seq\":%d,\"window_start\":\"%s\",\"flows\":[",
-                          agent, s, fx_ts(ws));
-    for (int k = 0; k < FLOWS; k++)
-        n +=
-            (size_t)snprintf(b + n, cap - n,
-                             "%s{\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"10.1.0.2:%d\","
-                             "\"remote\":\"10.2.0.2:5201\",\"role\":\"client\",\"tx_bytes\":%d,"
-                             "\"rx_bytes\":0,\"user\":\"alice\",\"program\":\"python3\"}",
-                             k ? "," : "", 20000 + k, 1000 * s + k);
-    n += (size_t)snprintf(b + n, cap - n, "]}");
-    char *resp = NULL;
-    int st = fx_http(&F, "POST", "/v1/attributions", FX_TOKEN_AGENT, NULL, b, n, &resp);
-    if (st != 200)
-        fail_msg("report %d: HTTP %d %s", s, st, resp ? resp : "");
-    free(resp);
-    free(b);
+    fx_socket_report(&F, agent, ws, s, FLOWS);
 }
 
 static void post_report(int64_t ws, int s)

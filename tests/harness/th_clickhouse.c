@@ -60,13 +60,18 @@ static int spawn(struct th_ch *ch)
 
 void th_ch_start(struct th_ch *ch, const char *extra_xml)
 {
+    th_ch_start_on(ch, extra_xml, 0);
+}
+
+void th_ch_start_on(struct th_ch *ch, const char *extra_xml, int tcp_port)
+{
     th_require(access(CH_BIN, X_OK) == 0, "clickhouse-server is missing (scripts/install-deps.sh)");
     memset(ch, 0, sizeof *ch);
     const char *d = th_tmpdir("ch");
     th_require(d != NULL, "no temporary directory");
     snprintf(ch->dir, sizeof ch->dir, "%s", d);
     ch->http_port = th_free_port();
-    ch->tcp_port = th_free_port();
+    ch->tcp_port = tcp_port ? tcp_port : th_free_port();
     ch->interserver_port = th_free_port();
     snprintf(ch->url, sizeof ch->url, "http://127.0.0.1:%d", ch->http_port);
     snprintf(ch->password_file, sizeof ch->password_file, "%s/password", ch->dir);

@@ -20,6 +20,9 @@ struct th_ch {
  * directory (extra_xml: more top-level elements, e.g. <remote_servers>, or NULL), starts the
  * server and waits until it answers (at most 30 s). Registers a stop at exit. */
 void th_ch_start(struct th_ch *ch, const char *extra_xml);
+/* The same on a TCP port chosen by the caller (th_free_port), 0 for any: a cluster's
+ * <remote_servers> names its shards' TCP ports before they start. */
+void th_ch_start_on(struct th_ch *ch, const char *extra_xml, int tcp_port);
 /* SIGTERM (SIGKILL after 10 s) by pid; data stays in dir. */
 void th_ch_stop(struct th_ch *ch);
 /* Starts it again on the same directory and ports. 0 or -1. */

@@ -378,3 +378,24 @@ void fx_gap_report(struct fx *f, const int64_t *w, int i, long long tx)
                       "\"user\":\"alice\",\"workflow\":\"train-42\"}]}",
                       i, fx_ts(w[i]), tx));
 }
+
+void fx_socket_report(struct fx *f, const char *agent, int64_t ws, int s, int flows)
+{
+    size_t cap = 300 + (size_t)flows * 220, n = 0;
+    char *b = malloc(cap);
+    if (!b)
+        die("out of memory");
+    n += (size_t)snprintf(b + n, cap - n,
+                          "{\"version\":1,\"host\":\"nyc-gpu-1\",\"agent_id\":\"%s\","
+                          "\"seq\":%d,\"window_start\":\"%s\",\"flows\":[",
+                          agent, s, fx_ts(ws));
+    for (int k = 0; k < flows; k++)
+        n +=
+            (size_t)snprintf(b + n, cap - n,
+                             "%s{\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"10.1.0.2:%d\","
+                             "\"remote\":\"10.2.0.2:5201\",\"role\":\"client\",\"tx_bytes\":%d,"
+                             "\"rx_bytes\":0,\"user\":\"alice\",\"program\":\"python3\"}",
+                             k ? "," : "", 20000 + k, 1000 * s + k);
+    snprintf(b + n, cap - n, "]}");
+    fx_post_ok(f, "/v1/attributions", FX_TOKEN_AGENT, b);
+}

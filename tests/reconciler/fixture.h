@@ -48,6 +48,10 @@ void fx_gap_samples(struct fx *f, const int64_t *w, int first, int last);
 /* alice's socket flow nyc -> chi (10.1.0.2 -> 10.2.0.2:5201, workflow train-42) of tx bytes in
  * window w[i], reported by nyc-gpu-17 with seq i. */
 void fx_gap_report(struct fx *f, const int64_t *w, int i, long long tx);
+/* A report of agent (host nyc-gpu-1) with seq s for window ws: flows socket flows k = 0..flows-1,
+ * alice's python3, 10.1.0.2:(20000+k) -> 10.2.0.2:5201 client, tx_bytes 1000 s + k; fails the
+ * test unless acknowledged (200). */
+void fx_socket_report(struct fx *f, const char *agent, int64_t ws, int s, int flows);
 /* The status line and headers of the last fx_http answer (this thread's, static buffer). */
 const char *fx_last_headers(void);
 /* A single-number query ("SELECT count(*) FROM …"). */

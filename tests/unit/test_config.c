@@ -208,6 +208,7 @@ static void test_analytics_round_trips(void **state)
                          "{\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]}],"
                          " \"analytics\": {\"clickhouse\": {\"url\": \"http://127.0.0.1:8123/\","
                          " \"database\": \"wl_ch\", \"cluster\": \"two_shards\","
+                         " \"shard_urls\": [\"http://10.0.0.1:8123/\", \"http://10.0.0.2:8123\"],"
                          " \"password_file\": \"ch.pass\", \"batch_rows\": 5000}}}") > 0);
     struct cfg_errors errs;
     struct cfg *cfg = cfg_parse(path, json, &errs);
@@ -217,6 +218,9 @@ static void test_analytics_round_trips(void **state)
     assert_true(cfg->clickhouse.enabled);
     assert_string_equal(cfg->clickhouse.url, "http://127.0.0.1:8123"); /* no trailing / */
     assert_string_equal(cfg->clickhouse.cluster, "two_shards");
+    assert_int_equal(cfg->clickhouse.n_shard_urls, 2);
+    assert_string_equal(cfg->clickhouse.shard_urls[0], "http://10.0.0.1:8123"); /* no trailing / */
+    assert_string_equal(cfg->clickhouse.shard_urls[1], "http://10.0.0.2:8123");
     assert_string_equal(cfg->clickhouse.user, "default");
     assert_string_equal(cfg->clickhouse.password, "ch-secret-0001");
     assert_int_equal(cfg->clickhouse.batch_rows, 5000);
