@@ -567,6 +567,7 @@ static void db_done(struct rd_job *j, void *arg)
 {
     struct webhook *w = arg;
     w->db_pending--;
+    evbuffer_add(j->out, "", 1); /* the database's message, NUL-terminated */
     const char *why = (const char *)evbuffer_pullup(j->out, -1);
     if (j->handler == WH_POLL) {
         w->polling = false;
