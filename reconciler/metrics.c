@@ -37,6 +37,8 @@ struct metrics {
     struct histogram reconcile_seconds;
     _Atomic int64_t last_reconciled_window_us;
     _Atomic uint64_t webhook_ok, webhook_failed, webhook_alerts, webhook_refused;
+    _Atomic int64_t webhook_db_pending;
+    _Atomic uint64_t webhook_lost_full, webhook_lost_error;
     _Atomic int leader;
 };
 
@@ -105,6 +107,16 @@ void metrics_reconcile(struct metrics *m, int ok, int64_t span_ns, int64_t windo
     } else {
         atomic_fetch_add(&m->reconcile_failed, 1);
     }
+}
+
+void metrics_webhook_db(struct metrics *m, int delta)
+{
+    atomic_fetch_add(&m->webhook_db_pending, delta);
+}
+
+void metrics_webhook_mark_lost(struct metrics *m, bool queue_full, uint64_t n_alerts)
+{
+    atomic_fetch_add(queue_full ? &m->webhook_lost_full : &m->webhook_lost_error, n_alerts);
 }
 
 void metrics_webhook(struct metrics *m, int ok, uint64_t n_alerts)
@@ -246,6 +258,22 @@ void metrics_render(struct metrics *m, PGconn *db, struct evbuffer *out)
                         "# TYPE wanledger_webhook_alerts_refused_total counter\n"
                         "wanledger_webhook_alerts_refused_total %llu\n",
                         (unsigned long long)atomic_load(&m->webhook_refused));
+    evbuffer_add_printf(out,
+                        "# HELP wanledger_webhook_db_jobs_pending The webhook's reads of "
+                        "gap_alerts and delivery records queued or running on its database "
+                        "thread.\n"
+                        "# TYPE wanledger_webhook_db_jobs_pending gauge\n"
+                        "wanledger_webhook_db_jobs_pending %lld\n"
+                        "# HELP wanledger_webhook_marks_lost_total Alerts delivered whose delivery "
+                        "was not recorded in gap_alerts (its queue full, or the statement "
+                        "failed): a later leader may send them again; a resolution is recorded "
+                        "again at the next poll.\n"
+                        "# TYPE wanledger_webhook_marks_lost_total counter\n"
+                        "wanledger_webhook_marks_lost_total{reason=\"queue_full\"} %llu\n"
+                        "wanledger_webhook_marks_lost_total{reason=\"error\"} %llu\n",
+                        (long long)atomic_load(&m->webhook_db_pending),
+                        (unsigned long long)atomic_load(&m->webhook_lost_full),
+                        (unsigned long long)atomic_load(&m->webhook_lost_error));
     evbuffer_add_printf(out,
                         "# HELP wanledger_leader 1 when this reconciler holds the leader lock "
                         "(runs the reconcile loop and delivers webhooks).\n"

@@ -36,6 +36,12 @@ void metrics_reconcile(struct metrics *m, int ok, int64_t span_ns, int64_t windo
 void metrics_webhook_refused(struct metrics *m, uint64_t n);
 /* One webhook delivery attempt (ok or failed) carrying n alerts. */
 void metrics_webhook(struct metrics *m, int ok, uint64_t n_alerts);
+/* The webhook's database jobs (its reads of gap_alerts, its delivery records) queued or running:
+ * +1 when one is queued, -1 when it is done. */
+void metrics_webhook_db(struct metrics *m, int delta);
+/* n alerts whose delivery record was not written: the webhook's database queue was full (or out
+ * of memory), or the statement failed. */
+void metrics_webhook_mark_lost(struct metrics *m, bool queue_full, uint64_t n_alerts);
 
 /* Whether this process is the leader now (leader.h). */
 void metrics_leader(struct metrics *m, bool leading);

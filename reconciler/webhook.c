@@ -243,12 +243,13 @@ static void db_run(PGconn *db, struct rd_job *j, void *arg)
     }
 }
 
-/* ids: a PostgreSQL array literal ({1,2}), taken over. */
-static int db_submit(struct webhook *w, int kind, char *ids)
+/* ids: a PostgreSQL array literal ({1,2}) of n alerts, taken over. */
+static int db_submit(struct webhook *w, int kind, char *ids, size_t n)
 {
-    struct rd_job *j = rd_job_new();
+    struct rd_job *j = ids || kind == WH_POLL ? rd_job_new() : NULL;
     if (j) {
         j->handler = kind;
+        j->ep = (int)n; /* the alerts a record names, for /metrics if it is lost */
         j->body = ids;
         ids = NULL;
     }
@@ -256,11 +257,14 @@ static int db_submit(struct webhook *w, int kind, char *ids)
         log_warn("webhooks", "cannot queue a database %s (%s)",
                  kind == WH_POLL ? "read of gap_alerts" : "record of a delivery",
                  j ? "queue full" : "out of memory");
+        if (kind != WH_POLL)
+            metrics_webhook_mark_lost(w->metrics, true, n);
         rd_job_free(j);
         free(ids);
         return -1;
     }
     w->db_pending++;
+    metrics_webhook_db(w->metrics, 1);
     return 0;
 }
 
@@ -294,14 +298,14 @@ static void db_mark_sent(struct webhook *w, struct target *t)
 {
     if (t->n_fl == 0)
         return;
-    db_submit(w, WH_MARK_SENT, id_array(t->fl_id, t->n_fl));
+    db_submit(w, WH_MARK_SENT, id_array(t->fl_id, t->n_fl), t->n_fl);
     int64_t *done = calloc(t->n_fl, sizeof(*done));
     size_t n = 0;
     for (size_t i = 0; done && i < t->n_fl; i++)
         if (t->fl_resolved[i] && resolved_everywhere(w, t->fl_id[i]))
             done[n++] = t->fl_id[i];
     if (n)
-        db_submit(w, WH_MARK_RESOLVED, id_array(done, n));
+        db_submit(w, WH_MARK_RESOLVED, id_array(done, n), n);
     free(done);
 }
 
@@ -481,7 +485,7 @@ static void deliver(struct webhook *w, PGresult *r)
             redo[n_redo++] = id;
     }
     if (n_redo)
-        db_submit(w, WH_MARK_RESOLVED, id_array(redo, n_redo));
+        db_submit(w, WH_MARK_RESOLVED, id_array(redo, n_redo), n_redo);
     free(redo);
     for (size_t ti = 0; ti < w->n_targets; ti++) {
         struct target *t = &w->targets[ti];
@@ -567,6 +571,7 @@ static void db_done(struct rd_job *j, void *arg)
 {
     struct webhook *w = arg;
     w->db_pending--;
+    metrics_webhook_db(w->metrics, -1);
     evbuffer_add(j->out, "", 1); /* the database's message, NUL-terminated */
     const char *why = (const char *)evbuffer_pullup(j->out, -1);
     if (j->handler == WH_POLL) {
@@ -576,6 +581,7 @@ static void db_done(struct rd_job *j, void *arg)
         else if (lead(w) && w->term == w->poll_term) /* still the leader of the same term */
             deliver(w, j->data);
     } else if (j->status != 200) {
+        metrics_webhook_mark_lost(w->metrics, false, (uint64_t)j->ep);
         log_warn("webhooks",
                  "recording deliveries of alerts %s: %s (a later leader may resend them)", j->body,
                  why ? why : "");
@@ -591,7 +597,7 @@ void webhook_poll(struct webhook *w)
     bool any = false;
     for (size_t i = 0; i < w->n_targets; i++)
         any |= ready(&w->targets[i], now);
-    if (!any || db_submit(w, WH_POLL, NULL) < 0)
+    if (!any || db_submit(w, WH_POLL, NULL, 0) < 0)
         return;
     w->polling = true;
     w->poll_term = w->term;

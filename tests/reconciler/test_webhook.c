@@ -196,6 +196,20 @@ static void *hold_alert_row(void *arg)
     return NULL;
 }
 
+/* A number from /metrics: the value after prefix (the sample's name and labels and a space). */
+static long long hook_metric(const char *prefix)
+{
+    char *m = NULL;
+    assert_int_equal(fx_http(&F, "GET", "/metrics", NULL, NULL, NULL, 0, &m), 200);
+    char *line = fx_fmt("\n%s", prefix); /* the sample, not its # HELP line */
+    const char *at = strstr(m, line);
+    assert_non_null(at);
+    long long v = strtoll(at + strlen(line), NULL, 10);
+    free(line);
+    free(m);
+    return v;
+}
+
 static void test_mark_waits_off_the_loop(void **state)
 {
     (void)state;
@@ -223,6 +237,8 @@ static void test_mark_waits_off_the_loop(void **state)
     double waited_s = (double)(tm_mono_ns() - t_lock) / 1e9;
     assert_int_equal(waiting, 1);
     assert_true(waited_s < HOLD_S - 1.5); /* room left to measure the report below */
+    /* the waiting mark is seen in /metrics */
+    assert_true(hook_metric("wanledger_webhook_db_jobs_pending ") >= 1);
 
     int64_t t0 = tm_mono_ns();
     fx_gap_report(&F, W, 7, 5000000);
@@ -247,6 +263,57 @@ static void test_mark_waits_off_the_loop(void **state)
     assert_int_equal(fx_num(&F, "SELECT count(*) FROM flow_reports WHERE agent_id = 'agent-nyc'"
                                 " AND seq = 7"),
                      1);
+    /* nothing waits once the marks are done (a poll may be running: 1/s, quick) */
+    long long pending = -1;
+    for (int k = 0; k < 40 && pending != 0; k++) {
+        pending = hook_metric("wanledger_webhook_db_jobs_pending ");
+        if (pending)
+            usleep(50000);
+    }
+    assert_int_equal(pending, 0);
+    assert_int_equal(hook_metric("wanledger_webhook_marks_lost_total{reason=\"error\"} "), 0);
+
+    /* A mark that fails (its backend ended, as a database restart would) is counted as lost in
+     * /metrics; the alert's next re-send records it. */
+    row_locked = 0;
+    assert_int_equal(pthread_create(&locker, NULL, hold_alert_row, NULL), 0);
+    while (!row_locked)
+        usleep(10000);
+    assert_int_equal(row_locked, 1);
+    const char *wait_sql = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                           " AND query LIKE 'UPDATE gap_alerts SET last_sent_at%'";
+    waiting = 0;
+    for (int i = 0; i < 80 && !waiting; i++) {
+        usleep(50000);
+        waiting = fx_num(&F, wait_sql);
+    }
+    assert_int_equal(waiting, 1);
+    assert_int_equal(fx_num(&F, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                                " WHERE wait_event_type = 'Lock' AND query LIKE"
+                                " 'UPDATE gap_alerts SET last_sent_at%'"),
+                     1);
+    long long lost = 0;
+    for (int k = 0; k < 40 && !lost; k++) {
+        usleep(50000);
+        lost = hook_metric("wanledger_webhook_marks_lost_total{reason=\"error\"} ");
+    }
+    assert_int_equal(lost, 1); /* the one alert its record named */
+    assert_int_equal(hook_metric("wanledger_webhook_marks_lost_total{reason=\"queue_full\"} "), 0);
+    pthread_join(locker, NULL);
+    /* the webhook's database thread connects again: the next alert's delivery is recorded */
+    sql = fx_fmt("INSERT INTO gap_alerts (kind, src_site, dst_site, state, first_window,"
+                 " last_window, summary) VALUES ('saturation', 'chi', 'nyc', 'open', '%s',"
+                 " '%s', 'chi->nyc at 96%% of its circuit')",
+                 fx_ts(W[5]), fx_ts(W[6]));
+    r = PQexec(F.db, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    free(sql);
+    const char *q2 = "SELECT last_sent_at IS NOT NULL FROM gap_alerts WHERE kind = 'saturation'"
+                     " AND src_site = 'chi'";
+    for (int k = 0; k < 100 && strcmp(fx_row(&F, q2), "t") != 0; k++)
+        usleep(50000);
+    assert_string_equal(fx_row(&F, q2), "t");
     r = PQexec(F.db, "DELETE FROM gap_alerts WHERE kind = 'saturation'");
     assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
     PQclear(r);
