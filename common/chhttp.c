@@ -15,24 +15,48 @@ static void first_line(char *out, size_t len, const char *body)
     snprintf(out, len, "%.*s", (int)n, body ? body : "");
 }
 
+/* s percent-encoded into out (3 x strlen(s) + 1 bytes): a URL query value (RFC 3986: unreserved
+ * characters and the sub-delimiters a statement's column list is made of kept as they are). */
+static void url_value(char *out, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+            (*c && strchr("-_.~(),*", *c))) {
+            *out++ = (char)*c;
+        } else {
+            *out++ = '%';
+            *out++ = hex[*c >> 4];
+            *out++ = hex[*c & 15];
+        }
+    }
+    *out = 0;
+}
+
+/* With data the statement goes in the URL (?query=) and data alone is the body, sent from where
+ * it lies: an INSERT's megabytes are not copied behind its statement. */
 static int exec(const struct cfg_clickhouse *ch, const char *sql, const char *data, size_t len,
                 const char *url_params, int (*sink)(void *, const char *, size_t), void *ctx,
                 struct httpc_response *resp, char *err, size_t errlen)
 {
     memset(resp, 0, sizeof *resp);
     size_t sl = strlen(sql);
-    char *body = malloc(sl + 1 + len);
-    if (!body) {
-        snprintf(err, errlen, "clickhouse: out of memory for %zu bytes", sl + 1 + len);
+    size_t ulen = strlen(ch->url) + 16 + (url_params ? strlen(url_params) : 0) + (len ? 3 * sl : 0);
+    char *url = malloc(ulen);
+    if (!url) {
+        snprintf(err, errlen, "clickhouse: out of memory for %zu bytes", ulen);
         return -1;
     }
-    memcpy(body, sql, sl);
-    body[sl] = '\n';
-    if (len)
-        memcpy(body + sl + 1, data, len);
-    char url[512], auth[600] = "";
-    snprintf(url, sizeof url, "%s/%s%s", ch->url, url_params ? "?" : "",
-             url_params ? url_params : ""); /* tables are named with their database */
+    /* tables are named with their database */
+    int at = snprintf(url, ulen, "%s/%s", ch->url, url_params || len ? "?" : "");
+    if (len) {
+        memcpy(url + at, "query=", 6);
+        url_value(url + at + 6, sql);
+        at += 6 + (int)strlen(url + at + 6);
+    }
+    if (url_params)
+        snprintf(url + at, ulen - (size_t)at, "%s%s", len ? "&" : "", url_params);
+    char auth[600] = "";
     if (ch->user) {
         char cred[400];
         int n = snprintf(cred, sizeof cred, "%s:%s", ch->user, ch->password ? ch->password : "");
@@ -43,8 +67,8 @@ static int exec(const struct cfg_clickhouse *ch, const char *sql, const char *da
     }
     struct httpc_req rq = {.url = url,
                            .authorization = auth[0] ? auth : NULL,
-                           .body = body,
-                           .len = sl + 1 + len,
+                           .body = len ? data : sql,
+                           .len = len ? len : sl,
                            .content_type = "text/plain; charset=utf-8",
                            .timeout_ms = ch->timeout_ms,
                            .max_response = (size_t)1 << 30,
@@ -52,7 +76,7 @@ static int exec(const struct cfg_clickhouse *ch, const char *sql, const char *da
                            .sink_ctx = ctx};
     char e[300];
     int rc = httpc_do(&rq, resp, e, sizeof e);
-    free(body);
+    free(url);
     if (rc != 0) {
         snprintf(err, errlen, "clickhouse: %s", e);
         return -1;

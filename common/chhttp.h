@@ -9,7 +9,8 @@
 #include "config.h"
 #include "httpc.h"
 
-/* POST body = sql, then (for INSERT … FORMAT) a newline and data[0..len). url_params: settings
+/* POST body = sql; or with data (an INSERT … FORMAT), sql in the URL (?query=, percent-encoded)
+ * and data[0..len) alone as the body, not copied. url_params: settings
  * "k=v&k2=v2" or NULL. 0 on HTTP 200 (resp holds the answer; free it with httpc_response_free),
  * -1 with err ("clickhouse: …" and the server's first message line) otherwise; resp is then
  * empty. */

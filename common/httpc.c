@@ -49,7 +49,7 @@ int httpc_wait_fd(int fd, short ev, int64_t deadline)
 
 struct url_parts {
     int tls;
-    char host[320], port[16], path[2048];
+    char host[320], port[16], path[8192]; /* ClickHouse INSERTs carry their statement */
 };
 
 /* "http[s]://HOST[:PORT]/PATH" (HOST:PORT by hostport.h; port 80 / 443 by default). */

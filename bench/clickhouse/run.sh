@@ -106,7 +106,7 @@ WLPG=$!
 PIDS+=($WLPG)
 echo "machine: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg); insert path: $([ -n "$SHARD_URLS" ] && echo 'straight to each shard (shard_urls)' || echo 'through flow_records')"
 if [ -n "${PERF_OUT:-}" ]; then # PERF_OUT=FILE: a perf profile of the ClickHouse-mode wanledger
-  perf record -F 499 -g -p "$WL" -o "$PERF_OUT" >/dev/null 2>&1 &
+  perf record -F 499 ${PERF_CG:--g} -p "$WL" -o "$PERF_OUT" >/dev/null 2>&1 &
   PIDS+=($!)
 fi
 python3 "$SRC/bench/clickhouse/drive.py" --port "$PORT" --wl-pid "$WL" --conninfo "$CONNINFO" \
