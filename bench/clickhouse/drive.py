@@ -113,7 +113,7 @@ print("machine: %d cores; load at start: %s" % (os.cpu_count(), load()))
 # 2. ClickHouse mode (first: PostgreSQL's autovacuum of step 1's flow_records would count here)
 perf = None
 if os.environ.get("PERF_ALL"): # PERF_ALL=FILE: a system-wide perf profile of step 2 only
-    perf = subprocess.Popen(["perf", "record", "-F", "499", "-a", "-g", "-o",
+    perf = subprocess.Popen(["perf", "record", "-F", os.environ.get("PERF_FREQ", "499"), "-a", "-g", "-o",
                              os.environ["PERF_ALL"]], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     time.sleep(1)
