@@ -285,7 +285,10 @@ static int ship_legacy(PGconn *db, const struct cfg *cfg, struct chflush_batch *
         return -1;
     }
     /* COPY takes no parameters: the window is PostgreSQL's own text of it, quoted by libpq, and
-     * the limit a number; the UPDATE below names the same set with parameters */
+     * the limit a number; the UPDATE below names the same set with parameters. Each report's
+     * packed rows are unpacked on their own (a LATERAL subquery per report, OFFSET 0 so that it
+     * is not flattened): a join with the flow_records view unpacked the whole window for every
+     * batch before keeping the batch's reports, O(window) per batch. */
     char *ws_lit = PQescapeLiteral(db, ws, strlen(ws));
     if (!ws_lit) {
         snprintf(err, errlen, "clickhouse outbox: %s", PQerrorMessage(db));
@@ -296,8 +299,9 @@ static int ship_legacy(PGconn *db, const struct cfg *cfg, struct chflush_batch *
              " sum(n_flows) OVER (ORDER BY agent_id, seq) AS cum FROM flow_reports"
              " WHERE ch_pending AND window_start = %s::timestamptz AND NOT " LEGACY_OUTBOXED
              ") x WHERE cum - n_flows < %s)"
-             " SELECT %s FROM flow_records JOIN k USING (agent_id, seq)"
-             " WHERE window_start = %s::timestamptz) TO STDOUT",
+             " SELECT %s FROM (SELECT f.* FROM k, LATERAL (SELECT * FROM flow_records r"
+             " WHERE r.window_start = %s::timestamptz AND r.agent_id = k.agent_id"
+             " AND r.seq = k.seq OFFSET 0) f) q) TO STDOUT",
              ws_lit, lim, cols, ws_lit);
     PQfreemem(ws_lit);
     struct buf data = {0};
