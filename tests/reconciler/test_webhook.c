@@ -196,6 +196,29 @@ static void *hold_alert_row(void *arg)
     return NULL;
 }
 
+/* The backends of delivery marks waiting for a row lock. */
+#define MARK_WAITING                                                                               \
+    " FROM pg_stat_activity WHERE wait_event_type = 'Lock'"                                        \
+    " AND query LIKE 'UPDATE gap_alerts SET last_sent_at%'"
+
+/* Starts *locker holding the saturation alert's row for HOLD_S, then waits (up to 4 s) until a
+ * delivery mark waits for it (the alert is posted now or at its 2 s re-send); returns how many
+ * marks wait. */
+static long long hold_until_mark_waits(pthread_t *locker)
+{
+    row_locked = 0;
+    assert_int_equal(pthread_create(locker, NULL, hold_alert_row, NULL), 0);
+    while (!row_locked)
+        usleep(10000);
+    assert_int_equal(row_locked, 1);
+    long long waiting = 0;
+    for (int i = 0; i < 80 && !waiting; i++) {
+        usleep(50000);
+        waiting = fx_num(&F, "SELECT count(*)" MARK_WAITING);
+    }
+    return waiting;
+}
+
 /* A number from /metrics: the value after prefix (the sample's name and labels and a space). */
 static long long hook_metric(const char *prefix)
 {
@@ -223,17 +246,7 @@ static void test_mark_waits_off_the_loop(void **state)
     free(sql);
     pthread_t locker;
     int64_t t_lock = tm_mono_ns();
-    assert_int_equal(pthread_create(&locker, NULL, hold_alert_row, NULL), 0);
-    while (!row_locked)
-        usleep(10000);
-    assert_int_equal(row_locked, 1);
-    /* the alert is posted (now or at its 2 s re-send) and its mark waits for the row */
-    long long waiting = 0;
-    for (int i = 0; i < 80 && !waiting; i++) {
-        usleep(50000);
-        waiting = fx_num(&F, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type ="
-                             " 'Lock' AND query LIKE 'UPDATE gap_alerts SET last_sent_at%'");
-    }
+    long long waiting = hold_until_mark_waits(&locker);
     double waited_s = (double)(tm_mono_ns() - t_lock) / 1e9;
     assert_int_equal(waiting, 1);
     assert_true(waited_s < HOLD_S - 1.5); /* room left to measure the report below */
@@ -274,24 +287,9 @@ static void test_mark_waits_off_the_loop(void **state)
     assert_int_equal(hook_metric("wanledger_webhook_marks_lost_total{reason=\"error\"} "), 0);
 
     /* A mark that fails (its backend ended, as a database restart would) is counted as lost in
-     * /metrics; the alert's next re-send records it. */
-    row_locked = 0;
-    assert_int_equal(pthread_create(&locker, NULL, hold_alert_row, NULL), 0);
-    while (!row_locked)
-        usleep(10000);
-    assert_int_equal(row_locked, 1);
-    const char *wait_sql = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                           " AND query LIKE 'UPDATE gap_alerts SET last_sent_at%'";
-    waiting = 0;
-    for (int i = 0; i < 80 && !waiting; i++) {
-        usleep(50000);
-        waiting = fx_num(&F, wait_sql);
-    }
-    assert_int_equal(waiting, 1);
-    assert_int_equal(fx_num(&F, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                                " WHERE wait_event_type = 'Lock' AND query LIKE"
-                                " 'UPDATE gap_alerts SET last_sent_at%'"),
-                     1);
+     * /metrics, and the thread goes on with a new connection. */
+    assert_int_equal(hold_until_mark_waits(&locker), 1);
+    assert_int_equal(fx_num(&F, "SELECT count(pg_terminate_backend(pid))" MARK_WAITING), 1);
     long long lost = 0;
     for (int k = 0; k < 40 && !lost; k++) {
         usleep(50000);
