@@ -361,14 +361,25 @@ static bool same(const char *a, size_t an, const char *b, size_t bn)
     return an == bn && memcmp(a, b, an) == 0;
 }
 
-/* The line's key fields: a new run unless they continue the current one. */
+/* The run's elements so far, as the binary COPY carries them (a length word each, then the
+ * bytes), all-NULL columns included. */
+static size_t run_bytes(const struct run *r)
+{
+    size_t n = 0;
+    for (int i = 0; i < N_ARRAYS; i++)
+        n += r->c[i].len;
+    return n;
+}
+
+/* The line's key fields: a new run unless they continue the current one (and the current one is
+ * under FLOW_PACK_ROW_BYTES). */
 static int start_or_continue(struct ctx *x, struct flow_pack *p, struct run *r,
                              const struct field *f)
 {
     int64_t idx;
     if (is_null(f[FR_IDX]) || parse_int(x, FR_IDX, f[FR_IDX], &idx) < 0)
         return is_null(f[FR_IDX]) ? bad(x, FR_IDX, f[FR_IDX], "is NULL") : -1;
-    if (r->n && idx == r->idx_next &&
+    if (r->n && idx == r->idx_next && run_bytes(r) < FLOW_PACK_ROW_BYTES &&
         same(r->ws, r->ws_n, f[FR_WINDOW_START].s, f[FR_WINDOW_START].n) &&
         same(r->agent, r->agent_n, f[FR_AGENT_ID].s, f[FR_AGENT_ID].n) &&
         same(r->seqt, r->seq_n, f[FR_SEQ].s, f[FR_SEQ].n)) {

@@ -1,5 +1,6 @@
 /* A report's flow records as rows of flow_packed (sql/024_packed_flows.sql): one row per run of
- * consecutive idx of one report, one array per column, in PostgreSQL's binary COPY format.
+ * consecutive idx of one report, cut where it reaches FLOW_PACK_ROW_BYTES, one array per column,
+ * in PostgreSQL's binary COPY format.
  *
  * Ingest builds a report's flows as COPY text lines (flow_row_copy_text; the ClickHouse outbox
  * block is made from the same text). Without ClickHouse they are stored in PostgreSQL, and one
@@ -17,6 +18,14 @@
 #include <stdint.h>
 
 #include "recon_db_internal.h" /* struct rdb_sbuf, the binary COPY writer */
+
+/* A run is cut into rows of at most this many bytes of elements (the binary COPY's length words
+ * and values, all-NULL columns included) plus one flow's: a row the loader reads back costs the
+ * server a few times its size in memory, and past glibc's trim threshold (128 KiB) each row's
+ * memory went back to the kernel and was faulted in again for the next. 1,000-flow rows (~290 KiB
+ * here) made a 5 M-flow window's load 5.2-5.6 s instead of 2.3-3.0 s (reconciler/README.md
+ * "Packed rows of at most 64 KiB"). */
+#define FLOW_PACK_ROW_BYTES (64 * 1024)
 
 struct flow_pack {
     struct rdb_sbuf out; /* the binary COPY data (out.p, out.n) */

@@ -352,6 +352,20 @@ int main(int argc, char **argv)
     if (getenv("WL_BENCH_PGLOG")) /* profiling: statements over 50 ms reported on stderr */
         pgc_exec(db, "SET client_min_messages = log; SET log_min_duration_statement = 50", err,
                  sizeof(err));
+    {
+        /* what the windows' raw flows take on disk (the packed rows, their TOAST, their BRIN) */
+        long long rows = pg_num(db, "SELECT count(*) FROM flow_packed");
+        long long bytes = pg_num(db, "SELECT sum(pg_total_relation_size(relid))::bigint FROM "
+                                     "pg_partition_tree('flow_packed') WHERE isleaf");
+        long all = 0;
+        for (int i = 0; i < n_sizes; i++)
+            all += sizes[i];
+        all += (long)backlog * BACKLOG_FLOWS;
+        printf("flow_packed: %lld rows, %.1f flow records per row, %.1f bytes per flow record "
+               "(heap, TOAST, indexes)\n",
+               rows, rows ? (double)all / (double)rows : 0.0,
+               all ? (double)bytes / (double)all : 0.0);
+    }
     clear_results(db, win, n_sizes);
     printf("\n1. recon_db_reconcile_window of one 60 s window (PostgreSQL path), load %s\n",
            loadavg());
