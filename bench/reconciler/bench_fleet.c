@@ -4,6 +4,9 @@
  *     5,000 circuits (site i has circuits to sites i+1..i+10 mod 500; 10/12 of the flows go to
  *     those neighbours, 2/12 two hops or more), ingested through the real `wanledger reconcile`
  *     over HTTP; then recon_db_reconcile_window of each window, RUNS times: p50/max, µs per flow;
+ *     then (unless WL_BENCH_NO_NEXT) the next window of the largest size, same hosts and hour,
+ *     RUNS times in the same process: what a running reconciler does every minute
+ *     (WL_BENCH_NEXT_GAP=N: its reports' seqs skip N, a seq gap for every agent);
  *  2. a backlog of 4 windows of 250 k flows reconciled by recon_par_run with 1 worker (what the
  *     loop did before: one window after another) and with 2 workers (separate connections),
  *     alternating, RUNS rounds: wall per backlog p50/max and the ratio.
@@ -342,6 +345,26 @@ int main(int argc, char **argv)
         ingest(back[b], 10 + b, BACKLOG_FLOWS);
         counters(back[b]);
     }
+    /* the next window: the largest window's size again, in its hour, reconciled (part 1) by the
+     * process that has just reconciled the largest; its counter samples clear of the others'
+     * (which span ws_L - BACKLOG min .. ws_L + n_sizes min) */
+    int64_t ws_l = win[n_sizes - 1], next = 0, hour = 3600 * TM_USEC_PER_SEC;
+    bool with_next = !getenv("WL_BENCH_NO_NEXT");
+    if (with_next) {
+        next = ws_l - (int64_t)(BACKLOG + 2) * 60 * TM_USEC_PER_SEC;
+        if (next / hour != ws_l / hour)
+            next = ws_l + (int64_t)(n_sizes + 1) * 60 * TM_USEC_PER_SEC;
+        /* its seq follows the agents' last one, or skips WL_BENCH_NEXT_GAP seqs (every agent's
+         * next report after its spool dropped some: one seq gap per agent) */
+        const char *gap = getenv("WL_BENCH_NEXT_GAP");
+        int skip = gap ? atoi(gap) : 0;
+        double s = ingest(next, (backlog ? 10 + BACKLOG : n_sizes + 1) + skip, sizes[n_sizes - 1]);
+        counters(next);
+        printf(
+            "ingest %ld flow records (the next window, same hosts and hour%s): %.1f s (%.0f/s)\n",
+            sizes[n_sizes - 1], skip ? ", every agent's seq after a gap" : "", s,
+            (double)sizes[n_sizes - 1] / s);
+    }
     th_stop(srv, 10000);
 
     struct cfg_errors errs;
@@ -360,13 +383,15 @@ int main(int argc, char **argv)
         long all = 0;
         for (int i = 0; i < n_sizes; i++)
             all += sizes[i];
-        all += (long)backlog * BACKLOG_FLOWS;
+        all += (long)backlog * BACKLOG_FLOWS + (with_next ? sizes[n_sizes - 1] : 0);
         printf("flow_packed: %lld rows, %.1f flow records per row, %.1f bytes per flow record "
                "(heap, TOAST, indexes)\n",
                rows, rows ? (double)all / (double)rows : 0.0,
                all ? (double)bytes / (double)all : 0.0);
     }
     clear_results(db, win, n_sizes);
+    if (with_next)
+        clear_results(db, &next, 1);
     printf("\n1. recon_db_reconcile_window of one 60 s window (PostgreSQL path), load %s\n",
            loadavg());
     double us_per_flow[3];
@@ -402,6 +427,23 @@ int main(int argc, char **argv)
         printf("   growth %ld -> %ld flows (x%.0f): time x%.2f\n", sizes[i - 1], sizes[i],
                (double)sizes[i] / (double)sizes[i - 1],
                us_per_flow[i] / us_per_flow[i - 1] * (double)sizes[i] / (double)sizes[i - 1]);
+
+    if (with_next) { /* a window in a running reconciler: owners known, its hour's cells
+                      * written by the window before, the load's arrays kept (common/hugealloc.c) */
+        int64_t t[MAX_RUNS];
+        struct recon_db_stats st = {0};
+        for (int k = 0; k < runs; k++) {
+            int64_t a = tm_mono_ns();
+            if (recon_db_reconcile_window(db, cfg, next, &st, err, sizeof(err)) < 0)
+                die("reconcile: %s", err);
+            t[k] = tm_mono_ns() - a;
+            printf("   the next window, %zu flows, run %d: %.3f s (load %.3f, compute %.3f "
+                   "[alerts %.3f], write %.3f), %lld rows changed, load average %s\n",
+                   st.n_flows, k + 1, t[k] / 1e9, st.load_us / 1e6, st.compute_us / 1e6,
+                   st.alerts_us / 1e6, st.write_us / 1e6, st.n_rows_changed, loadavg());
+        }
+        summary("   the next window, first run (in the same process)", t, 1);
+    }
 
     /* the owner rows' hourly rollup (sql/020): built once per ended hour by the reconciler's
      * loop, not by each window; timed here for the hour(s) of these windows */

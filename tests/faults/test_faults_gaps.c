@@ -3,7 +3,8 @@
  * then 7 saying it lost a span ("lost"). agent_gaps holds seqs 3-4 with the 2 spool drops and the
  * windows between reports 2 and 5, shrinks to seq 4 when 3 arrives, and records the agent's own
  * span; /metrics shows the gauges; the cell page of nyc->chi shows the line under the cell for
- * the windows of the gap and not for a window without one. */
+ * the windows of the gap and not for a window without one; the gap's sites come from the
+ * reports' local_sites without reading flow_packed (flows only for a report without them). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -106,6 +107,40 @@ static void test_gaps_recorded(void **state)
     assert_int_equal(fx_num(&F, "SELECT count(*) FROM flow_reports WHERE agent_id = 'ag-2'"), 0);
 }
 
+/* A gap row's sites come from the reports' local_sites without reading any flow (sql/031): with
+ * flow_packed locked by another session the lookup still answers within the lock timeout; a
+ * report stored before local_sites existed (NULL) has its sites read from its flows. */
+static void exec_ok(PGconn *db, const char *sql)
+{
+    PGresult *r = PQexec(db, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+}
+
+static void test_gap_sites_from_reports(void **state)
+{
+    (void)state;
+    PGconn *holder = PQconnectdb(F.conninfo);
+    assert_int_equal(PQstatus(holder), CONNECTION_OK);
+    exec_ok(holder, "BEGIN; LOCK TABLE flow_packed IN ACCESS EXCLUSIVE MODE");
+    exec_ok(F.db, "SET lock_timeout = '2s'");
+    assert_string_equal(
+        fx_row(&F, "SELECT array_to_string(wl_agent_sites('ag-1', ARRAY[2, 5]::bigint[]), ',')"),
+        "nyc");
+    exec_ok(holder, "ROLLBACK");
+    PQfinish(holder);
+    exec_ok(F.db, "RESET lock_timeout");
+    exec_ok(F.db, "UPDATE flow_reports SET local_sites = NULL WHERE agent_id = 'ag-1' AND seq = 6");
+    assert_string_equal(
+        fx_row(&F, "SELECT array_to_string(wl_agent_sites('ag-1', ARRAY[6]::bigint[]), ',')"),
+        "nyc");
+    assert_string_equal(
+        fx_row(&F, "SELECT array_to_string(wl_agent_sites('ag-1', ARRAY[99]::bigint[]), ',')"), "");
+    exec_ok(F.db,
+            "UPDATE flow_reports SET local_sites = '{nyc}' WHERE agent_id = 'ag-1' AND seq = 6");
+}
+
 static void test_gaps_in_metrics(void **state)
 {
     (void)state;
@@ -181,6 +216,7 @@ int main(void)
     fx_start(&F);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gaps_recorded),
+        cmocka_unit_test(test_gap_sites_from_reports),
         cmocka_unit_test(test_gaps_in_metrics),
         cmocka_unit_test(test_gaps_on_cell_page),
     };
