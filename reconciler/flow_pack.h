@@ -23,7 +23,7 @@
  * and values, all-NULL columns included) plus one flow's: a row the loader reads back costs the
  * server a few times its size in memory, and past glibc's trim threshold (128 KiB) each row's
  * memory went back to the kernel and was faulted in again for the next. 1,000-flow rows (~290 KiB
- * here) made a 5 M-flow window's load 5.2-5.6 s instead of 2.3-3.0 s (reconciler/README.md
+ * here) made a 5 M-flow window's load 5.0-5.6 s instead of 2.3-3.4 s (reconciler/README.md
  * "Packed rows of at most 64 KiB"). */
 #define FLOW_PACK_ROW_BYTES (64 * 1024)
 

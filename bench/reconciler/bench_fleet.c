@@ -376,7 +376,7 @@ int main(int argc, char **argv)
         pgc_exec(db, "SET client_min_messages = log; SET log_min_duration_statement = 50", err,
                  sizeof(err));
     {
-        /* what the windows' raw flows take on disk (the packed rows, their TOAST, their BRIN) */
+        /* what the windows' raw flows take on disk (the packed rows, their TOAST, their indexes) */
         long long rows = pg_num(db, "SELECT count(*) FROM flow_packed");
         long long bytes = pg_num(db, "SELECT sum(pg_total_relation_size(relid))::bigint FROM "
                                      "pg_partition_tree('flow_packed') WHERE isleaf");
