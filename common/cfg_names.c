@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hindex.h"
+#include "hugealloc.h"
 
 struct ent {
     char *key;
@@ -41,7 +42,7 @@ void cfg_names_free(struct cfg_names *m)
         return;
     for (size_t i = 0; i < m->n; i++)
         free(m->e[i].key);
-    free(m->e);
+    huge_free(m->e);
     hix_free(&m->ix);
     free(m);
 }

@@ -1,28 +1,11 @@
 /* The hash index, hashing and growable arrays (hindex.h). */
 #include "hindex.h"
 
+#include "hugealloc.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels refuse it (EINVAL): a hint only */
-#endif
-
-void *hix_malloc_filled(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    long page = sysconf(_SC_PAGESIZE);
-    if (!p || bytes < ((size_t)1 << 20) || page <= 0)
-        return p;
-    uintptr_t lo = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
-    uintptr_t hi = ((uintptr_t)p + bytes) & ~((uintptr_t)page - 1);
-    if (hi > lo)
-        (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
-    return p;
-}
 
 int hix_init(struct hix *ix, size_t expect)
 {
@@ -31,7 +14,7 @@ int hix_init(struct hix *ix, size_t expect)
         cap <<= 1;
     /* written once at once, not calloc'd: a calloc'd table's page is faulted in twice, on the
      * first look-up (the shared zero page) and again on the first insert */
-    ix->slots = hix_malloc_filled(cap * sizeof *ix->slots);
+    ix->slots = huge_alloc_filled(cap * sizeof *ix->slots);
     ix->cap = cap;
     ix->n = 0;
     if (!ix->slots)
@@ -42,14 +25,14 @@ int hix_init(struct hix *ix, size_t expect)
 
 void hix_free(struct hix *ix)
 {
-    free(ix->slots);
+    huge_free(ix->slots);
     ix->slots = NULL;
 }
 
 static int hix_double(struct hix *ix)
 {
     size_t cap = ix->cap * 2;
-    struct hix_slot *s = hix_malloc_filled(cap * sizeof *s);
+    struct hix_slot *s = huge_alloc_filled(cap * sizeof *s);
     if (!s)
         return -1;
     memset(s, 0, cap * sizeof *s);
@@ -61,7 +44,7 @@ static int hix_double(struct hix *ix)
             j = (j + 1) & (cap - 1);
         s[j] = ix->slots[i];
     }
-    free(ix->slots);
+    huge_free(ix->slots);
     ix->slots = s;
     ix->cap = cap;
     return 0;
@@ -131,7 +114,7 @@ int hix_grow(void **items, size_t *cap, size_t need, size_t size)
     size_t c = *cap ? *cap * 2 : 64;
     while (c < need)
         c *= 2;
-    void *p = realloc(*items, c * size);
+    void *p = huge_realloc(*items, *cap * size, c * size); /* realloc while small */
     if (!p)
         return -1;
     *items = p;

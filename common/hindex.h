@@ -1,6 +1,8 @@
 /* An open-addressing index from a 64-bit hash to a position in the caller's array (the caller
  * owns the items and says when two are equal), hashing of bytes and strings, and growable arrays:
- * the reconciliation's (recon.c, recon_deps.c) and the dependency planner's building blocks. */
+ * the reconciliation's (recon.c, recon_deps.c) and the dependency planner's building blocks.
+ * Memory: hugealloc.h (the index's slots and every array hix_grow grows are given back with
+ * huge_free). */
 #ifndef WL_HINDEX_H
 #define WL_HINDEX_H
 
@@ -46,12 +48,9 @@ uint64_t hix_mix(uint64_t h, uint64_t v);
 uint64_t hix_hash_bytes(uint64_t h, const void *p, size_t n);
 uint64_t hix_hash_str(uint64_t h, const char *s);
 
-/* malloc for a block that will be written whole soon: when it is large (>= 1 MB), its pages
- * are mapped at once (madvise MADV_POPULATE_WRITE: one system call, not a fault per 4 KB page;
- * a first touch costs half as much here). NULL when out of memory; free() it. */
-void *hix_malloc_filled(size_t bytes);
-
-/* Makes *items hold at least need elements of size bytes (doubling). 0 or -1. */
+/* Makes *items hold at least need elements of size bytes (doubling) through huge_realloc
+ * (hugealloc.h): a large array comes from the block cache, so give it back with huge_free, never
+ * free(). 0 or -1. */
 int hix_grow(void **items, size_t *cap, size_t need, size_t size)
     __attribute__((warn_unused_result));
 

@@ -3,6 +3,7 @@
 #include "hm_deps_plan.h"
 
 #include "hindex.h"
+#include "hugealloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,11 +236,11 @@ int hm_deps_plan(const struct cfg *cfg, const struct hm_dep_row *rows, size_t n_
     if (out->n_circuits)
         qsort(out->circuits, out->n_circuits, sizeof *out->circuits, cmp_circuit);
     free(x.path);
-    free(x.hw);
+    huge_free(x.hw);
     return 0;
 oom:
     free(x.path);
-    free(x.hw);
+    huge_free(x.hw);
     hm_deps_plan_free(out);
     snprintf(err, errlen, "deps: out of memory");
     return -1;
@@ -247,8 +248,8 @@ oom:
 
 void hm_deps_plan_free(struct hm_dep_plan *p)
 {
-    free(p->endpoints);
-    free(p->circuits);
+    huge_free(p->endpoints);
+    huge_free(p->circuits);
     memset(p, 0, sizeof *p);
 }
 

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "hindex.h"
+#include "hugealloc.h"
 #include "recon_internal.h"
 #include "sitemap.h"
 
@@ -632,22 +633,22 @@ cleanup:
 
 void rcn_run_free(struct run *r)
 {
-    free(r->cells);
+    huge_free(r->cells);
     hix_free(&r->cell_ix);
-    free(r->paths);
+    huge_free(r->paths);
     hix_free(&r->path_ix);
-    free(r->path_sites);
-    free(r->path_cells);
+    huge_free(r->path_sites);
+    huge_free(r->path_cells);
     free(r->path_of);
     rcn_owners_free(&r->owners);
-    free(r->rolls);
-    free(r->conns);
-    free(r->conn_ix.slots);
-    free(r->hosts);
+    huge_free(r->rolls);
+    huge_free(r->conns);
+    huge_free(r->conn_ix.slots);
+    huge_free(r->hosts);
     hix_free(&r->host_ix);
     recon_deps_acc_free(&r->deps);
     free(r->path_buf);
-    free(r->routes);
+    huge_free(r->routes);
     hix_free(&r->route_ix);
 }
 
@@ -713,9 +714,9 @@ void recon_result_free(struct recon_result *r)
 {
     if (!r)
         return;
-    free(r->links);
+    huge_free(r->links);
     free(r->cells);
-    free(r->rollup);
+    huge_free(r->rollup);
     recon_deps_free(r->deps, r->n_deps);
     memset(r, 0, sizeof *r);
 }

@@ -1,6 +1,8 @@
 /* Accumulates the dependency rows of one window (recon_deps.h). */
 #include "recon_deps.h"
 
+#include "hugealloc.h"
+
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,8 +258,8 @@ int recon_deps_take(struct recon_deps_acc *a, struct recon_dep **rows, size_t *n
     size_t m = 0;
     uint32_t *order = malloc((a->n_owners + 1) * sizeof *order);
     uint32_t *rank = malloc((a->n_owners + 1) * sizeof *rank);
-    struct dep_ord *ord = hix_malloc_filled((a->n + 1) * sizeof *ord);
-    struct recon_dep *out = hix_malloc_filled((a->n + 1) * sizeof *out);
+    struct dep_ord *ord = huge_alloc_filled((a->n + 1) * sizeof *ord);
+    struct recon_dep *out = huge_alloc_filled((a->n + 1) * sizeof *out);
     if (!order || !rank || !ord || !out)
         goto cleanup;
     for (size_t i = 0; i < a->n_owners; i++)
@@ -306,8 +308,8 @@ int recon_deps_take(struct recon_deps_acc *a, struct recon_dep **rows, size_t *n
 cleanup:
     free(order);
     free(rank);
-    free(ord);
-    free(out);
+    huge_free(ord);
+    huge_free(out);
     return rc;
 }
 
@@ -315,7 +317,7 @@ void recon_deps_free(struct recon_dep *rows, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         free(rows[i].endpoint);
-    free(rows);
+    huge_free(rows);
 }
 
 void recon_deps_acc_free(struct recon_deps_acc *a)
@@ -327,7 +329,7 @@ void recon_deps_acc_free(struct recon_deps_acc *a)
                 free(o->slots[k].ep.p);
         free(o->slots);
     }
-    free(a->owners);
+    huge_free(a->owners);
     hix_free(&a->owner_ix);
     memset(a, 0, sizeof *a);
 }

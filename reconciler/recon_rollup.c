@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "hindex.h"
+#include "hugealloc.h"
 #include "recon_internal.h"
 
 static bool same_owner(const struct recon_rollup *a, const struct recon_rollup *b)
@@ -61,7 +62,7 @@ void rcn_owners_free(struct rcn_owners *t)
 {
     for (size_t i = 0; i < t->n; i++)
         free(t->v[i].rows);
-    free(t->v);
+    huge_free(t->v);
     hix_free(&t->ix);
     memset(t, 0, sizeof *t);
 }
@@ -164,7 +165,7 @@ static int roll_flatten(struct run *r)
     if (!t->n_rows)
         return 0;
     if (!r->rolls) {
-        if (!(r->rolls = hix_malloc_filled((t->n_rows + 1) * sizeof *r->rolls)))
+        if (!(r->rolls = huge_alloc_filled((t->n_rows + 1) * sizeof *r->rolls)))
             return -1;
         r->cap_rolls = t->n_rows + 1;
     } else if (hix_grow((void **)&r->rolls, &r->cap_rolls, r->n_rolls + t->n_rows + 1,
@@ -251,8 +252,8 @@ int rcn_roll_finish(struct run *r, const uint32_t *cell_pos, struct recon_result
     uint32_t *order = malloc((no + 1) * sizeof *order);
     uint32_t *rank = malloc((no + 1) * sizeof *rank);
     size_t *start = calloc(nc + 2, sizeof *start);
-    struct roll_ord *ord = hix_malloc_filled((n + 1) * sizeof *ord);
-    out->rollup = hix_malloc_filled((n + 1) * sizeof *out->rollup);
+    struct roll_ord *ord = huge_alloc_filled((n + 1) * sizeof *ord);
+    out->rollup = huge_alloc_filled((n + 1) * sizeof *out->rollup);
     if (!order || !rank || !start || !ord || !out->rollup)
         goto cleanup;
     for (size_t i = 0; i < no; i++)
@@ -290,6 +291,6 @@ cleanup:
     free(order);
     free(rank);
     free(start);
-    free(ord);
+    huge_free(ord);
     return rc;
 }

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "hindex.h"
+#include "hugealloc.h"
 #include "recon_internal.h"
 
 #define RCN_MAX_THREADS        8
@@ -251,8 +252,8 @@ static int conn_ix_init(struct run *r, size_t n)
     size_t cap = 64;
     while (cap < n + n / 2)
         cap <<= 1;
-    r->conn_ix.slots = hix_malloc_filled(cap * sizeof *r->conn_ix.slots);
-    r->conns = malloc((n + 1) * sizeof *r->conns); /* not filled: fewer when flows share one */
+    r->conn_ix.slots = huge_alloc_filled(cap * sizeof *r->conn_ix.slots);
+    r->conns = huge_alloc((n + 1) * sizeof *r->conns); /* not filled: fewer when flows share one */
     if (!r->conn_ix.slots || !r->conns)
         return -1;
     memset(r->conn_ix.slots, 0, cap * sizeof *r->conn_ix.slots);
@@ -545,7 +546,7 @@ static int phase_conns(struct part *p)
         p->by_off[c->owner_part + 1]++;
     }
     if (j->n > 1) { /* a counting sort of the connections by owner_part, in their order */
-        if (!(p->by_part = malloc((p->run.n_conns + 1) * sizeof *p->by_part)))
+        if (!(p->by_part = huge_alloc((p->run.n_conns + 1) * sizeof *p->by_part)))
             return -1;
         size_t next[RCN_MAX_THREADS];
         for (int q = 0; q < j->n; q++)
@@ -668,7 +669,7 @@ int rcn_flows(struct run *r, int n, int64_t ws, int64_t we, struct recon_result 
     struct job j = {.n = n, .ws = ws, .we = we};
     atomic_init(&j.failed, 0);
     j.parts = calloc((size_t)n, sizeof *j.parts);
-    j.pre = hix_malloc_filled((in->n_flows + 1) * sizeof *j.pre);
+    j.pre = huge_alloc_filled((in->n_flows + 1) * sizeof *j.pre);
     if (!j.parts || !j.pre)
         goto cleanup;
     j.parts[0].run = *r; /* moved in here, moved back below */
@@ -697,8 +698,8 @@ int rcn_flows(struct run *r, int n, int64_t ws, int64_t we, struct recon_result 
         rcn_run_free(&j.parts[made].run);
 cleanup:
     for (int k = 0; j.parts && k < n; k++)
-        free(j.parts[k].by_part);
+        huge_free(j.parts[k].by_part);
     free(j.parts);
-    free(j.pre);
+    huge_free(j.pre);
     return rc;
 }

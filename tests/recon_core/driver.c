@@ -18,6 +18,7 @@
 
 #include "alerts.h"
 #include "config.h"
+#include "hugealloc.h"
 #include "recon.h"
 #include "scn_kv.h"
 
@@ -474,7 +475,10 @@ static bool same_result(const struct recon_result *a, const struct recon_result 
 
 /* The window again with its flows in reverse and their arrival order given as recon_flow_order
  * (as the ClickHouse path passes them), and split across 2 and 3 threads (recon_socket.c), in
- * order and reversed: every result must be the same as the one-thread run in order. */
+ * order and reversed: every result must be the same as the one-thread run in order. Twice more
+ * with every array from the block cache (huge_set_above(1): a fleet window's path at this size;
+ * in this debug build every block handed out holds 0xa5, a reused one what its last run left),
+ * each block given back through huge_free (huge_live_blocks back where it was). */
 static void check_any_order(struct scn *s, const struct recon_input *in0)
 {
     size_t n = in0->n_flows;
@@ -488,8 +492,13 @@ static void check_any_order(struct scn *s, const struct recon_input *in0)
     static const struct {
         bool reversed;
         int threads;
-    } runs[] = {{true, 1}, {false, 2}, {true, 2}, {false, 3}, {true, 3}};
+        bool cached;
+    } runs[] = {{true, 1, false}, {false, 2, false}, {true, 2, false}, {false, 3, false},
+                {true, 3, false}, {false, 1, true},  {false, 1, true}, {true, 2, true}};
     for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+        size_t live = huge_live_blocks(), above = 0;
+        if (runs[k].cached)
+            above = huge_set_above(1);
         struct recon_input in = *in0;
         if (runs[k].reversed) {
             in.flows = rev;
@@ -508,11 +517,17 @@ static void check_any_order(struct scn *s, const struct recon_input *in0)
                      (long long)s->window, runs[k].reversed ? "reversed" : "in order",
                      runs[k].threads);
         if (!same_result(&s->res, &r))
-            scn_fail(s, "window %lld: flows %s on %d threads differ from in order on 1",
+            scn_fail(s, "window %lld: flows %s on %d threads%s differ from in order on 1",
                      (long long)s->window,
                      runs[k].reversed ? "in reverse with their order given" : "in order",
-                     runs[k].threads);
+                     runs[k].threads, runs[k].cached ? ", every array cached," : "");
         recon_result_free(&r);
+        if (runs[k].cached)
+            huge_set_above(above);
+        if (huge_live_blocks() != live)
+            scn_fail(s, "window %lld: %zu blocks of the cache not given back (%s, %d threads)",
+                     (long long)s->window, huge_live_blocks() - live,
+                     runs[k].cached ? "every array cached" : "fleet sizes only", runs[k].threads);
     }
     free(rev);
     free(ord);
