@@ -13,7 +13,8 @@
  * ~800 MB: 1.55 s of clear_page_erms in perf). recon_run's arrays (connections, their index,
  * the per-flow pre-pass, the owner rows: ~740 MB at 5 M flows, hindex.h) come from here too: with
  * them in fresh memory every window, recon_run of the fleet benchmark's 5 M window took 3.7 s a
- * round, with every block reused 1.4-1.5 s (bench_recon_run, rounds after the first). Bounded:
+ * round, with every block reused 1.4-1.5 s (bench_recon_run, rounds after the first); a 5 M
+ * window takes 12 blocks of 8 MiB or more, load and recon_run together. Bounded:
  * HUGE_CACHE_SLOTS blocks, HUGE_CACHE_MAX bytes, a block not reused for HUGE_CACHE_IDLE_S seconds
  * is freed at the next call, and a block is not handed out for a request under half its size. A
  * fresh block is reserved an eighth larger than asked (address space only: pages are mapped as
@@ -34,7 +35,7 @@
 
 #define HUGE_PAGE         ((size_t)2 << 20)
 #define HUGE_LIVE_SLOTS   256
-#define HUGE_CACHE_SLOTS  16
+#define HUGE_CACHE_SLOTS  32
 #define HUGE_CACHE_MAX    ((size_t)4 << 30)
 #define HUGE_CACHE_IDLE_S 300
 

@@ -1,6 +1,6 @@
 /* common/hugealloc.c: a block given back is handed out again to the next request it fits (not to
  * one under half its size; a fresh block has an eighth more room than asked), what it held is
- * kept by huge_realloc, the cache stays within its sixteen blocks, every block handed out holds
+ * kept by huge_realloc, the cache stays within its 32 blocks, every block handed out holds
  * 0xa5 in this (sanitizer) build, small requests and malloc'd pointers go through malloc, realloc
  * and free, and huge_live_blocks counts the blocks not given back. */
 #include <setjmp.h>
@@ -66,15 +66,15 @@ static void test_reuse_and_fit(void **state)
 static void test_bounded(void **state)
 {
     (void)state;
-    char *p[18];
-    for (int i = 0; i < 18; i++)
-        assert_non_null(p[i] = huge_alloc((size_t)(100 + i) * MB));
-    for (int i = 0; i < 18; i++)
+    char *p[34];
+    for (int i = 0; i < 34; i++)
+        assert_non_null(p[i] = huge_alloc((size_t)(55 + i) * MB)); /* none fits an older block */
+    for (int i = 0; i < 34; i++)
         huge_free(p[i]);
-    /* sixteen blocks at most: the last sixteen given back */
+    /* 32 blocks at most: the last 32 given back */
     size_t want = 0;
-    for (int i = 2; i < 18; i++)
-        want += reserved((size_t)(100 + i) * MB);
+    for (int i = 2; i < 34; i++)
+        want += reserved((size_t)(55 + i) * MB);
     assert_int_equal(huge_cached_bytes(), want);
 }
 
