@@ -86,6 +86,15 @@ static bool note_live(void *p, size_t len)
     return false;
 }
 
+/* With mu held: the live slot holding p, or -1 (malloc'd, or not noted). */
+static int live_slot(const void *p)
+{
+    for (int i = 0; i < HUGE_LIVE_SLOTS; i++)
+        if (live[i].p == p)
+            return i;
+    return -1;
+}
+
 /* Pages of [p, p + size) mapped now (whole pages only). */
 static void populate(void *p, size_t size)
 {
@@ -173,10 +182,7 @@ void huge_free(void *p)
     pthread_mutex_lock(&mu);
     int64_t now = now_s();
     drop_idle(now);
-    int k = -1;
-    for (int i = 0; i < HUGE_LIVE_SLOTS && k < 0; i++)
-        if (live[i].p == p)
-            k = i;
+    int k = live_slot(p);
     if (k < 0) { /* malloc'd (small) or not noted */
         pthread_mutex_unlock(&mu);
         free(p);
@@ -214,9 +220,7 @@ void *huge_realloc(void *p, size_t old_size, size_t size)
 {
     if (size < atomic_load(&above)) {
         pthread_mutex_lock(&mu);
-        bool small = true;
-        for (int i = 0; i < HUGE_LIVE_SLOTS && p && small; i++)
-            small = live[i].p != p;
+        bool small = !p || live_slot(p) < 0;
         pthread_mutex_unlock(&mu);
         if (small)
             return realloc(p, size ? size : 1);

@@ -9,8 +9,8 @@
 /* size bytes, uninitialised (a reused block holds what its last user left); from
  * HUGEALLOC_ABOVE bytes on aligned to a huge page and advised MADV_HUGEPAGE (one fault per 2 MiB
  * instead of per 4 KiB), and taken from the blocks huge_free kept when one fits. NULL: out of
- * memory. Give it back with huge_free (free() is wrong for a block of HUGEALLOC_ABOVE or more),
- * never with realloc: huge_realloc. */
+ * memory. Give it back with huge_free (free() is wrong for any of its blocks: the cache would
+ * keep counting it live), never with realloc: huge_realloc. */
 #define HUGEALLOC_ABOVE ((size_t)8 << 20)
 void *huge_alloc(size_t size);
 /* huge_alloc for a block that will be written whole soon: the pages of a block not taken from

@@ -475,10 +475,11 @@ static bool same_result(const struct recon_result *a, const struct recon_result 
 
 /* The window again with its flows in reverse and their arrival order given as recon_flow_order
  * (as the ClickHouse path passes them), and split across 2 and 3 threads (recon_socket.c), in
- * order and reversed: every result must be the same as the one-thread run in order. Twice more
- * with every array from the block cache (huge_set_above(1): a fleet window's path at this size;
- * in this debug build every block handed out holds 0xa5, a reused one what its last run left),
- * each block given back through huge_free (huge_live_blocks back where it was). */
+ * order and reversed: every result must be the same as the one-thread run in order. Three
+ * times more (1 thread twice, so the second reuses the first's blocks; 2 threads reversed) with
+ * every array from the block cache (huge_set_above(1): a fleet window's path at this size; the
+ * sanitizer build fills every block handed out with 0xa5), and after every run each block given
+ * back through huge_free (huge_live_blocks back where it was). */
 static void check_any_order(struct scn *s, const struct recon_input *in0)
 {
     size_t n = in0->n_flows;
