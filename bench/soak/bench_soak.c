@@ -7,7 +7,6 @@
  * At the end: p50/p99/p999/max of all requests.
  * Usage: bench_soak [SECONDS] [RATE]   (default 600 s, 200 requests/s) */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -167,34 +166,6 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static long rss_kb(void)
-{
-    char p[64], line[256];
-    snprintf(p, sizeof(p), "/proc/%d/status", (int)F.pid);
-    FILE *f = fopen(p, "r");
-    long kb = -1;
-    while (f && fgets(line, sizeof(line), f))
-        if (strncmp(line, "VmRSS:", 6) == 0)
-            kb = atol(line + 6);
-    if (f)
-        fclose(f);
-    return kb;
-}
-
-static int fds(void)
-{
-    char p[64];
-    snprintf(p, sizeof(p), "/proc/%d/fd", (int)F.pid);
-    DIR *d = opendir(p);
-    int n = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d)))
-        n += e->d_name[0] != '.';
-    if (d)
-        closedir(d);
-    return n;
-}
-
 static int cmp64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -213,7 +184,7 @@ int main(int argc, char **argv)
            "reports (10 flows), 10%% transfers, 10%% GET /api/v1/cells; reconcile loop every 5 s\n",
            secs, g_rate, WORKERS);
     printf("   t(s)  requests  errors  RSS(kB)  fds\n");
-    printf("%7d %9d %7d %8ld %4d\n", 0, 0, 0, rss_kb(), fds());
+    printf("%7d %9d %7d %8ld %4d\n", 0, 0, 0, th_rss_kb(F.pid), th_open_fds(F.pid));
     g_t0_ns = tm_mono_ns() + 100000000LL;
     pthread_t th[WORKERS];
     for (int i = 0; i < WORKERS; i++)
@@ -223,10 +194,10 @@ int main(int argc, char **argv)
         int64_t until = g_t0_ns + (int64_t)t * 1000000000LL;
         while (tm_mono_ns() < until)
             usleep(100000);
-        long r = rss_kb();
+        long r = th_rss_kb(F.pid);
         rss_max = r > rss_max ? r : rss_max;
         printf("%7d %9ld %7ld %8ld %4d\n", t, atomic_load(&g_done), atomic_load(&g_errors), r,
-               fds());
+               th_open_fds(F.pid));
         fflush(stdout);
     }
     for (int i = 0; i < WORKERS; i++)

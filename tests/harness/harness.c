@@ -2,6 +2,7 @@
 #include "harness.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -308,4 +309,32 @@ const char *th_pg_default(void)
     }
     PQfinish(db);
     return g_pg.conninfo;
+}
+
+long th_rss_kb(pid_t pid)
+{
+    char p[64], line[256];
+    snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(p, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kb = atol(line + 6);
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+int th_open_fds(pid_t pid)
+{
+    char p[64];
+    snprintf(p, sizeof(p), "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(p);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
 }

@@ -50,6 +50,10 @@ void th_strfmt(char *dst, size_t n, const char *fmt, ...) __attribute__((format(
 int th_wait_port(int port, int timeout_ms);
 /* Path of a built program ("wanledger", "wanledger-agent") from WL_BUILD_DIR (set by ctest). */
 const char *th_bin(const char *name);
+/* A process's resident set (VmRSS) in kB, -1 when it cannot be read. */
+long th_rss_kb(pid_t pid);
+/* How many descriptors a process has open (/proc/PID/fd), 0 when it cannot be read. */
+int th_open_fds(pid_t pid);
 /* A fresh temporary directory (mkdtemp under /tmp), removed at exit unless WL_KEEP_TMP is set. */
 const char *th_tmpdir(const char *tag);
 
