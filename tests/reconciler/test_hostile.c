@@ -455,7 +455,10 @@ static void run_drip(const struct hcase *c)
  * took ~60 refusals inside one second, which a loaded machine (slow accepts, SYN retries past
  * the listen backlog) did not always give. The gate sized max_connections from the start-up
  * limit, so it does not see the lower one coming. */
-#define FD_SPARE 6
+#define FD_SPARE        6
+#define MAX_CONNECTIONS 40 /* the server's max_connections (main) */
+#define STR_(x)         #x
+#define STR(x)          STR_(x)
 static void run_connections(const struct hcase *c)
 {
     int n = c->parallel;
@@ -464,7 +467,7 @@ static void run_connections(const struct hcase *c)
     assert_int_equal(prlimit(F.pid, RLIMIT_NOFILE, NULL, &old), 0);
     int base = th_open_fds(F.pid);
     low = old;
-    low.rlim_cur = (rlim_t)(base + 40 + FD_SPARE); /* max_connections 40 (main) */
+    low.rlim_cur = (rlim_t)(base + MAX_CONNECTIONS + FD_SPARE);
     assert_true(low.rlim_cur < old.rlim_cur);
     assert_int_equal(prlimit(F.pid, RLIMIT_NOFILE, &low, NULL), 0);
     long long cpu0 = cpu_ticks(F.pid);
@@ -651,8 +654,9 @@ int main(void)
              " \"tick_seconds\": 3600,"
              " \"limits\": {\"max_past_days\": 30, \"max_body_agent\": 1048576,"
              " \"max_body_poller\": 1048576, \"max_body_service\": 1048576},"
-             " \"server\": {\"max_connections\": 40, \"header_timeout_seconds\": 3,"
-             " \"body_timeout_seconds\": 4},");
+             " \"server\": {\"max_connections\": " STR(
+                 MAX_CONNECTIONS) ", \"header_timeout_seconds\": 3,"
+                                  " \"body_timeout_seconds\": 4},");
     /* a small descriptor limit for the server only, so a connection flood reaches EMFILE */
     struct rlimit old, low;
     getrlimit(RLIMIT_NOFILE, &old);
