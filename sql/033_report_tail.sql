@@ -33,10 +33,15 @@ BEGIN
     ON CONFLICT (agent_id) DO UPDATE SET prev_seq = t.seq, prev_window_start = t.window_start,
         seq = EXCLUDED.seq, window_start = EXCLUDED.window_start
      WHERE t.seq < EXCLUDED.seq;
-    RETURN NULL;
+    RETURN NEW;
 END $$;
 
-CREATE TRIGGER flow_reports_tail AFTER INSERT ON flow_reports
+-- BEFORE, so that the tail is locked when the row goes in: store.c's ClickHouse statement inserts
+-- the row and marks its window in one statement, where an AFTER trigger would run after the mark
+-- and lock the window before the tail, the grouped commit (store_group.c) the tail before the
+-- window: two such transactions could each wait for the other. A resend (ON CONFLICT DO NOTHING)
+-- runs it too and changes nothing: its seq is stored, so an exact tail is at least as high.
+CREATE TRIGGER flow_reports_tail BEFORE INSERT ON flow_reports
     FOR EACH ROW EXECUTE FUNCTION wl_report_tail_trigger();
 
 -- 025's function with the tail's fast path; everything after the neighbours are known is 025's.
