@@ -4,7 +4,7 @@
 # into a table LIKE flow_records INCLUDING ALL, ROUNDS times in one run; with WL_OTHER_BUILDS,
 # more wanledgers (other builds, e.g. main's) on their own databases of the same server take the
 # same reports in every round, in rotating order (A/B within one run).
-#   [WL_BUILD_DIR=DIR] [WL_OTHER_BUILDS="NAME=DIR ..."] [CONNS=N] [PERF_OUT=FILE] [PGLOG=1]
+#   [WL_BUILD_DIR=DIR] [WL_OTHER_BUILDS="NAME=DIR ..."] [CONNS=N] [DAYS=N] [PERF_OUT=FILE] [PGLOG=1]
 #   bench/pg_ingest/run.sh [REPORTS] [ROUNDS]
 #     REPORTS x 1,000 flows per round (default 300), ROUNDS (default 3); root (PostgreSQL runs as
 #     the postgres user, scripts/pg.sh: fsync and synchronous_commit on). PERF_OUT: a perf
@@ -33,6 +33,10 @@ start_wl() { # NAME BUILD -> prints "port pid"
  "sites": [{"name": "nyc", "prefixes": ["10.1.0.0/16"]}, {"name": "chi", "prefixes": ["10.2.0.0/16"]}]}
 JSON
   "$2/cmd/wanledger" --config "$W/config-$1.json" migrate >/dev/null
+  if [ -n "${DAYS:-}" ]; then # DAYS=N: day partitions N days back, as a server keeping N days has
+    psql "${CONNINFO/dbname=wanledger/dbname=$db}" -qc \
+      "SELECT wl_ensure_partitions(current_date - $DAYS, current_date + 1)" >/dev/null
+  fi
   "$2/cmd/wanledger" --config "$W/config-$1.json" reconcile >"$W/reconcile-$1.log" 2>&1 &
   echo "$port $!"
 }
