@@ -34,6 +34,7 @@
 #include "db.h"
 #include "flow_row.h"
 #include "harness.h"
+#include "th_db.h"
 #include "recon_db.h"
 #include "scn_kv.h"
 #include "th_clickhouse.h"
@@ -62,22 +63,8 @@ static const char default_config[] =
 static PGconn *db;
 static struct th_ch CH;
 
-static void exec(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void exec(const char *fmt, ...)
-{
-    char *sql;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vasprintf(&sql, fmt, ap);
-    va_end(ap);
-    assert_true(n > 0);
-    PGresult *r = PQexec(db, sql);
-    ExecStatusType st = PQresultStatus(r);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
-    PQclear(r);
-    free(sql);
-}
+/* a statement on db that must succeed (th_db.h) */
+#define exec(...) th_db_exec(db, __VA_ARGS__)
 
 static char *one(const char *sql)
 {

@@ -16,6 +16,7 @@
 #include "db.h"
 #include "flow_row.h"
 #include "harness.h"
+#include "th_db.h"
 #include "recon_db.h"
 #include "timeutil.h"
 
@@ -40,20 +41,8 @@ static const char config_json[] =
 static PGconn *db, *listener;
 static struct cfg *cfg;
 
-static void exec(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void exec(const char *fmt, ...)
-{
-    char sql[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    PGresult *r = PQexec(db, sql);
-    ExecStatusType st = PQresultStatus(r);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
-    PQclear(r);
-}
+/* a statement on db that must succeed (th_db.h) */
+#define exec(...) th_db_exec(db, __VA_ARGS__)
 
 /* The single value of a query, as text ("" for NULL, "<none>" for no row). */
 static const char *one(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -31,6 +31,7 @@
 #include "db.h"
 #include "fold_thread.h"
 #include "harness.h"
+#include "th_db.h"
 #include "recon_db.h"
 #include "recon_db_internal.h" /* rdb_diff_sort_above */
 #include "recon_par.h"
@@ -43,20 +44,8 @@
 static PGconn *db;
 static struct cfg *cfg;
 
-static void exec(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void exec(const char *fmt, ...)
-{
-    static char sql[1 << 16];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    PGresult *r = PQexec(db, sql);
-    ExecStatusType st = PQresultStatus(r);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        fail_msg("%.300s: %s", sql, PQresultErrorMessage(r));
-    PQclear(r);
-}
+/* a statement on db that must succeed (th_db.h) */
+#define exec(...) th_db_exec(db, __VA_ARGS__)
 
 static PGresult *query(const char *sql)
 {

@@ -20,6 +20,7 @@
 
 #include "db.h"
 #include "harness.h"
+#include "th_db.h"
 #include "timeutil.h"
 
 /* windows of 60 s from a past day's 00:00 UTC (2025-11-02) */
@@ -27,20 +28,8 @@
 
 static PGconn *db;
 
-static void exec(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void exec(const char *fmt, ...)
-{
-    char sql[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    PGresult *r = PQexec(db, sql);
-    ExecStatusType st = PQresultStatus(r);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
-    PQclear(r);
-}
+/* a statement on db that must succeed (th_db.h) */
+#define exec(...) th_db_exec(db, __VA_ARGS__)
 
 /* The rows of a query joined as "a|b,c|d" (fields by '|', rows by ','; "" for none). */
 static const char *rows(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
