@@ -8,6 +8,7 @@
 #include "chstore_flush.h"
 #include "flowin.h"
 #include "gaps.h"
+#include "recon_db.h"
 #include "store_group.h"
 
 /* Latency histogram buckets, seconds. */
@@ -235,6 +236,13 @@ void metrics_render(struct metrics *m, PGconn *db, struct evbuffer *out)
     evbuffer_add_printf(out, "# HELP wanledger_reconcile_seconds Time to reconcile one window.\n"
                              "# TYPE wanledger_reconcile_seconds histogram\n");
     render_histogram(out, "wanledger_reconcile_seconds", "", &m->reconcile_seconds);
+    evbuffer_add_printf(out,
+                        "# HELP wanledger_reconcile_tables_unchanged_total Result tables of a "
+                        "window reconciled again left unwritten: their rows were those last "
+                        "written (result_digests).\n"
+                        "# TYPE wanledger_reconcile_tables_unchanged_total counter\n"
+                        "wanledger_reconcile_tables_unchanged_total %llu\n",
+                        recon_db_unchanged_tables());
     evbuffer_add_printf(out,
                         "# HELP wanledger_reconcile_last_window_seconds Start of the newest "
                         "window reconciled, epoch seconds.\n"

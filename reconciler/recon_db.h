@@ -88,4 +88,9 @@ int recon_db_fold_hours(PGconn *db, const struct cfg *cfg, int64_t now_us, int m
                         int *hours, long long *rows, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* Tables of a window (heatmap_cells, attribution_packed, dependency_packed) that a reconciliation
+ * left unwritten because their rows were those last written (sql/034), since the process
+ * started. */
+unsigned long long recon_db_unchanged_tables(void);
+
 #endif

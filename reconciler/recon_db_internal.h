@@ -106,10 +106,24 @@ struct rdb_diff_counts {
 extern long long rdb_diff_sort_above;
 /* Makes table t's rows of window ws (timestamptz text) equal to data (COPY rows of t->cols),
  * writing only the rows that differ, and applies the difference to the hourly rollup; n_rows:
- * the rows in data. */
+ * the rows in data. Nothing is compared or written when the rows' digest is the one stored with
+ * the window's rows of t (sql/034; the caller's transaction holds ROW EXCLUSIVE on
+ * result_digests from before its first read of stored rows and sets wanledger.result_writer). */
 int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
                    const struct rdb_sbuf *data, long long n_rows, struct rdb_diff_counts *out,
                    char *err, size_t errlen);
+
+/* ---- what the reconciler last wrote per window and table (recon_db_digest.c, sql/034) ---- */
+
+#define RDB_DIGEST_HEX 65 /* SHA-256 as hex, NUL-terminated */
+/* The digest of table's rows as data (COPY data of n_rows rows); -1 when OpenSSL fails. */
+int rdb_digest_hex(const char *table, const struct rdb_sbuf *data, long long n_rows,
+                   char out[RDB_DIGEST_HEX]);
+/* result_digests' row of (ws, table) set to (n_rows, hex), in the caller's transaction. */
+int rdb_digest_store(PGconn *db, const char *table, const char *ws, long long n_rows,
+                     const char *hex, char *err, size_t errlen);
+/* One more table of a window left unwritten (recon_db_unchanged_tables). */
+void rdb_digest_count_unchanged(void);
 
 /* The window's owner rows (res->rollup) packed per pair into attribution_packed (sql/022),
  * through rdb_diff_write; *changed += the pair rows written and removed

@@ -160,9 +160,19 @@ int rdb_write_results(PGconn *db, const struct cfg *cfg, int64_t ws, const struc
     rdb_fmt_ts(from, ws);
     tm_format_rfc3339(ws, tsbuf);
     const char *params[] = {from};
-    /* this transaction keeps the hourly rollups itself (sql/018: the triggers stand aside) */
+    /* this transaction keeps the hourly rollups itself (sql/018: the triggers stand aside) and
+     * the result digests (sql/034: its statements keep them; ROW EXCLUSIVE on result_digests from
+     * before the first read of stored rows to COMMIT, so another writer's change to these tables
+     * forgets the digests after this transaction, or this one sees the change) */
     PGresult *r = rdb_q(db, "writing results", err, errlen,
-                        "SET LOCAL wanledger.hourly_writer = 'on'", 0, NULL);
+                        "SELECT set_config('wanledger.hourly_writer', 'on', true), "
+                        "set_config('wanledger.result_writer', 'on', true)",
+                        0, NULL);
+    if (!r)
+        return -1;
+    PQclear(r);
+    r = rdb_q(db, "writing results", err, errlen, "LOCK TABLE result_digests IN ROW EXCLUSIVE MODE",
+              0, NULL);
     if (!r)
         return -1;
     PQclear(r);

@@ -447,6 +447,84 @@ static void test_late_data_withdraws_alert(void **state)
                         "1,resolved,t,t");
 }
 
+/* A window reconciled again writes only the tables whose rows changed (sql/034, result_digests):
+ * unchanged inputs write nothing and leave all three result tables alone; another writer's change
+ * to a table (a statement not by the reconciler) forgets that table's digests, so the next
+ * reconciliation compares and puts the computed rows back; late data changes the rows. A window
+ * of its own, three hours after W0, so no alert of the tests above is touched. */
+static void test_unchanged_tables_left_alone(void **state)
+{
+    (void)state;
+    int64_t w = W0_S + 3 * 3600;
+    for (int k = 0; k <= 4; k++)
+        exec("INSERT INTO counter_samples (device, interface, at, uptime_cs, in_octets, "
+             "out_octets, counter_bits) VALUES ('nyc-border-1', 'et-0/0/1', '%s', %d, 0, %d, 64)",
+             ts(w - 30 + 30 * k), 2000000 + 3000 * k, 30000 * k);
+    exec("INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds, n_flows) "
+         "VALUES ('agent-dig', 1, 'nyc-gpu-9', '%s', 60, 1)",
+         ts(w));
+    exec("INSERT INTO flow_records (window_start, agent_id, seq, idx, host, source, proto, "
+         "local_addr, local_port, remote_addr, remote_port, role, tx_bytes, user_name, program) "
+         "VALUES ('%s', 'agent-dig', 1, 0, 'nyc-gpu-9', 'socket', 'tcp', '10.1.0.9', 40000, "
+         "'10.2.0.9', 443, 'client', 30000, 'dave', 'rsync')",
+         ts(w));
+    static const char cells_q[] =
+        "SELECT string_agg(concat_ws(',', src_site, dst_site, attributed_bytes, status), ';' "
+        "ORDER BY src_site, dst_site) FROM heatmap_cells WHERE window_start = '%s'";
+    static const char owners_q[] =
+        "SELECT string_agg(concat_ws(',', src_site, dst_site, user_name, program, bytes), ';' "
+        "ORDER BY user_name) FROM attribution_rollup WHERE window_start = '%s'";
+    static const char digests_q[] = "SELECT string_agg(table_name, ',' ORDER BY table_name) FROM "
+                                    "result_digests WHERE window_start = '%s'";
+    struct recon_db_stats st;
+    reconcile(w, &st);
+    char cells[512], owners[512];
+    snprintf(cells, sizeof cells, "%s", one(cells_q, ts(w)));
+    snprintf(owners, sizeof owners, "%s", one(owners_q, ts(w)));
+    /* 30,000 B of nyc -> chi's 60,000 observed (payload 57,000): red; chi -> nyc idle */
+    assert_string_equal(cells, "chi,nyc,0,idle;nyc,chi,30000,red");
+    assert_string_equal(owners, "nyc,chi,dave,rsync,30000");
+    assert_string_equal(one(digests_q, ts(w)),
+                        "attribution_packed,dependency_packed,heatmap_cells");
+
+    unsigned long long u = recon_db_unchanged_tables();
+    reconcile(w, &st);
+    assert_int_equal(st.n_rows_changed, 0);
+    assert_int_equal(recon_db_unchanged_tables() - u, 3);
+
+    /* another writer changes a cell: the cells' digests go, the cell is put back */
+    exec("UPDATE heatmap_cells SET attributed_bytes = 1 WHERE window_start = '%s'", ts(w));
+    assert_string_equal(one(digests_q, ts(w)), "attribution_packed,dependency_packed");
+    u = recon_db_unchanged_tables();
+    reconcile(w, &st);
+    assert_string_equal(one(cells_q, ts(w)), cells);
+    assert_true(st.n_rows_changed > 0);
+    assert_int_equal(recon_db_unchanged_tables() - u, 2);
+
+    /* a write through the attribution_rollup view (attribution_packed under it) */
+    exec("DELETE FROM attribution_rollup WHERE window_start = '%s'", ts(w));
+    assert_string_equal(one(owners_q, ts(w)), "");
+    u = recon_db_unchanged_tables();
+    reconcile(w, &st);
+    assert_string_equal(one(owners_q, ts(w)), owners);
+    assert_int_equal(recon_db_unchanged_tables() - u, 2);
+    assert_string_equal(one(digests_q, ts(w)),
+                        "attribution_packed,dependency_packed,heatmap_cells");
+
+    /* late data: a second flow of dave's; cells and owners change, nothing is skipped wrongly */
+    exec("INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds, n_flows) "
+         "VALUES ('agent-dig', 2, 'nyc-gpu-9', '%s', 60, 1)",
+         ts(w));
+    exec("INSERT INTO flow_records (window_start, agent_id, seq, idx, host, source, proto, "
+         "local_addr, local_port, remote_addr, remote_port, role, tx_bytes, user_name, program) "
+         "VALUES ('%s', 'agent-dig', 2, 0, 'nyc-gpu-9', 'socket', 'tcp', '10.1.0.9', 40001, "
+         "'10.2.0.9', 443, 'client', 27000, 'dave', 'rsync')",
+         ts(w));
+    reconcile(w, &st);
+    assert_string_equal(one(cells_q, ts(w)), "chi,nyc,0,idle;nyc,chi,57000,ok");
+    assert_string_equal(one(owners_q, ts(w)), "nyc,chi,dave,rsync,57000");
+}
+
 static void test_unaligned_window_rejected(void **state)
 {
     (void)state;
@@ -534,6 +612,7 @@ int main(void)
         cmocka_unit_test(test_unaligned_window_rejected),
         cmocka_unit_test(test_window_ranges_expand_newest_first),
         cmocka_unit_test(test_flow_row_matches_schema),
+        cmocka_unit_test(test_unchanged_tables_left_alone),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
