@@ -8,4 +8,9 @@
  * the running cmocka test with its first 300 characters and the server's message. */
 void th_db_exec(PGconn *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The first value of the first row of the query made from fmt, as text: "" for NULL, "<none>"
+ * when there is no row; in a static buffer (8 KiB) that the next call overwrites. A failing
+ * query fails the running test as th_db_exec does. */
+const char *th_db_one(PGconn *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

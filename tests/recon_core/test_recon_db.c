@@ -44,23 +44,8 @@ static struct cfg *cfg;
 /* a statement on db that must succeed (th_db.h) */
 #define exec(...) th_db_exec(db, __VA_ARGS__)
 
-/* The single value of a query, as text ("" for NULL, "<none>" for no row). */
-static const char *one(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static const char *one(const char *fmt, ...)
-{
-    static char out[1024];
-    char sql[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    PGresult *r = PQexec(db, sql);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
-    snprintf(out, sizeof out, "%s", PQntuples(r) ? PQgetvalue(r, 0, 0) : "<none>");
-    PQclear(r);
-    return out;
-}
+/* the single value of a query, as text ("" for NULL, "<none>" for no row; th_db.h) */
+#define one(...) th_db_one(db, __VA_ARGS__)
 
 static const char *ts(int64_t s)
 {

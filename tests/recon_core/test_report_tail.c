@@ -31,28 +31,8 @@ static PGconn *db;
 /* a statement on db that must succeed (th_db.h) */
 #define exec(...) th_db_exec(db, __VA_ARGS__)
 
-/* The rows of a query joined as "a|b,c|d" (fields by '|', rows by ','; "" for none). */
-static const char *rows(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static const char *rows(const char *fmt, ...)
-{
-    static char out[8192];
-    char sql[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    PGresult *r = PQexec(db, sql);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
-    size_t n = 0;
-    out[0] = '\0';
-    for (int i = 0; i < PQntuples(r); i++)
-        for (int j = 0; j < PQnfields(r); j++)
-            n += (size_t)snprintf(out + n, sizeof out - n, "%s%s", j ? "|" : (i ? "," : ""),
-                                  PQgetvalue(r, i, j));
-    PQclear(r);
-    return out;
-}
+/* the single value of a query, as text ("" for NULL, "<none>" for no row; th_db.h) */
+#define one(...) th_db_one(db, __VA_ARGS__)
 
 static const char *ts(int64_t s)
 {
@@ -84,14 +64,16 @@ static void report_row_only(const char *agent, long seq, long w)
 
 static const char *gaps(const char *agent)
 {
-    return rows("SELECT seq_from, seq_to FROM agent_gaps WHERE agent_id = '%s' AND reason = "
-                "'seq_missing' ORDER BY seq_from",
-                agent);
+    return one("SELECT string_agg(seq_from || '|' || seq_to, ',' ORDER BY seq_from) FROM "
+               "agent_gaps WHERE agent_id = '%s' AND reason = 'seq_missing'",
+               agent);
 }
 
 static const char *tail(const char *agent)
 {
-    return rows("SELECT seq, exact FROM agent_report_tail WHERE agent_id = '%s'", agent);
+    return one("SELECT seq || '|' || CASE WHEN exact THEN 't' ELSE 'f' END FROM "
+               "agent_report_tail WHERE agent_id = '%s'",
+               agent);
 }
 
 static int setup(void **state)
