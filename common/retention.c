@@ -37,6 +37,13 @@ static int prune_failed(PGresult *r, const char *what, char *err, size_t errlen)
     return -1;
 }
 
+/* rc after a ROLLBACK of the transaction a failed statement left open. */
+static int rolled_back(PGconn *db, int rc)
+{
+    PQclear(PQexec(db, "ROLLBACK"));
+    return rc;
+}
+
 static int64_t days_ago(int64_t now_us, int days)
 {
     return now_us - (int64_t)days * 86400 * TM_USEC_PER_SEC;
@@ -56,17 +63,38 @@ int retention_prune(PGconn *db, const struct cfg *cfg, int64_t now_us, int64_t r
         tm_format_rfc3339(days_ago(now_us, cfg->retention_gaps_days), c),
         tm_format_rfc3339(raw, d),
     };
-    PGresult *r = PQexecParams(db,
-                               "SELECT table_name, deleted FROM wl_prune_results($1::timestamptz,"
-                               " $2::timestamptz, $3::timestamptz, $4::timestamptz)",
-                               4, NULL, p, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+    /* The result rows with their digests (sql/034), in one transaction that keeps the digests
+     * itself: the windows it empties (all before the results' cutoff) lose theirs. Left to the
+     * tables' triggers, its statements would forget every digest under result_digests' lock,
+     * and every window the reconciler writes meanwhile would wait for this transaction. */
+    PGresult *r = PQexec(db, "BEGIN");
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
         return prune_failed(r, "results", err, errlen);
+    PQclear(r);
+    r = PQexec(db, "SELECT set_config('wanledger.result_writer', 'on', true)");
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        return rolled_back(db, prune_failed(r, "results", err, errlen));
+    PQclear(r);
+    r = PQexecParams(db, "DELETE FROM result_digests WHERE window_start < $1::timestamptz", 1, NULL,
+                     p, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        return rolled_back(db, prune_failed(r, "result_digests", err, errlen));
+    PQclear(r);
+    r = PQexecParams(db,
+                     "SELECT table_name, deleted FROM wl_prune_results($1::timestamptz,"
+                     " $2::timestamptz, $3::timestamptz, $4::timestamptz)",
+                     4, NULL, p, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        return rolled_back(db, prune_failed(r, "results", err, errlen));
     for (int i = 0; i < PQntuples(r); i++) {
         int k = retention_table_index(PQgetvalue(r, i, 0));
         if (k >= 0)
             st->deleted[k] = atoll(PQgetvalue(r, i, 1));
     }
+    PQclear(r);
+    r = PQexec(db, "COMMIT");
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        return prune_failed(r, "results", err, errlen);
     PQclear(r);
     /* the NAS view (sql/011) is a result table: kept like the rollups */
     r = PQexecParams(db, "DELETE FROM nas_windows WHERE window_start < $1::timestamptz", 1, NULL, p,

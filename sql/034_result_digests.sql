@@ -11,10 +11,11 @@
 -- result_digests keeps, per window and table, the SHA-256 of the rows the reconciler last wrote
 -- there (the COPY data it sent, with the table's name and the row count), written in the same
 -- transaction as the rows. When the new rows' digest equals the stored one, the table holds
--- exactly those rows and nothing is compared or written. Only the reconciler's write transaction
--- sets wanledger.result_writer; a statement by anything else on these tables (retention, a write
--- through the attribution_rollup view, a hand, a test) forgets every digest of the table, so the
--- next reconciliation of any window compares as before. Its lock (SHARE ROW EXCLUSIVE on
+-- exactly those rows and nothing is compared or written. The reconciler's write transaction and
+-- retention's (common/retention.c: it deletes the digests of the windows it empties) set
+-- wanledger.result_writer and keep the digests themselves; a statement by anything else on these
+-- tables (a write through the attribution_rollup view, a hand, a test) forgets every digest of
+-- the table, so the next reconciliation of any window compares as before. Its lock (SHARE ROW EXCLUSIVE on
 -- result_digests) waits for every reconciler transaction that took ROW EXCLUSIVE there before
 -- reading the stored rows (recon_db_write.c), and holds later ones off until it commits: a digest
 -- is never stored from a comparison that missed another writer's change, nor kept after one.

@@ -18,6 +18,7 @@
 #include "harness.h"
 #include "th_db.h"
 #include "recon_db.h"
+#include "retention.h"
 #include "timeutil.h"
 
 /* Windows of 60 s from W0 = 2025-11-02T10:00:00Z (a past day). */
@@ -508,6 +509,24 @@ static void test_unchanged_tables_left_alone(void **state)
     reconcile(w, &st);
     assert_string_equal(one(cells_q, ts(w)), "chi,nyc,0,idle;nyc,chi,57000,ok");
     assert_string_equal(one(owners_q, ts(w)), "nyc,chi,dave,rsync,57000");
+
+    /* retention keeps the digests itself: the windows it empties (all of this file's, over a
+     * year old) lose theirs, a newer window's stays (a row made here for a window of this minute)
+     */
+    int64_t now = tm_now_us();
+    exec("INSERT INTO result_digests VALUES (date_bin('1 minute', now(), timestamptz 'epoch'), "
+         "'heatmap_cells', 0, '\\x00')");
+    struct retention_stats rs;
+    struct cfg keep30 = *cfg; /* results kept 30 days */
+    keep30.retention_results_days = 30;
+    char err[512];
+    if (retention_prune(db, &keep30, now, 0, &rs, err, sizeof err))
+        fail_msg("%s", err);
+    assert_string_equal(one("SELECT count(*) FROM heatmap_cells WHERE window_start = '%s'", ts(w)),
+                        "0");
+    assert_string_equal(one("SELECT string_agg(table_name || ',' || (window_start > now() - "
+                            "interval '1 day'), ';') FROM result_digests"),
+                        "heatmap_cells,true");
 }
 
 static void test_unaligned_window_rejected(void **state)
