@@ -580,8 +580,8 @@ static void test_exception_inside_the_answer(void **state)
     assert_int_equal(
         recon_db_reconcile_window(db, cfg, ws * TM_USEC_PER_SEC, NULL, err, sizeof err), -1);
     print_message("with the limit: %s\n", err);
-    /* the line after the rows sent: 12,001 while each block is one insert's 1,000 rows */
-    assert_non_null(strstr(err, " of the answer has 1 fields, not 24"));
+    /* the row after the rows sent: 12,001 while each block is one insert's 1,000 rows */
+    assert_non_null(strstr(err, "row 12001 of the answer is not a flow record"));
     assert_non_null(strstr(err, "Limit for result exceeded"));
     assert_int_equal(num("SELECT count(*) FROM heatmap_cells"), 0);
     assert_int_equal(num("SELECT count(*) FROM attribution_rollup"), 0);
@@ -600,6 +600,70 @@ static void test_exception_inside_the_answer(void **state)
     free(pg_cells);
     free(ch_cells);
     proxy_stop(&px);
+    cfg_free(cfg);
+    cfg_free(pg_cfg);
+}
+
+/* Strings and NULLs as RowBinary carries them (recon_db_ch.c reads the answer by its ClickHouse
+ * types): a user name of 20,000 bytes (a 3-byte LEB128 length), a workflow of 300 with a tab, a
+ * backslash, a newline and UTF-8, a program that is empty; an NFS flow (its socket ports NULL)
+ * and a socket flow without a role (NULL). The window reconciled from ClickHouse and, its
+ * results deleted, from PostgreSQL's own rows: the same rows, and the odd names are in them. */
+static void test_strings_and_nulls_read_back(void **state)
+{
+    (void)state;
+    reset_db();
+    free(th_ch_query(&CH, "DROP TABLE IF EXISTS wanledger.flow_records"));
+    const int64_t ws = T0 + 1200;
+    char ts[TM_RFC3339_LEN];
+    tm_format_rfc3339(ws * TM_USEC_PER_SEC, ts);
+    exec("INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds, n_flows,"
+         " ch_pending) VALUES ('agent-s', 1, 'nyc-gpu-1', '%s', 60, 3, true)",
+         ts);
+    exec("INSERT INTO flow_records (window_start, agent_id, seq, idx, host, source, proto,"
+         " local_addr, local_port, remote_addr, remote_port, role, tx_bytes, rx_bytes, user_name,"
+         " workflow, program) VALUES"
+         " ('%s', 'agent-s', 1, 0, 'nyc-gpu-1', 'socket', 'tcp', '10.1.0.2', 40000, '10.2.0.2',"
+         " 5201, 'client', 7000, 0, repeat('u', 20000),"
+         " repeat('w', 290) || E'\\t\\\\\\n' || 'café', ''),"
+         " ('%s', 'agent-s', 1, 1, 'nyc-gpu-1', 'socket', 'udp', '10.1.0.2', 40001, '10.2.0.3',"
+         " 53, NULL, 300, 0, 'bob', NULL, 'dig')",
+         ts, ts);
+    exec("INSERT INTO flow_records (window_start, agent_id, seq, idx, host, source, local_addr,"
+         " nfs_server, nfs_port, nfs_export, nfs_op, nfs_bytes, user_name, program) VALUES"
+         " ('%s', 'agent-s', 1, 2, 'nyc-gpu-1', 'nfs', '10.1.0.2', '10.2.0.9', 2049, '/export',"
+         " 'write', 5000, 'carol', 'cp')",
+         ts);
+    struct cfg_errors errs = {0};
+    struct cfg *cfg = cfg_parse("strings.json", default_config, &errs);
+    struct cfg *pg_cfg = cfg_parse("strings.json", default_config, &errs);
+    assert_non_null(cfg);
+    assert_non_null(pg_cfg);
+    use_clickhouse(cfg, CH.url);
+    char err[512];
+    if (chstore_ensure_schema(&cfg->clickhouse, err, sizeof err) != 0 ||
+        chflush_drain(db, cfg, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(th_ch_num(&CH, "SELECT count() FROM wanledger.flow_records WHERE"
+                                    " length(user_name) = 20000"),
+                     1);
+    reconcile(cfg, ws, "strings");
+    char *ch_rows = snapshot();
+    for (size_t i = 0; i < sizeof result_tables / sizeof *result_tables; i++)
+        exec("DELETE FROM %s", result_tables[i]);
+    reconcile(pg_cfg, ws, "strings");
+    char *pg_rows = snapshot();
+    assert_string_equal(pg_rows, ch_rows);
+    /* the owners as read back: the long name, the odd workflow, the NFS flow's and the
+     * role-less flow's users */
+    char *owners = one("SELECT string_agg(concat_ws(',', length(user_name), workflow = repeat('w',"
+                       " 290) || E'\\t\\\\\\n' || 'café', program, bytes), ';' ORDER BY bytes) FROM"
+                       " attribution_rollup");
+    print_message("owners: %s\n", owners);
+    assert_string_equal(owners, "3,f,dig,300;5,f,cp,5000;20000,t,,7000");
+    free(owners);
+    free(pg_rows);
+    free(ch_rows);
     cfg_free(cfg);
     cfg_free(pg_cfg);
 }
@@ -698,6 +762,7 @@ int main(void)
         cmocka_unit_test(test_paths_identical),
         cmocka_unit_test(test_retry_after_timeout_not_doubled),
         cmocka_unit_test(test_exception_inside_the_answer),
+        cmocka_unit_test(test_strings_and_nulls_read_back),
         cmocka_unit_test(test_prune_drops_old_days),
         cmocka_unit_test(test_schema_upgrade_adds_kube_columns),
     };
