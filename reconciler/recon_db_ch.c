@@ -356,7 +356,9 @@ static int query_flows(const struct cfg *cfg, int64_t ws, bool final, size_t exp
     int pos[FR_NCOLS];
     struct ch_type types[FR_NCOLS + 3];
     if (build_query(cfg, ws, final, sql, sizeof sql, pos, types) < 0) {
-        snprintf(err, errlen, "loading flows from ClickHouse: query too long");
+        snprintf(err, errlen,
+                 "loading flows from ClickHouse: cannot build the query (too long, or a column "
+                 "type this reader has no RowBinary rule for)");
         return -1;
     }
     struct ch_read r = {.in = in, .pos = pos, .types = types, .nf = 3};
