@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "pgc.h"
 #include "timeutil.h"
 
 static const char *const TABLES[RETENTION_TABLES] = {
@@ -24,24 +25,6 @@ int retention_table_index(const char *name)
         if (strcmp(name, TABLES[k]) == 0)
             return k;
     return -1;
-}
-
-/* "pruning WHAT: <the server's message without its newlines>"; clears r. */
-static int prune_failed(PGresult *r, const char *what, char *err, size_t errlen)
-{
-    snprintf(err, errlen, "pruning %s: %s", what, PQresultErrorMessage(r));
-    size_t n = strlen(err);
-    while (n && err[n - 1] == '\n')
-        err[--n] = '\0';
-    PQclear(r);
-    return -1;
-}
-
-/* rc after a ROLLBACK of the transaction a failed statement left open. */
-static int rolled_back(PGconn *db, int rc)
-{
-    PQclear(PQexec(db, "ROLLBACK"));
-    return rc;
 }
 
 static int64_t days_ago(int64_t now_us, int days)
@@ -67,47 +50,48 @@ int retention_prune(PGconn *db, const struct cfg *cfg, int64_t now_us, int64_t r
      * itself: the windows it empties (all before the results' cutoff) lose theirs. Left to the
      * tables' triggers, its statements would forget every digest under result_digests' lock,
      * and every window the reconciler writes meanwhile would wait for this transaction. */
-    PGresult *r = PQexec(db, "BEGIN");
-    if (PQresultStatus(r) != PGRES_COMMAND_OK)
-        return prune_failed(r, "results", err, errlen);
+    char e[512], m[480];
+    PGresult *r = NULL;
+    if (pgc_exec(db, "BEGIN; SELECT set_config('wanledger.result_writer', 'on', true)", m,
+                 sizeof(m)) != 0)
+        goto failed_m;
+    if (!(r = pgc_query(db, "result_digests",
+                        "DELETE FROM result_digests WHERE window_start < $1::timestamptz", 1, p, e,
+                        sizeof(e))))
+        goto failed;
     PQclear(r);
-    r = PQexec(db, "SELECT set_config('wanledger.result_writer', 'on', true)");
-    if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        return rolled_back(db, prune_failed(r, "results", err, errlen));
-    PQclear(r);
-    r = PQexecParams(db, "DELETE FROM result_digests WHERE window_start < $1::timestamptz", 1, NULL,
-                     p, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK)
-        return rolled_back(db, prune_failed(r, "result_digests", err, errlen));
-    PQclear(r);
-    r = PQexecParams(db,
-                     "SELECT table_name, deleted FROM wl_prune_results($1::timestamptz,"
-                     " $2::timestamptz, $3::timestamptz, $4::timestamptz)",
-                     4, NULL, p, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        return rolled_back(db, prune_failed(r, "results", err, errlen));
+    if (!(r = pgc_query(db, "results",
+                        "SELECT table_name, deleted FROM wl_prune_results($1::timestamptz,"
+                        " $2::timestamptz, $3::timestamptz, $4::timestamptz)",
+                        4, p, e, sizeof(e))))
+        goto failed;
     for (int i = 0; i < PQntuples(r); i++) {
         int k = retention_table_index(PQgetvalue(r, i, 0));
         if (k >= 0)
             st->deleted[k] = atoll(PQgetvalue(r, i, 1));
     }
     PQclear(r);
-    r = PQexec(db, "COMMIT");
-    if (PQresultStatus(r) != PGRES_COMMAND_OK)
-        return prune_failed(r, "results", err, errlen);
-    PQclear(r);
+    if (pgc_exec(db, "COMMIT", m, sizeof(m)) != 0)
+        goto failed_m;
     /* the NAS view (sql/011) is a result table: kept like the rollups */
-    r = PQexecParams(db, "DELETE FROM nas_windows WHERE window_start < $1::timestamptz", 1, NULL, p,
-                     NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK)
-        return prune_failed(r, "nas_windows", err, errlen);
+    if (!(r = pgc_query(db, "nas_windows",
+                        "DELETE FROM nas_windows WHERE window_start < $1::timestamptz", 1, p, e,
+                        sizeof(e))))
+        goto done;
     st->deleted[retention_table_index("nas_windows")] = atoll(PQcmdTuples(r));
     PQclear(r);
     /* after the result rows: the owners none of them uses any more (sql/029) */
-    r = PQexecParams(db, "SELECT wl_prune_owners($1::timestamptz)", 1, NULL, p, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
-        return prune_failed(r, "owners", err, errlen);
+    if (!(r = pgc_query(db, "owners", "SELECT wl_prune_owners($1::timestamptz)", 1, p, e,
+                        sizeof(e))))
+        goto done;
     st->deleted[retention_table_index("owners")] = atoll(PQgetvalue(r, 0, 0));
     PQclear(r);
     return 0;
+failed_m:
+    snprintf(e, sizeof(e), "results: %s", m);
+failed: /* the results' transaction is left open (or aborted) by the statement that failed */
+    PQclear(PQexec(db, "ROLLBACK"));
+done:
+    snprintf(err, errlen, "pruning %s", e);
+    return -1;
 }

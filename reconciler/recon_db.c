@@ -98,8 +98,15 @@ int recon_db_reconcile_window(PGconn *db, const struct cfg *cfg, int64_t window_
     if (!r)
         goto cleanup;
     PQclear(r);
-    if (rdb_write_results(db, cfg, window_start_us, &res, &st->n_rows_changed, err, errlen) ||
-        rdb_write_deps(db, cfg, window_start_us, &res, &st->n_rows_changed, err, errlen))
+    /* a big window's owner rows on a second connection meanwhile (recon_db_side.c), else here */
+    struct rdb_side *side = rdb_side_start(db, cfg, window_start_us, &res);
+    bool written =
+        rdb_write_results(db, cfg, window_start_us, &res, &st->n_rows_changed, err, errlen) == 0 &&
+        rdb_write_deps(db, cfg, window_start_us, &res, &st->n_rows_changed, err, errlen) == 0;
+    if (rdb_side_finish(side, written, &st->n_rows_changed) != 0 && written)
+        written = rdb_write_owners(db, cfg, from, window_start_us, &res, &st->n_rows_changed, err,
+                                   errlen) == 0;
+    if (!written)
         goto cleanup;
     int64_t t3 = tm_mono_ns();
     /* one alert evaluation at a time, held to COMMIT: alert rows are read, then written, from the

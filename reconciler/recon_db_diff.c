@@ -65,7 +65,7 @@ static int copy_tmp(PGconn *db, const struct rdb_diff_table *t, const char *tmp,
                     const struct rdb_sbuf *data, bool analyze, const char *what, char *err,
                     size_t errlen)
 {
-    static char sql[1024];
+    char sql[1024];
     if (create_tmp(db, t, tmp, what, err, errlen))
         return -1;
     snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN%s", tmp, t->cols,
@@ -108,7 +108,7 @@ static int first_write(PGconn *db, const struct rdb_diff_table *t, const char *w
                        const struct rdb_sbuf *data, long long n_rows, struct rdb_diff_counts *out,
                        const char *tmp, const char *what, char *err, size_t errlen)
 {
-    static char sql[8192];
+    char sql[8192];
     char src[256];
     out->written = n_rows;
     bool sorted = t->keyed && !t->ordered && n_rows >= rdb_diff_sort_above;
@@ -148,7 +148,7 @@ static int first_write(PGconn *db, const struct rdb_diff_table *t, const char *w
     return rdb_run(db, what, sql, 0, NULL, NULL, err, errlen);
 }
 
-static int diff_stored(PGconn *db, const struct rdb_diff_table *t, const char *const p1[1],
+static int diff_stored(PGconn *db, const struct rdb_diff_table *t, const char *ws,
                        const struct rdb_sbuf *data, long long n_rows, struct rdb_diff_counts *out,
                        const char *tmp, const char *tmp_new, const char *keyeq, const char *valeq,
                        const char *what, char *err, size_t errlen);
@@ -158,7 +158,7 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
                    char *err, size_t errlen)
 {
     char what[96], tmp[64], tmp_new[64], keyeq[1024], valeq[1024];
-    static char sql[8192];
+    char sql[8192];
     memset(out, 0, sizeof *out);
     snprintf(what, sizeof what, "writing %s", t->table);
     snprintf(tmp, sizeof tmp, "wl_diff_%s", t->table);
@@ -168,7 +168,6 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
         snprintf(err, errlen, "%s: column list too long", what);
         return -1;
     }
-    const char *p1[] = {ws};
     /* the rows' digest (none when OpenSSL fails: then written and compared as without one) */
     char dg[RDB_DIGEST_HEX] = "", n[RDB_NUM_LEN];
     bool have = rdb_digest_hex(t->table, data, n_rows, dg) == 0;
@@ -192,7 +191,7 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
     }
     /* a window's first reconciliation (the usual case) has nothing to compare: its rows go
      * straight in, and the hourly rollup sums them where they landed */
-    int rc = stored ? diff_stored(db, t, p1, data, n_rows, out, tmp, tmp_new, keyeq, valeq, what,
+    int rc = stored ? diff_stored(db, t, ws, data, n_rows, out, tmp, tmp_new, keyeq, valeq, what,
                                   err, errlen)
                     : first_write(db, t, ws, data, n_rows, out, tmp_new, what, err, errlen);
     if (rc == 0 && have)
@@ -202,13 +201,13 @@ int rdb_diff_write(PGconn *db, const struct rdb_diff_table *t, const char *ws,
 
 /* The window's rows of t stored already: the new rows compared with them, the difference
  * written. */
-static int diff_stored(PGconn *db, const struct rdb_diff_table *t, const char *const p1[1],
+static int diff_stored(PGconn *db, const struct rdb_diff_table *t, const char *ws,
                        const struct rdb_sbuf *data, long long n_rows, struct rdb_diff_counts *out,
                        const char *tmp, const char *tmp_new, const char *keyeq, const char *valeq,
                        const char *what, char *err, size_t errlen)
 {
-    static char sql[8192];
-    const char *ws = p1[0];
+    char sql[8192];
+    const char *p1[] = {ws};
     /* the new rows in wl_new_<table> (read only from here on: no dead rows for the joins to
      * wade through), the signed changes in wl_diff_<table> */
     if (copy_tmp(db, t, tmp_new, data, true, what, err, errlen) ||

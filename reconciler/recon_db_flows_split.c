@@ -33,11 +33,10 @@
 #include "recon_db_internal.h"
 
 long long rdb_load_split_above = 500000;
-const char *rdb_load_helper_conninfo;
 long long rdb_load_splits, rdb_load_split_fallbacks;
 
 struct helper {
-    const char *const *keys, *const *vals; /* the main connection's parameters */
+    const struct rdb_conn_params *params; /* the main connection's */
     const char *snapshot, *timeout;
     int64_t ws;
     int part;
@@ -73,8 +72,7 @@ static void *helper_run(void *arg)
 {
     struct helper *h = arg;
     h->rc = -1;
-    h->conn = rdb_load_helper_conninfo ? PQconnectdb(rdb_load_helper_conninfo)
-                                       : PQconnectdbParams(h->keys, h->vals, 0);
+    h->conn = rdb_conn_helper(h->params);
     if (PQstatus(h->conn) != CONNECTION_OK) {
         snprintf(h->err, sizeof h->err, "connecting: %s", PQerrorMessage(h->conn));
         return NULL;
@@ -112,11 +110,8 @@ static void join_parts(struct rdb_flow_part *a, struct rdb_flow_part *b, struct 
 static int load_split(PGconn *db, int64_t ws, size_t n_all, size_t n_part0, const char *snapshot,
                       const char *timeout, struct rdb_inputs *in, char *err, size_t errlen)
 {
-    PQconninfoOption *opts = PQconninfo(db);
-    size_t n = 0;
-    for (PQconninfoOption *o = opts; o && o->keyword; o++)
-        n += o->val != NULL;
-    const char **keys = calloc(n + 1, sizeof *keys), **vals = calloc(n + 1, sizeof *vals);
+    struct rdb_conn_params cp;
+    bool have_params = rdb_conn_params_of(db, &cp) == 0;
     struct helper h[2];
     memset(h, 0, sizeof h);
     int rc = -1;
@@ -124,19 +119,12 @@ static int load_split(PGconn *db, int64_t ws, size_t n_all, size_t n_part0, cons
         n_part0 = n_all;
     struct recon_flow *flows = huge_alloc((n_all + 1) * sizeof *flows);
     uint64_t *tid = huge_alloc((n_all + 1) * sizeof *tid);
-    if (!opts || !keys || !vals || !flows || !tid) {
+    if (!have_params || !flows || !tid) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    n = 0;
-    for (PQconninfoOption *o = opts; o->keyword; o++)
-        if (o->val) {
-            keys[n] = o->keyword;
-            vals[n++] = o->val;
-        }
     for (int k = 0; k < 2; k++)
-        h[k] = (struct helper){.keys = keys,
-                               .vals = vals,
+        h[k] = (struct helper){.params = &cp,
                                .snapshot = snapshot,
                                .timeout = timeout,
                                .ws = ws,
@@ -172,9 +160,7 @@ out:
     }
     huge_free(flows);
     huge_free(tid);
-    free(keys);
-    free(vals);
-    PQconninfoFree(opts);
+    rdb_conn_params_free(&cp);
     return rc;
 }
 

@@ -201,9 +201,20 @@ void rdb_flow_kinds(struct recon_flow *f, const char *source, const char *proto,
  * one array, in->rank (each flow's row's ctid) giving the heap order back
  * (recon_db_flows_split.c); on any failure of the split the one-COPY load runs. */
 int rdb_load_flows(PGconn *db, int64_t ws, struct rdb_inputs *in, char *err, size_t errlen);
-extern long long rdb_load_split_above;       /* default 500,000; tests set 0 */
-extern const char *rdb_load_helper_conninfo; /* tests: the helpers' conninfo (NULL: db's) */
+extern long long rdb_load_split_above;                      /* default 500,000; tests set 0 */
 extern long long rdb_load_splits, rdb_load_split_fallbacks; /* counts, for tests */
+
+/* Helper connections (recon_db_helper.c): the main connection's parameters, and a connection
+ * made with them (or with rdb_load_helper_conninfo when set: tests point it elsewhere); the
+ * caller checks PQstatus and PQfinishes it. rdb_conn_params_of: 0, or -1 out of memory. */
+struct rdb_conn_params {
+    PQconninfoOption *opts;
+    const char **keys, **vals;
+};
+extern const char *rdb_load_helper_conninfo; /* tests: the helpers' conninfo (NULL: db's) */
+int rdb_conn_params_of(PGconn *db, struct rdb_conn_params *p);
+PGconn *rdb_conn_helper(const struct rdb_conn_params *p);
+void rdb_conn_params_free(struct rdb_conn_params *p);
 
 /* A load's flows: grown as they come (fixed false: flows and tid its own), or written into a slot
  * of cap flows of the caller's arrays (fixed: a part of a split load; one flow more than cap is an
@@ -246,13 +257,32 @@ const char *rdb_site_name(const struct cfg *cfg, int i);
 /* Sites a and b (indexes) in the databases' order (strcmp of the names: code point order, that
  * of their C.UTF-8 collation): < 0, 0, > 0. */
 int rdb_site_cmp(const struct cfg *cfg, int a, int b);
-/* Makes the window's dependency_rollup rows the result's (recon_db_deps.c), and its
- * heatmap_cells, attribution_rollup (with their hourly rollups) and link_windows rows. */
+/* A transaction that writes result rows: it keeps their hourly rollups and digests itself (its
+ * settings), ROW EXCLUSIVE on result_digests to COMMIT. Called before its first result read. */
+int rdb_result_writer(PGconn *db, char *err, size_t errlen);
+/* Makes the window's dependency_rollup rows the result's (recon_db_deps.c); its
+ * attribution_rollup rows (with their hourly rollup, recon_db_owners.c); its heatmap_cells (with
+ * their hourly rollup) and link_windows rows (recon_db_write.c: it calls rdb_result_writer; the
+ * other two expect it called). Each adds the rows it wrote or removed to *changed
+ * (recon_db_diff.c). */
 int rdb_write_deps(PGconn *db, const struct cfg *cfg, int64_t ws, const struct recon_result *res,
                    long long *changed, char *err, size_t errlen);
-/* Both add the rows they wrote or removed to *changed (recon_db_diff.c). */
 int rdb_write_results(PGconn *db, const struct cfg *cfg, int64_t ws, const struct recon_result *res,
                       long long *changed, char *err, size_t errlen);
+
+/* The owner rows of a big window (rdb_write_split_above rollup and dependency rows or more)
+ * written on a helper connection, in a transaction of its own, while db writes the cells, links
+ * and dependency rows (recon_db_side.c). rdb_side_start: NULL when the window is small or the
+ * helper's thread cannot start. rdb_side_finish(s, ok): ok = db's own writes succeeded; the
+ * helper then commits (else rolls back), and is joined. 0: its rows are committed, their count
+ * added to *changed; 1: they are not (s NULL, or the helper failed: logged), db must write them
+ * itself (rdb_write_owners, after rdb_result_writer). s is freed. */
+struct rdb_side;
+extern long long rdb_write_split_above;                       /* default 100,000; tests set 0 */
+extern long long rdb_write_splits, rdb_write_split_fallbacks; /* counts, for tests */
+struct rdb_side *rdb_side_start(PGconn *db, const struct cfg *cfg, int64_t ws,
+                                const struct recon_result *res);
+int rdb_side_finish(struct rdb_side *s, bool ok, long long *changed);
 /* Re-evaluates the alerts of every pair this window may change from its stored history. */
 int rdb_evaluate_alerts(PGconn *db, const struct cfg *cfg, int64_t ws,
                         const struct recon_result *res, struct recon_db_stats *st, char *err,

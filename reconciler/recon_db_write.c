@@ -153,13 +153,8 @@ static const struct rdb_diff_table cells_table = {
     NULL,
 };
 
-int rdb_write_results(PGconn *db, const struct cfg *cfg, int64_t ws, const struct recon_result *res,
-                      long long *changed, char *err, size_t errlen)
+int rdb_result_writer(PGconn *db, char *err, size_t errlen)
 {
-    char from[TM_RFC3339_LEN], tsbuf[TM_RFC3339_LEN];
-    rdb_fmt_ts(from, ws);
-    tm_format_rfc3339(ws, tsbuf);
-    const char *params[] = {from};
     /* this transaction keeps the hourly rollups itself (sql/018: the triggers stand aside) and
      * the result digests (sql/034: its statements keep them; ROW EXCLUSIVE on result_digests from
      * before the first read of stored rows to COMMIT, so another writer's change to these tables
@@ -176,8 +171,20 @@ int rdb_write_results(PGconn *db, const struct cfg *cfg, int64_t ws, const struc
     if (!r)
         return -1;
     PQclear(r);
-    r = rdb_q(db, "clearing the window's results", err, errlen,
-              "DELETE FROM link_windows WHERE window_start = $1::timestamptz", 1, params);
+    return 0;
+}
+
+int rdb_write_results(PGconn *db, const struct cfg *cfg, int64_t ws, const struct recon_result *res,
+                      long long *changed, char *err, size_t errlen)
+{
+    char from[TM_RFC3339_LEN], tsbuf[TM_RFC3339_LEN];
+    rdb_fmt_ts(from, ws);
+    tm_format_rfc3339(ws, tsbuf);
+    const char *params[] = {from};
+    if (rdb_result_writer(db, err, errlen))
+        return -1;
+    PGresult *r = rdb_q(db, "clearing the window's results", err, errlen,
+                        "DELETE FROM link_windows WHERE window_start = $1::timestamptz", 1, params);
     if (!r)
         return -1;
     PQclear(r);
@@ -192,8 +199,6 @@ int rdb_write_results(PGconn *db, const struct cfg *cfg, int64_t ws, const struc
     if (rdb_diff_write(db, &cells, from, &b, (long long)res->n_cells, &dc, err, errlen))
         goto cleanup;
     *changed += dc.written + dc.removed;
-    if (rdb_write_owners(db, cfg, from, ws, res, changed, err, errlen))
-        goto cleanup;
     b.n = 0;
     fill_links(&b, cfg, tsbuf, res);
     if (b.oom)

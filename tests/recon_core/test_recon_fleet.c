@@ -15,7 +15,9 @@
  *    writes and late data into a folded hour kept in its hourly rows; the reconciler's fold
  *    thread folds an ended hour on its own connection and stops promptly;
  *  - owners' last days (sql/029) stamped by the writer whatever the windows' order, and the
- *    prune of the owners no kept result row uses. */
+ *    prune of the owners no kept result row uses;
+ *  - the side write (recon_db_side.c): owner rows on a second connection, its fallback to the
+ *    one, and the reconcile transaction failing after the side committed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,7 +35,7 @@
 #include "harness.h"
 #include "th_db.h"
 #include "recon_db.h"
-#include "recon_db_internal.h" /* rdb_diff_sort_above */
+#include "recon_db_internal.h" /* rdb_diff_sort_above, rdb_write_split_above */
 #include "recon_par.h"
 #include "retention.h"
 #include "timeutil.h"
@@ -433,18 +435,23 @@ static void insert_inputs(void)
     }
 }
 
+/* Every result row the tests compare, as text; an empty table as an empty part. */
 static char *snapshot(void)
 {
     PGresult *r = query(
-        "SELECT (SELECT string_agg(concat_ws(',', window_start, src_site, dst_site, "
-        "observed_bytes, attributed_bytes, unattributed_bytes, coverage, status), ';' ORDER BY "
-        "window_start, src_site, dst_site) FROM heatmap_cells) || '|' || (SELECT "
+        "SELECT concat_ws('|', coalesce((SELECT string_agg(concat_ws(',', window_start, src_site, "
+        "dst_site, observed_bytes, attributed_bytes, unattributed_bytes, coverage, status), ';' "
+        "ORDER BY window_start, src_site, dst_site) FROM heatmap_cells), ''), coalesce((SELECT "
         "string_agg(concat_ws(',', window_start, workflow, bytes), ';' ORDER BY window_start, "
-        "workflow) FROM attribution_rollup) || '|' || (SELECT string_agg(concat_ws(',', kind, "
-        "src_site, dst_site, state, first_window, last_window, peak_unattributed_bytes), ';' "
-        "ORDER BY first_window, kind) FROM gap_alerts) || '|' || (SELECT string_agg(concat_ws("
-        "',', hour_start, windows, observed_bytes, attributed_bytes), ';') FROM "
-        "heatmap_cells_hourly)");
+        "workflow) FROM attribution_rollup), ''), coalesce((SELECT string_agg(concat_ws(',', "
+        "kind, src_site, dst_site, state, first_window, last_window, peak_unattributed_bytes), "
+        "';' ORDER BY first_window, kind) FROM gap_alerts), ''), coalesce((SELECT "
+        "string_agg(concat_ws(',', hour_start, windows, observed_bytes, attributed_bytes), ';' "
+        "ORDER BY hour_start, src_site, dst_site) FROM heatmap_cells_hourly), ''), "
+        "coalesce((SELECT string_agg(concat_ws(',', window_start, local_site, workflow, "
+        "remote_site, kind, endpoint, bytes_out, bytes_in, connections), ';' ORDER BY "
+        "window_start, local_site, workflow, remote_site, kind, endpoint) FROM "
+        "dependency_rollup), ''))");
     char *s = strdup(PQgetvalue(r, 0, 0));
     PQclear(r);
     return s;
@@ -480,6 +487,20 @@ static void test_parallel_equals_serial(void **state)
     assert_int_equal(ps.reconciled, 12);
     assert_int_equal(ps.failed, 0);
     char *par = snapshot();
+    assert_string_equal(par, serial);
+    free(par);
+    /* again with every window's owner and dependency rows on its worker's second connection
+     * (recon_db_side.c): two workers, four connections writing */
+    reset_results();
+    long long keep = rdb_write_split_above, splits = rdb_write_splits;
+    rdb_write_split_above = 0;
+    memset(&ps, 0, sizeof ps);
+    recon_par_run(db, cfg, NULL, newest_first, 12, 2, &ps);
+    rdb_write_split_above = keep;
+    assert_int_equal(ps.reconciled, 12);
+    assert_int_equal(ps.failed, 0);
+    assert_int_equal(rdb_write_splits, splits + 12);
+    par = snapshot();
     assert_string_equal(par, serial);
     free(serial);
     free(par);
@@ -669,6 +690,85 @@ static void test_writer_changes_only(void **state)
     rdb_diff_sort_above = keep;
 }
 
+/* The side write (recon_db_side.c): every window's owner rows written on a second connection
+ * pass the writer's checks above (rows changed, hourly sums, hand-computed owner bytes); so they
+ * do when that connection cannot be made (written on the one, each window a fallback). Then the
+ * reconcile transaction fails at its COMMIT (a deferred trigger of the test's, on this session
+ * only) after the second connection committed: the window's owner rows are stored, its cells and
+ * dependency rows are not; reconciled again, the window writes those only (the owner rows found
+ * with their digest) and ends equal to a window reconciled once on one connection. */
+static void reset_all(void)
+{
+    reset_results();
+    exec("DELETE FROM heatmap_cells_hourly; DELETE FROM attribution_rollup_hourly; DELETE FROM "
+         "attribution_hours");
+}
+
+static void test_side_write(void **state)
+{
+    (void)state;
+    long long keep = rdb_write_split_above;
+    long long splits = rdb_write_splits, fallbacks = rdb_write_split_fallbacks;
+    rdb_write_split_above = 0;
+    writer_changes_only();
+    assert_int_equal(rdb_write_splits, splits + 15); /* 12 windows, window 3 three times more */
+    assert_int_equal(rdb_write_split_fallbacks, fallbacks);
+    rdb_load_helper_conninfo = "host=127.0.0.1 port=1 dbname=none connect_timeout=2";
+    splits = rdb_write_splits;
+    writer_changes_only();
+    rdb_load_helper_conninfo = NULL;
+    assert_int_equal(rdb_write_splits, splits);
+    assert_int_equal(rdb_write_split_fallbacks, fallbacks + 15);
+
+    /* window 0 reconciled once on one connection */
+    rdb_write_split_above = keep;
+    reset_all();
+    struct recon_db_stats st;
+    reconcile_w(0, &st);
+    char *once = snapshot();
+    assert_non_null(strstr(once, "nyc,chi,60000,57000,0,1,ok|")); /* a cell and its owner */
+    assert_non_null(strstr(once, ",wf-0,57000|"));
+    /* the same window, the reconcile transaction's COMMIT refused after the side's */
+    reset_all();
+    rdb_write_split_above = 0;
+    exec("CREATE FUNCTION wl_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF "
+         "current_setting('wl_test.refuse', true) = 'on' THEN RAISE EXCEPTION 'wl_test: commit "
+         "refused'; END IF; RETURN NULL; END $$");
+    exec("CREATE CONSTRAINT TRIGGER wl_test_refuse AFTER INSERT ON heatmap_cells DEFERRABLE "
+         "INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION wl_test_refuse()");
+    exec("SET wl_test.refuse = 'on'");
+    char err[512] = "";
+    splits = rdb_write_splits;
+    assert_int_equal(recon_db_reconcile_window(db, cfg, US(W0_S), NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "wl_test: commit refused"));
+    assert_int_equal(rdb_write_splits, splits + 1);
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM heatmap_cells WHERE window_start = '%s'",
+             ts(W0_S));
+    assert_int_equal(num(sql), 0);
+    snprintf(sql, sizeof sql,
+             "SELECT (SELECT count(*) FROM attribution_packed WHERE window_start = '%1$s') * 1000 "
+             "+ (SELECT count(*) FROM dependency_packed WHERE window_start = '%1$s')",
+             ts(W0_S));
+    long long side_rows = num(sql);
+    assert_true(side_rows / 1000 > 0);     /* the side's owner rows: committed */
+    assert_int_equal(side_rows % 1000, 0); /* the dependency rows: the reconcile transaction's */
+    exec("RESET wl_test.refuse");
+    reconcile_w(0, &st);
+    snprintf(sql, sizeof sql,
+             "SELECT (SELECT count(*) FROM heatmap_cells WHERE window_start = '%1$s') + (SELECT "
+             "count(*) FROM dependency_packed WHERE window_start = '%1$s')",
+             ts(W0_S));
+    assert_int_equal(st.n_rows_changed, num(sql)); /* not the owner rows again */
+    assert_int_equal(hourly_mismatches(), 0);
+    char *again = snapshot();
+    assert_string_equal(again, once);
+    free(once);
+    free(again);
+    exec("DROP TRIGGER wl_test_refuse ON heatmap_cells; DROP FUNCTION wl_test_refuse()");
+    rdb_write_split_above = keep;
+}
+
 /* The reconciler's fold thread (fold_thread.c) on its own connection: the ended hour folded
  * within its first round, its hourly rows the sums of the windows left by the test above. */
 static void test_fold_thread(void **state)
@@ -813,7 +913,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hourly_rollups),      cmocka_unit_test(test_parallel_equals_serial),
         cmocka_unit_test(test_writer_changes_only), cmocka_unit_test(test_fold_thread),
-        cmocka_unit_test(test_owner_days),
+        cmocka_unit_test(test_owner_days),          cmocka_unit_test(test_side_write),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
