@@ -12,7 +12,8 @@
 static const char *const TABLES[RETENTION_TABLES] = {
     "heatmap_cells",       "attribution_rollup",   "link_windows",      "gap_alerts",
     "agent_gaps",          "window_state",         "dependency_rollup", "flow_samples",
-    "flow_sample_batches", "flow_collector_stats", "nas_windows",       "owners"};
+    "flow_sample_batches", "flow_collector_stats", "nas_windows",       "owners",
+    "agent_report_tail"};
 
 const char *retention_table_name(int i)
 {
@@ -85,6 +86,17 @@ int retention_prune(PGconn *db, const struct cfg *cfg, int64_t now_us, int64_t r
                         sizeof(e))))
         goto done;
     st->deleted[retention_table_index("owners")] = atoll(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    /* after the raw partitions: the report tails (sql/033) of agents with no report stored any
+     * more. Deleting a tail is always safe: the agent's next report looks its neighbours up in
+     * flow_reports and makes a new one exact. A report stored meanwhile may lose its new tail
+     * the same way. */
+    if (!(r = pgc_query(db, "agent_report_tail",
+                        "DELETE FROM agent_report_tail t WHERE NOT EXISTS (SELECT 1 FROM"
+                        " flow_reports f WHERE f.agent_id = t.agent_id)",
+                        0, NULL, e, sizeof(e))))
+        goto done;
+    st->deleted[retention_table_index("agent_report_tail")] = atoll(PQcmdTuples(r));
     PQclear(r);
     return 0;
 failed_m:

@@ -3,7 +3,8 @@
  * results (heatmap_cells, attribution_rollup, link_windows, dependency_rollup) after results_days,
  * delivered resolved alerts after alerts_days, agent_gaps after gaps_days, clean window_state rows
  * and the sampled router flows (flow_samples and its batch keys and collector counters) with the
- * raw data; last, the owners no result row uses any more (wl_prune_owners, sql/029).
+ * raw data; then the owners no result row uses any more (wl_prune_owners, sql/029), and the report
+ * tails (agent_report_tail, sql/033) of agents with no report left.
  * Run by `wanledger prune` and by the leading reconciler once a day. */
 #ifndef WL_RETENTION_H
 #define WL_RETENTION_H
@@ -14,7 +15,7 @@
 
 #include "config.h"
 
-#define RETENTION_TABLES 12
+#define RETENTION_TABLES 13
 
 struct retention_stats {
     int partitions_dropped;

@@ -4,11 +4,11 @@
  * leave only NEW's rows in heatmap_cells, attribution_rollup and link_windows but both days' raw
  * rows, delete the old delivered resolution but keep an old open alert and an old undelivered
  * resolution, and delete old agent_gaps; `prune --older-than 4d` then drops OLD's raw day, its
- * clean window_state row and its sampled router flows (flow_samples, their batch, collector
- * counters) while NEW's stay. The running reconciler had made OLD's and
- * NEW's partitions; after a `prune --older-than 0d` by another process, a batch for NEW's day must
- * still be stored (before the fix: 503 for ever, "no partition of relation"). And a reconciler that
- * starts leading prunes by itself. */
+ * clean window_state row, its sampled router flows (flow_samples, their batch, collector
+ * counters) and the report tail of an agent whose reports were all in that day, while NEW's stay.
+ * The running reconciler had made OLD's and NEW's partitions; after a `prune --older-than 0d` by
+ * another process, a batch for NEW's day must still be stored (before the fix: 503 for ever, "no
+ * partition of relation"). And a reconciler that starts leading prunes by itself. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -148,6 +148,13 @@ static void test_prune_every_table(void **state)
     wait_settled();
     inputs(OLD, 1);
     inputs(NEW, 2);
+    /* an agent whose only report is in OLD's day: its report tail (sql/033) goes with the day */
+    assert_int_equal(
+        post("/v1/attributions", FX_TOKEN_AGENT,
+             fx_fmt("{\"version\":1,\"host\":\"nyc-gpu-2\",\"agent_id\":\"ret-2\",\"seq\":7,"
+                    "\"window_start\":\"%s\",\"flows\":[]}",
+                    fx_ts(OLD))),
+        200);
     char *out = NULL;
     assert_int_equal(fx_run(&F, "reconcile --once", &out), 0);
     free(out);
@@ -176,16 +183,24 @@ static void test_prune_every_table(void **state)
                         "old-open,old-undelivered");
     assert_string_equal(fx_row(&F, "SELECT string_agg(reason, ',') FROM agent_gaps"), "y");
     /* raw data is kept 10 days: OLD's is still there, and so is its window_state row */
-    assert_int_equal(rows("flow_reports", OLD), 1);
+    assert_int_equal(rows("flow_reports", OLD), 2); /* ret-1's and ret-2's */
     assert_int_equal(fx_num(&F, cs), 2);
     assert_int_equal(rows("window_state", OLD), 1);
     assert_int_equal(flow_rows("old"), 4); /* sampled flows are raw data too */
     assert_int_equal(flow_rows("new"), 4);
     /* a shorter raw bound: OLD's raw day and its clean window_state row go, NEW's stay */
+    assert_string_equal(fx_row(&F, "SELECT string_agg(agent_id || ':' || seq, ',' ORDER BY"
+                                   " agent_id) FROM agent_report_tail"),
+                        "ret-1:2,ret-2:7");
     assert_int_equal(fx_run(&F, "prune --older-than 4d", &out), 0);
+    assert_non_null(strstr(out, "agent_report_tail: 1 row(s) past retention deleted"));
     free(out);
     assert_int_equal(rows("flow_reports", OLD), 0);
     assert_int_equal(rows("flow_records", OLD), 0);
+    /* ret-1 still has NEW's report, ret-2 has none left */
+    assert_string_equal(fx_row(&F, "SELECT string_agg(agent_id || ':' || seq, ',' ORDER BY"
+                                   " agent_id) FROM agent_report_tail"),
+                        "ret-1:2");
     assert_int_equal(fx_num(&F, cs), 0);
     assert_int_equal(rows("window_state", OLD), 0);
     assert_int_equal(rows("flow_reports", NEW), 1);
