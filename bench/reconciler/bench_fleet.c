@@ -9,7 +9,8 @@
  *     (WL_BENCH_NEXT_GAP=N: its reports' seqs skip N, a seq gap for every agent);
  *  2. a backlog of 4 windows of 250 k flows reconciled by recon_par_run with 1 worker (what the
  *     loop did before: one window after another) and with 2 workers (separate connections),
- *     alternating, RUNS rounds: wall per backlog p50/max and the ratio.
+ *     alternating, RUNS rounds: wall per backlog p50/max and the ratio;
+ *  3. (WL_BENCH_FOLD_HOUR=N) the fold of an hour of up to 60 windows like the largest.
  * Usage: bench_fleet [RUNS [MAX_FLOWS]]   (default 3 and 1000000; 5000000 adds the 5 M window) */
 #include <pthread.h>
 #include <stdio.h>
@@ -227,6 +228,84 @@ static void clear_results(PGconn *db, const int64_t *win, int n_sizes)
     }
     if (pgc_exec(db, "COMMIT", err, sizeof(err)) < 0)
         die("%s", err);
+}
+
+/* Part 3 (WL_BENCH_FOLD_HOUR=N): the fold of an hour holding up to N windows like the largest
+ * one, as a running fleet's ended hour holds 60. The largest window's owner rows
+ * (attribution_packed) are copied, untimed, into minutes 0.. of the hour a day before it, then
+ * the hour is folded (wl_fold_owner_hour with fold_one's settings, reconciler/recon_db_fold.c)
+ * at 10, 30 and 60 windows (those up to N), the hourly rows deleted between two folds. Each fold
+ * must write as many hourly rows as the window has owners per pair, each row counting every
+ * window, and k times the window's bytes. */
+static void full_hour_fold(PGconn *db, int64_t ws_l, int max_windows)
+{
+    static const int steps[] = {10, 30, 60};
+    char err[1024], sql[1024], src[TM_RFC3339_LEN], hour[TM_RFC3339_LEN];
+    tm_format_rfc3339(ws_l, src);
+    int64_t h = ws_l - ws_l % (3600 * TM_USEC_PER_SEC) - 86400 * TM_USEC_PER_SEC;
+    tm_format_rfc3339(h, hour);
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM attribution_packed p, unnest(p.bytes) WHERE window_start = '%s'",
+             src);
+    long long owners = pg_num(db, sql);
+    snprintf(sql, sizeof(sql),
+             "SELECT sum(b)::bigint FROM attribution_packed p, unnest(p.bytes) b WHERE"
+             " window_start = '%s'",
+             src);
+    long long bytes = pg_num(db, sql);
+    printf("\n3. the fold of an hour of windows like the largest (%lld owner rows a window), "
+           "hour %s\n",
+           owners, hour);
+    int done = 0;
+    for (size_t i = 0; i < sizeof(steps) / sizeof(*steps) && steps[i] <= max_windows; i++) {
+        for (; done < steps[i]; done++) {
+            snprintf(sql, sizeof(sql),
+                     "INSERT INTO attribution_packed SELECT '%s'::timestamptz + make_interval(mins"
+                     " => %d), src_site, dst_site, owner_ids, bytes FROM attribution_packed WHERE"
+                     " window_start = '%s'",
+                     hour, done, src);
+            if (pgc_exec(db, sql, err, sizeof(err)) < 0)
+                die("%s", err);
+        }
+        if (pgc_exec(db, "ANALYZE attribution_packed", err, sizeof(err)) < 0)
+            die("%s", err);
+        snprintf(sql, sizeof(sql),
+                 "BEGIN; SET LOCAL statement_timeout = 1800000; SET LOCAL work_mem = '256MB';"
+                 " SELECT wl_fold_owner_hour('%s')",
+                 hour);
+        int64_t a = tm_mono_ns();
+        PGresult *r = PQexec(db, sql);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK)
+            die("fold: %s", PQresultErrorMessage(r));
+        long long rows = atoll(PQgetvalue(r, 0, 0));
+        PQclear(r);
+        if (pgc_exec(db, "COMMIT", err, sizeof(err)) < 0)
+            die("%s", err);
+        double secs = (double)(tm_mono_ns() - a) / 1e9;
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(*) FROM attribution_rollup_hourly WHERE hour_start = '%s' AND"
+                 " windows <> %d",
+                 hour, done);
+        long long odd = pg_num(db, sql);
+        snprintf(sql, sizeof(sql),
+                 "SELECT sum(bytes)::bigint FROM attribution_rollup_hourly WHERE hour_start = '%s'",
+                 hour);
+        long long sum = pg_num(db, sql);
+        if (rows != owners || odd != 0 || sum != bytes * done)
+            die("fold of %d windows: %lld hourly rows (%lld expected), %lld not counting every"
+                " window, %lld bytes (%lld expected)",
+                done, rows, owners, odd, sum, bytes * done);
+        printf("   %d windows (%lld owner rows): %lld hourly rows in %.3f s (%.3f s a window), "
+               "load average %s\n",
+               done, owners * done, rows, secs, secs / done, loadavg());
+        snprintf(sql, sizeof(sql),
+                 "BEGIN; SET LOCAL wanledger.hourly_writer = 'on'; DELETE FROM"
+                 " attribution_rollup_hourly WHERE hour_start = '%1$s'; DELETE FROM"
+                 " attribution_hours WHERE hour_start = '%1$s'; COMMIT",
+                 hour);
+        if (pgc_exec(db, sql, err, sizeof(err)) < 0)
+            die("%s", err);
+    }
 }
 
 /* Part 1b: the same windows on the ClickHouse path. A scratch clickhouse-server (the tests'
@@ -489,6 +568,8 @@ int main(int argc, char **argv)
     p50 = pct(par, (size_t)runs, 0.5);
     printf("   speed-up at p50: %.2fx; per window %.3f s -> %.3f s\n", (double)s50 / (double)p50,
            s50 / 1e9 / BACKLOG, p50 / 1e9 / BACKLOG);
+    if (getenv("WL_BENCH_FOLD_HOUR"))
+        full_hour_fold(db, win[n_sizes - 1], atoi(getenv("WL_BENCH_FOLD_HOUR")));
     PQfinish(db);
     cfg_free(cfg);
     return 0;
