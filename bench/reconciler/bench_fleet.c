@@ -230,6 +230,28 @@ static void clear_results(PGconn *db, const int64_t *win, int n_sizes)
         die("%s", err);
 }
 
+/* wl_fold_owner_hour of the hour hour_sql (an SQL expression) with the fold thread's settings
+ * (reconciler/recon_db_fold.c: its statement timeout and work_mem), in its own transaction:
+ * the hourly rows written (-1: folded already), the seconds in *secs. */
+static long long fold_hour(PGconn *db, const char *hour_sql, double *secs)
+{
+    char sql[512], err[1024];
+    snprintf(sql, sizeof(sql),
+             "BEGIN; SET LOCAL statement_timeout = 1800000; SET LOCAL work_mem = '256MB';"
+             " SELECT wl_fold_owner_hour(%s)",
+             hour_sql);
+    int64_t a = tm_mono_ns();
+    PGresult *r = PQexec(db, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        die("fold: %s", PQresultErrorMessage(r));
+    long long rows = atoll(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    if (pgc_exec(db, "COMMIT", err, sizeof(err)) < 0)
+        die("%s", err);
+    *secs = (double)(tm_mono_ns() - a) / 1e9;
+    return rows;
+}
+
 /* Part 3 (WL_BENCH_FOLD_HOUR=N): the fold of an hour holding up to N windows like the largest
  * one, as a running fleet's ended hour holds 60. The largest window's owner rows
  * (attribution_packed) are copied, untimed, into minutes 0.. of the hour a day before it, then
@@ -269,19 +291,9 @@ static void full_hour_fold(PGconn *db, int64_t ws_l, int max_windows)
         }
         if (pgc_exec(db, "ANALYZE attribution_packed", err, sizeof(err)) < 0)
             die("%s", err);
-        snprintf(sql, sizeof(sql),
-                 "BEGIN; SET LOCAL statement_timeout = 1800000; SET LOCAL work_mem = '256MB';"
-                 " SELECT wl_fold_owner_hour('%s')",
-                 hour);
-        int64_t a = tm_mono_ns();
-        PGresult *r = PQexec(db, sql);
-        if (PQresultStatus(r) != PGRES_TUPLES_OK)
-            die("fold: %s", PQresultErrorMessage(r));
-        long long rows = atoll(PQgetvalue(r, 0, 0));
-        PQclear(r);
-        if (pgc_exec(db, "COMMIT", err, sizeof(err)) < 0)
-            die("%s", err);
-        double secs = (double)(tm_mono_ns() - a) / 1e9;
+        snprintf(sql, sizeof(sql), "'%s'::timestamptz", hour);
+        double secs;
+        long long rows = fold_hour(db, sql, &secs);
         snprintf(sql, sizeof(sql),
                  "SELECT count(*) FROM attribution_rollup_hourly WHERE hour_start = '%s' AND"
                  " windows <> %d",
@@ -528,20 +540,14 @@ int main(int argc, char **argv)
      * loop, not by each window; timed here for the hour(s) of these windows */
     for (int i = 0; i < n_sizes; i++) {
         char sql[256], t[TM_RFC3339_LEN];
-        snprintf(sql, sizeof(sql),
-                 "SELECT wl_fold_owner_hour(date_bin('1 hour', '%s'::timestamptz, timestamptz "
-                 "'epoch'))",
+        snprintf(sql, sizeof(sql), "date_bin('1 hour', '%s'::timestamptz, timestamptz 'epoch')",
                  tm_format_rfc3339(win[i], t));
-        int64_t a = tm_mono_ns();
-        PGresult *r = PQexec(db, sql);
-        if (PQresultStatus(r) != PGRES_TUPLES_OK)
-            die("fold: %s", PQresultErrorMessage(r));
-        long long rows = atoll(PQgetvalue(r, 0, 0));
-        PQclear(r);
+        double secs;
+        long long rows = fold_hour(db, sql, &secs);
         if (rows >= 0) /* -1: the hour of an earlier window, folded already */
             printf("   fold of the owner hour of %s (once an hour): %lld hourly rows in %.3f s, "
                    "load average %s\n",
-                   t, rows, (double)(tm_mono_ns() - a) / 1e9, loadavg());
+                   t, rows, secs, loadavg());
     }
 
     if (!getenv("WL_BENCH_NO_CH"))
