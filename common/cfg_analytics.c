@@ -11,7 +11,7 @@
  *                                                                  table (reconciler/chshard.h)
  *                                "user": "default",                default "default"
  *                                "password_file": "ch.pass",       optional, relative to the file
- *                                "batch_rows": 100000,             rows per INSERT (1000..10^7)
+ *                                "batch_rows": 1000000,            rows per INSERT (1000..10^7)
  *                                "timeout_ms": 10000}}             per HTTP request
  * Absent (or "clickhouse": null): PostgreSQL only, as before. */
 #include "cfg_internal.h"
@@ -88,7 +88,7 @@ void cfg_parse_analytics(struct cfg_pctx *c, const cJSON *root)
         cfg_err(c, "$.analytics.clickhouse.shard_urls", "expected at least one URL");
     ch->user = cfg_get_str(c, o, "user", p, 0, "default");
     ch->password = cfg_load_secret(c, o, "password_file", p, &ch->password_file);
-    ch->batch_rows = (int)cfg_get_num(c, o, "batch_rows", p, 1000, 1e7, 100000, 1);
+    ch->batch_rows = (int)cfg_get_num(c, o, "batch_rows", p, 1000, 1e7, 1000000, 1);
     ch->timeout_ms = (int)cfg_get_num(c, o, "timeout_ms", p, 100, 600000, 10000, 1);
 }
 

@@ -129,7 +129,7 @@ struct cfg_clickhouse {
     size_t n_shard_urls;
     char *user, *password; /* password from password_file, or NULL */
     char *password_file;   /* resolved path, or NULL */
-    int batch_rows;        /* rows per INSERT, default 100000 */
+    int batch_rows;        /* rows per INSERT, default 1000000 */
     int timeout_ms;        /* per request, default 10000 */
 };
 

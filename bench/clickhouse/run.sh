@@ -6,7 +6,7 @@
 # reports (flow_records COPY): the acknowledgement latency the ClickHouse mode must not exceed.
 #   [BATCH_ROWS=N] [CH_PATH=shards|distributed] bench/clickhouse/run.sh [REPORTS] [SHARDS]
 #     REPORTS x 1,000 flows (default 200); SHARDS 1 or 2 (two servers on loopback behind a
-#     Distributed table); BATCH_ROWS: analytics.clickhouse.batch_rows (default 100,000);
+#     Distributed table); BATCH_ROWS: analytics.clickhouse.batch_rows (default 1,000,000, the configuration default);
 #     CH_PATH (2 shards): shards (default) lists every shard's HTTP URL in shard_urls, so the
 #     flusher inserts into each shard's local table; distributed inserts through the
 #     Distributed table as before
@@ -83,7 +83,7 @@ cat > "$W/config.json" <<JSON
  "limits": {"max_body_bytes": 67108864},
  "sites": [{"name": "nyc", "prefixes": ["10.1.0.0/16"]}, {"name": "chi", "prefixes": ["10.2.0.0/16"]}],
  "analytics": {"clickhouse": {"url": "http://127.0.0.1:${HTTP[1]}", "database": "wanledger",
-   "cluster": $CLUSTER$SHARD_URLS, "password_file": "ch.pass", "batch_rows": ${BATCH_ROWS:-100000}, "timeout_ms": 60000}}}
+   "cluster": $CLUSTER$SHARD_URLS, "password_file": "ch.pass", "batch_rows": ${BATCH_ROWS:-1000000}, "timeout_ms": 60000}}}
 JSON
 "$BUILD/cmd/wanledger" --config "$W/config.json" migrate >/dev/null
 "$BUILD/cmd/wanledger" --config "$W/config.json" reconcile >"$W/reconcile.log" 2>&1 &

@@ -232,6 +232,17 @@ static void test_analytics_round_trips(void **state)
     char *json2 = cfg_to_json(cfg2);
     assert_string_equal(json1, json2);
     assert_string_equal(cfg2->clickhouse.password, "ch-secret-0001");
+    /* the defaults: a million rows per INSERT at most (one insert a second per shard at the
+     * fleet's rate, docs/design.md), 10 s per request */
+    struct cfg *cfg3 =
+        cfg_parse(path,
+                  "{\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]}],"
+                  " \"analytics\": {\"clickhouse\": {\"url\": \"http://127.0.0.1:8123\"}}}",
+                  &errs);
+    assert_non_null(cfg3);
+    assert_int_equal(cfg3->clickhouse.batch_rows, 1000000);
+    assert_int_equal(cfg3->clickhouse.timeout_ms, 10000);
+    cfg_free(cfg3);
     free(json);
     free(json1);
     free(json2);
