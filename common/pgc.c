@@ -143,7 +143,7 @@ int pgc_pipeline(PGconn *db, struct pgc_stmt *st, int n, char *err, size_t errle
     }
     int rc = 0, sent = 0;
     while (sent < n && PQsendQueryParams(db, st[sent].sql, st[sent].nparams, NULL, st[sent].params,
-                                         NULL, NULL, 0) == 1)
+                                         st[sent].lengths, st[sent].formats, 0) == 1)
         sent++;
     if (sent < n) {
         set_what(err, errlen, st[sent].what, PQerrorMessage(db));

@@ -41,6 +41,8 @@ struct pgc_stmt {
     const char *sql;
     int nparams;
     const char *const *params;
+    const int *lengths; /* with formats: binary parameters' lengths (libpq's paramLengths) */
+    const int *formats; /* NULL: every parameter text; else 1 marks a binary one */
     int ntuples;
     long first_value;
 };

@@ -17,7 +17,7 @@
 #include "timeutil.h"
 
 /* With ClickHouse, a report with flows: its row and its flows as one outbox block
- * (sql/017_ch_outbox.sql, the block as hex bytea text: pgc_pipeline sends text) in one
+ * (sql/017_ch_outbox.sql, the block a binary parameter, as store.c sends it) in one
  * statement, nothing when the row exists (r empty). One row (the outbox id) for a fresh report.
  * Its window is marked with the group's (store.c's SQL_REPORT_OUTBOX marks its own). */
 static const char SQL_ROW_OUTBOX[] =
@@ -161,9 +161,9 @@ void store_group_prepare(const struct cfg *cfg, const struct ingest_batch *b, st
 /* What the first round trip needs per member: its statement's parameters. */
 struct row_args {
     const char *p[INGEST_REPORT_PARAMS + 4];
+    int lens[INGEST_REPORT_PARAMS + 4], fmts[INGEST_REPORT_PARAMS + 4]; /* the block binary */
     char nrows[24], raw[24];
     struct chblock blk;
-    unsigned char *hex; /* the block as bytea text (PQescapeByteaConn) */
 };
 
 /* BEGIN and every member's row (and outbox block) in one pipeline; fills mem[].fresh. */
@@ -182,16 +182,13 @@ static int write_rows(struct store *st, struct sg_item *it, struct member *mem, 
         a[i].p[INGEST_REPORT_PARAMS] = ch ? "true" : "false";
         if (!ch || !b->n_rows)
             continue;
-        size_t hexlen;
         struct chblock *pre = &it[mem[i].idx].blk; /* built where it was parsed */
         if (pre->data) {
             a[i].blk = *pre;
             memset(pre, 0, sizeof *pre);
         }
-        if ((!a[i].blk.data && chblock_build(b->copy, b->copy_len, b->window_start_us, b->report[0],
-                                             b->report[1], &a[i].blk) < 0) ||
-            !(a[i].hex = PQescapeByteaConn(st->db, (const unsigned char *)a[i].blk.data,
-                                           a[i].blk.len, &hexlen))) {
+        if (!a[i].blk.data && chblock_build(b->copy, b->copy_len, b->window_start_us, b->report[0],
+                                            b->report[1], &a[i].blk) < 0) {
             snprintf(err, errlen, "ch_outbox: cannot build the ClickHouse block (out of memory)");
             return -1;
         }
@@ -200,10 +197,14 @@ static int write_rows(struct store *st, struct sg_item *it, struct member *mem, 
         a[i].p[INGEST_REPORT_PARAMS] = a[i].nrows;
         a[i].p[INGEST_REPORT_PARAMS + 1] = a[i].raw;
         a[i].p[INGEST_REPORT_PARAMS + 2] = a[i].blk.coding;
-        a[i].p[INGEST_REPORT_PARAMS + 3] = (const char *)a[i].hex;
+        a[i].p[INGEST_REPORT_PARAMS + 3] = a[i].blk.data;
+        a[i].lens[INGEST_REPORT_PARAMS + 3] = (int)a[i].blk.len;
+        a[i].fmts[INGEST_REPORT_PARAMS + 3] = 1;
         s[1 + i].what = "flow_reports/ch_outbox";
         s[1 + i].sql = SQL_ROW_OUTBOX;
         s[1 + i].nparams = INGEST_REPORT_PARAMS + 4;
+        s[1 + i].lengths = a[i].lens;
+        s[1 + i].formats = a[i].fmts;
     }
     if (pgc_pipeline(st->db, s, (int)(1 + m), err, errlen) < 0)
         return -1;
@@ -279,7 +280,7 @@ static int group_once(struct store *st, struct sg_item *it, struct member *mem, 
     int rc = write_rows(st, it, mem, m, a, err, errlen);
     if (rc == 0 && st->cfg->clickhouse.enabled) {
         for (size_t i = 0; i < m; i++) /* handed to the flusher after COMMIT (chstore_queue.h) */
-            if (mem[i].fresh && a[i].hex)
+            if (mem[i].fresh && a[i].blk.data)
                 chq_hold(&st->held, mem[i].outbox_id, mem[i].b->n_rows, &a[i].blk);
     } else if (rc == 0) {
         int64_t fd[SG_MAX_REPORTS];
@@ -291,11 +292,8 @@ static int group_once(struct store *st, struct sg_item *it, struct member *mem, 
         for (size_t d = 0; d < nf && rc == 0; d++)
             rc = copy_day(st->db, mem, m, fd[d], err, errlen);
     }
-    for (size_t i = 0; i < m; i++) {
+    for (size_t i = 0; i < m; i++)
         chblock_free(&a[i].blk);
-        if (a[i].hex)
-            PQfreemem(a[i].hex);
-    }
     if (rc == 0)
         rc = write_last(st, it, mem, m, err, errlen);
     return rc;

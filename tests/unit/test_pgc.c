@@ -143,6 +143,31 @@ static void test_pipeline(void **state)
     assert_non_null(r);
     assert_string_equal(PQgetvalue(r, 0, 0), "1=one,2=null");
     PQclear(r);
+
+    /* a binary parameter (the outbox block's way): its bytes as they are, NUL and '\' included,
+     * beside a text one in the same statement */
+    static const char raw[] = {'\x00', 'z', '\\', '\xff', '\x00', '\n'};
+    const char *e[] = {"5", raw};
+    const int lens[] = {0, (int)sizeof raw}, fmts[] = {0, 1};
+    struct pgc_stmt bin[1] = {{.what = "bin",
+                               .sql = "SELECT octet_length($2::bytea) * 100 + $1::int",
+                               .nparams = 2,
+                               .params = e,
+                               .lengths = lens,
+                               .formats = fmts}};
+    assert_int_equal(pgc_pipeline(db, bin, 1, err, sizeof(err)), 0);
+    assert_int_equal(bin[0].first_value, 605);
+    struct pgc_stmt hex[1] = {{.what = "bytes",
+                               .sql =
+                                   "SELECT ((get_byte($2::bytea, 0) * 256 + get_byte($2, 1)) * 256"
+                                   " + get_byte($2, 2)) * 256 + get_byte($2, 3) + $1::int - 5",
+                               .nparams = 2,
+                               .params = e,
+                               .lengths = lens,
+                               .formats = fmts}};
+    if (pgc_pipeline(db, hex, 1, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(hex[0].first_value, 0x007a5cffL); /* 00 7a 5c ff */
     assert_int_equal(pgc_exec(db, "DROP TABLE wl_pipe", err, sizeof(err)), 0);
     PQfinish(db);
 }
