@@ -165,31 +165,40 @@ static int run(PGconn *db, const char *what, const char *sql, int nparams,
     return 0;
 }
 
+int store_outbox_params(const struct ingest_batch *b, struct chblock *blk, char nrows[24],
+                        char raw[24], const char **p, int *lens, int *fmts, char *err,
+                        size_t errlen)
+{
+    if (!blk->data && chblock_build(b->copy, b->copy_len, b->window_start_us, b->report[0],
+                                    b->report[1], blk) < 0) {
+        snprintf(err, errlen, "ch_outbox: cannot build the ClickHouse block (out of memory)");
+        return -1;
+    }
+    snprintf(nrows, 24, "%zu", b->n_rows);
+    snprintf(raw, 24, "%zu", blk->raw_len);
+    p[INGEST_REPORT_PARAMS] = nrows;
+    p[INGEST_REPORT_PARAMS + 1] = raw;
+    p[INGEST_REPORT_PARAMS + 2] = blk->coding;
+    p[INGEST_REPORT_PARAMS + 3] = blk->data;
+    lens[INGEST_REPORT_PARAMS + 3] = (int)blk->len;
+    fmts[INGEST_REPORT_PARAMS + 3] = 1;
+    return 0;
+}
+
 /* The report's flows as one ClickHouse outbox row instead of n_rows flow_records rows: the raw
  * flows live in ClickHouse (docs/design.md "ClickHouse store"), PostgreSQL keeps them only until
  * the flusher has them confirmed there. *fresh: 0 for a resend (nothing written). */
 static int write_report_outbox(struct store *st, const struct ingest_batch *b, const char *wsec,
                                int *fresh, char *err, size_t errlen)
 {
-    struct chblock blk;
-    if (chblock_build(b->copy, b->copy_len, b->window_start_us, b->report[0], b->report[1], &blk) <
-        0) {
-        snprintf(err, errlen, "ch_outbox: cannot build the ClickHouse block (out of memory)");
-        return -1;
-    }
+    struct chblock blk = {0};
     char nrows[24], raw[24];
-    snprintf(nrows, sizeof nrows, "%zu", b->n_rows);
-    snprintf(raw, sizeof raw, "%zu", blk.raw_len);
     enum { N = INGEST_REPORT_PARAMS + 5 };
     const char *p[N];
     int lens[N] = {0}, fmts[N] = {0};
     memcpy(p, b->report, sizeof b->report);
-    p[INGEST_REPORT_PARAMS] = nrows;
-    p[INGEST_REPORT_PARAMS + 1] = raw;
-    p[INGEST_REPORT_PARAMS + 2] = blk.coding;
-    p[INGEST_REPORT_PARAMS + 3] = blk.data;
-    lens[INGEST_REPORT_PARAMS + 3] = (int)blk.len;
-    fmts[INGEST_REPORT_PARAMS + 3] = 1;
+    if (store_outbox_params(b, &blk, nrows, raw, p, lens, fmts, err, errlen) < 0)
+        return -1;
     p[INGEST_REPORT_PARAMS + 4] = wsec;
     PGresult *r = PQexecParams(st->db, SQL_REPORT_OUTBOX, N, NULL, p, lens, fmts, 0);
     int rc = 0;

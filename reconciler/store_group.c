@@ -187,19 +187,9 @@ static int write_rows(struct store *st, struct sg_item *it, struct member *mem, 
             a[i].blk = *pre;
             memset(pre, 0, sizeof *pre);
         }
-        if (!a[i].blk.data && chblock_build(b->copy, b->copy_len, b->window_start_us, b->report[0],
-                                            b->report[1], &a[i].blk) < 0) {
-            snprintf(err, errlen, "ch_outbox: cannot build the ClickHouse block (out of memory)");
+        if (store_outbox_params(b, &a[i].blk, a[i].nrows, a[i].raw, a[i].p, a[i].lens, a[i].fmts,
+                                err, errlen) < 0)
             return -1;
-        }
-        snprintf(a[i].nrows, sizeof a[i].nrows, "%zu", b->n_rows);
-        snprintf(a[i].raw, sizeof a[i].raw, "%zu", a[i].blk.raw_len);
-        a[i].p[INGEST_REPORT_PARAMS] = a[i].nrows;
-        a[i].p[INGEST_REPORT_PARAMS + 1] = a[i].raw;
-        a[i].p[INGEST_REPORT_PARAMS + 2] = a[i].blk.coding;
-        a[i].p[INGEST_REPORT_PARAMS + 3] = a[i].blk.data;
-        a[i].lens[INGEST_REPORT_PARAMS + 3] = (int)a[i].blk.len;
-        a[i].fmts[INGEST_REPORT_PARAMS + 3] = 1;
         s[1 + i].what = "flow_reports/ch_outbox";
         s[1 + i].sql = SQL_ROW_OUTBOX;
         s[1 + i].nparams = INGEST_REPORT_PARAMS + 4;

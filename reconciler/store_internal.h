@@ -41,6 +41,14 @@ struct ingest_batch;
  * and before the trailer when trailer. 0, or -1 with err ("flow_records: flow record 3: …"). */
 int store_pack_flows(struct flow_pack *p, const struct ingest_batch *b, bool header, bool trailer,
                      char *err, size_t errlen);
+struct chblock;
+/* A report's outbox row parameters after its INGEST_REPORT_PARAMS (sql/017_ch_outbox.sql: n_rows,
+ * raw_bytes, coding, and the block as a binary parameter) into p, lens and fmts at
+ * INGEST_REPORT_PARAMS..+3, the numbers' text in nrows and raw; blk is built from b's COPY text
+ * unless it holds a block already. 0, or -1 with err when the block cannot be built. */
+int store_outbox_params(const struct ingest_batch *b, struct chblock *blk, char nrows[24],
+                        char raw[24], const char **p, int *lens, int *fmts, char *err,
+                        size_t errlen);
 /* Makes sure the day partitions of days[0..n) (sorted, distinct; days since the epoch) exist,
  * in their own transactions (a rollback of the caller's must not undo them). 0 or -1 with err. */
 int store_ensure_days(struct store *st, const int64_t *days, size_t n, char *err, size_t errlen);

@@ -6,7 +6,8 @@
 # reports (flow_records COPY): the acknowledgement latency the ClickHouse mode must not exceed.
 #   [BATCH_ROWS=N] [CH_PATH=shards|distributed] bench/clickhouse/run.sh [REPORTS] [SHARDS]
 #     REPORTS x 1,000 flows (default 200); SHARDS 1 or 2 (two servers on loopback behind a
-#     Distributed table); BATCH_ROWS: analytics.clickhouse.batch_rows (default 1,000,000, the configuration default);
+#     Distributed table); BATCH_ROWS: analytics.clickhouse.batch_rows (default 1,000,000, the
+#     configuration's default);
 #     CH_PATH (2 shards): shards (default) lists every shard's HTTP URL in shard_urls, so the
 #     flusher inserts into each shard's local table; distributed inserts through the
 #     Distributed table as before

@@ -155,19 +155,20 @@ static void test_pipeline(void **state)
                                .params = e,
                                .lengths = lens,
                                .formats = fmts}};
-    assert_int_equal(pgc_pipeline(db, bin, 1, err, sizeof(err)), 0);
-    assert_int_equal(bin[0].first_value, 605);
-    struct pgc_stmt hex[1] = {{.what = "bytes",
-                               .sql =
-                                   "SELECT ((get_byte($2::bytea, 0) * 256 + get_byte($2, 1)) * 256"
-                                   " + get_byte($2, 2)) * 256 + get_byte($2, 3) + $1::int - 5",
-                               .nparams = 2,
-                               .params = e,
-                               .lengths = lens,
-                               .formats = fmts}};
-    if (pgc_pipeline(db, hex, 1, err, sizeof(err)) != 0)
+    if (pgc_pipeline(db, bin, 1, err, sizeof(err)) != 0)
         fail_msg("%s", err);
-    assert_int_equal(hex[0].first_value, 0x007a5cffL); /* 00 7a 5c ff */
+    assert_int_equal(bin[0].first_value, 605);
+    struct pgc_stmt bytes[1] = {
+        {.what = "bytes",
+         .sql = "SELECT ((get_byte($2::bytea, 0) * 256 + get_byte($2, 1)) * 256"
+                " + get_byte($2, 2)) * 256 + get_byte($2, 3) + $1::int - 5",
+         .nparams = 2,
+         .params = e,
+         .lengths = lens,
+         .formats = fmts}};
+    if (pgc_pipeline(db, bytes, 1, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(bytes[0].first_value, 0x007a5cffL); /* 00 7a 5c ff */
     assert_int_equal(pgc_exec(db, "DROP TABLE wl_pipe", err, sizeof(err)), 0);
     PQfinish(db);
 }
