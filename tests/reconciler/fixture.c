@@ -379,7 +379,7 @@ void fx_gap_report(struct fx *f, const int64_t *w, int i, long long tx)
                       i, fx_ts(w[i]), tx));
 }
 
-void fx_socket_report(struct fx *f, const char *agent, int64_t ws, int s, int flows)
+char *fx_socket_report_body(const char *agent, int64_t ws, int s, int flows, size_t *len)
 {
     size_t cap = 300 + (size_t)flows * 220, n = 0;
     char *b = malloc(cap);
@@ -396,6 +396,14 @@ void fx_socket_report(struct fx *f, const char *agent, int64_t ws, int s, int fl
                              "\"remote\":\"10.2.0.2:5201\",\"role\":\"client\",\"tx_bytes\":%d,"
                              "\"rx_bytes\":0,\"user\":\"alice\",\"program\":\"python3\"}",
                              k ? "," : "", 20000 + k, 1000 * s + k);
-    snprintf(b + n, cap - n, "]}");
-    fx_post_ok(f, "/v1/attributions", FX_TOKEN_AGENT, b);
+    n += (size_t)snprintf(b + n, cap - n, "]}");
+    if (len)
+        *len = n;
+    return b;
+}
+
+void fx_socket_report(struct fx *f, const char *agent, int64_t ws, int s, int flows)
+{
+    fx_post_ok(f, "/v1/attributions", FX_TOKEN_AGENT,
+               fx_socket_report_body(agent, ws, s, flows, NULL));
 }

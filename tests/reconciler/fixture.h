@@ -52,6 +52,8 @@ void fx_gap_report(struct fx *f, const int64_t *w, int i, long long tx);
  * alice's python3, 10.1.0.2:(20000+k) -> 10.2.0.2:5201 client, tx_bytes 1000 s + k; fails the
  * test unless acknowledged (200). */
 void fx_socket_report(struct fx *f, const char *agent, int64_t ws, int s, int flows);
+/* That report's JSON body (malloc'd; its length in *len when len is not NULL). flows <= 45535. */
+char *fx_socket_report_body(const char *agent, int64_t ws, int s, int flows, size_t *len);
 /* The status line and headers of the last fx_http answer (this thread's, static buffer). */
 const char *fx_last_headers(void);
 /* A single-number query ("SELECT count(*) FROM …"). */
