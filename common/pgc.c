@@ -1,6 +1,7 @@
 /* libpq connections and statements (common/pgc.h). */
 #include "pgc.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,16 +136,68 @@ int pgc_copy_in(PGconn *db, const char *what, const char *sql, const char *data,
     return rc;
 }
 
+static int prep_known(const struct pgc_prep *p, const char *name)
+{
+    for (int i = 0; i < p->n; i++)
+        if (!strcmp(p->names[i], name))
+            return 1;
+    return 0;
+}
+
+static void prep_forget(struct pgc_prep *p, const char *name)
+{
+    for (int i = 0; i < p->n; i++)
+        if (!strcmp(p->names[i], name)) {
+            p->names[i] = p->names[--p->n];
+            return;
+        }
+}
+
 int pgc_pipeline(PGconn *db, struct pgc_stmt *st, int n, char *err, size_t errlen)
 {
-    if (PQenterPipelineMode(db) != 1) {
-        set_what(err, errlen, st[0].what, PQerrorMessage(db));
+    return pgc_pipeline_prep(db, NULL, st, n, err, errlen);
+}
+
+int pgc_pipeline_prep(PGconn *db, struct pgc_prep *prep, struct pgc_stmt *st, int n, char *err,
+                      size_t errlen)
+{
+    if (prep && PQbackendPID(db) != prep->backend_pid) {
+        prep->backend_pid = PQbackendPID(db);
+        prep->n = 0;
+    }
+    /* what was sent, in order: -1 - i for statement i's Parse, i for its execution */
+    int *sent_ops = malloc(sizeof(int) * 2 * (size_t)(n > 0 ? n : 1));
+    if (!sent_ops) {
+        snprintf(err, errlen, "%s: out of memory", st[0].what);
         return -1;
     }
-    int rc = 0, sent = 0;
-    while (sent < n && PQsendQueryParams(db, st[sent].sql, st[sent].nparams, NULL, st[sent].params,
-                                         st[sent].lengths, st[sent].formats, 0) == 1)
-        sent++;
+    if (PQenterPipelineMode(db) != 1) {
+        set_what(err, errlen, st[0].what, PQerrorMessage(db));
+        free(sent_ops);
+        return -1;
+    }
+    int rc = 0, sent = 0, ops = 0;
+    for (; sent < n; sent++) {
+        const struct pgc_stmt *s = &st[sent];
+        int named = prep && !prep->off && s->name;
+        if (named && !prep_known(prep, s->name)) {
+            if (prep->n == PGC_PREP_MAX) {
+                named = 0; /* more names than the table holds: this one unnamed */
+            } else {
+                if (PQsendPrepare(db, s->name, s->sql, s->nparams, NULL) != 1)
+                    break;
+                prep->names[prep->n++] = s->name; /* forgotten below unless it succeeds */
+                sent_ops[ops++] = -1 - sent;
+            }
+        }
+        int ok = named ? PQsendQueryPrepared(db, s->name, s->nparams, s->params, s->lengths,
+                                             s->formats, 0)
+                       : PQsendQueryParams(db, s->sql, s->nparams, NULL, s->params, s->lengths,
+                                           s->formats, 0);
+        if (ok != 1)
+            break;
+        sent_ops[ops++] = sent;
+    }
     if (sent < n) {
         set_what(err, errlen, st[sent].what, PQerrorMessage(db));
         rc = -1;
@@ -153,27 +206,47 @@ int pgc_pipeline(PGconn *db, struct pgc_stmt *st, int n, char *err, size_t errle
         if (rc == 0)
             set_what(err, errlen, st[n - 1].what, PQerrorMessage(db));
         PQexitPipelineMode(db);
-        return -1; /* the connection is gone (PQstatus tells) */
+        if (prep)
+            prep->n = 0; /* the connection is gone (PQstatus tells) */
+        free(sent_ops);
+        return -1;
     }
-    /* every statement's results (each ends with NULL), then the sync's */
-    for (int i = 0; i < sent; i++) {
+    /* every Parse's and statement's results (each ends with NULL), then the sync's */
+    for (int k = 0; k < ops; k++) {
+        int i = sent_ops[k] < 0 ? -1 - sent_ops[k] : sent_ops[k];
+        bool parse = sent_ops[k] < 0, parsed = false;
         PGresult *r;
-        st[i].ntuples = 0;
-        st[i].first_value = 0;
+        if (!parse) {
+            st[i].ntuples = 0;
+            st[i].first_value = 0;
+        }
         while ((r = PQgetResult(db)) != NULL) {
             ExecStatusType s = PQresultStatus(r);
             if (s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK) {
-                st[i].ntuples = PQntuples(r);
-                st[i].first_value = PQntuples(r) > 0 ? atol(PQgetvalue(r, 0, 0)) : 0;
-            } else if (rc == 0) {
-                set_what(err, errlen, st[i].what,
-                         s == PGRES_PIPELINE_ABORTED ? "not run after an earlier error"
-                                                     : PQresultErrorMessage(r));
-                rc = -1;
+                parsed = true;
+                if (!parse) {
+                    st[i].ntuples = PQntuples(r);
+                    st[i].first_value = PQntuples(r) > 0 ? atol(PQgetvalue(r, 0, 0)) : 0;
+                }
+            } else {
+                const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+                if (prep && state && !strcmp(state, "26000")) { /* invalid_sql_statement_name */
+                    prep->off = 1;
+                    prep->n = 0;
+                }
+                if (rc == 0) {
+                    set_what(err, errlen, st[i].what,
+                             s == PGRES_PIPELINE_ABORTED ? "not run after an earlier error"
+                                                         : PQresultErrorMessage(r));
+                    rc = -1;
+                }
             }
             PQclear(r);
         }
+        if (parse && !parsed)
+            prep_forget(prep, st[i].name);
     }
+    free(sent_ops);
     PGresult *r = PQgetResult(db);
     if (PQresultStatus(r) != PGRES_PIPELINE_SYNC && rc == 0) {
         set_what(err, errlen, st[n - 1].what, PQerrorMessage(db));

@@ -43,6 +43,8 @@ struct pgc_stmt {
     const char *const *params;
     const int *lengths; /* with formats: binary parameters' lengths (libpq's paramLengths) */
     const int *formats; /* NULL: every parameter text; else 1 marks a binary one */
+    const char *name;   /* with pgc_pipeline_prep: prepared once per session under this name
+                         * (a static string; one name, one sql) */
     int ntuples;
     long first_value;
 };
@@ -52,5 +54,24 @@ struct pgc_stmt {
  * server's message" of the first that failed (the ones after it were not run). The connection is
  * out of pipeline mode again, unless it broke (PQpipelineStatus tells; do not reuse it then). */
 int pgc_pipeline(PGconn *db, struct pgc_stmt *st, int n, char *err, size_t errlen);
+
+/* The named statements prepared on one session, for pgc_pipeline_prep: zero it with each new
+ * connection (a reset one is told apart by its backend's pid as well). */
+#define PGC_PREP_MAX 16
+struct pgc_prep {
+    int backend_pid; /* the session the names below were prepared on */
+    int n;
+    const char *names[PGC_PREP_MAX];
+    /* the server lost a prepared statement (DEALLOCATE, DISCARD ALL, a pooler handing the next
+     * transaction to another server session): every statement unnamed from then on */
+    int off;
+};
+
+/* pgc_pipeline, with every statement that has a name run as a prepared statement: prepared in the
+ * same round trip the first time the session runs it (parse and plan once per session instead of
+ * once per statement), then executed by name. prep NULL: as pgc_pipeline. A name the server does
+ * not know (SQLSTATE 26000) fails this call as any error does and turns prep off. */
+int pgc_pipeline_prep(PGconn *db, struct pgc_prep *prep, struct pgc_stmt *st, int n, char *err,
+                      size_t errlen);
 
 #endif

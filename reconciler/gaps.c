@@ -32,7 +32,8 @@ void gaps_stmt(const struct ingest_batch *b, int window_seconds, struct gaps_par
         b->local_sites, /* sql/028 */
     };
     memcpy(g->p, params, sizeof params);
-    *st = (struct pgc_stmt){.what = "agent_gaps", .sql = SQL_GAPS, .nparams = 9, .params = g->p};
+    *st = (struct pgc_stmt){
+        .what = "agent_gaps", .sql = SQL_GAPS, .name = "wl_gaps", .nparams = 9, .params = g->p};
 }
 
 void gaps_render_metrics(PGconn *db, struct evbuffer *out)

@@ -140,6 +140,7 @@ PGconn *store_db(struct store *st)
     if (st->db)
         PQfinish(st->db);
     st->staged = false;
+    memset(&st->prep, 0, sizeof st->prep);
     st->db = db_connect(st->cfg, err, sizeof(err));
     return st->db;
 }

@@ -177,6 +177,7 @@ static int write_rows(struct store *st, struct sg_item *it, struct member *mem, 
         memcpy(a[i].p, b->report, sizeof b->report);
         s[1 + i] = (struct pgc_stmt){.what = "flow_reports",
                                      .sql = STORE_SQL_REPORT,
+                                     .name = "wl_sg_report",
                                      .nparams = INGEST_REPORT_PARAMS + 1,
                                      .params = a[i].p};
         a[i].p[INGEST_REPORT_PARAMS] = ch ? "true" : "false";
@@ -192,11 +193,12 @@ static int write_rows(struct store *st, struct sg_item *it, struct member *mem, 
             return -1;
         s[1 + i].what = "flow_reports/ch_outbox";
         s[1 + i].sql = SQL_ROW_OUTBOX;
+        s[1 + i].name = "wl_sg_row_outbox";
         s[1 + i].nparams = INGEST_REPORT_PARAMS + 4;
         s[1 + i].lengths = a[i].lens;
         s[1 + i].formats = a[i].fmts;
     }
-    if (pgc_pipeline(st->db, s, (int)(1 + m), err, errlen) < 0)
+    if (pgc_pipeline_prep(st->db, &st->prep, s, (int)(1 + m), err, errlen) < 0)
         return -1;
     for (size_t i = 0; i < m; i++) {
         mem[i].fresh = s[1 + i].ntuples > 0;
@@ -230,8 +232,11 @@ static int write_last(struct store *st, struct sg_item *it, const struct member 
     size_t gap_of[SG_MAX_REPORTS];
     int n = 0;
     if (nw)
-        s[n++] = (struct pgc_stmt){
-            .what = "window_state", .sql = SQL_MARK_MANY, .nparams = 2, .params = mark};
+        s[n++] = (struct pgc_stmt){.what = "window_state",
+                                   .sql = SQL_MARK_MANY,
+                                   .name = "wl_sg_mark",
+                                   .nparams = 2,
+                                   .params = mark};
     int first_gap = n;
     for (size_t i = 0; i < m; i++)
         if (mem[i].fresh) {
@@ -241,7 +246,7 @@ static int write_last(struct store *st, struct sg_item *it, const struct member 
         }
     int n_gaps = n - first_gap;
     s[n++] = (struct pgc_stmt){.what = "COMMIT", .sql = "COMMIT"};
-    if (pgc_pipeline(st->db, s, n, err, errlen) < 0)
+    if (pgc_pipeline_prep(st->db, &st->prep, s, n, err, errlen) < 0)
         return -1;
     for (int g = 0; g < n_gaps; g++)
         it[gap_of[g]].res.gaps = (size_t)s[first_gap + g].first_value;

@@ -10,12 +10,14 @@
 
 #include "chstore_queue.h"
 #include "config.h"
+#include "pgc.h"
 
 struct store {
     const struct cfg *cfg;
     PGconn *db;
     bool staged;          /* the session's temporary staging tables exist */
     struct chq_held held; /* the outbox blocks for the flusher, queued after COMMIT */
+    struct pgc_prep prep; /* the grouped commit's statements prepared on db (store_group.c) */
 };
 
 /* A report's flow_reports row, ON CONFLICT DO NOTHING RETURNING 1: $1..$10 the row

@@ -2,7 +2,9 @@
  * carry the server's message, a connection whose backend was terminated is reset by pgc_ensure,
  * and a server that is not there fails with a message naming where; pgc_pipeline runs a
  * transaction's statements in one round trip, and a failing one leaves the transaction aborted
- * (nothing of it is committed) and the connection usable. */
+ * (nothing of it is committed) and the connection usable; pgc_pipeline_prep prepares named
+ * statements once per session (again after a reset; not after a failed Parse) and runs unnamed
+ * once the server has lost them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -173,11 +175,155 @@ static void test_pipeline(void **state)
     PQfinish(db);
 }
 
+/* How many statements the session has prepared under name. */
+static long prepared(PGconn *db, const char *name)
+{
+    char err[512];
+    const char *p[] = {name};
+    PGresult *r = pgc_query(db, "prepared",
+                            "SELECT count(*) FROM pg_prepared_statements"
+                            " WHERE name = $1",
+                            1, p, err, sizeof(err));
+    assert_non_null(r);
+    long n = atol(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return n;
+}
+
+/* A transaction of named statements, as the grouped commit runs it: a and b insert (k, v) and
+ * return k + 100; c returns the row count. */
+static int prep_tx(PGconn *db, struct pgc_prep *prep, const char *k1, const char *k2, long *count,
+                   char *err, size_t errlen)
+{
+    const char *a[] = {k1, "x"}, *b[] = {k2, "y"};
+    struct pgc_stmt s[5] = {
+        {.what = "BEGIN", .sql = "BEGIN"},
+        {.what = "a",
+         .name = "t_ins",
+         .sql = "INSERT INTO wl_prep VALUES ($1::int, $2) RETURNING k + 100",
+         .nparams = 2,
+         .params = a},
+        {.what = "b",
+         .name = "t_ins",
+         .sql = "INSERT INTO wl_prep VALUES ($1::int, $2) RETURNING k + 100",
+         .nparams = 2,
+         .params = b},
+        {.what = "c", .name = "t_count", .sql = "SELECT count(*) FROM wl_prep"},
+        {.what = "COMMIT", .sql = "COMMIT"},
+    };
+    int rc = pgc_pipeline_prep(db, prep, s, 5, err, errlen);
+    if (rc == 0) {
+        assert_int_equal(s[1].first_value, atol(k1) + 100);
+        assert_int_equal(s[2].first_value, atol(k2) + 100);
+        *count = s[3].first_value;
+    }
+    return rc;
+}
+
+static void test_pipeline_prepared(void **state)
+{
+    (void)state;
+    char err[512];
+    PGconn *db = pgc_connect(th_pg_default(), NULL, err, sizeof(err));
+    assert_non_null(db);
+    assert_int_equal(pgc_exec(db,
+                              "DROP TABLE IF EXISTS wl_prep; CREATE TABLE wl_prep (k int"
+                              " PRIMARY KEY, v text)",
+                              err, sizeof(err)),
+                     0);
+    struct pgc_prep prep = {0};
+    long count = 0;
+    /* prepared in the first round trip (once, though two statements share the name), reused */
+    if (prep_tx(db, &prep, "1", "2", &count, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(count, 2);
+    assert_int_equal(prep.n, 2);
+    assert_int_equal(prepared(db, "t_ins"), 1);
+    assert_int_equal(prepared(db, "t_count"), 1);
+    if (prep_tx(db, &prep, "3", "4", &count, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(count, 4);
+
+    /* a failed transaction (duplicate key) keeps the session's prepared statements: the next
+     * one runs them by name */
+    assert_int_equal(prep_tx(db, &prep, "5", "1", &count, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "b: ERROR:  duplicate key value"));
+    assert_int_equal(pgc_exec(db, "ROLLBACK", err, sizeof(err)), 0);
+    if (prep_tx(db, &prep, "5", "6", &count, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(count, 6);
+    assert_int_equal(prepared(db, "t_ins"), 1);
+
+    /* a statement prepared in a transaction that then fails stays prepared, and known */
+    const char *e[] = {"11", "z"}, *dup[] = {"1", "z"};
+    struct pgc_stmt fresh[4] = {
+        {.what = "BEGIN", .sql = "BEGIN"},
+        {.what = "e",
+         .name = "t_ins_e",
+         .sql = "INSERT INTO wl_prep VALUES ($1::int, $2)",
+         .nparams = 2,
+         .params = e},
+        {.what = "dup",
+         .name = "t_ins_e",
+         .sql = "INSERT INTO wl_prep VALUES ($1::int, $2)",
+         .nparams = 2,
+         .params = dup},
+        {.what = "COMMIT", .sql = "COMMIT"},
+    };
+    assert_int_equal(pgc_pipeline_prep(db, &prep, fresh, 4, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "dup: ERROR:  duplicate key value"));
+    assert_int_equal(pgc_exec(db, "ROLLBACK", err, sizeof(err)), 0);
+    assert_int_equal(prep.n, 3);
+    assert_int_equal(prepared(db, "t_ins_e"), 1);
+    fresh[2].params = (const char *[]){"12", "z"};
+    if (pgc_pipeline_prep(db, &prep, fresh, 4, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(prepared(db, "t_ins_e"), 1);
+
+    /* a statement whose Parse fails is not taken for prepared */
+    struct pgc_stmt bad[1] = {{.what = "bad", .name = "t_bad", .sql = "SELEC 1"}};
+    assert_int_equal(pgc_pipeline_prep(db, &prep, bad, 1, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "bad: ERROR:  syntax error"));
+    assert_int_equal(prep.n, 3);
+    assert_int_equal(prepared(db, "t_bad"), 0);
+
+    /* a new session (the backend terminated, the connection reset): prepared again */
+    int old_pid = PQbackendPID(db);
+    PGconn *killer = pgc_connect(th_pg_default(), NULL, err, sizeof(err));
+    assert_non_null(killer);
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%d)", old_pid);
+    assert_int_equal(pgc_exec(killer, sql, err, sizeof(err)), 0);
+    PQfinish(killer);
+    assert_int_not_equal(pgc_exec(db, "SELECT 1", err, sizeof(err)), 0);
+    assert_int_equal(pgc_ensure(db, err, sizeof(err)), 0);
+    assert_int_not_equal(PQbackendPID(db), old_pid);
+    if (prep_tx(db, &prep, "7", "8", &count, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(count, 10);
+    assert_int_equal(prepared(db, "t_ins"), 1);
+
+    /* the server forgets them behind our back (a pooler, DEALLOCATE ALL): that transaction
+     * fails, and the next ones run unnamed */
+    assert_int_equal(pgc_exec(db, "DEALLOCATE ALL", err, sizeof(err)), 0);
+    assert_int_equal(prep_tx(db, &prep, "9", "10", &count, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "does not exist"));
+    assert_int_equal(prep.off, 1);
+    assert_int_equal(pgc_exec(db, "ROLLBACK", err, sizeof(err)), 0);
+    if (prep_tx(db, &prep, "9", "10", &count, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(count, 12);
+    assert_int_equal(prepared(db, "t_ins"), 0);
+    assert_int_equal(pgc_exec(db, "DROP TABLE wl_prep", err, sizeof(err)), 0);
+    PQfinish(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_session_errors_reconnect),
         cmocka_unit_test(test_pipeline),
+        cmocka_unit_test(test_pipeline_prepared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
