@@ -266,10 +266,11 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
             {.what = "BEGIN", .sql = "BEGIN"},
             {.what = "flow_reports",
              .sql = STORE_SQL_REPORT,
+             .name = "wl_sg_report", /* store_group.c's name for the same statement */
              .nparams = INGEST_REPORT_PARAMS + 1,
              .params = params},
         };
-        if (pgc_pipeline(st->db, first, 2, err, errlen) < 0)
+        if (pgc_pipeline_prep(st->db, &st->prep, first, 2, err, errlen) < 0)
             return -1;
         fresh = first[1].ntuples;
         if (fresh && b->n_rows) {
@@ -290,12 +291,15 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
         return -1;
     const char *mark[2] = {wsec, b->report[3]};
     struct gaps_params gp;
-    struct pgc_stmt last[3] = {
-        {.what = "window_state", .sql = SQL_MARK_ONE, .nparams = 2, .params = mark}};
+    struct pgc_stmt last[3] = {{.what = "window_state",
+                                .sql = SQL_MARK_ONE,
+                                .name = "wl_st_mark_one",
+                                .nparams = 2,
+                                .params = mark}};
     int k = outbox ? 0 : 1; /* the outbox statement marked the window already */
     gaps_stmt(b, st->cfg->window_seconds, &gp, &last[k]);
     last[k + 1] = (struct pgc_stmt){.what = "COMMIT", .sql = "COMMIT"};
-    if (pgc_pipeline(st->db, last, k + 2, err, errlen) < 0)
+    if (pgc_pipeline_prep(st->db, &st->prep, last, k + 2, err, errlen) < 0)
         return -1;
     res->gaps = (size_t)last[k].first_value;
     res->stored = b->n_rows;
