@@ -399,11 +399,16 @@ static int run(int argc, char **argv)
     enum { N_KIDS = 5 };
     struct child kids[N_KIDS];
     double start = now_s();
+    /* The pod's O_DIRECT reads of read-a start once the reader is done: two identical READs
+     * (file, offset, length) in flight at once are credited to the one that started first
+     * (agentlib/nfs.bpf.c keys a request by file and offset), so overlapping them made the
+     * exact per-workflow check depend on timing (tests/nfs/README.md). */
     if (spawn(&kids[0], "wf-read", reader) || spawn(&kids[1], "wf-close", writer) ||
-        spawn(&kids[2], "wf-flush", flusher) || spawn(&kids[3], "wf-sync", syncer) ||
-        spawn(&kids[4], "wf-pod", pod))
+        spawn(&kids[2], "wf-flush", flusher) || spawn(&kids[3], "wf-sync", syncer))
         return 1;
     for (int i = 0; i < N_KIDS; i++) {
+        if (i == 1 && spawn(&kids[4], "wf-pod", pod))
+            return 1;
         char c = 0;
         if (read(kids[i].from_child, &c, 1) != 1 || c != 'D') {
             fprintf(stderr, "nfsvm: workload %s failed\n", kids[i].workflow);
