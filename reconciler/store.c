@@ -266,7 +266,7 @@ static int write_attributions(struct store *st, const struct ingest_batch *b,
             {.what = "BEGIN", .sql = "BEGIN"},
             {.what = "flow_reports",
              .sql = STORE_SQL_REPORT,
-             .name = "wl_sg_report", /* store_group.c's name for the same statement */
+             .name = STORE_SQL_REPORT_NAME,
              .nparams = INGEST_REPORT_PARAMS + 1,
              .params = params},
         };

@@ -177,7 +177,7 @@ static int write_rows(struct store *st, struct sg_item *it, struct member *mem, 
         memcpy(a[i].p, b->report, sizeof b->report);
         s[1 + i] = (struct pgc_stmt){.what = "flow_reports",
                                      .sql = STORE_SQL_REPORT,
-                                     .name = "wl_sg_report",
+                                     .name = STORE_SQL_REPORT_NAME,
                                      .nparams = INGEST_REPORT_PARAMS + 1,
                                      .params = a[i].p};
         a[i].p[INGEST_REPORT_PARAMS] = ch ? "true" : "false";

@@ -17,13 +17,15 @@ struct store {
     PGconn *db;
     bool staged;          /* the session's temporary staging tables exist */
     struct chq_held held; /* the outbox blocks for the flusher, queued after COMMIT */
-    struct pgc_prep prep; /* the grouped commit's statements prepared on db (store_group.c) */
+    struct pgc_prep prep; /* the ingest statements prepared on db (store.c, store_group.c) */
 };
 
 /* A report's flow_reports row, ON CONFLICT DO NOTHING RETURNING 1: $1..$10 the row
  * (ingest_batch.report), $11 whether ClickHouse is configured (ch_pending for a report with
  * flows). */
 extern const char STORE_SQL_REPORT[];
+/* Its prepared statement's name (pgc_pipeline_prep: one name, one sql), for both paths. */
+#define STORE_SQL_REPORT_NAME "wl_report"
 
 /* Marks as recon_db_mark_done expects: a fresh clock_timestamp() on every mark; the windows are
  * the rows of a CTE w (ws), $1 the window length. */
