@@ -1,14 +1,13 @@
 /* The outbox block of one report (see chstore_block.h). */
 #include "chstore_block.h"
 
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
 
+#include "chnative.h"
 #include "chshard.h"
 
 /* Level 1, not wl_compress's 3: on drive.py's rows (bench/reconciler/bench_ingest, 16:58 UTC)
@@ -87,35 +86,21 @@ static char *dup_bytes(const char *p, size_t n)
     return d;
 }
 
-int chblock_build(const char *copy, size_t len, int64_t ws_us, const char *agent_id,
-                  const char *seq, struct chblock *out)
+int chblock_build(const struct chnative *nat, int64_t ws_us, const char *agent_id, const char *seq,
+                  struct chblock *out)
 {
     memset(out, 0, sizeof *out);
     out->key = chshard_key(agent_id, strlen(agent_id), strtoull(seq, NULL, 10));
-    char epoch[24];
-    int el = snprintf(epoch, sizeof epoch, "%" PRId64, ws_us / 1000000);
-    /* the epoch text is never longer than the RFC 3339 text it replaces (19+ characters) */
-    if (grow(&tl.raw, &tl.raw_cap, len + 1) < 0)
+    size_t cap = chnative_size(nat);
+    if (!cap || grow(&tl.raw, &tl.raw_cap, cap) < 0) {
+        scratch_done();
         return -1;
-    char *raw = tl.raw;
-    size_t n = 0;
-    int rc = 0;
-    for (const char *p = copy, *end = copy + len; p < end;) {
-        const char *tab = memchr(p, '\t', (size_t)(end - p));
-        const char *nl = tab ? memchr(tab, '\n', (size_t)(end - tab)) : NULL;
-        if (!tab || !nl || (size_t)(tab - p) < (size_t)el) {
-            rc = -1;
-            goto done;
-        }
-        memcpy(raw + n, epoch, (size_t)el);
-        n += (size_t)el;
-        memcpy(raw + n, tab, (size_t)(nl + 1 - tab));
-        n += (size_t)(nl + 1 - tab);
-        p = nl + 1;
     }
+    char *raw = tl.raw;
+    size_t n = chnative_write(nat, (uint32_t)(ws_us / 1000000), raw);
     out->raw_len = n;
     size_t zl = 0;
-    if (n && (tl.cctx || (tl.cctx = ZSTD_createCCtx())) &&
+    if ((tl.cctx || (tl.cctx = ZSTD_createCCtx())) &&
         grow(&tl.z, &tl.z_cap, ZSTD_compressBound(n)) == 0) {
         zl = ZSTD_compressCCtx(tl.cctx, tl.z, tl.z_cap, raw, n, CHBLOCK_ZSTD_LEVEL);
         if (ZSTD_isError(zl))
@@ -130,11 +115,11 @@ int chblock_build(const char *copy, size_t len, int64_t ws_us, const char *agent
         out->len = n;
         out->coding = "identity";
     }
+    int rc = 0;
     if (!out->data) {
         memset(out, 0, sizeof *out);
         rc = -1;
     }
-done:
     scratch_done();
     return rc;
 }

@@ -344,14 +344,16 @@ static uint32_t be32(const char *p)
     return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
 }
 
-/* The outbox blocks ch_outbox holds: up to $1 rows' worth of the oldest (at least one), read in
- * binary (the block as stored, no hex). */
-/* $2: the ids this process holds in memory (chstore_queue.h), shipped from there instead. */
+/* The outbox blocks ch_outbox holds: up to $1 rows' worth of the oldest (at least one) in the
+ * oldest one's format (sql/035: Native, or TabSeparated from before), read in binary (the block as
+ * stored, no hex). $2: the ids this process holds in memory (chstore_queue.h), shipped from there
+ * instead. */
 static const char SQL_OUTBOX_READ[] =
-    "WITH k AS (SELECT id FROM (SELECT id, n_rows, sum(n_rows) OVER (ORDER BY id) AS cum"
-    " FROM ch_outbox WHERE id <> ALL($2::bigint[]) ORDER BY id LIMIT $1::bigint) x"
-    " WHERE cum - n_rows < $1::bigint)"
-    " SELECT o.id::text, o.n_rows, o.raw_bytes, o.coding, o.block, o.agent_id, o.seq"
+    "WITH f AS (SELECT format FROM ch_outbox WHERE id <> ALL($2::bigint[]) ORDER BY id LIMIT 1),"
+    " k AS (SELECT id FROM (SELECT id, n_rows, sum(n_rows) OVER (ORDER BY id) AS cum"
+    " FROM ch_outbox WHERE id <> ALL($2::bigint[]) AND format = (SELECT format FROM f)"
+    " ORDER BY id LIMIT $1::bigint) x WHERE cum - n_rows < $1::bigint)"
+    " SELECT o.id::text, o.n_rows, o.raw_bytes, o.coding, o.block, o.agent_id, o.seq, o.format"
     " FROM ch_outbox o JOIN k"
     " USING (id) ORDER BY o.id";
 
@@ -423,18 +425,18 @@ static int outbox_concat(PGresult *r, struct parts *ps, struct buf *ids, size_t 
     return 0;
 }
 
-/* One INSERT … FORMAT TabSeparated of the parts (decoded blocks one after another): through
- * flow_records, or one per shard into its flow_records_local at once. 0 after every 200, or -1
- * with err. */
-static int insert_tsv(const struct cfg_clickhouse *ch, const struct parts *ps, char *err,
-                      size_t errlen)
+/* One INSERT … FORMAT fmt ("Native", or "TabSeparated" for rows from before sql/035) of the parts
+ * (decoded blocks one after another): through flow_records, or one per shard into its
+ * flow_records_local at once. 0 after every 200, or -1 with err. */
+static int insert_blocks(const struct cfg_clickhouse *ch, const struct parts *ps, const char *fmt,
+                         char *err, size_t errlen)
 {
     char names[768], ins[1024];
     if (flow_row_list(names, sizeof names, FRL_NAMES, FLOW_ROW_ALL, NULL, NULL) < 0)
         abort(); /* a fixed list that fits: only a change to flow_row.c can get here */
     if (ps->sh) {
-        snprintf(ins, sizeof ins, "INSERT INTO %s.flow_records_local (%s) FORMAT TabSeparated",
-                 ch->database, names);
+        snprintf(ins, sizeof ins, "INSERT INTO %s.flow_records_local (%s) FORMAT %s", ch->database,
+                 names, fmt);
         char **data = calloc(ps->n, sizeof *data);
         size_t *len = calloc(ps->n, sizeof *len);
         int rc = -1;
@@ -452,7 +454,7 @@ static int insert_tsv(const struct cfg_clickhouse *ch, const struct parts *ps, c
         free(len);
         return rc;
     }
-    snprintf(ins, sizeof ins, "INSERT INTO %s (%s) FORMAT TabSeparated", chstore_table(ch), names);
+    snprintf(ins, sizeof ins, "INSERT INTO %s (%s) FORMAT %s", chstore_table(ch), names, fmt);
     struct httpc_response resp;
     int rc = chstore_exec(ch, ins, ps->b[0].p, ps->b[0].n,
                           ch->cluster ? "insert_distributed_sync=1" : NULL, &resp, err, errlen);
@@ -462,7 +464,7 @@ static int insert_tsv(const struct cfg_clickhouse *ch, const struct parts *ps, c
 }
 
 /* Inside the transaction: the outbox of sql/017. Reads the oldest blocks, inserts them as one
- * TabSeparated INSERT, and after the 200 deletes them and marks their reports. */
+ * INSERT in their format, and after the 200 deletes them and marks their reports. */
 static int ship_outbox(PGconn *db, const struct cfg *cfg, struct chflush_batch *b, char *err,
                        size_t errlen)
 {
@@ -492,12 +494,14 @@ static int ship_outbox(PGconn *db, const struct cfg *cfg, struct chflush_batch *
     struct buf ids = {0};
     struct parts ps;
     size_t rows = 0;
+    /* every row read has the first one's format (SQL_OUTBOX_READ) */
+    const char *fmt = strncmp(PQgetvalue(r, 0, 7), "tsv", 4) == 0 ? "TabSeparated" : "Native";
     int rc = parts_begin(ch, &ps, err, errlen);
     if (rc == 0)
         rc = outbox_concat(r, &ps, &ids, &rows, err, errlen);
     PQclear(r);
     if (rc == 0)
-        rc = insert_tsv(ch, &ps, err, errlen);
+        rc = insert_blocks(ch, &ps, fmt, err, errlen);
     parts_done(&ps, rc != 0);
     if (rc == 0) {
         const char *d[] = {ids.p};
@@ -677,7 +681,7 @@ static int ship_memory(PGconn *db, const struct cfg *cfg, struct chq_block *list
             rc = memory_concat(r, list, &ps, &rows, &nship, err, errlen);
         PQclear(r);
         if (rc == 0 && rows)
-            rc = insert_tsv(&cfg->clickhouse, &ps, err, errlen);
+            rc = insert_blocks(&cfg->clickhouse, &ps, "Native", err, errlen); /* built here */
         parts_done(&ps, rc != 0);
         if (rc == 0 && rows) {
             rc = (r = q(db, "marking reports", SQL_OUTBOX_DONE, 1, p, err, errlen)) ? 0 : -1;

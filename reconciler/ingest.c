@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "hostport.h"
+#include "chnative.h"
 #include "copyesc.h"
 #include "flow_row.h"
 #include "jsonv.h"
@@ -679,8 +680,16 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         else
             flow_row_text_plain(&row, FR_NAMESPACE + k, "", 0);
     struct ingest_batch *b = c->b;
-    if (buf_reserve(b, flow_row_copy_max(&row)) == 0)
+    if (b->native) { /* ClickHouse keeps the raw flows: its Native block, no COPY text */
+        chnative_add(b->native, &row);
+        if (b->native->bad_col >= 0)
+            return ing_bad(c, l, "%s %" PRIu64 " does not fit the ClickHouse column (%s)",
+                           flow_cols[b->native->bad_col].name, b->native->bad_val,
+                           flow_cols[b->native->bad_col].ch_type);
+        b->oom = b->native->oom;
+    } else if (buf_reserve(b, flow_row_copy_max(&row)) == 0) {
         b->copy_len += flow_row_copy_text(b->copy + b->copy_len, &row);
+    }
     return row_done(c); /* flow_row_copy_text ended the line */
 }
 
@@ -798,7 +807,13 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
     uint64_t cap = ing_max_bytes_over(cfg, (uint64_t)cfg->window_seconds);
     /* ~1.5x a typical row's COPY text per flow: no realloc-and-copy while the rows are written
      * (a hint only: buf_reserve grows the buffer further when rows are longer) */
-    buf_hint(c->b, (size_t)flows->n * 192 < c->body_len ? (size_t)flows->n * 192 : c->body_len);
+    if (cfg->clickhouse.enabled) {
+        if (!(c->b->native = malloc(sizeof *c->b->native)))
+            return oom(c);
+        chnative_init(c->b->native, (size_t)flows->n);
+    } else {
+        buf_hint(c->b, (size_t)flows->n * 192 < c->body_len ? (size_t)flows->n * 192 : c->body_len);
+    }
     struct local_sites ls = {.last_site = -1, .seen = calloc(cfg->n_sites + 1, 1)};
     if (!ls.seen)
         return oom(c);
@@ -845,6 +860,9 @@ void ingest_batch_free(struct ingest_batch *b)
     free(b->lost_reason);
     free(b->local_sites);
     free(b->copy);
+    if (b->native)
+        chnative_free(b->native);
+    free(b->native);
     nasin_free(b->nas);
     for (size_t i = 0; i < b->n_rejects; i++)
         free(b->rejects[i].raw);

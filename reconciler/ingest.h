@@ -35,6 +35,8 @@ struct ingest_reject {
     size_t raw_len;
 };
 
+struct chnative;
+
 struct ingest_batch {
     enum ingest_kind kind;
     /* attributions: the flow_reports row, in the column order of store.c (NULL = SQL NULL):
@@ -53,6 +55,9 @@ struct ingest_batch {
     /* rows in PostgreSQL COPY text format: flow_records, or the counter/transfer staging table */
     char *copy;
     size_t copy_len, copy_cap;
+    /* attributions with analytics.clickhouse: the flows as a ClickHouse Native block instead of
+     * COPY text (chnative.h; copy stays empty), NULL otherwise */
+    struct chnative *native;
     size_t n_rows;
     int64_t min_us, max_us;        /* range of the rows' partition keys */
     int64_t days[INGEST_MAX_DAYS]; /* the distinct UTC days (since the epoch) of those keys */

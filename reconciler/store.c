@@ -41,8 +41,9 @@ static const char SQL_REPORT_OUTBOX[] =
     "WITH r AS (INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds,"
     " dropped_events, sampling_k, sampling_threshold, flows_seen, n_flows, ch_pending)"
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, true) ON CONFLICT DO NOTHING RETURNING 1),"
-    " o AS (INSERT INTO ch_outbox (agent_id, seq, window_start, n_rows, raw_bytes, coding, block)"
-    " SELECT $1, $2, $4, $11::int, $12::int, $13, $14::bytea FROM r RETURNING id),"
+    " o AS (INSERT INTO ch_outbox (agent_id, seq, window_start, n_rows, raw_bytes, coding, block,"
+    " format) SELECT $1, $2, $4, $11::int, $12::int, $13, $14::bytea, 'native' FROM r RETURNING "
+    "id),"
     " m AS (INSERT INTO window_state (window_start, window_seconds, dirty, last_data_at)"
     " SELECT $4::timestamptz, $15::int, true, clock_timestamp() FROM r"
     " ON CONFLICT (window_start) DO UPDATE SET dirty = true, last_data_at = clock_timestamp())"
@@ -170,9 +171,11 @@ int store_outbox_params(const struct ingest_batch *b, struct chblock *blk, char 
                         char raw[24], const char **p, int *lens, int *fmts, char *err,
                         size_t errlen)
 {
-    if (!blk->data && chblock_build(b->copy, b->copy_len, b->window_start_us, b->report[0],
-                                    b->report[1], blk) < 0) {
-        snprintf(err, errlen, "ch_outbox: cannot build the ClickHouse block (out of memory)");
+    if (!blk->data && (!b->native || chblock_build(b->native, b->window_start_us, b->report[0],
+                                                   b->report[1], blk) < 0)) {
+        snprintf(err, errlen, "ch_outbox: cannot build the ClickHouse block (%s)",
+                 b->native ? "out of memory"
+                           : "the report was parsed without analytics.clickhouse");
         return -1;
     }
     snprintf(nrows, 24, "%zu", b->n_rows);

@@ -24,8 +24,8 @@ static const char SQL_ROW_OUTBOX[] =
     "WITH r AS (INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds,"
     " dropped_events, sampling_k, sampling_threshold, flows_seen, n_flows, ch_pending)"
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, true) ON CONFLICT DO NOTHING RETURNING 1),"
-    " o AS (INSERT INTO ch_outbox (agent_id, seq, window_start, n_rows, raw_bytes, coding, block)"
-    " SELECT $1, $2, $4, $11::int, $12::int, $13, $14::bytea FROM r RETURNING id)"
+    " o AS (INSERT INTO ch_outbox (agent_id, seq, window_start, n_rows, raw_bytes, coding, block,"
+    " format) SELECT $1, $2, $4, $11::int, $12::int, $13, $14::bytea, 'native' FROM r RETURNING id)"
     " SELECT id FROM o";
 
 /* Every window of the group's fresh reports, distinct and in time order ($2, a timestamptz[]):
@@ -152,9 +152,8 @@ static int copy_day(PGconn *db, const struct member *mem, size_t m, int64_t day,
 void store_group_prepare(const struct cfg *cfg, const struct ingest_batch *b, struct chblock *blk)
 {
     memset(blk, 0, sizeof *blk);
-    if (cfg->clickhouse.enabled && b->n_rows &&
-        chblock_build(b->copy, b->copy_len, b->window_start_us, b->report[0], b->report[1], blk) <
-            0)
+    if (cfg->clickhouse.enabled && b->n_rows && b->native &&
+        chblock_build(b->native, b->window_start_us, b->report[0], b->report[1], blk) < 0)
         memset(blk, 0, sizeof *blk);
 }
 

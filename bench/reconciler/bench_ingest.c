@@ -1,9 +1,9 @@
 /* Ingest parse cost per flow record, in-process (no HTTP, no PostgreSQL): ingest_parse of agent
- * reports shaped like bench/clickhouse/drive.py's (1,000 socket flows each), then chblock_build
- * (the ClickHouse outbox block, zstd) and flow_pack_rows (the same rows as flow_packed rows,
- * PostgreSQL only). Prints CPU ns per flow for each (and for jv_parse alone,
- * the JSON reader inside ingest_parse), the median of ROUNDS rounds of ITER reports.   bench_ingest
- * [ITER] [ROUNDS] */
+ * reports shaped like bench/clickhouse/drive.py's (1,000 socket flows each), once as PostgreSQL
+ * keeps them (COPY text, then flow_pack_rows: the same rows as flow_packed rows) and once with
+ * analytics.clickhouse (the flows as Native columns, then chblock_build: the outbox block, zstd).
+ * Prints CPU ns per flow for each (and for jv_parse alone, the JSON reader inside ingest_parse),
+ * the median of ROUNDS rounds of ITER reports.   bench_ingest [ITER] [ROUNDS] */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,21 +57,32 @@ static char *report(int r, const char *ws_text, size_t *len)
     return b;
 }
 
+/* The benchmark's configuration, with more members (text starting with ", ") at its end. */
+static struct cfg *bench_cfg(const char *more)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"window_seconds\": 60, \"database\": \"dbname=x\", "
+             "\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]},"
+             " {\"name\": \"chi\", \"prefixes\": [\"10.2.0.0/16\"]}]%s}",
+             more);
+    struct cfg_errors errs = {0};
+    struct cfg *cfg = cfg_parse("bench.json", text, &errs);
+    if (!cfg)
+        cfg_errors_print(NULL, "bench.json", &errs, stderr);
+    return cfg;
+}
+
 int main(int argc, char **argv)
 {
     int iter = argc > 1 ? atoi(argv[1]) : 50, rounds = argc > 2 ? atoi(argv[2]) : 5;
     if (iter < 1 || rounds < 1 || rounds > 100)
         return 2;
-    struct cfg_errors errs = {0};
-    struct cfg *cfg = cfg_parse("bench.json",
-                                "{\"window_seconds\": 60, \"database\": \"dbname=x\", "
-                                "\"sites\": [{\"name\": \"nyc\", \"prefixes\": [\"10.1.0.0/16\"]},"
-                                " {\"name\": \"chi\", \"prefixes\": [\"10.2.0.0/16\"]}]}",
-                                &errs);
-    if (!cfg) {
-        cfg_errors_print(NULL, "bench.json", &errs, stderr);
+    struct cfg *cfg = bench_cfg(""),
+               *chcfg = bench_cfg(", \"analytics\": {\"clickhouse\": {\"url\": "
+                                  "\"http://127.0.0.1:8123\", \"database\": \"wl\"}}");
+    if (!cfg || !chcfg)
         return 1;
-    }
     int64_t now = tm_now_us();
     int64_t ws = tm_window_start(now, 60) - 120 * TM_USEC_PER_SEC;
     char ws_text[TM_RFC3339_LEN];
@@ -81,11 +92,11 @@ int main(int argc, char **argv)
     size_t len[NB];
     for (int r = 0; r < NB; r++)
         body[r] = report(r, ws_text, &len[r]);
-    double parse[100], block[100], json[100], packt[100];
+    double parse[100], block[100], json[100], packt[100], parse_ch[100];
     struct flow_pack pk = {0};
     size_t zbytes = 0, raw = 0;
     for (int k = 0; k < rounds; k++) {
-        double tp = 0, tb = 0, tj = 0, tk = 0;
+        double tp = 0, tb = 0, tj = 0, tk = 0, tc = 0;
         for (int i = 0; i < iter; i++) { /* the JSON reader alone, for the split */
             struct jv *first;
             size_t nv;
@@ -98,7 +109,7 @@ int main(int argc, char **argv)
             jv_doc_free(d);
         }
         for (int i = 0; i < iter; i++) {
-            struct ingest_batch b;
+            struct ingest_batch b, bc;
             struct ingest_error e;
             double t0 = cpu_ns();
             if (ingest_parse(cfg, INGEST_ATTRIBUTIONS, body[i % NB], len[i % NB], now, &b, &e) <
@@ -108,47 +119,58 @@ int main(int argc, char **argv)
                 return 1;
             }
             double t1 = cpu_ns();
-            struct chblock blk;
-            if (chblock_build(b.copy, b.copy_len, b.window_start_us, b.report[0], b.report[1],
-                              &blk) < 0)
-                return 1;
-            double t2 = cpu_ns();
             char perr[300];
             pk.out.n = 0; /* the buffer kept, as a writer would reuse it */
             if (flow_pack_rows(&pk, b.copy, b.copy_len, perr, sizeof perr) < 0) {
                 fprintf(stderr, "flow_pack_rows: %s\n", perr);
                 return 1;
             }
+            double t2 = cpu_ns();
+            if (ingest_parse(chcfg, INGEST_ATTRIBUTIONS, body[i % NB], len[i % NB], now, &bc, &e) <
+                    0 ||
+                bc.n_rows != FLOWS || !bc.native) {
+                fprintf(stderr, "ingest_parse (ClickHouse): %s at %s\n", e.msg, e.path);
+                return 1;
+            }
             double t3 = cpu_ns();
+            struct chblock blk;
+            if (chblock_build(bc.native, bc.window_start_us, bc.report[0], bc.report[1], &blk) < 0)
+                return 1;
+            double t4 = cpu_ns();
             tp += t1 - t0;
-            tb += t2 - t1;
-            tk += t3 - t2;
+            tk += t2 - t1;
+            tc += t3 - t2;
+            tb += t4 - t3;
             zbytes = blk.len;
             raw = blk.raw_len;
             chblock_free(&blk);
             ingest_batch_free(&b);
+            ingest_batch_free(&bc);
         }
         parse[k] = tp / ((double)iter * FLOWS);
         block[k] = tb / ((double)iter * FLOWS);
         json[k] = tj / ((double)iter * FLOWS);
         packt[k] = tk / ((double)iter * FLOWS);
+        parse_ch[k] = tc / ((double)iter * FLOWS);
     }
     flow_pack_free(&pk);
     qsort(packt, (size_t)rounds, sizeof(double), cmp_d);
     qsort(parse, (size_t)rounds, sizeof(double), cmp_d);
     qsort(block, (size_t)rounds, sizeof(double), cmp_d);
     qsort(json, (size_t)rounds, sizeof(double), cmp_d);
-    printf("ingest_parse %.0f ns/flow (min %.0f, max %.0f; of which jv_parse alone %.0f); "
-           "chblock_build %.0f ns/flow (min %.0f, "
-           "max %.0f); block %zu -> %zu bytes (%.1f bytes/flow); n = %d rounds x %d reports x %d "
-           "flows\n",
-           parse[rounds / 2], parse[0], parse[rounds - 1], json[rounds / 2], block[rounds / 2],
-           block[0], block[rounds - 1], raw, zbytes, (double)zbytes / FLOWS, rounds, iter, FLOWS);
-    printf("flow_pack_rows (PostgreSQL only: the COPY text as packed rows) %.0f ns/flow (min %.0f, "
-           "max %.0f)\n",
-           packt[rounds / 2], packt[0], packt[rounds - 1]);
+    qsort(parse_ch, (size_t)rounds, sizeof(double), cmp_d);
+    printf("PostgreSQL: ingest_parse (COPY text) %.0f ns/flow (min %.0f, max %.0f; of which "
+           "jv_parse alone %.0f); flow_pack_rows %.0f ns/flow (min %.0f, max %.0f)\n",
+           parse[rounds / 2], parse[0], parse[rounds - 1], json[rounds / 2], packt[rounds / 2],
+           packt[0], packt[rounds - 1]);
+    printf("ClickHouse: ingest_parse (Native columns) %.0f ns/flow (min %.0f, max %.0f); "
+           "chblock_build %.0f ns/flow (min %.0f, max %.0f); block %zu -> %zu bytes (%.1f "
+           "bytes/flow); n = %d rounds x %d reports x %d flows\n",
+           parse_ch[rounds / 2], parse_ch[0], parse_ch[rounds - 1], block[rounds / 2], block[0],
+           block[rounds - 1], raw, zbytes, (double)zbytes / FLOWS, rounds, iter, FLOWS);
     for (int r = 0; r < NB; r++)
         free(body[r]);
     cfg_free(cfg);
+    cfg_free(chcfg);
     return 0;
 }
