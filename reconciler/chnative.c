@@ -44,18 +44,35 @@ static int grow(struct chnative_col *c, size_t more)
     return 0;
 }
 
+/* Room for rows rows in every fixed-width column and null map (written at [row * width]); their
+ * n is set by chnative_size and chnative_write from the row count. */
+static int reserve_rows(struct chnative *n, size_t rows)
+{
+    for (int c = FR_WINDOW_START + 1; c < FR_NCOLS; c++) {
+        struct chnative_col *v = &n->val[c], *m = &n->nulls[c];
+        if (kind[c].width) { /* a string column's n is its length: kept */
+            v->n = n->rows * kind[c].width;
+            if (grow(v, (rows - n->rows) * kind[c].width) < 0)
+                return -1;
+        }
+        m->n = n->rows;
+        if (kind[c].nullable && grow(m, rows - n->rows) < 0)
+            return -1;
+    }
+    n->cap_rows = rows;
+    return 0;
+}
+
 void chnative_init(struct chnative *n, size_t rows)
 {
     pthread_once(&kind_once, kind_init);
     memset(n, 0, sizeof *n);
     n->bad_col = -1;
-    for (int c = 0; c < FR_NCOLS && !n->oom; c++) {
-        if (c == FR_WINDOW_START)
-            continue;
-        if (grow(&n->val[c], rows * (kind[c].width ? kind[c].width : TEXT_GUESS)) < 0 ||
-            (kind[c].nullable && grow(&n->nulls[c], rows) < 0))
+    if (reserve_rows(n, rows ? rows : 1) < 0)
+        n->oom = true;
+    for (int c = FR_WINDOW_START + 1; c < FR_NCOLS && !n->oom; c++)
+        if (!kind[c].width && grow(&n->val[c], rows * TEXT_GUESS) < 0)
             n->oom = true;
-    }
 }
 
 static size_t varuint(unsigned char *w, uint64_t v)
@@ -69,24 +86,43 @@ static size_t varuint(unsigned char *w, uint64_t v)
     return i;
 }
 
-static void put_le(unsigned char *w, uint64_t v, unsigned width)
+/* Little-endian, as ClickHouse stores numbers (and this machine: a plain store). */
+static inline void put_le(unsigned char *w, uint64_t v, unsigned width)
 {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    switch (width) {
+    case 2: {
+        uint16_t x = (uint16_t)v;
+        memcpy(w, &x, 2);
+        return;
+    }
+    case 4: {
+        uint32_t x = (uint32_t)v;
+        memcpy(w, &x, 4);
+        return;
+    }
+    case 8:
+        memcpy(w, &v, 8);
+        return;
+    }
+#endif
     for (unsigned i = 0; i < width; i++)
         w[i] = (unsigned char)(v >> (8 * i));
 }
 
+/* Ingest calls this once per flow record (~30 columns): one capacity check per row for the
+ * fixed-width columns and null maps, one per string. */
 void chnative_add(struct chnative *n, const struct flow_row *r)
 {
     if (n->oom || n->bad_col >= 0)
         return;
+    size_t row = n->rows;
+    if (row >= n->cap_rows && reserve_rows(n, 2 * row) < 0)
+        goto oom;
     for (int c = FR_WINDOW_START + 1; c < FR_NCOLS; c++) {
         const struct flow_val *v = &r->v[c];
-        if (kind[c].nullable) {
-            struct chnative_col *m = &n->nulls[c];
-            if (grow(m, 1) < 0)
-                goto oom;
-            m->p[m->n++] = !v->set;
-        }
+        if (kind[c].nullable)
+            n->nulls[c].p[row] = !v->set;
         struct chnative_col *col = &n->val[c];
         unsigned w = kind[c].width;
         if (w) {
@@ -96,19 +132,20 @@ void chnative_add(struct chnative *n, const struct flow_row *r)
                 n->bad_val = u;
                 return;
             }
-            if (grow(col, w) < 0)
-                goto oom;
-            put_le(col->p + col->n, u, w);
-            col->n += w;
-        } else {
-            size_t len = v->set ? v->n : 0;
-            if (grow(col, len + 10) < 0)
-                goto oom;
-            col->n += varuint(col->p + col->n, len);
-            if (len)
-                memcpy(col->p + col->n, v->s, len);
-            col->n += len;
+            put_le(col->p + row * w, u, w);
+            continue;
         }
+        size_t len = v->set ? v->n : 0;
+        if (col->n + len + 10 > col->cap && grow(col, len + 10) < 0)
+            goto oom;
+        unsigned char *p = col->p + col->n;
+        if (len < 0x80)
+            *p++ = (unsigned char)len;
+        else
+            p += varuint(p, len);
+        if (len)
+            memcpy(p, v->s, len);
+        col->n = (size_t)(p + len - col->p);
     }
     n->rows++;
     return;
@@ -124,7 +161,9 @@ size_t chnative_size(const struct chnative *n)
     for (int c = 0; c < FR_NCOLS; c++) {
         size_t name = strlen(flow_cols[c].name), type = strlen(flow_cols[c].ch_type);
         s += 10 + name + 10 + type;
-        s += c == FR_WINDOW_START ? n->rows * 4 : n->val[c].n + n->nulls[c].n;
+        /* window_start: DateTime, 4 bytes a row, written by chnative_write */
+        s += n->rows * (size_t)(kind[c].width + kind[c].nullable) +
+             (kind[c].width ? 0 : n->val[c].n);
     }
     return s;
 }
@@ -149,12 +188,14 @@ size_t chnative_write(const struct chnative *n, uint32_t ws_seconds, char *out)
                 put_le(w, ws_seconds, 4);
             continue;
         }
-        if (n->nulls[c].n)
-            memcpy(w, n->nulls[c].p, n->nulls[c].n);
-        w += n->nulls[c].n;
-        if (n->val[c].n)
-            memcpy(w, n->val[c].p, n->val[c].n);
-        w += n->val[c].n;
+        size_t nulls = kind[c].nullable ? n->rows : 0;
+        size_t vals = kind[c].width ? n->rows * kind[c].width : n->val[c].n;
+        if (nulls)
+            memcpy(w, n->nulls[c].p, nulls);
+        w += nulls;
+        if (vals)
+            memcpy(w, n->val[c].p, vals);
+        w += vals;
     }
     return (size_t)(w - (unsigned char *)out);
 }

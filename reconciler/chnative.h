@@ -27,9 +27,12 @@ struct chnative_col {
 };
 
 struct chnative {
-    struct chnative_col val[FR_NCOLS];   /* the values (FR_WINDOW_START: none, see write) */
-    struct chnative_col nulls[FR_NCOLS]; /* Nullable columns: their null map */
+    /* the values (FR_WINDOW_START: none, see write); a fixed-width column's value of row i at
+     * [i * width] (its n is not kept up to date) */
+    struct chnative_col val[FR_NCOLS];
+    struct chnative_col nulls[FR_NCOLS]; /* Nullable columns: their null map, [i] */
     size_t rows;
+    size_t cap_rows;  /* rows the fixed-width columns and null maps have room for */
     bool oom;         /* an append failed: the block is incomplete, not to be written */
     int bad_col;      /* -1, or a column whose value does not fit its ClickHouse type */
     uint64_t bad_val; /* that value */

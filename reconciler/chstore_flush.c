@@ -913,7 +913,8 @@ void chflush_metrics(PGconn *db, struct evbuffer *out)
         "# HELP wanledger_clickhouse_outbox_bytes Bytes of those blocks as stored (compressed).\n"
         "# TYPE wanledger_clickhouse_outbox_bytes gauge\n"
         "wanledger_clickhouse_outbox_bytes %lld\n"
-        "# HELP wanledger_clickhouse_outbox_raw_bytes Bytes of those blocks as TabSeparated.\n"
+        "# HELP wanledger_clickhouse_outbox_raw_bytes Bytes of those blocks decoded (Native, or "
+        "TabSeparated for rows from before sql/035).\n"
         "# TYPE wanledger_clickhouse_outbox_raw_bytes gauge\n"
         "wanledger_clickhouse_outbox_raw_bytes %lld\n",
         blocks, brows, bstored, braw);

@@ -218,7 +218,7 @@ print("| 5. psql \\copy of step 1's rows into a table LIKE flow_records | %.2f |
       (t_copy, n_rows / t_copy, load_copy))
 print("ratio to psql \\copy: PostgreSQL only end to end %.2fx, ClickHouse mode acknowledged"
       " %.2fx" % (t_copy / t_pg, t_copy / t_ack))
-print("outbox at the end of step 3: %s blocks, %s flows, %.1f MiB stored (%.1f MiB as TSV)" %
+print("outbox at the end of step 3: %s blocks, %s flows, %.1f MiB stored (%.1f MiB decoded)" %
       (depth[0], depth[1], int(depth[2]) / 2**20, int(depth[3]) / 2**20))
 print("ClickHouse on disk after step 2: %.1f MiB, %.1f bytes per flow record" %
       (on_disk / 2**20, on_disk / n_rows))

@@ -9,7 +9,8 @@
  *    a 300-byte name (a two-byte length), and the widest pid, uid and port;
  *  - the block inserted as Native reads back as the oracle's rows, and as the numbers the test
  *    wrote into the report;
- *  - a value wider than its column (a port of 70,000) is refused, not cut;
+ *  - a value wider than its column (a port of 70,000) is refused, not cut; rows beyond the size
+ *    hint give the same block as rows within it;
  *  - an outbox holding TabSeparated rows from before sql/035 (one the migration labelled, one
  *    written later by a binary that does not name the format) around a Native row: the flusher
  *    ships a format per INSERT, the oldest row's format first, and ClickHouse holds every flow
@@ -276,6 +277,44 @@ static void test_value_too_wide_refused(void **state)
     chnative_free(&n);
 }
 
+/* Rows beyond the size hint (the columns grow while rows are added) give the same block as
+ * rows within it. */
+static void test_growth_beyond_the_hint(void **state)
+{
+    (void)state;
+    struct chnative small, big;
+    chnative_init(&small, 1);
+    chnative_init(&big, 300);
+    char name[400];
+    memset(name, 'n', sizeof name);
+    for (int i = 0; i < 300; i++) {
+        struct flow_row r;
+        memset(&r, 0, sizeof r);
+        flow_row_str(&r, FR_AGENT_ID, "agent-g");
+        flow_row_int(&r, FR_IDX, (uint64_t)i);
+        flow_row_text(&r, FR_USER_NAME, name, (size_t)(i % 7 ? i % 7 : 400)); /* 1-byte and
+                                                                                2-byte lengths */
+        if (i % 3)
+            flow_row_int(&r, FR_PID, (uint64_t)i * 1000);
+        flow_row_int(&r, FR_TX_BYTES, UINT64_MAX - (uint64_t)i);
+        chnative_add(&small, &r);
+        chnative_add(&big, &r);
+    }
+    size_t a = chnative_size(&small), b = chnative_size(&big);
+    assert_int_equal(a, b);
+    assert_true(a > 300 * 8);
+    char *x = malloc(a), *y = malloc(b);
+    assert_non_null(x);
+    assert_non_null(y);
+    size_t nx = chnative_write(&small, 1, x), ny = chnative_write(&big, 1, y);
+    assert_int_equal(nx, ny);
+    assert_memory_equal(x, y, nx);
+    free(x);
+    free(y);
+    chnative_free(&small);
+    chnative_free(&big);
+}
+
 /* One outbox row (and its report's row, pending) as a writer of that format would leave it:
  * format NULL is a writer that does not name the column. */
 static void outbox_row(const char *agent, const char *format, const char *coding, const char *data,
@@ -398,6 +437,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_block_is_clickhouses),
         cmocka_unit_test(test_value_too_wide_refused),
+        cmocka_unit_test(test_growth_beyond_the_hint),
         cmocka_unit_test(test_tsv_rows_from_before_ship_on_their_own),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
