@@ -1,5 +1,5 @@
-/* CityHash64 v1.0.2 as ClickHouse computes it (see chhash.h). Multiplications and additions
- * wrap modulo 2^64, loads are little-endian (as on every machine ClickHouse runs on). */
+/* CityHash64 and CityHash128 v1.0.2 as ClickHouse computes them (see chhash.h). Multiplications and
+ * additions wrap modulo 2^64, loads are little-endian (as on every machine ClickHouse runs on). */
 #include "chhash.h"
 
 #include <string.h>
@@ -88,6 +88,22 @@ static struct pair weak32(const char *s, uint64_t a, uint64_t b)
     return (struct pair){a + z, b + c};
 }
 
+/* One 64-byte step of the long-input loop, the same in CityHash64 and CityHash128 (v1.0.2). */
+static void round64(const char *s, uint64_t *x, uint64_t *y, uint64_t *z, struct pair *v,
+                    struct pair *w)
+{
+    *x = rotate(*x + *y + v->first + fetch64(s + 16), 37) * K1;
+    *y = rotate(*y + v->second + fetch64(s + 48), 42) * K1;
+    *x ^= w->second;
+    *y ^= v->first;
+    *z = rotate(*z ^ w->first, 33);
+    *v = weak32(s, v->second * K1, *x + w->first);
+    *w = weak32(s + 32, *z + w->second, *y);
+    uint64_t t = *z;
+    *z = *x;
+    *x = t;
+}
+
 static uint64_t len33to64(const char *s, size_t len)
 {
     uint64_t z = fetch64(s + 24);
@@ -125,16 +141,7 @@ uint64_t chhash_city64(const char *s, size_t len)
     y = rotate(y, 33) * K1;
     len = (len - 1) & ~(size_t)63;
     do {
-        x = rotate(x + y + v.first + fetch64(s + 16), 37) * K1;
-        y = rotate(y + v.second + fetch64(s + 48), 42) * K1;
-        x ^= w.second;
-        y ^= v.first;
-        z = rotate(z ^ w.first, 33);
-        v = weak32(s, v.second * K1, x + w.first);
-        w = weak32(s + 32, z + w.second, y);
-        uint64_t t = z;
-        z = x;
-        x = t;
+        round64(s, &x, &y, &z, &v, &w);
         s += 64;
         len -= 64;
     } while (len != 0);
@@ -157,4 +164,78 @@ static uint64_t int_hash64(uint64_t x)
 uint64_t chhash_city64_str_u64(const char *s, size_t len, uint64_t n)
 {
     return hash_len16(chhash_city64(s, len), int_hash64(n));
+}
+
+/* CityMurmur: CityHash128WithSeed below 128 bytes. */
+static struct pair city_murmur(const char *s, size_t len, struct pair seed)
+{
+    uint64_t a = seed.first, b = seed.second, c, d;
+    if (len <= 16) {
+        a = shift_mix(a * K1) * K1;
+        c = b * K1 + len0to16(s, len);
+        d = shift_mix(a + (len >= 8 ? fetch64(s) : c));
+    } else {
+        c = hash_len16(fetch64(s + len - 8) + K1, a);
+        d = hash_len16(b + len, c + fetch64(s + len - 16));
+        a += d;
+        for (size_t l = len - 16;; l -= 16) { /* as many 16-byte steps as the reference's l > 0 */
+            a ^= shift_mix(fetch64(s) * K1) * K1;
+            a *= K1;
+            b ^= a;
+            c ^= shift_mix(fetch64(s + 8) * K1) * K1;
+            c *= K1;
+            d ^= c;
+            s += 16;
+            if (l <= 16)
+                break;
+        }
+    }
+    a = hash_len16(a, c);
+    b = hash_len16(d, b);
+    return (struct pair){a ^ b, hash_len16(b, a)};
+}
+
+static struct pair city128_seed(const char *s, size_t len, struct pair seed)
+{
+    if (len < 128)
+        return city_murmur(s, len, seed);
+    struct pair v, w;
+    uint64_t x = seed.first, y = seed.second, z = len * K1;
+    v.first = rotate(y ^ K1, 49) * K1 + fetch64(s);
+    v.second = rotate(v.first, 42) * K1 + fetch64(s + 8);
+    w.first = rotate(y + z, 35) * K1 + x;
+    w.second = rotate(x + fetch64(s + 88), 53) * K1;
+    do { /* two 64-byte rounds per turn */
+        for (int half = 0; half < 2; half++, s += 64)
+            round64(s, &x, &y, &z, &v, &w);
+        len -= 128;
+    } while (len >= 128);
+    y += rotate(w.first, 37) * K0 + z;
+    x += rotate(v.first + z, 49) * K0;
+    for (size_t done = 0; done < len;) { /* up to four 32-byte chunks from the end */
+        done += 32;
+        y = rotate(y - x, 42) * K0 + v.second;
+        w.first += fetch64(s + len - done + 16);
+        x = rotate(x, 49) * K0 + w.first;
+        w.first += v.first;
+        v = weak32(s + len - done, v.first, v.second);
+    }
+    x = hash_len16(x, v.first);
+    y = hash_len16(y, w.first);
+    return (struct pair){hash_len16(x + v.second, w.second) + y,
+                         hash_len16(x + w.second, y + v.second)};
+}
+
+void chhash_city128(const char *s, size_t len, uint64_t out[2])
+{
+    struct pair h;
+    if (len >= 16)
+        h = city128_seed(s + 16, len - 16, (struct pair){fetch64(s) ^ K3, fetch64(s + 8)});
+    else if (len >= 8)
+        h = city128_seed(NULL, 0,
+                         (struct pair){fetch64(s) ^ (len * K0), fetch64(s + len - 8) ^ K1});
+    else
+        h = city128_seed(s, len, (struct pair){K0, K1});
+    out[0] = h.first;
+    out[1] = h.second;
 }

@@ -137,7 +137,7 @@ fail:
 
 struct one_insert {
     const struct cfg_clickhouse *node;
-    const char *sql, *data;
+    const char *sql, *params, *data;
     size_t len;
     int rc;
     char err[400];
@@ -149,14 +149,14 @@ static void *insert_one(void *arg)
 {
     struct one_insert *o = arg;
     struct httpc_response r;
-    o->rc = chstore_exec(o->node, o->sql, o->data, o->len, NULL, &r, o->err, sizeof o->err);
+    o->rc = chstore_exec(o->node, o->sql, o->data, o->len, o->params, &r, o->err, sizeof o->err);
     if (o->rc == 0)
         httpc_response_free(&r);
     return NULL;
 }
 
-int chshard_insert(const struct chshard *m, const char *sql, char *const *data, const size_t *len,
-                   char *err, size_t errlen)
+int chshard_insert(const struct chshard *m, const char *sql, const char *url_params,
+                   char *const *data, const size_t *len, char *err, size_t errlen)
 {
     struct one_insert *o = calloc(m->n, sizeof *o);
     if (!o) {
@@ -165,7 +165,8 @@ int chshard_insert(const struct chshard *m, const char *sql, char *const *data, 
     }
     size_t last = m->n;
     for (size_t i = 0; i < m->n; i++) {
-        o[i] = (struct one_insert){.node = &m->node[i], .sql = sql, .data = data[i], .len = len[i]};
+        o[i] = (struct one_insert){
+            .node = &m->node[i], .sql = sql, .params = url_params, .data = data[i], .len = len[i]};
         if (len[i])
             last = i;
     }

@@ -35,10 +35,11 @@ size_t chshard_of(const struct chshard *m, uint64_t key);
 /* The sharding key of a report's rows: cityHash64(agent_id, seq). */
 uint64_t chshard_key(const char *agent_id, size_t len, uint64_t seq);
 
-/* One INSERT per shard with rows (data[i] of len[i] bytes, sql its statement), all at once: 0
- * when every shard answered 200, else -1 with the first failure in err (the shards that took
- * theirs keep them: the retry is collapsed by the key). */
-int chshard_insert(const struct chshard *m, const char *sql, char *const *data, const size_t *len,
-                   char *err, size_t errlen) __attribute__((warn_unused_result));
+/* One INSERT per shard with rows (data[i] of len[i] bytes, sql its statement, url_params more of
+ * the URL's query or NULL), all at once: 0 when every shard answered 200, else -1 with the first
+ * failure in err (the shards that took theirs keep them: the retry is collapsed by the key). */
+int chshard_insert(const struct chshard *m, const char *sql, const char *url_params,
+                   char *const *data, const size_t *len, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 #endif

@@ -8,6 +8,7 @@
 #include <zstd.h>
 
 #include "chnative.h"
+#include "chhash.h"
 #include "chshard.h"
 
 /* Level 1, not wl_compress's 3: on drive.py's rows (bench/reconciler/bench_ingest, 16:58 UTC)
@@ -130,16 +131,21 @@ void chblock_free(struct chblock *b)
     memset(b, 0, sizeof *b);
 }
 
-int chblock_decode(const char *coding, const char *data, size_t len, size_t raw_len, char *dst)
+size_t chblock_frame(const char *coding, const char *data, size_t len, size_t raw_len, char *out)
 {
-    if (strcmp(coding, "identity") == 0) {
-        if (len != raw_len)
-            return -1;
-        memcpy(dst, data, len);
+    unsigned char method = strcmp(coding, "zstd") == 0       ? 0x90
+                           : strcmp(coding, "identity") == 0 ? 0x02
+                                                             : 0;
+    /* ClickHouse refuses a compressed block over 1 GiB (DBMS_MAX_COMPRESSED_SIZE) */
+    if (!method || len + 9 > (UINT32_C(1) << 30) || raw_len > UINT32_MAX)
         return 0;
-    }
-    if (strcmp(coding, "zstd") != 0)
-        return -1;
-    size_t n = ZSTD_decompress(dst, raw_len, data, len);
-    return ZSTD_isError(n) || n != raw_len ? -1 : 0;
+    unsigned char *h = (unsigned char *)out + 16;
+    uint32_t sizes[2] = {(uint32_t)(len + 9), (uint32_t)raw_len}; /* little-endian, as loaded */
+    h[0] = method;
+    memcpy(h + 1, sizes, 8);
+    memcpy(h + 9, data, len);
+    uint64_t sum[2];
+    chhash_city128((const char *)h, len + 9, sum);
+    memcpy(out, sum, 16);
+    return CHBLOCK_FRAME_HEAD + len;
 }

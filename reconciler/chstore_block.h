@@ -1,9 +1,9 @@
 /* A report's flows as the ClickHouse outbox keeps them (sql/017_ch_outbox.sql, sql/035): the
  * insert block itself — one Native block (chnative.h) that ingest wrote column by column while it
- * read the flows — zstd-compressed. The flusher decodes blocks and concatenates them into one
- * INSERT … FORMAT Native: no conversion, no per-row work. Outbox rows written before sql/035 hold
- * TabSeparated text instead (their format column says so); they decode the same way and ship in
- * INSERTs of their own. */
+ * read the flows — zstd-compressed. The flusher frames blocks as ClickHouse's compressed format
+ * (chblock_frame) and concatenates them into one INSERT … FORMAT Native: no decompression here, no
+ * conversion, no per-row work. Outbox rows written before sql/035 hold TabSeparated text instead
+ * (their format column says so); they are framed the same way and ship in INSERTs of their own. */
 #ifndef WL_CHSTORE_BLOCK_H
 #define WL_CHSTORE_BLOCK_H
 
@@ -27,10 +27,15 @@ int chblock_build(const struct chnative *nat, int64_t ws_us, const char *agent_i
                   struct chblock *out) __attribute__((warn_unused_result));
 void chblock_free(struct chblock *b);
 
-/* Appends the decoded block (raw_len bytes as stored in the outbox row) at dst, which has room
- * for raw_len bytes. 0, or -1 when the stored bytes do not decode to exactly raw_len bytes or the
- * coding is unknown. */
-int chblock_decode(const char *coding, const char *data, size_t len, size_t raw_len, char *dst)
+/* The stored block as one block of ClickHouse's compressed format, which its HTTP interface reads
+ * with decompress=1 (and clickhouse-client sends): the CityHash128 v1.0.2 of the rest (16 bytes,
+ * low half first; the server checks it), the method (0x90 zstd, 0x02 none), the size with this
+ * 9-byte header and the raw size (UInt32, little-endian), the stored bytes. So the flusher sends
+ * the blocks as the outbox keeps them, ~15 times fewer bytes than decoded, and ClickHouse
+ * decompresses them. out has room for CHBLOCK_FRAME_HEAD + len bytes; returns the bytes written,
+ * or 0 for an unknown coding or a block over ClickHouse's 1 GiB limit. */
+#define CHBLOCK_FRAME_HEAD 25
+size_t chblock_frame(const char *coding, const char *data, size_t len, size_t raw_len, char *out)
     __attribute__((warn_unused_result));
 
 #endif

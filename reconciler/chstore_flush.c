@@ -143,8 +143,8 @@ static void parts_done(struct parts *ps, bool failed)
     memset(ps, 0, sizeof *ps);
 }
 
-/* Room in each part for what the blocks of raw_len[i] bytes headed to key[i] decode to, made
- * before decoding: one allocation per part at most, none once the kept buffers are big enough. */
+/* Room in each part for the blocks of raw_len[i] bytes (as sent) headed to key[i], made
+ * before framing: one allocation per part at most, none once the kept buffers are big enough. */
 static int parts_reserve(struct parts *ps, const uint64_t *key, const size_t *raw_len, size_t n,
                          char *err, size_t errlen)
 {
@@ -369,7 +369,7 @@ static uint64_t be64(const char *p)
     return (uint64_t)be32(p) << 32 | be32(p + 4);
 }
 
-/* Decodes the blocks of r (SQL_OUTBOX_READ's binary result) one after another into their parts,
+/* Frames the blocks of r (SQL_OUTBOX_READ's binary result) one after another into their parts,
  * their ids into ids ("{1,2,...}"). 0 or -1 with err. */
 static int outbox_concat(PGresult *r, struct parts *ps, struct buf *ids, size_t *rows, char *err,
                          size_t errlen)
@@ -386,7 +386,7 @@ static int outbox_concat(PGresult *r, struct parts *ps, struct buf *ids, size_t 
     for (int i = 0; i < n && rc == 0; i++) {
         key[i] = chshard_key(PQgetvalue(r, i, 5), (size_t)PQgetlength(r, i, 5),
                              be64(PQgetvalue(r, i, 6)));
-        raw_len[i] = be32(PQgetvalue(r, i, 2));
+        raw_len[i] = CHBLOCK_FRAME_HEAD + (size_t)PQgetlength(r, i, 4); /* framed, not decoded */
     }
     if (rc < 0)
         snprintf(err, errlen, "clickhouse outbox: out of memory");
@@ -398,23 +398,24 @@ static int outbox_concat(PGresult *r, struct parts *ps, struct buf *ids, size_t 
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        size_t raw = be32(PQgetvalue(r, i, 2));
+        size_t raw = be32(PQgetvalue(r, i, 2)), stored = (size_t)PQgetlength(r, i, 4);
         struct buf *data = parts_for(ps, key[i]);
-        if (buf_need(data, raw) < 0) {
+        if (buf_need(data, CHBLOCK_FRAME_HEAD + stored) < 0) {
             free(key);
-            snprintf(err, errlen, "clickhouse outbox: out of memory for %zu bytes", raw);
+            snprintf(err, errlen, "clickhouse outbox: out of memory for %zu bytes", stored);
             return -1;
         }
         char coding[16];
         snprintf(coding, sizeof coding, "%.*s", PQgetlength(r, i, 3), PQgetvalue(r, i, 3));
-        if (chblock_decode(coding, PQgetvalue(r, i, 4), (size_t)PQgetlength(r, i, 4), raw,
-                           data->p + data->n) < 0) {
-            snprintf(err, errlen, "clickhouse outbox: block %.*s does not decode (%s, %zu bytes)",
-                     PQgetlength(r, i, 0), PQgetvalue(r, i, 0), coding, raw);
+        size_t framed = chblock_frame(coding, PQgetvalue(r, i, 4), stored, raw, data->p + data->n);
+        if (!framed) {
+            snprintf(err, errlen,
+                     "clickhouse outbox: block %.*s cannot be sent (coding %s, %zu bytes stored)",
+                     PQgetlength(r, i, 0), PQgetvalue(r, i, 0), coding, stored);
             free(key);
             return -1;
         }
-        data->n += raw;
+        data->n += framed;
         *rows += be32(PQgetvalue(r, i, 1));
         ids->n += (size_t)snprintf(ids->p + ids->n, 22, "%s%.*s", i ? "," : "",
                                    PQgetlength(r, i, 0), PQgetvalue(r, i, 0));
@@ -426,7 +427,8 @@ static int outbox_concat(PGresult *r, struct parts *ps, struct buf *ids, size_t 
 }
 
 /* One INSERT … FORMAT fmt ("Native", or "TabSeparated" for rows from before sql/035) of the parts
- * (decoded blocks one after another): through flow_records, or one per shard into its
+ * (blocks of ClickHouse's compressed format one after another, chblock_frame: the server
+ * decompresses them, decompress=1): through flow_records, or one per shard into its
  * flow_records_local at once. 0 after every 200, or -1 with err. */
 static int insert_blocks(const struct cfg_clickhouse *ch, const struct parts *ps, const char *fmt,
                          char *err, size_t errlen)
@@ -444,7 +446,7 @@ static int insert_blocks(const struct cfg_clickhouse *ch, const struct parts *ps
             unsigned long long sent = 0;
             for (size_t i = 0; i < ps->n; i++)
                 data[i] = ps->b[i].p, len[i] = ps->b[i].n, sent += len[i] > 0;
-            rc = chshard_insert(ps->sh, ins, data, len, err, errlen);
+            rc = chshard_insert(ps->sh, ins, "decompress=1", data, len, err, errlen);
             if (rc == 0)
                 atomic_fetch_add(&shard_inserts, sent);
         } else {
@@ -457,7 +459,8 @@ static int insert_blocks(const struct cfg_clickhouse *ch, const struct parts *ps
     snprintf(ins, sizeof ins, "INSERT INTO %s (%s) FORMAT %s", chstore_table(ch), names, fmt);
     struct httpc_response resp;
     int rc = chstore_exec(ch, ins, ps->b[0].p, ps->b[0].n,
-                          ch->cluster ? "insert_distributed_sync=1" : NULL, &resp, err, errlen);
+                          ch->cluster ? "decompress=1&insert_distributed_sync=1" : "decompress=1",
+                          &resp, err, errlen);
     if (rc == 0)
         httpc_response_free(&resp);
     return rc;
@@ -588,7 +591,7 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Inside the transaction: decodes the blocks of list whose ids r (SQL_MEM_LOCK) returned into
+/* Inside the transaction: frames the blocks of list whose ids r (SQL_MEM_LOCK) returned into
  * their parts. 0 or -1 with err. */
 static int memory_concat(PGresult *r, const struct chq_block *list, struct parts *ps, size_t *rows,
                          size_t *blocks, char *err, size_t errlen)
@@ -612,7 +615,7 @@ static int memory_concat(PGresult *r, const struct chq_block *list, struct parts
     for (const struct chq_block *b = list; b && rc == 0; b = b->next)
         if (bsearch(&b->id, ids, (size_t)n, sizeof *ids, cmp_i64)) {
             key[nblk] = b->blk.key;
-            raw_len[nblk++] = b->blk.raw_len;
+            raw_len[nblk++] = CHBLOCK_FRAME_HEAD + b->blk.len; /* framed, not decoded */
         }
     if (rc < 0)
         snprintf(err, errlen, "clickhouse outbox: out of memory");
@@ -624,15 +627,17 @@ static int memory_concat(PGresult *r, const struct chq_block *list, struct parts
         if (!bsearch(&b->id, ids, (size_t)n, sizeof *ids, cmp_i64))
             continue; /* shipped already, from ch_outbox */
         struct buf *data = parts_for(ps, b->blk.key);
-        if (buf_need(data, b->blk.raw_len) < 0 ||
-            chblock_decode(b->blk.coding, b->blk.data, b->blk.len, b->blk.raw_len,
-                           data->p + data->n) < 0) {
-            snprintf(err, errlen, "clickhouse outbox: block %lld does not decode in memory",
+        size_t framed = buf_need(data, CHBLOCK_FRAME_HEAD + b->blk.len) < 0
+                            ? 0
+                            : chblock_frame(b->blk.coding, b->blk.data, b->blk.len, b->blk.raw_len,
+                                            data->p + data->n);
+        if (!framed) {
+            snprintf(err, errlen, "clickhouse outbox: block %lld cannot be sent from memory",
                      (long long)b->id);
             rc = -1;
             break;
         }
-        data->n += b->blk.raw_len;
+        data->n += framed;
         *rows += b->rows;
         (*blocks)++;
     }

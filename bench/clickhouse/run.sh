@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Flow records/s into ClickHouse through wanledger (agent reports over HTTP -> PostgreSQL commit of
 # the report row + one compressed outbox block, and 200 -> flusher -> ClickHouse INSERT … FORMAT
-# TabSeparated) side by side with clickhouse-client inserting the same rows (the same TabSeparated
-# file) into an identical table, and with a PostgreSQL-only wanledger acknowledging the same
+# Native) side by side with clickhouse-client inserting the same rows (a TabSeparated file) into
+# an identical table, and with a PostgreSQL-only wanledger acknowledging the same
 # reports (flow_records COPY): the acknowledgement latency the ClickHouse mode must not exceed.
 #   [BATCH_ROWS=N] [CH_PATH=shards|distributed] bench/clickhouse/run.sh [REPORTS] [SHARDS]
 #     REPORTS x 1,000 flows (default 200); SHARDS 1 or 2 (two servers on loopback behind a

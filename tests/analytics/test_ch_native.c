@@ -11,6 +11,9 @@
  *    wrote into the report;
  *  - a value wider than its column (a port of 70,000) is refused, not cut; rows beyond the size
  *    hint give the same block as rows within it;
+ *  - blocks framed as ClickHouse's compressed format (the flusher sends them so, decompress=1),
+ *    2 to 400 bytes, stored and zstd: the server's CityHash128 check passes for every one, and a
+ *    flipped checksum bit is refused;
  *  - an outbox holding TabSeparated rows from before sql/035 (one the migration labelled, one
  *    written later by a binary that does not name the format) around a Native row: the flusher
  *    ships a format per INSERT, the oldest row's format first, and ClickHouse holds every flow
@@ -25,6 +28,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <zstd.h>
 
 #include "chnative.h"
 #include "chstore.h"
@@ -315,6 +319,62 @@ static void test_growth_beyond_the_hint(void **state)
     chnative_free(&big);
 }
 
+/* Blocks framed as ClickHouse's compressed format (chblock_frame) of every size from 2 to 400
+ * bytes, stored (identity, method none) and zstd: the server checks each checksum (CityHash128
+ * v1.0.2: below 16, 16-127 and over 128 bytes, every tail length) and takes every row once; one
+ * checksum bit flipped is refused and adds nothing. */
+static void test_frames_pass_the_servers_checksum(void **state)
+{
+    (void)state;
+    struct cfg *ch = config(true);
+    ch_do(ch, "CREATE DATABASE IF NOT EXISTS wanledger", NULL, 0, NULL);
+    ch_do(ch, "DROP TABLE IF EXISTS wanledger.framed", NULL, 0, NULL);
+    ch_do(ch, "CREATE TABLE wanledger.framed (s String) ENGINE = Memory", NULL, 0, NULL);
+    enum { MAX = 400 };
+    size_t cap = 0;
+    for (size_t n = 2; n <= MAX; n++)
+        cap += 2 * (CHBLOCK_FRAME_HEAD + ZSTD_compressBound(n));
+    char *body = malloc(cap), raw[MAX], z[MAX + 64];
+    assert_non_null(body);
+    size_t at = 0, rows = 0, bytes = 0;
+    for (size_t n = 2; n <= MAX; n++) { /* one row of n - 1 letters and its newline */
+        memset(raw, 'a' + (int)(n % 26), n - 1);
+        raw[n - 1] = '\n';
+        size_t zl = ZSTD_compress(z, sizeof z, raw, n, 1);
+        assert_false(ZSTD_isError(zl));
+        at += chblock_frame("identity", raw, n, n, body + at);
+        at += chblock_frame("zstd", z, zl, n, body + at);
+        rows += 2;
+        bytes += 2 * (n - 1);
+    }
+    char err[512];
+    struct httpc_response r;
+    if (chstore_exec(&ch->clickhouse, "INSERT INTO wanledger.framed FORMAT TabSeparated", body, at,
+                     "decompress=1", &r, err, sizeof err) != 0)
+        fail_msg("framed blocks refused: %s", err);
+    httpc_response_free(&r);
+    char want[64];
+    th_strfmt(want, sizeof want, "%zu\t%zu\n", rows, bytes);
+    ch_do(ch, "SELECT count(), sum(length(s)) FROM wanledger.framed FORMAT TabSeparated", NULL, 0,
+          &r);
+    assert_string_equal(r.body, want);
+    httpc_response_free(&r);
+    /* one bit of the first block's checksum flipped */
+    body[3] ^= 1;
+    assert_int_equal(chstore_exec(&ch->clickhouse,
+                                  "INSERT INTO wanledger.framed FORMAT TabSeparated", body, at,
+                                  "decompress=1", &r, err, sizeof err),
+                     -1);
+    print_message("refused: %.160s\n", err);
+    assert_non_null(strstr(err, "Checksum doesn't match"));
+    ch_do(ch, "SELECT count(), sum(length(s)) FROM wanledger.framed FORMAT TabSeparated", NULL, 0,
+          &r);
+    assert_string_equal(r.body, want);
+    httpc_response_free(&r);
+    free(body);
+    cfg_free(ch);
+}
+
 /* One outbox row (and its report's row, pending) as a writer of that format would leave it:
  * format NULL is a writer that does not name the column. */
 static void outbox_row(const char *agent, const char *format, const char *coding, const char *data,
@@ -438,6 +498,7 @@ int main(void)
         cmocka_unit_test(test_block_is_clickhouses),
         cmocka_unit_test(test_value_too_wide_refused),
         cmocka_unit_test(test_growth_beyond_the_hint),
+        cmocka_unit_test(test_frames_pass_the_servers_checksum),
         cmocka_unit_test(test_tsv_rows_from_before_ship_on_their_own),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
