@@ -3,12 +3,17 @@
  * keeps them (COPY text, then flow_pack_rows: the same rows as flow_packed rows) and once with
  * analytics.clickhouse (the flows as Native columns, then chblock_build: the outbox block, zstd).
  * Prints CPU ns per flow for each (and for jv_parse alone, the JSON reader inside ingest_parse),
- * the median of ROUNDS rounds of ITER reports.   bench_ingest [ITER] [ROUNDS] */
+ * the median of ROUNDS rounds of ITER reports, and what the flusher does with a stored block
+ * (ZSTD_decompress before e747a0b, chblock_frame since). With DIR, the first round's blocks are
+ * written to DIR/native.bin (decompressed, one after another) and DIR/framed.bin (framed): the
+ * same rows for an INSERT … FORMAT Native with and without decompress=1.
+ *   bench_ingest [ITER] [ROUNDS] [DIR] */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zstd.h>
 
 #include "chstore_block.h"
 #include "flow_pack.h"
@@ -76,6 +81,19 @@ static struct cfg *bench_cfg(const char *more)
 int main(int argc, char **argv)
 {
     int iter = argc > 1 ? atoi(argv[1]) : 50, rounds = argc > 2 ? atoi(argv[2]) : 5;
+    FILE *dump_native = NULL, *dump_framed = NULL; /* DIR: the first round's blocks, both ways */
+    if (argc > 3) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/native.bin", argv[3]);
+        dump_native = fopen(path, "wb");
+        snprintf(path, sizeof path, "%s/framed.bin", argv[3]);
+        dump_framed = fopen(path, "wb");
+        if (!dump_native || !dump_framed)
+            return 1;
+    }
+    char *scratch = malloc(1 << 22);
+    if (!scratch)
+        return 1;
     if (iter < 1 || rounds < 1 || rounds > 100)
         return 2;
     struct cfg *cfg = bench_cfg(""),
@@ -92,11 +110,11 @@ int main(int argc, char **argv)
     size_t len[NB];
     for (int r = 0; r < NB; r++)
         body[r] = report(r, ws_text, &len[r]);
-    double parse[100], block[100], json[100], packt[100], parse_ch[100];
+    double parse[100], block[100], json[100], packt[100], parse_ch[100], dec[100], frm[100];
     struct flow_pack pk = {0};
     size_t zbytes = 0, raw = 0;
     for (int k = 0; k < rounds; k++) {
-        double tp = 0, tb = 0, tj = 0, tk = 0, tc = 0;
+        double tp = 0, tb = 0, tj = 0, tk = 0, tc = 0, td = 0, tf = 0;
         for (int i = 0; i < iter; i++) { /* the JSON reader alone, for the split */
             struct jv *first;
             size_t nv;
@@ -141,6 +159,22 @@ int main(int argc, char **argv)
             tk += t2 - t1;
             tc += t3 - t2;
             tb += t4 - t3;
+            /* what the flusher does with the stored block: decompress it (before e747a0b) or
+             * frame it for ClickHouse to decompress (since) */
+            double t5 = cpu_ns();
+            size_t dn = ZSTD_decompress(scratch, 1 << 22, blk.data, blk.len);
+            double t6 = cpu_ns();
+            size_t fn =
+                chblock_frame(blk.coding, blk.data, blk.len, blk.raw_len, scratch + (1 << 21));
+            double t7 = cpu_ns();
+            if (ZSTD_isError(dn) || dn != blk.raw_len || !fn)
+                return 1;
+            td += t6 - t5;
+            tf += t7 - t6;
+            if (k == 0 && dump_native) {
+                fwrite(scratch, 1, dn, dump_native);
+                fwrite(scratch + (1 << 21), 1, fn, dump_framed);
+            }
             zbytes = blk.len;
             raw = blk.raw_len;
             chblock_free(&blk);
@@ -152,6 +186,8 @@ int main(int argc, char **argv)
         json[k] = tj / ((double)iter * FLOWS);
         packt[k] = tk / ((double)iter * FLOWS);
         parse_ch[k] = tc / ((double)iter * FLOWS);
+        dec[k] = td / ((double)iter * FLOWS);
+        frm[k] = tf / ((double)iter * FLOWS);
     }
     flow_pack_free(&pk);
     qsort(packt, (size_t)rounds, sizeof(double), cmp_d);
@@ -159,6 +195,8 @@ int main(int argc, char **argv)
     qsort(block, (size_t)rounds, sizeof(double), cmp_d);
     qsort(json, (size_t)rounds, sizeof(double), cmp_d);
     qsort(parse_ch, (size_t)rounds, sizeof(double), cmp_d);
+    qsort(dec, (size_t)rounds, sizeof(double), cmp_d);
+    qsort(frm, (size_t)rounds, sizeof(double), cmp_d);
     printf("PostgreSQL: ingest_parse (COPY text) %.0f ns/flow (min %.0f, max %.0f; of which "
            "jv_parse alone %.0f); flow_pack_rows %.0f ns/flow (min %.0f, max %.0f)\n",
            parse[rounds / 2], parse[0], parse[rounds - 1], json[rounds / 2], packt[rounds / 2],
@@ -168,6 +206,14 @@ int main(int argc, char **argv)
            "bytes/flow); n = %d rounds x %d reports x %d flows\n",
            parse_ch[rounds / 2], parse_ch[0], parse_ch[rounds - 1], block[rounds / 2], block[0],
            block[rounds - 1], raw, zbytes, (double)zbytes / FLOWS, rounds, iter, FLOWS);
+    printf("flusher, per flow: ZSTD_decompress of the stored block %.1f ns (min %.1f, max %.1f); "
+           "chblock_frame %.1f ns (min %.1f, max %.1f)\n",
+           dec[rounds / 2], dec[0], dec[rounds - 1], frm[rounds / 2], frm[0], frm[rounds - 1]);
+    if (dump_native) {
+        fclose(dump_native);
+        fclose(dump_framed);
+    }
+    free(scratch);
     for (int r = 0; r < NB; r++)
         free(body[r]);
     cfg_free(cfg);
