@@ -29,12 +29,13 @@ static void kind_init(void)
 /* A string column's guess per value before the first row says more. */
 #define TEXT_GUESS 24
 
-static int grow(struct chnative_col *c, size_t more)
+/* Room for total bytes in c, keeping what it holds (doubling, so that appends stay cheap). */
+static int reserve(struct chnative_col *c, size_t total)
 {
-    if (c->n + more <= c->cap)
+    if (total <= c->cap)
         return 0;
     size_t cap = c->cap ? c->cap : 256;
-    while (cap < c->n + more)
+    while (cap < total)
         cap *= 2;
     unsigned char *p = realloc(c->p, cap);
     if (!p)
@@ -44,21 +45,14 @@ static int grow(struct chnative_col *c, size_t more)
     return 0;
 }
 
-/* Room for rows rows in every fixed-width column and null map (written at [row * width]); their
- * n is set by chnative_size and chnative_write from the row count. */
+/* Room for rows rows in every fixed-width column and null map, written at [row * width] and
+ * [row]: their size follows from the row count, their n is not used. */
 static int reserve_rows(struct chnative *n, size_t rows)
 {
-    for (int c = FR_WINDOW_START + 1; c < FR_NCOLS; c++) {
-        struct chnative_col *v = &n->val[c], *m = &n->nulls[c];
-        if (kind[c].width) { /* a string column's n is its length: kept */
-            v->n = n->rows * kind[c].width;
-            if (grow(v, (rows - n->rows) * kind[c].width) < 0)
-                return -1;
-        }
-        m->n = n->rows;
-        if (kind[c].nullable && grow(m, rows - n->rows) < 0)
+    for (int c = FR_WINDOW_START + 1; c < FR_NCOLS; c++)
+        if ((kind[c].width && reserve(&n->val[c], rows * kind[c].width) < 0) ||
+            (kind[c].nullable && reserve(&n->nulls[c], rows) < 0))
             return -1;
-    }
     n->cap_rows = rows;
     return 0;
 }
@@ -71,7 +65,7 @@ void chnative_init(struct chnative *n, size_t rows)
     if (reserve_rows(n, rows ? rows : 1) < 0)
         n->oom = true;
     for (int c = FR_WINDOW_START + 1; c < FR_NCOLS && !n->oom; c++)
-        if (!kind[c].width && grow(&n->val[c], rows * TEXT_GUESS) < 0)
+        if (!kind[c].width && reserve(&n->val[c], rows * TEXT_GUESS) < 0)
             n->oom = true;
 }
 
@@ -136,7 +130,7 @@ void chnative_add(struct chnative *n, const struct flow_row *r)
             continue;
         }
         size_t len = v->set ? v->n : 0;
-        if (col->n + len + 10 > col->cap && grow(col, len + 10) < 0)
+        if (col->n + len + 10 > col->cap && reserve(col, col->n + len + 10) < 0)
             goto oom;
         unsigned char *p = col->p + col->n;
         if (len < 0x80)

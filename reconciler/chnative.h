@@ -28,9 +28,9 @@ struct chnative_col {
 
 struct chnative {
     /* the values (FR_WINDOW_START: none, see write); a fixed-width column's value of row i at
-     * [i * width] (its n is not kept up to date) */
+     * [i * width] (its n is not used: the row count gives its size) */
     struct chnative_col val[FR_NCOLS];
-    struct chnative_col nulls[FR_NCOLS]; /* Nullable columns: their null map, [i] */
+    struct chnative_col nulls[FR_NCOLS]; /* Nullable columns: their null map, [i] (n not used) */
     size_t rows;
     size_t cap_rows;  /* rows the fixed-width columns and null maps have room for */
     bool oom;         /* an append failed: the block is incomplete, not to be written */

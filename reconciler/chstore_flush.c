@@ -143,9 +143,9 @@ static void parts_done(struct parts *ps, bool failed)
     memset(ps, 0, sizeof *ps);
 }
 
-/* Room in each part for the blocks of raw_len[i] bytes (as sent) headed to key[i], made
+/* Room in each part for the blocks of sent_len[i] bytes (framed, as sent) headed to key[i], made
  * before framing: one allocation per part at most, none once the kept buffers are big enough. */
-static int parts_reserve(struct parts *ps, const uint64_t *key, const size_t *raw_len, size_t n,
+static int parts_reserve(struct parts *ps, const uint64_t *key, const size_t *sent_len, size_t n,
                          char *err, size_t errlen)
 {
     size_t *total = calloc(ps->n, sizeof *total);
@@ -154,7 +154,7 @@ static int parts_reserve(struct parts *ps, const uint64_t *key, const size_t *ra
         return -1;
     }
     for (size_t i = 0; i < n; i++)
-        total[ps->sh ? chshard_of(ps->sh, key[i]) : 0] += raw_len[i];
+        total[ps->sh ? chshard_of(ps->sh, key[i]) : 0] += sent_len[i];
     int rc = 0;
     for (size_t i = 0; i < ps->n && rc == 0; i++)
         if (buf_reserve(&ps->b[i], total[i]) < 0) {
@@ -381,18 +381,18 @@ static int outbox_concat(PGresult *r, struct parts *ps, struct buf *ids, size_t 
     }
     ids->p[ids->n++] = '{';
     uint64_t *key = malloc(((size_t)n + 1) * sizeof *key);
-    size_t *raw_len = malloc(((size_t)n + 1) * sizeof *raw_len);
-    int rc = key && raw_len ? 0 : -1;
+    size_t *sent_len = malloc(((size_t)n + 1) * sizeof *sent_len);
+    int rc = key && sent_len ? 0 : -1;
     for (int i = 0; i < n && rc == 0; i++) {
         key[i] = chshard_key(PQgetvalue(r, i, 5), (size_t)PQgetlength(r, i, 5),
                              be64(PQgetvalue(r, i, 6)));
-        raw_len[i] = CHBLOCK_FRAME_HEAD + (size_t)PQgetlength(r, i, 4); /* framed, not decoded */
+        sent_len[i] = CHBLOCK_FRAME_HEAD + (size_t)PQgetlength(r, i, 4);
     }
     if (rc < 0)
         snprintf(err, errlen, "clickhouse outbox: out of memory");
     else
-        rc = parts_reserve(ps, key, raw_len, (size_t)n, err, errlen);
-    free(raw_len);
+        rc = parts_reserve(ps, key, sent_len, (size_t)n, err, errlen);
+    free(sent_len);
     if (rc < 0) {
         free(key);
         return -1;
@@ -609,20 +609,20 @@ static int memory_concat(PGresult *r, const struct chq_block *list, struct parts
     for (const struct chq_block *b = list; b; b = b->next)
         nblk++;
     uint64_t *key = malloc((nblk + 1) * sizeof *key);
-    size_t *raw_len = malloc((nblk + 1) * sizeof *raw_len);
-    int rc = key && raw_len ? 0 : -1;
+    size_t *sent_len = malloc((nblk + 1) * sizeof *sent_len);
+    int rc = key && sent_len ? 0 : -1;
     nblk = 0;
     for (const struct chq_block *b = list; b && rc == 0; b = b->next)
         if (bsearch(&b->id, ids, (size_t)n, sizeof *ids, cmp_i64)) {
             key[nblk] = b->blk.key;
-            raw_len[nblk++] = CHBLOCK_FRAME_HEAD + b->blk.len; /* framed, not decoded */
+            sent_len[nblk++] = CHBLOCK_FRAME_HEAD + b->blk.len;
         }
     if (rc < 0)
         snprintf(err, errlen, "clickhouse outbox: out of memory");
     else
-        rc = parts_reserve(ps, key, raw_len, nblk, err, errlen);
+        rc = parts_reserve(ps, key, sent_len, nblk, err, errlen);
     free(key);
-    free(raw_len);
+    free(sent_len);
     for (const struct chq_block *b = list; b && rc == 0; b = b->next) {
         if (!bsearch(&b->id, ids, (size_t)n, sizeof *ids, cmp_i64))
             continue; /* shipped already, from ch_outbox */

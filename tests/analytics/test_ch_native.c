@@ -170,6 +170,15 @@ static void ch_do(const struct cfg *cfg, const char *sql, const char *data, size
         httpc_response_free(&r);
 }
 
+/* sql's answer must be want, exactly. */
+static void ch_expect(const struct cfg *cfg, const char *sql, const char *want)
+{
+    struct httpc_response r;
+    ch_do(cfg, sql, NULL, 0, &r);
+    assert_string_equal(r.body, want);
+    httpc_response_free(&r);
+}
+
 static void create_table(const struct cfg *cfg, const char *name)
 {
     char defs[2048], sql[2300];
@@ -227,34 +236,28 @@ static void test_block_is_clickhouses(void **state)
     char want_sums[128];
     th_strfmt(want_sums, sizeof want_sums, "%d\t%" PRIu64 "\t%" PRIu64 "\t12288\t%" PRId64 "\n",
               NFLOWS, TX_SUM, RX_SUM, WS);
-    ch_do(ch,
-          "SELECT count(), sum(tx_bytes), sum(rx_bytes), sum(nfs_bytes),"
-          " toUnixTimestamp(min(window_start)) FROM wanledger.mine FORMAT TabSeparated",
-          NULL, 0, &a);
-    assert_string_equal(a.body, want_sums);
-    httpc_response_free(&a);
-    ch_do(ch,
-          "SELECT user_name = 'a\\tb\\nc\\\\d\"e', program = 'café ☃', pid, uid, remote_port, "
-          "local_port FROM wanledger.mine"
-          " WHERE idx IN (0, 1) ORDER BY idx FORMAT TabSeparated",
-          NULL, 0, &a);
-    assert_string_equal(a.body, "1\t1\t2147483647\t2147483647\t5201\t40000\n"
-                                "\\N\t\\N\t\\N\t\\N\t65535\t1\n");
-    httpc_response_free(&a);
-    ch_do(ch,
-          "SELECT concat(toString(isNull(role)), ',', ifNull(nfs_export, 'NULL'), ',',"
-          " toString(length(ifNull(user_name, ''))), ',', ifNull(local_addr, 'NULL'), ',',"
-          " toString(isNull(local_port)))"
-          " FROM wanledger.mine ORDER BY idx FORMAT TabSeparated",
-          NULL, 0, &a);
-    assert_string_equal(a.body, "0,NULL,9,10.1.0.2,0\n"
-                                "1,NULL,0,10.1.0.2,0\n"
-                                "1,/export/da ta,5,10.1.0.2,0\n"
-                                "1,NULL,0,NULL,1\n"
-                                "0,NULL,0,fd00:1::2,0\n"
-                                "0,NULL,300,10.1.0.2,0\n"
-                                "0,NULL,3,10.1.0.2,0\n");
-    httpc_response_free(&a);
+    ch_expect(ch,
+              "SELECT count(), sum(tx_bytes), sum(rx_bytes), sum(nfs_bytes),"
+              " toUnixTimestamp(min(window_start)) FROM wanledger.mine FORMAT TabSeparated",
+              want_sums);
+    ch_expect(ch,
+              "SELECT user_name = 'a\\tb\\nc\\\\d\"e', program = 'café ☃', pid, uid, remote_port, "
+              "local_port FROM wanledger.mine"
+              " WHERE idx IN (0, 1) ORDER BY idx FORMAT TabSeparated",
+              "1\t1\t2147483647\t2147483647\t5201\t40000\n"
+              "\\N\t\\N\t\\N\t\\N\t65535\t1\n");
+    ch_expect(ch,
+              "SELECT concat(toString(isNull(role)), ',', ifNull(nfs_export, 'NULL'), ',',"
+              " toString(length(ifNull(user_name, ''))), ',', ifNull(local_addr, 'NULL'), ',',"
+              " toString(isNull(local_port)))"
+              " FROM wanledger.mine ORDER BY idx FORMAT TabSeparated",
+              "0,NULL,9,10.1.0.2,0\n"
+              "1,NULL,0,10.1.0.2,0\n"
+              "1,/export/da ta,5,10.1.0.2,0\n"
+              "1,NULL,0,NULL,1\n"
+              "0,NULL,0,fd00:1::2,0\n"
+              "0,NULL,300,10.1.0.2,0\n"
+              "0,NULL,3,10.1.0.2,0\n");
     ingest_batch_free(&bp);
     ingest_batch_free(&bc);
     cfg_free(pg);
@@ -355,10 +358,7 @@ static void test_frames_pass_the_servers_checksum(void **state)
     httpc_response_free(&r);
     char want[64];
     th_strfmt(want, sizeof want, "%zu\t%zu\n", rows, bytes);
-    ch_do(ch, "SELECT count(), sum(length(s)) FROM wanledger.framed FORMAT TabSeparated", NULL, 0,
-          &r);
-    assert_string_equal(r.body, want);
-    httpc_response_free(&r);
+    ch_expect(ch, "SELECT count(), sum(length(s)) FROM wanledger.framed FORMAT TabSeparated", want);
     /* one bit of the first block's checksum flipped */
     body[3] ^= 1;
     assert_int_equal(chstore_exec(&ch->clickhouse,
@@ -367,10 +367,7 @@ static void test_frames_pass_the_servers_checksum(void **state)
                      -1);
     print_message("refused: %.160s\n", err);
     assert_non_null(strstr(err, "Checksum doesn't match"));
-    ch_do(ch, "SELECT count(), sum(length(s)) FROM wanledger.framed FORMAT TabSeparated", NULL, 0,
-          &r);
-    assert_string_equal(r.body, want);
-    httpc_response_free(&r);
+    ch_expect(ch, "SELECT count(), sum(length(s)) FROM wanledger.framed FORMAT TabSeparated", want);
     free(body);
     cfg_free(ch);
 }
@@ -456,13 +453,10 @@ static void test_tsv_rows_from_before_ship_on_their_own(void **state)
               "agent-late\t%d\t%" PRIu64 "\nagent-new\t%d\t%" PRIu64 "\nagent-old\t%d\t%" PRIu64
               "\n",
               NFLOWS, TX_SUM, NFLOWS, TX_SUM, NFLOWS, TX_SUM);
-    struct httpc_response a;
-    ch_do(ch,
-          "SELECT agent_id, count(), sum(tx_bytes) FROM wanledger.flow_records FINAL"
-          " GROUP BY agent_id ORDER BY agent_id FORMAT TabSeparated",
-          NULL, 0, &a);
-    assert_string_equal(a.body, want);
-    httpc_response_free(&a);
+    ch_expect(ch,
+              "SELECT agent_id, count(), sum(tx_bytes) FROM wanledger.flow_records FINAL"
+              " GROUP BY agent_id ORDER BY agent_id FORMAT TabSeparated",
+              want);
     /* the names survive either way */
     assert_int_equal(th_ch_num(&CH, "SELECT count() FROM wanledger.flow_records WHERE idx = 0"
                                     " AND user_name = 'a\\tb\\nc\\\\d\"e'"),
