@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The driver of bench/clickhouse/run.sh, in one run:
- 1. PostgreSQL only (run third): posts REPORTS agent reports of 1,000 flows each to a
+ 1. PostgreSQL only (run after 2, 3, 4 and 6): posts REPORTS agent reports of 1,000 flows each to a
     `wanledger reconcile` without analytics (flows COPY'd into flow_records): the
     acknowledgement latency to keep;
  2. ClickHouse mode (run first): the same reports to `wanledger reconcile` with analytics.clickhouse; times
@@ -13,19 +13,24 @@
  5. psql \copy of step 1's rows (exported with COPY ... TO STDOUT) into a table LIKE
     flow_records INCLUDING ALL with the old table's NOT NULLs and BRIN index, one COPY: the tool
     a user would otherwise load PostgreSQL with.
-Reports are posted over --conns keep-alive connections (default 2), open loop within each (the next as soon as
-the previous is acknowledged)."""
+ 6. with --rounds R (run after 4, before 1): steps 2 and 4 again, R times, alternating which goes first (seq 10, 11, …
+    through wanledger into its table emptied first; the same TabSeparated file through
+    clickhouse-client into a fresh table like step 4's): the ratio per round and its median, because on a
+    shared 2-core host one pair of runs moves with the host (±30 %) more than with the build.
+Reports are posted over --conns keep-alive connections (default 2), closed loop within each (the
+next as soon as the previous is acknowledged)."""
 import argparse, base64, http.client, os, resource, signal, subprocess, sys, time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from ingestlib import FLOWS, cpu_of, cpu_s, load, post_all as post, report_body, wait_port
+from ingestlib import FLOWS, cpu_of, cpu_s, load, minflt, post_all as post, report_body, wait_port
 import ingestlib
 
 ap = argparse.ArgumentParser()
 for a in ("--port", "--pg-port", "--wl-pid", "--wlpg-pid", "--reports"):
     ap.add_argument(a, type=int, required=True)
 ap.add_argument("--conns", type=int, default=2)
+ap.add_argument("--rounds", type=int, default=0)
 for a in ("--conninfo", "--ch", "--tcp", "--ch-pids", "--password", "--dir", "--pg-data"):
     ap.add_argument(a, required=True)
 o = ap.parse_args()
@@ -118,12 +123,14 @@ if os.environ.get("PERF_ALL"): # PERF_ALL=FILE: a system-wide perf profile of st
                             stderr=subprocess.DEVNULL)
     time.sleep(1)
 cpu0 = cpu_s(o.wl_pid)
+flt0 = minflt(o.wl_pid)
 pg0, ch0 = cpu_of(pg_pids()), cpu_of(ch_pids)
 c0 = path_cpu(o.wl_pid)
 t0, t_ack, lat_ch = post_all(o.port, 1)
 wait_empty()
 t_ch = time.monotonic() - t0
 cpu_wl = cpu_s(o.wl_pid) - cpu0
+flt_wl = minflt(o.wl_pid) - flt0
 cpu_path = path_cpu(o.wl_pid) - c0
 cpu_pg_in_ch, cpu_ch_in_ch = cpu_of(pg_pids()) - pg0, cpu_of(ch_pids) - ch0
 load_ch = load()
@@ -151,12 +158,6 @@ wait_empty()
 t_replay = time.monotonic() - t2
 check_count(2 * n_rows)
 load_bl = load()
-# 1. PostgreSQL only (run after 2 and 3, see there)
-c0 = cpu_s(o.wlpg_pid) + cpu_of(pg_pids())
-_, t_pg, lat_pg = post_all(o.pg_port, 1)
-cpu_pg = cpu_s(o.wlpg_pid) + cpu_of(pg_pids()) - c0
-load_pg = load()
-
 # 4. the rows of step 2 through clickhouse-client into an identical table (on every shard)
 tsv = os.path.join(o.dir, "rows.tsv")
 with open(tsv, "w") as f:
@@ -184,6 +185,88 @@ got_cc = int(chq("SELECT count() FROM %s" % target))
 assert got_cc == n_rows, (got_cc, n_rows)
 load_cc = load()
 
+# 6. steps 2 and 4 alternated --rounds times in this run (see the docstring)
+def empty_wl():
+    for n in range(len(ch_http)):
+        chq("TRUNCATE TABLE wanledger.%s" % table, n)
+
+
+def quiet_merges():
+    """Until no ClickHouse merge runs on any shard (at most 60 s): a turn starts on a quiet
+    server whichever side went before."""
+    for _ in range(600):
+        if all(chq("SELECT count() FROM system.merges", n).strip() == "0"
+               for n in range(len(ch_http))):
+            return
+        time.sleep(0.1)
+
+
+def round_wl(seq):
+    """wanledger into its table emptied (as in step 2), emptied again after the count, as
+    clickhouse-client's table is dropped after its count: no merge of one side's rows runs
+    during the other side's turn. Then VACUUM of wanledger's database, so that autovacuum of this
+    turn's outbox churn does not land in a later turn; its CPU is wanledger's, printed apart."""
+    empty_wl()
+    quiet_merges()
+    c0 = (cpu_s(o.wl_pid), cpu_of(pg_pids()), cpu_of(ch_pids))
+    t0, _, _ = post_all(o.port, seq)
+    wait_empty()
+    t = time.monotonic() - t0
+    split = (cpu_s(o.wl_pid) - c0[0], cpu_of(pg_pids()) - c0[1], cpu_of(ch_pids) - c0[2])
+    cpu = sum(split)
+    got = int(chq("SELECT count() FROM wanledger.flow_records FINAL WHERE seq = %d" % seq))
+    assert got == n_rows, (seq, got, n_rows)
+    empty_wl()
+    v0 = cpu_of(pg_pids())
+    psql("VACUUM")
+    return t, cpu, cpu_of(pg_pids()) - v0, split
+
+
+def round_cc(k):
+    """clickhouse-client into a fresh table of step 4's definition (a ReplacingMergeTree: the
+    same rows again into the same table would be merged away), dropped after its count."""
+    local, dist = "wanledger.cc%d_local" % k, "wanledger.cc%d" % k
+    for n in range(len(ch_http)):
+        chq("CREATE TABLE %s AS wanledger.cc_local" % local, n)
+    into = local
+    if len(ch_http) > 1:
+        chq("CREATE TABLE %s AS %s ENGINE = Distributed(bench, wanledger, cc%d_local,"
+            " cityHash64(agent_id, seq))" % (dist, local, k))
+        into = dist
+    quiet_merges()
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    c0 = cpu_of(ch_pids)
+    t1 = time.monotonic()
+    with open(tsv) as f:
+        subprocess.run(["clickhouse-client", "--port", ch_tcp[0], "--password", o.password] +
+                       settings + ["--query", "INSERT INTO %s FORMAT TabSeparated" % into],
+                       stdin=f, check=True)
+    t = time.monotonic() - t1
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime) + cpu_of(ch_pids) - c0
+    got = int(chq("SELECT count() FROM %s" % into))
+    assert got == n_rows, (got, k)
+    if len(ch_http) > 1:
+        chq("DROP TABLE %s" % dist)
+    for n in range(len(ch_http)):
+        chq("DROP TABLE %s" % local, n)
+    return t, cpu
+
+
+rounds = []
+for k in range(o.rounds):
+    if k % 2 == 0:
+        wl, cc = round_wl(10 + k), round_cc(k)
+    else:
+        cc, wl = round_cc(k), round_wl(10 + k)
+    rounds.append((wl, cc, load()))
+
+# 1. PostgreSQL only (run after 2, 3, 4 and 6: its autovacuum must not land in their CPU figures)
+c0 = cpu_s(o.wlpg_pid) + cpu_of(pg_pids())
+_, t_pg, lat_pg = post_all(o.pg_port, 1)
+cpu_pg = cpu_s(o.wlpg_pid) + cpu_of(pg_pids()) - c0
+load_pg = load()
+
 # 5. the rows of step 1 through psql \copy into an identical table of the PostgreSQL-only database
 pg_only = o.conninfo.replace("dbname=wanledger", "dbname=wl_pgonly")
 copy_file = os.path.join(o.dir, "rows.copy")
@@ -201,6 +284,7 @@ t_copy = time.monotonic() - t1
 got_copy = int(psql("SELECT count(*) FROM copy_rows", pg_only))
 assert got_copy == n_rows, (got_copy, n_rows)
 load_copy = load()
+
 
 print("shards: %d, n = %d flow records per step (%d reports x %d, %d connections),"
       " TabSeparated %.1f MiB" % (len(ch_http), n_rows, o.reports, FLOWS, o.conns,
@@ -222,6 +306,8 @@ print("outbox at the end of step 3: %s blocks, %s flows, %.1f MiB stored (%.1f M
       (depth[0], depth[1], int(depth[2]) / 2**20, int(depth[3]) / 2**20))
 print("ClickHouse on disk after step 2: %.1f MiB, %.1f bytes per flow record" %
       (on_disk / 2**20, on_disk / n_rows))
+print("wanledger minor page faults in step 2: %.1f per report (n = %d reports)" %
+      (flt_wl / o.reports, o.reports))
 print("ack latency per report, PostgreSQL only: " + pct(lat_pg))
 print("ack latency per report, ClickHouse mode: " + pct(lat_ch))
 print("ack latency per report, ClickHouse frozen: " + pct(lat_bl))
@@ -231,3 +317,23 @@ print("CPU per flow record, every process on the path: PostgreSQL only (wanledge
       " %.2f); clickhouse-client + ClickHouse %.2f us; ratio %.2fx" %
       (us(cpu_pg), us(cpu_path), us(cpu_wl), us(cpu_pg_in_ch), us(cpu_ch_in_ch), us(cpu_cc),
        cpu_cc / cpu_path))
+
+if rounds:
+    med = lambda xs: sorted(xs)[len(xs) // 2] if len(xs) % 2 else \
+        (sorted(xs)[len(xs) // 2 - 1] + sorted(xs)[len(xs) // 2]) / 2
+    print("alternated rounds (6), n = %d flow records each way per round:" % n_rows)
+    print("| round | first | wanledger POST -> in ClickHouse (s) | clickhouse-client (s) | ratio |"
+          " path CPU us/flow (wanledger + PostgreSQL + ClickHouse; VACUUM after) | client + server CPU us/flow | CPU ratio (without"
+          " VACUUM) | load after |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for k, ((tw, cw, vw, sp), (tc, cc), ld) in enumerate(rounds):
+        print("| %d | %s | %.2f | %.2f | %.2fx | %.2f (%.2f + %.2f + %.2f; + %.2f VACUUM) | %.2f |"
+              " %.2fx | %s |" %
+              (k + 1, "wanledger" if k % 2 == 0 else "clickhouse-client", tw, tc, tc / tw,
+               us(cw), us(sp[0]), us(sp[1]), us(sp[2]), us(vw), us(cc), cc / cw, ld))
+    r = [tc / tw for (tw, _, _, _), (tc, _), _ in rounds]
+    rc = [cc / cw for (_, cw, _, _), (_, cc), _ in rounds]
+    print("ratio end to end over %d rounds: median %.2fx (min %.2fx, max %.2fx), %d of %d >= 0.7x;"
+          " CPU ratio median %.2fx (min %.2fx, max %.2fx)" %
+          (len(r), med(r), min(r), max(r), sum(x >= 0.7 for x in r), len(r), med(rc), min(rc),
+           max(rc)))

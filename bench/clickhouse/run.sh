@@ -4,13 +4,16 @@
 # Native) side by side with clickhouse-client inserting the same rows (a TabSeparated file) into
 # an identical table, and with a PostgreSQL-only wanledger acknowledging the same
 # reports (flow_records COPY): the acknowledgement latency the ClickHouse mode must not exceed.
-#   [BATCH_ROWS=N] [CH_PATH=shards|distributed] bench/clickhouse/run.sh [REPORTS] [SHARDS]
+#   [CONNS=N] [ROUNDS=R] [BATCH_ROWS=N] [CH_PATH=shards|distributed] bench/clickhouse/run.sh
+#   [REPORTS] [SHARDS]
 #     REPORTS x 1,000 flows (default 200); SHARDS 1 or 2 (two servers on loopback behind a
 #     Distributed table); BATCH_ROWS: analytics.clickhouse.batch_rows (default 1,000,000, the
 #     configuration's default);
 #     CH_PATH (2 shards): shards (default) lists every shard's HTTP URL in shard_urls, so the
 #     flusher inserts into each shard's local table; distributed inserts through the
-#     Distributed table as before
+#     Distributed table as before; CONNS: keep-alive connections posting (default 2); ROUNDS:
+#     after the five steps, wanledger and clickhouse-client again R times, alternating which
+#     goes first, with the median ratio (drive.py step 6)
 # Everything runs from a scratch directory and is stopped by pid at the end.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -112,4 +115,4 @@ if [ -n "${PERF_OUT:-}" ]; then # PERF_OUT=FILE: a perf profile of the ClickHous
 fi
 python3 "$SRC/bench/clickhouse/drive.py" --port "$PORT" --wl-pid "$WL" --conninfo "$CONNINFO" \
   --pg-port "$PGPORT_WL" --wlpg-pid "$WLPG" --pg-data "$W/pg/data" --ch "${HTTP[*]}" --tcp "${TCP[*]}" --ch-pids "${CHPIDS[*]}" \
-  --password "$PASS" --reports "$REPORTS" --conns "${CONNS:-2}" --dir "$W"
+  --password "$PASS" --reports "$REPORTS" --conns "${CONNS:-2}" --rounds "${ROUNDS:-0}" --dir "$W"

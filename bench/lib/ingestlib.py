@@ -58,6 +58,12 @@ def cpu_s(pid):
     return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def minflt(pid):
+    """Minor page faults of pid so far (/proc/PID/stat field 10)."""
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[7])
+
+
 def cpu_of(pids):
     """The sum of cpu_s over the pids still alive."""
     t = 0.0
