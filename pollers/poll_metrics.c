@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "gnmi_listen.h"
+#include "growbuf.h"
 #include "hostport.h"
 #include "snmp_poller.h"
 
@@ -44,16 +45,12 @@ __attribute__((format(printf, 2, 3))) static void put(struct out *o, const char 
         return;
     }
     if (o->len + (size_t)n + 1 > o->cap) {
-        size_t cap = o->cap ? o->cap : 4096;
-        while (cap < o->len + (size_t)n + 1)
-            cap *= 2;
-        char *p = realloc(o->p, cap);
+        char *p = gb_grow(o->p, &o->cap, o->len + (size_t)n + 1, 4096);
         if (!p) {
             o->failed = true;
             return;
         }
         o->p = p;
-        o->cap = cap;
     }
     va_start(ap, fmt);
     vsnprintf(o->p + o->len, o->cap - o->len, fmt, ap);

@@ -1,6 +1,8 @@
 /* A report's flow records as a ClickHouse Native block (see chnative.h). */
 #include "chnative.h"
 
+#include "growbuf.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,16 +34,10 @@ static void kind_init(void)
 /* Room for total bytes in c, keeping what it holds (doubling, so that appends stay cheap). */
 static int reserve(struct chnative_col *c, size_t total)
 {
-    if (total <= c->cap)
-        return 0;
-    size_t cap = c->cap ? c->cap : 256;
-    while (cap < total)
-        cap *= 2;
-    unsigned char *p = realloc(c->p, cap);
+    unsigned char *p = gb_grow(c->p, &c->cap, total, 256);
     if (!p)
         return -1;
     c->p = p;
-    c->cap = cap;
     return 0;
 }
 

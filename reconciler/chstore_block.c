@@ -7,8 +7,9 @@
 #include <string.h>
 #include <zstd.h>
 
-#include "chnative.h"
 #include "chhash.h"
+#include "chnative.h"
+#include "growbuf.h"
 #include "chshard.h"
 
 /* Level 1, not wl_compress's 3: on drive.py's rows (bench/reconciler/bench_ingest, 16:58 UTC)
@@ -52,11 +53,7 @@ static void tl_key_init(void)
 /* buf grown to at least n bytes (contents not kept); -1 when out of memory. */
 static int grow(char **buf, size_t *cap, size_t n)
 {
-    if (*cap >= n)
-        return 0;
-    free(*buf);
-    *buf = malloc(n);
-    *cap = *buf ? n : 0;
+    *buf = gb_fresh(*buf, cap, n);
     return *buf ? 0 : -1;
 }
 

@@ -16,6 +16,7 @@
 #include "chstore_queue.h"
 #include "db.h"
 #include "flow_row.h"
+#include "growbuf.h"
 #include "log.h"
 #include "timeutil.h"
 
@@ -50,26 +51,16 @@ struct buf {
 /* Room for total bytes in an empty buffer, without copying what it held. */
 static int buf_reserve(struct buf *b, size_t total)
 {
-    if (total <= b->cap)
-        return 0;
-    free(b->p);
-    b->p = malloc(total);
-    b->cap = b->p ? total : 0;
+    b->p = gb_fresh(b->p, &b->cap, total);
     return b->p ? 0 : -1;
 }
 
 static int buf_need(struct buf *b, size_t more)
 {
-    if (b->n + more <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 1 << 16;
-    while (cap < b->n + more)
-        cap *= 2;
-    char *p = realloc(b->p, cap);
+    char *p = gb_grow(b->p, &b->cap, b->n + more, 1 << 16);
     if (!p)
         return -1;
     b->p = p;
-    b->cap = cap;
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "flow_row.h"
+#include "growbuf.h"
 #include "recon_db_internal.h"
 #include "timeutil.h"
 
@@ -43,14 +44,10 @@ static int grow(char **b, size_t *cap, size_t need)
 {
     if (need <= *cap)
         return 0;
-    size_t c = *cap ? *cap : 4096;
-    while (c < need)
-        c *= 2;
-    char *n = realloc(*b, c);
+    char *n = gb_grow(*b, cap, need, 4096);
     if (!n)
         return -1;
     *b = n;
-    *cap = c;
     return 0;
 }
 

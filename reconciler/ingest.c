@@ -16,6 +16,7 @@
 #include "chnative.h"
 #include "copyesc.h"
 #include "flow_row.h"
+#include "growbuf.h"
 #include "jsonv.h"
 #include "nasin.h"
 #include "srv_limits.h"
@@ -53,16 +54,12 @@ static int buf_reserve(struct ingest_batch *b, size_t more)
 {
     if (b->copy_len + more <= b->copy_cap)
         return 0;
-    size_t cap = b->copy_cap ? b->copy_cap : 4096;
-    while (cap < b->copy_len + more)
-        cap *= 2;
-    char *p = realloc(b->copy, cap);
+    char *p = gb_grow(b->copy, &b->copy_cap, b->copy_len + more, 4096);
     if (!p) {
         b->oom = true;
         return -1;
     }
     b->copy = p;
-    b->copy_cap = cap;
     return 0;
 }
 

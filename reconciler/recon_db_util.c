@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "copyesc.h"
+#include "growbuf.h"
 #include "pgc.h"
 #include "recon_db_internal.h"
 
@@ -62,16 +63,12 @@ void rdb_sb_add(struct rdb_sbuf *b, const char *s, size_t n)
     if (b->oom)
         return;
     if (b->n + n + 1 > b->cap) {
-        size_t c = b->cap ? b->cap * 2 : 4096;
-        while (c < b->n + n + 1)
-            c *= 2;
-        char *p = realloc(b->p, c);
+        char *p = gb_grow(b->p, &b->cap, b->n + n + 1, 4096);
         if (!p) {
             b->oom = true;
             return;
         }
         b->p = p;
-        b->cap = c;
     }
     memcpy(b->p + b->n, s, n);
     b->n += n;
