@@ -510,58 +510,66 @@ static int cmp_member(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* A key's bit in the 64-bit filter of check_duplicates: (length, first and last byte). */
+/* A key's bit in parse_object's 64-bit filter: (length, first and last byte). */
 static inline uint64_t key_bit(const char *key, uint32_t len)
 {
     unsigned last = len ? (unsigned char)key[len - 1] : 0;
     return UINT64_C(1) << ((len * 7u + (unsigned char)key[0] * 3u + last) & 63u);
 }
 
-/* Refuses an object whose members repeat a key, naming the first repeat in document order.
- * Small objects are checked pairwise, larger ones sorted: O(n log n) for hostile inputs.
- * maybe: two members of obj share a bit of the filter (parse_object runs every key through it
- * as it is read; equal keys always collide), the only case in which a small object's members are
- * compared pairwise. */
-static int check_duplicates(struct parser *ps, const struct jv *obj, bool maybe)
+/* Objects of up to this many members are checked for a repeated key as each member is read,
+ * against the members before it, and only when its bit of the filter is already set: an agent's
+ * flow record has up to ~24 members (agentlib/report.c). Larger objects are sorted at their end:
+ * O(n log n) for hostile inputs. */
+#define JV_PAIRWISE_MEMBERS 32
+
+static int report_duplicate(struct parser *ps, const struct jv *dup)
 {
-    const struct jv *dup = NULL;
-    if (obj->n <= 16) {
-        for (const struct jv *a = maybe ? obj->child : NULL; a && !dup; a = a->next)
-            for (const struct jv *b = obj->child; b != a; b = b->next)
-                if (a->key_len == b->key_len && a->key[0] == b->key[0] &&
-                    memcmp(a->key, b->key, a->key_len) == 0) { /* most differ in length or at 0 */
-                    dup = a;
-                    break;
-                }
-    } else {
-        const struct jv **m = malloc(obj->n * sizeof(*m));
-        if (!m)
-            return fail(ps, "out of memory");
-        size_t n = 0;
-        for (const struct jv *a = obj->child; a; a = a->next)
-            m[n++] = a;
-        qsort(m, n, sizeof(*m), cmp_member);
-        for (size_t i = 1; i < n; i++)
-            if (strcmp(m[i]->key, m[i - 1]->key) == 0 && (!dup || m[i]->off < dup->off))
-                dup = m[i];
-        free(m);
-    }
-    if (!dup)
-        return 0;
     ps->depth++;
     ps->stack[ps->depth] = (struct frame){.key = dup->key, .idx = 0};
     ps->p = ps->start + dup->off;
     return semantic(ps, "duplicate key \"%.100s\"", dup->key);
 }
 
+/* The first member of obj (more than JV_PAIRWISE_MEMBERS) that repeats an earlier key, in
+ * document order, reported; 0 when none does. */
+static int check_duplicates_sorted(struct parser *ps, const struct jv *obj)
+{
+    const struct jv *dup = NULL;
+    const struct jv **m = malloc(obj->n * sizeof(*m));
+    if (!m)
+        return fail(ps, "out of memory");
+    size_t n = 0;
+    for (const struct jv *a = obj->child; a; a = a->next)
+        m[n++] = a;
+    qsort(m, n, sizeof(*m), cmp_member);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(m[i]->key, m[i - 1]->key) == 0 && (!dup || m[i]->off < dup->off))
+            dup = m[i];
+    free(m);
+    return dup ? report_duplicate(ps, dup) : 0;
+}
+
+/* Whether member c (just read) repeats the key of a member of obj before it. */
+static bool repeats(const struct jv *obj, const struct jv *c)
+{
+    for (const struct jv *a = obj->child; a != c; a = a->next)
+        if (a->key_len == c->key_len && a->key[0] == c->key[0] &&
+            memcmp(a->key, c->key, c->key_len) == 0) /* most differ in length or at 0 */
+            return true;
+    return false;
+}
+
+/* Refuses an object whose members repeat a key, naming the first repeat in document order, once
+ * the whole object has been read (a syntax error later in it is reported first, as before). */
 static int parse_object(struct parser *ps, struct jv *v)
 {
     v->type = JV_OBJECT;
     if (empty_container(ps, '}'))
         return 0;
     struct jv **tail = &v->child;
-    uint64_t seen = 0; /* check_duplicates' filter */
-    bool maybe = false;
+    uint64_t seen = 0; /* keys' bits (key_bit) */
+    const struct jv *dup = NULL;
     for (;;) {
         ps->depth++;
         ps->stack[ps->depth] = (struct frame){.key = "", .idx = 0};
@@ -588,14 +596,18 @@ static int parse_object(struct parser *ps, struct jv *v)
         c->key = key;
         c->key_len = klen;
         uint64_t bit = key_bit(key, klen);
-        maybe |= (seen & bit) != 0;
+        if ((seen & bit) && !dup && v->n <= JV_PAIRWISE_MEMBERS && repeats(v, c))
+            dup = c;
         seen |= bit;
         ps->depth--;
         int more = next_or_close(ps, '}', "object");
         if (more < 0)
             return -1;
-        if (more == 0)
-            return check_duplicates(ps, v, maybe);
+        if (more == 0) {
+            if (v->n > JV_PAIRWISE_MEMBERS)
+                return check_duplicates_sorted(ps, v);
+            return dup ? report_duplicate(ps, dup) : 0;
+        }
     }
 }
 

@@ -139,6 +139,57 @@ static void test_inplace_and_escaped(void **state)
     free(buf);
 }
 
+/* Objects of 31 to 34 members, across the size where the check changes from member-by-member to
+ * sorting: the first repeat in text order is named, whichever key it repeats and wherever the
+ * repeated key was; an agent's flow record with every member it sends (agentlib/report.c) has no
+ * repeat; a syntax error after a repeat in the same object is the error reported. */
+static void test_duplicates_each_size(void **state)
+{
+    (void)state;
+    for (int m = 31; m <= 34; m++) {
+        for (int where = 0; where < m - 2; where += 5) {
+            /* members k0..k(m-3), then k(where) again, then k1 again: the first repeat is the
+             * member after k(m-3), its value at text offset off */
+            char buf[2048];
+            size_t n = (size_t)snprintf(buf, sizeof buf, "{");
+            for (int i = 0; i < m - 2; i++)
+                n += (size_t)snprintf(buf + n, sizeof buf - n, "%s\"k%d\":%d", i ? "," : "", i, i);
+            size_t off = n + (size_t)snprintf(NULL, 0, ",\"k%d\":", where); /* its value */
+            n += (size_t)snprintf(buf + n, sizeof buf - n, ",\"k%d\":7,\"k1\":8}", where);
+            struct jv *first;
+            size_t nv;
+            struct jv_error e;
+            char want[64], path[64];
+            assert_null(jv_parse(buf, n, 0, &first, &nv, &e));
+            snprintf(want, sizeof want, "duplicate key \"k%d\"", where);
+            snprintf(path, sizeof path, "$.k%d", where);
+            assert_string_equal(e.msg, want);
+            assert_string_equal(e.path, path);
+            assert_int_equal(e.offset, off);
+            assert_true(e.semantic);
+            /* cut before the closing brace: the syntax error, not the repeat */
+            assert_null(jv_parse(buf, n - 1, 0, &first, &nv, &e));
+            assert_string_equal(e.msg, "truncated JSON: unterminated object");
+            assert_false(e.semantic);
+        }
+    }
+    const char flow[] =
+        "{\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"10.1.0.1:20000\","
+        "\"remote\":\"10.2.0.1:5201\",\"role\":\"client\",\"tx_bytes\":1,\"rx_bytes\":2,"
+        "\"tx_calls\":1,\"rx_calls\":1,\"pid\":4000,\"ppid\":1,\"uid\":1000,"
+        "\"program\":\"python3\",\"user\":\"u1\",\"exe\":\"/usr/bin/python3.11\","
+        "\"workflow\":\"wf1\",\"cgroup\":\"/user.slice\",\"container\":\"c\","
+        "\"pod_uid\":\"p\",\"namespace\":\"ns\",\"pod\":\"pod\",\"container_name\":\"cn\","
+        "\"unit\":\"u.scope\",\"slurm_job\":\"42\"}";
+    struct jv *first;
+    size_t nv;
+    struct jv_error e;
+    struct jv_doc *d = jv_parse(flow, sizeof flow - 1, 0, &first, &nv, &e);
+    assert_non_null(d);
+    assert_int_equal(first->n, 24);
+    jv_doc_free(d);
+}
+
 /* A duplicate in a large object (the sorted path) is found, the first repeat in text order. */
 static void test_duplicates_large(void **state)
 {
@@ -374,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_writer),
         cmocka_unit_test(test_builder),
         cmocka_unit_test(test_duplicates_large),
+        cmocka_unit_test(test_duplicates_each_size),
         cmocka_unit_test(test_inplace_and_escaped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
