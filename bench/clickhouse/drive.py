@@ -115,6 +115,7 @@ def check_count(want):
 
 
 print("machine: %d cores; load at start: %s" % (os.cpu_count(), load()))
+print(ingestlib.describe())
 # 2. ClickHouse mode (first: PostgreSQL's autovacuum of step 1's flow_records would count here)
 perf = None
 if os.environ.get("PERF_ALL"): # PERF_ALL=FILE: a system-wide perf profile of step 2 only

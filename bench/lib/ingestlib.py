@@ -1,39 +1,113 @@
 """What the ingest drivers (bench/clickhouse/drive.py, bench/pg_ingest/drive.py) share: the agent
 reports they post, the open-loop poster over keep-alive connections, and the CPU accounting of a
 process and of a PostgreSQL server's processes from /proc."""
-import http.client, json, os, socket, threading, time
+import ctypes, http.client, json, os, socket, threading, time
 
 FLOWS = 1000
 TOKEN = "bench-agent-token-0123456789"
 
 
+# WL_BENCH_BODY: "agent" (default) posts what wanledger-agent writes (agentlib/report.c
+# report_json + flow_json: compact JSON, every member the agent sends, those ingest ignores
+# too: tx_calls, rx_calls, ppid, exe, cgroup, unit); "minimal" the form of the sessions before
+# 2026-12-07 (json.dumps' ", " and ": " separators, the 12 members ingest keeps only).
+BODY = os.environ.get("WL_BENCH_BODY", "agent")
+if BODY not in ("agent", "minimal"):
+    raise SystemExit("WL_BENCH_BODY must be agent or minimal, not %r" % BODY)
+# WL_BENCH_CODING: "zstd" (default: the agent's delivery compresses with zstd at level 3,
+# common/compress.c, and says Content-Encoding: zstd) or "identity" (the sessions before
+# 2026-12-07). Bodies are compressed before a step's clock starts: agents compress on their hosts.
+CODING = os.environ.get("WL_BENCH_CODING", "zstd")
+if CODING not in ("zstd", "identity"):
+    raise SystemExit("WL_BENCH_CODING must be zstd or identity, not %r" % CODING)
+_zstd = None
+
+
+def zstd_compress(data, level=3):
+    """data compressed by libzstd (ZSTD_compress, one frame), as the agent's compress.c does."""
+    global _zstd
+    if _zstd is None:
+        z = ctypes.CDLL("libzstd.so.1")
+        z.ZSTD_compressBound.restype = ctypes.c_size_t
+        z.ZSTD_compressBound.argtypes = [ctypes.c_size_t]
+        z.ZSTD_compress.restype = ctypes.c_size_t
+        z.ZSTD_compress.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p,
+                                    ctypes.c_size_t, ctypes.c_int]
+        z.ZSTD_isError.restype = ctypes.c_uint
+        z.ZSTD_isError.argtypes = [ctypes.c_size_t]
+        _zstd = z
+    cap = _zstd.ZSTD_compressBound(len(data))
+    out = ctypes.create_string_buffer(cap)
+    n = _zstd.ZSTD_compress(out, cap, data, len(data), level)
+    if _zstd.ZSTD_isError(n):
+        raise SystemExit("ZSTD_compress failed")
+    return out.raw[:n]
+
+
+def describe():
+    """The bodies' form, for the drivers' headers."""
+    return "bodies: %s form, %s" % (BODY, "zstd level 3 (Content-Encoding: zstd)"
+                                    if CODING == "zstd" else "not compressed")
+
+
 def report_body(r, seq, ws_text, agent="agent-%d"):
-    """Agent report r: 1,000 socket flows of host h<r>, JSON as the agent posts it. Posters swap
-    the seq in the text (post_all), so one body serves every round."""
+    """Agent report r: 1,000 socket flows of host h<r>, JSON as the agent posts it (BODY).
+    Posters swap the seq in the text (post_all), so one body serves every round."""
+    if BODY == "minimal":
+        flows = [{"source": "socket", "proto": "tcp",
+                  "local": "10.1.%d.%d:%d" % (r % 250, k % 250, 20000 + k),
+                  "remote": "10.2.0.%d:5201" % (k % 200 + 1), "role": "client",
+                  "tx_bytes": 1000 * r + k, "rx_bytes": k, "pid": 4000 + r, "uid": 1000,
+                  "user": "u%d" % (r % 50), "program": "python3", "workflow": "wf%d" % (r % 20)}
+                 for k in range(FLOWS)]
+        return json.dumps({"version": 1, "host": "h%d" % r, "agent_id": agent % r, "seq": seq,
+                           "window_start": ws_text, "flows": flows}).encode()
+    # the agent's member order (flow_json); a process in a login session's scope, as procmeta
+    # describes one: user, exe, workflow, cgroup, unit (no container, pod or Slurm job)
     flows = [{"source": "socket", "proto": "tcp",
               "local": "10.1.%d.%d:%d" % (r % 250, k % 250, 20000 + k),
               "remote": "10.2.0.%d:5201" % (k % 200 + 1), "role": "client",
-              "tx_bytes": 1000 * r + k, "rx_bytes": k, "pid": 4000 + r, "uid": 1000,
-              "user": "u%d" % (r % 50), "program": "python3", "workflow": "wf%d" % (r % 20)}
+              "tx_bytes": 1000 * r + k, "rx_bytes": k, "tx_calls": k % 7 + 1,
+              "rx_calls": k % 5 + 1, "pid": 4000 + r, "ppid": 1 + r % 97, "uid": 1000,
+              "program": "python3", "user": "u%d" % (r % 50), "exe": "/usr/bin/python3.11",
+              "workflow": "wf%d" % (r % 20),
+              "cgroup": "/user.slice/user-1000.slice/session-%d.scope" % (r % 40),
+              "unit": "session-%d.scope" % (r % 40)}
              for k in range(FLOWS)]
     return json.dumps({"version": 1, "host": "h%d" % r, "agent_id": agent % r, "seq": seq,
-                       "window_start": ws_text, "flows": flows}).encode()
+                       "window_start": ws_text, "window_seconds": 60, "dropped_events": 0,
+                       "sampling": {"k": FLOWS, "threshold": 0, "flows_seen": FLOWS},
+                       "spool": {"dropped_reports": 0}, "flows": flows},
+                      separators=(",", ":")).encode()
+
+
+def payloads(seq, bodies):
+    """The bodies (built with seq 1) as sent with seq: the seq swapped, compressed (CODING)."""
+    out = []
+    for b in bodies:
+        if seq != 1:
+            b = (b.replace(b'"seq":1,', b'"seq":%d,' % seq, 1) if BODY == "agent" else
+                 b.replace(b'"seq": 1,', b'"seq": %d,' % seq, 1))
+        out.append(zstd_compress(b) if CODING == "zstd" else b)
+    return out
 
 
 def post_all(port, seq, bodies, conns):
     """Posts bodies (built with seq 1, sent as seq) to /v1/attributions over conns keep-alive
-    connections, open loop within each (the next as soon as the previous is acknowledged).
-    Returns (start, wall seconds, sorted acknowledgement latencies in seconds)."""
+    connections, closed loop within each (the next as soon as the previous is acknowledged).
+    The payloads are made before the clock starts. Returns (start, wall seconds, sorted
+    acknowledgement latencies in seconds)."""
     lat, lock = [], threading.Lock()
+    sent = payloads(seq, bodies)
+    headers = {"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"}
+    if CODING == "zstd":
+        headers["Content-Encoding"] = "zstd"
 
     def client(part):
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         for b in part:
-            if seq != 1:
-                b = b.replace(b'"seq": 1,', b'"seq": %d,' % seq, 1)
             t = time.monotonic()
-            c.request("POST", "/v1/attributions", b, {"Authorization": "Bearer " + TOKEN,
-                                                      "Content-Type": "application/json"})
+            c.request("POST", "/v1/attributions", b, headers)
             resp = c.getresponse()
             resp.read()
             if resp.status != 200:
@@ -42,7 +116,7 @@ def post_all(port, seq, bodies, conns):
                 lat.append(time.monotonic() - t)
 
     t0 = time.monotonic()
-    ts = [threading.Thread(target=client, args=(bodies[i::conns],)) for i in range(conns)]
+    ts = [threading.Thread(target=client, args=(sent[i::conns],)) for i in range(conns)]
     for t in ts:
         t.start()
     for t in ts:

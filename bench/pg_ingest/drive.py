@@ -84,6 +84,7 @@ if o.perf:
 print("machine: %d cores; load at start: %s; n = %d flow records per step (%d reports x %d, %d"
       " connections), %d rounds" % (os.cpu_count(), load(), n_rows, o.reports, FLOWS, o.conns,
                                     o.rounds))
+print(ingestlib.describe())
 print("| round | step | wall (s) | flow records/s | ratio to the round's \\copy | CPU us/flow"
       " (wanledger + every PostgreSQL process; (wanledger + its backends)) | ack p50 / p99 / max (ms) | load after |")
 print("|---|---|---|---|---|---|---|---|")

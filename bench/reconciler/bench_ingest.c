@@ -37,26 +37,33 @@ static int cmp_d(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* One report as drive.py builds it (json.dumps: ", " and ": " separators). */
+/* One report as drive.py posts it by default (bench/lib/ingestlib.py, WL_BENCH_BODY=agent): what
+ * wanledger-agent writes (agentlib/report.c: compact JSON, every member it sends, those ingest
+ * ignores too), before the delivery's compression. */
 static char *report(int r, const char *ws_text, size_t *len)
 {
-    size_t cap = 400 * FLOWS + 512, n = 0;
+    size_t cap = 600 * FLOWS + 1024, n = 0;
     char *b = malloc(cap);
     if (!b)
         exit(1);
     n += (size_t)snprintf(b + n, cap - n,
-                          "{\"version\": 1, \"host\": \"h%d\", \"agent_id\": \"agent-%d\", "
-                          "\"seq\": 1, \"window_start\": \"%s\", \"flows\": [",
-                          r, r, ws_text);
+                          "{\"version\":1,\"host\":\"h%d\",\"agent_id\":\"agent-%d\",\"seq\":1,"
+                          "\"window_start\":\"%s\",\"window_seconds\":60,\"dropped_events\":0,"
+                          "\"sampling\":{\"k\":%d,\"threshold\":0,\"flows_seen\":%d},"
+                          "\"spool\":{\"dropped_reports\":0},\"flows\":[",
+                          r, r, ws_text, FLOWS, FLOWS);
     for (int k = 0; k < FLOWS; k++)
         n += (size_t)snprintf(
             b + n, cap - n,
-            "%s{\"source\": \"socket\", \"proto\": \"tcp\", \"local\": \"10.1.%d.%d:%d\", "
-            "\"remote\": \"10.2.0.%d:5201\", \"role\": \"client\", \"tx_bytes\": %d, "
-            "\"rx_bytes\": %d, \"pid\": %d, \"uid\": 1000, \"user\": \"u%d\", \"program\": "
-            "\"python3\", \"workflow\": \"wf%d\"}",
-            k ? ", " : "", r % 250, k % 250, 20000 + k, k % 200 + 1, 1000 * r + k, k, 4000 + r,
-            r % 50, r % 20);
+            "%s{\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"10.1.%d.%d:%d\","
+            "\"remote\":\"10.2.0.%d:5201\",\"role\":\"client\",\"tx_bytes\":%d,"
+            "\"rx_bytes\":%d,\"tx_calls\":%d,\"rx_calls\":%d,\"pid\":%d,\"ppid\":%d,"
+            "\"uid\":1000,\"program\":\"python3\",\"user\":\"u%d\","
+            "\"exe\":\"/usr/bin/python3.11\",\"workflow\":\"wf%d\","
+            "\"cgroup\":\"/user.slice/user-1000.slice/session-%d.scope\","
+            "\"unit\":\"session-%d.scope\"}",
+            k ? "," : "", r % 250, k % 250, 20000 + k, k % 200 + 1, 1000 * r + k, k, k % 7 + 1,
+            k % 5 + 1, 4000 + r, 1 + r % 97, r % 50, r % 20, r % 40, r % 40);
     n += (size_t)snprintf(b + n, cap - n, "]}");
     *len = n;
     return b;
