@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The ClickHouse server's CPU for the same 500,000 flow records inserted over HTTP as TabSeparated
-# (what the flusher sends today), RowBinary, Native in 1,000-row blocks (one per agent report) and
-# Native in 100,000-row blocks (one per flusher batch), and through clickhouse-client (TabSeparated
+# (what the flusher sent before session 24), RowBinary, Native in 1,000-row blocks (one per agent
+# report, what it sends now), 100,000-row blocks and one block (Native1m: max_block_size 10^6, so
+# the server's squashing has nothing to append), and through clickhouse-client (TabSeparated
 # parsed in the client, sent as Native over the TCP protocol), alternating, ROUNDS times.
 #   bench/clickhouse/formats.sh [ROUNDS]      (default 3; needs clickhouse-server, python3, curl)
 # One scratch clickhouse-server 18.16 on loopback, stopped by pid at the end. Rows: socket flows
@@ -66,13 +67,14 @@ q "$SEL TabSeparated" > "$W/TabSeparated"
 q "$SEL RowBinary" > "$W/RowBinary"
 q "$SEL Native" "?max_block_size=1000" > "$W/Native1k"
 q "$SEL Native" "?max_block_size=100000" > "$W/Native100k"
+q "$SEL Native" "?max_block_size=1000000" > "$W/Native1m"
 N=$(q "SELECT count() FROM default.src")
-echo "rows: $N; bytes: $(for f in TabSeparated RowBinary Native1k Native100k; do printf '%s %s  ' $f "$(stat -c %s "$W/$f")"; done)"
+echo "rows: $N; bytes: $(for f in TabSeparated RowBinary Native1k Native100k Native1m; do printf '%s %s  ' $f "$(stat -c %s "$W/$f")"; done)"
 echo "machine: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 cpu() { awk '{print $14 + $15}' "/proc/$CHPID/stat"; }
 tck=$(getconf CLK_TCK)
 for round in $(seq 1 "$ROUNDS"); do
-  for how in TabSeparated RowBinary Native1k Native100k client; do
+  for how in TabSeparated RowBinary Native1k Native100k Native1m client; do
     q "DROP TABLE IF EXISTS default.t"
     q "CREATE TABLE default.t $DDL"
     c0=$(cpu); t0=$(date +%s.%N); extra=""
