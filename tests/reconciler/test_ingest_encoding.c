@@ -51,6 +51,15 @@ static char *filter(const char *cmd, const char *in, size_t len, size_t *out_len
     return out;
 }
 
+/* libzstd's ZSTD_compress through python3's ctypes: stdin to stdout. */
+#define ZSTD_SIZED                                                                                 \
+    "python3 -c 'import sys,ctypes;z=ctypes.CDLL(\"libzstd.so.1\");"                               \
+    "z.ZSTD_compressBound.restype=ctypes.c_size_t;z.ZSTD_compress.restype=ctypes.c_size_t;"        \
+    "z.ZSTD_compress.argtypes=[ctypes.c_void_p,ctypes.c_size_t,ctypes.c_char_p,ctypes.c_size_t,"   \
+    "ctypes.c_int];d=sys.stdin.buffer.read();c=z.ZSTD_compressBound(len(d));"                      \
+    "o=ctypes.create_string_buffer(c);n=z.ZSTD_compress(o,c,d,len(d),3);"                          \
+    "sys.stdout.buffer.write(o.raw[:n])'"
+
 static const struct coder {
     const char *header; /* Content-Encoding as the clients send it */
     const char *cmd;
@@ -62,6 +71,9 @@ static const struct coder {
     /* raw deflate (no zlib header), which some clients send as "deflate" */
     {"deflate", "python3 -c 'import sys,zlib;c=zlib.compressobj(6,zlib.DEFLATED,-15);"
                 "sys.stdout.buffer.write(c.compress(sys.stdin.buffer.read())+c.flush())'"},
+    /* one frame stating its decoded size, as the agent writes it (common/compress.c:
+     * ZSTD_compress at level 3); the zstd tool reading a pipe states no size */
+    {"zstd", ZSTD_SIZED},
 };
 
 static int post(const char *path, const char *token, const char *encoding, const char *body,
@@ -255,6 +267,26 @@ static void test_bounds_and_errors(void **state)
     z = filter("zstd -q -c", rep, strlen(rep), &zlen);
     assert_int_equal(post("/v1/attributions", FX_TOKEN_AGENT, "zstd", z, zlen - 3, NULL), 400);
     free(z);
+    /* a frame that states its size (the agent's): cut, 400; two such frames one after the other,
+     * one body of two JSON values, 400; a stated size over the limit, 413 */
+    z = filter(ZSTD_SIZED, rep, strlen(rep), &zlen);
+    assert_int_equal(post("/v1/attributions", FX_TOKEN_AGENT, "zstd", z, zlen - 3, NULL), 400);
+    char *two = malloc(2 * zlen);
+    memcpy(two, z, zlen);
+    memcpy(two + zlen, z, zlen);
+    resp = NULL;
+    assert_int_equal(post("/v1/attributions", FX_TOKEN_AGENT, "zstd", two, 2 * zlen, &resp), 400);
+    assert_non_null(strstr(resp, "unexpected data after the JSON value"));
+    free(resp);
+    free(two);
+    free(z);
+    char *big = malloc(LIMIT + 2);
+    memset(big, ' ', LIMIT + 1);
+    big[LIMIT + 1] = 0;
+    z = filter(ZSTD_SIZED, big, LIMIT + 1, &zlen);
+    assert_int_equal(post("/v1/attributions", FX_TOKEN_AGENT, "zstd", z, zlen, NULL), 413);
+    free(z);
+    free(big);
     free(rep);
     assert_string_equal(fx_row(&F, COUNTS), before);
     /* the server still answers after all that */
