@@ -123,7 +123,9 @@ int main(int argc, char **argv)
     char *zs[NB], *zu[NB];
     size_t zsl[NB], zul[NB];
     ZSTD_CCtx *cz = ZSTD_createCCtx();
-    for (int r = 0; r < NB && cz; r++) {
+    if (!cz)
+        return 1;
+    for (int r = 0; r < NB; r++) {
         size_t cap = ZSTD_compressBound(len[r]);
         zs[r] = malloc(cap);
         zu[r] = malloc(cap);
