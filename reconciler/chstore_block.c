@@ -9,8 +9,8 @@
 
 #include "chhash.h"
 #include "chnative.h"
-#include "growbuf.h"
 #include "chshard.h"
+#include "growbuf.h"
 
 /* Level 1, not wl_compress's 3: on drive.py's rows (bench/reconciler/bench_ingest, 16:58 UTC)
  * level 1 took ~0.6x the CPU of level 3 and stored 10.2 instead of 11.7 bytes per flow; level -1

@@ -55,8 +55,11 @@ static int buf_reserve(struct buf *b, size_t total)
     return b->p ? 0 : -1;
 }
 
+/* Room for more bytes after what b holds (copy_out asks once per row: the test stays inline). */
 static int buf_need(struct buf *b, size_t more)
 {
+    if (b->n + more <= b->cap)
+        return 0;
     char *p = gb_grow(b->p, &b->cap, b->n + more, 1 << 16);
     if (!p)
         return -1;

@@ -163,27 +163,41 @@ load_bl = load()
 tsv = os.path.join(o.dir, "rows.tsv")
 with open(tsv, "w") as f:
     f.write(chq("SELECT * FROM wanledger.flow_records FINAL WHERE seq = 1 FORMAT TabSeparated"))
-local = "flow_records_local" if len(ch_http) > 1 else "flow_records"
-for n in range(len(ch_http)):
-    chq("CREATE TABLE wanledger.cc_local AS wanledger.%s" % local, n)
-target = "wanledger.cc_local"
-settings = []
-if len(ch_http) > 1:
-    chq("CREATE TABLE wanledger.cc AS wanledger.cc_local ENGINE = Distributed(bench, wanledger,"
-        " cc_local, cityHash64(agent_id, seq))")
-    target = "wanledger.cc"
-    settings = ["--insert_distributed_sync=1"]
-ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-cc0 = cpu_of(ch_pids)
-t1 = time.monotonic()
-with open(tsv) as f:
-    subprocess.run(["clickhouse-client", "--port", ch_tcp[0], "--password", o.password] + settings +
-                   ["--query", "INSERT INTO %s FORMAT TabSeparated" % target], stdin=f, check=True)
-t_cc = time.monotonic() - t1
-ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-cpu_cc = (ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime) + cpu_of(ch_pids) - cc0
-got_cc = int(chq("SELECT count() FROM %s" % target))
-assert got_cc == n_rows, (got_cc, n_rows)
+
+
+def cc_table(name):
+    """wanledger.<name>_local, like wanledger's own table, on every shard, and with shards the
+    Distributed wanledger.<name> over them: where clickhouse-client inserts."""
+    for n in range(len(ch_http)):
+        chq("CREATE TABLE wanledger.%s_local AS wanledger.%s" % (name, table), n)
+    if len(ch_http) == 1:
+        return "wanledger.%s_local" % name
+    chq("CREATE TABLE wanledger.%s AS wanledger.%s_local ENGINE = Distributed(bench, wanledger,"
+        " %s_local, cityHash64(agent_id, seq))" % (name, name, name))
+    return "wanledger.%s" % name
+
+
+def cc_insert(into):
+    """The TabSeparated file through clickhouse-client into `into` (`--insert_distributed_sync=1`
+    with shards, like wanledger's inserts): wall seconds, and CPU seconds of the client and the
+    servers; every row counted after."""
+    settings = ["--insert_distributed_sync=1"] if len(ch_http) > 1 else []
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    c0 = cpu_of(ch_pids)
+    t1 = time.monotonic()
+    with open(tsv) as f:
+        subprocess.run(["clickhouse-client", "--port", ch_tcp[0], "--password", o.password] +
+                       settings + ["--query", "INSERT INTO %s FORMAT TabSeparated" % into],
+                       stdin=f, check=True)
+    t = time.monotonic() - t1
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime) + cpu_of(ch_pids) - c0
+    got = int(chq("SELECT count() FROM %s" % into))
+    assert got == n_rows, (into, got, n_rows)
+    return t, cpu
+
+
+t_cc, cpu_cc = cc_insert(cc_table("cc"))
 load_cc = load()
 
 # 6. steps 2 and 4 alternated --rounds times in this run (see the docstring)
@@ -224,33 +238,15 @@ def round_wl(seq):
 
 
 def round_cc(k):
-    """clickhouse-client into a fresh table of step 4's definition (a ReplacingMergeTree: the
-    same rows again into the same table would be merged away), dropped after its count."""
-    local, dist = "wanledger.cc%d_local" % k, "wanledger.cc%d" % k
-    for n in range(len(ch_http)):
-        chq("CREATE TABLE %s AS wanledger.cc_local" % local, n)
-    into = local
-    if len(ch_http) > 1:
-        chq("CREATE TABLE %s AS %s ENGINE = Distributed(bench, wanledger, cc%d_local,"
-            " cityHash64(agent_id, seq))" % (dist, local, k))
-        into = dist
+    """clickhouse-client into fresh tables like step 4's (a ReplacingMergeTree: the same rows
+    again into the same table would be merged away), dropped after the count."""
+    into = cc_table("cc%d" % k)
     quiet_merges()
-    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    c0 = cpu_of(ch_pids)
-    t1 = time.monotonic()
-    with open(tsv) as f:
-        subprocess.run(["clickhouse-client", "--port", ch_tcp[0], "--password", o.password] +
-                       settings + ["--query", "INSERT INTO %s FORMAT TabSeparated" % into],
-                       stdin=f, check=True)
-    t = time.monotonic() - t1
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime) + cpu_of(ch_pids) - c0
-    got = int(chq("SELECT count() FROM %s" % into))
-    assert got == n_rows, (got, k)
+    t, cpu = cc_insert(into)
     if len(ch_http) > 1:
-        chq("DROP TABLE %s" % dist)
+        chq("DROP TABLE %s" % into)
     for n in range(len(ch_http)):
-        chq("DROP TABLE %s" % local, n)
+        chq("DROP TABLE wanledger.cc%d_local" % k, n)
     return t, cpu
 
 
