@@ -128,6 +128,7 @@ flt0 = minflt(o.wl_pid)
 pg0, ch0 = cpu_of(pg_pids()), cpu_of(ch_pids)
 c0 = path_cpu(o.wl_pid)
 t0, t_ack, lat_ch = post_all(o.port, 1)
+cpu_sender = ingestlib.sender_cpu_s
 wait_empty()
 t_ch = time.monotonic() - t0
 cpu_wl = cpu_s(o.wl_pid) - cpu0
@@ -180,7 +181,7 @@ def cc_table(name):
 def cc_insert(into):
     """The TabSeparated file through clickhouse-client into `into` (`--insert_distributed_sync=1`
     with shards, like wanledger's inserts): wall seconds, and CPU seconds of the client and the
-    servers; every row counted after."""
+    servers (and the servers' part of it); every row counted after."""
     settings = ["--insert_distributed_sync=1"] if len(ch_http) > 1 else []
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     c0 = cpu_of(ch_pids)
@@ -191,13 +192,14 @@ def cc_insert(into):
                        stdin=f, check=True)
     t = time.monotonic() - t1
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime) + cpu_of(ch_pids) - c0
+    servers = cpu_of(ch_pids) - c0
+    cpu = (ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime) + servers
     got = int(chq("SELECT count() FROM %s" % into))
     assert got == n_rows, (into, got, n_rows)
-    return t, cpu
+    return t, cpu, servers
 
 
-t_cc, cpu_cc = cc_insert(cc_table("cc"))
+t_cc, cpu_cc, _ = cc_insert(cc_table("cc"))
 load_cc = load()
 
 # 6. steps 2 and 4 alternated --rounds times in this run (see the docstring)
@@ -242,12 +244,12 @@ def round_cc(k):
     again into the same table would be merged away), dropped after the count."""
     into = cc_table("cc%d" % k)
     quiet_merges()
-    t, cpu = cc_insert(into)
+    t, cpu, servers = cc_insert(into)
     if len(ch_http) > 1:
         chq("DROP TABLE %s" % into)
     for n in range(len(ch_http)):
         chq("DROP TABLE wanledger.cc%d_local" % k, n)
-    return t, cpu
+    return t, cpu, servers
 
 
 rounds = []
@@ -303,6 +305,8 @@ print("outbox at the end of step 3: %s blocks, %s flows, %.1f MiB stored (%.1f M
       (depth[0], depth[1], int(depth[2]) / 2**20, int(depth[3]) / 2**20))
 print("ClickHouse on disk after step 2: %.1f MiB, %.1f bytes per flow record" %
       (on_disk / 2**20, on_disk / n_rows))
+print("the sender's CPU in step 2 (bench_post, not counted anywhere above or below): %.3f us per"
+      " flow record" % (cpu_sender / n_rows * 1e6))
 print("wanledger minor page faults in step 2: %.1f per report (n = %d reports)" %
       (flt_wl / o.reports, o.reports))
 print("ack latency per report, PostgreSQL only: " + pct(lat_pg))
@@ -320,16 +324,21 @@ if rounds:
         (sorted(xs)[len(xs) // 2 - 1] + sorted(xs)[len(xs) // 2]) / 2
     print("alternated rounds (6), n = %d flow records each way per round:" % n_rows)
     print("| round | first | wanledger POST -> in ClickHouse (s) | clickhouse-client (s) | ratio |"
-          " path CPU us/flow (wanledger + PostgreSQL + ClickHouse; VACUUM after) | client + server CPU us/flow | CPU ratio (without"
+          " path CPU us/flow (wanledger + PostgreSQL + ClickHouse; VACUUM after) | CPU us/flow (client + servers) | CPU ratio (without"
           " VACUUM) | load after |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for k, ((tw, cw, vw, sp), (tc, cc), ld) in enumerate(rounds):
-        print("| %d | %s | %.2f | %.2f | %.2fx | %.2f (%.2f + %.2f + %.2f; + %.2f VACUUM) | %.2f |"
-              " %.2fx | %s |" %
+    for k, ((tw, cw, vw, sp), (tc, cc, ccs), ld) in enumerate(rounds):
+        print("| %d | %s | %.2f | %.2f | %.2fx | %.2f (%.2f + %.2f + %.2f; + %.2f VACUUM) |"
+              " %.2f (%.2f + %.2f) | %.2fx | %s |" %
               (k + 1, "wanledger" if k % 2 == 0 else "clickhouse-client", tw, tc, tc / tw,
-               us(cw), us(sp[0]), us(sp[1]), us(sp[2]), us(vw), us(cc), cc / cw, ld))
-    r = [tc / tw for (tw, _, _, _), (tc, _), _ in rounds]
-    rc = [cc / cw for (_, cw, _, _), (_, cc), _ in rounds]
+               us(cw), us(sp[0]), us(sp[1]), us(sp[2]), us(vw), us(cc), us(cc - ccs), us(ccs),
+               cc / cw, ld))
+    r = [tc / tw for (tw, _, _, _), (tc, _, _), _ in rounds]
+    rc = [cc / cw for (_, cw, _, _), (_, cc, _), _ in rounds]
+    print("ClickHouse servers' CPU per flow record over the rounds: median %.2f us for wanledger's"
+          " inserts, %.2f us for clickhouse-client's" %
+          (med([us(sp[2]) for (_, _, _, sp), _, _ in rounds]),
+           med([us(ccs) for _, (_, _, ccs), _ in rounds])))
     print("ratio end to end over %d rounds: median %.2fx (min %.2fx, max %.2fx), %d of %d >= 0.7x;"
           " CPU ratio median %.2fx (min %.2fx, max %.2fx)" %
           (len(r), med(r), min(r), max(r), sum(x >= 0.7 for x in r), len(r), med(rc), min(rc),

@@ -113,6 +113,7 @@ if [ -n "${PERF_OUT:-}" ]; then # PERF_OUT=FILE: a perf profile of the ClickHous
   perf record -F 499 ${PERF_CG:--g} -p "$WL" -o "$PERF_OUT" >/dev/null 2>&1 &
   PIDS+=($!)
 fi
+export WL_BENCH_POST="$BUILD/bench/reconciler/bench_post" # the sender (ingestlib.post_all)
 python3 "$SRC/bench/clickhouse/drive.py" --port "$PORT" --wl-pid "$WL" --conninfo "$CONNINFO" \
   --pg-port "$PGPORT_WL" --wlpg-pid "$WLPG" --pg-data "$W/pg/data" --ch "${HTTP[*]}" --tcp "${TCP[*]}" --ch-pids "${CHPIDS[*]}" \
   --password "$PASS" --reports "$REPORTS" --conns "${CONNS:-2}" --rounds "${ROUNDS:-0}" --dir "$W"

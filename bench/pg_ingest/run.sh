@@ -54,6 +54,7 @@ for nb in ${WL_OTHER_BUILDS:-}; do # NAME=DIR ...: more wanledgers, each on its 
 done
 echo "machine: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg); test build $BUILD ($(git -C "$SRC" rev-parse --short HEAD)$(git -C "$SRC" diff --quiet HEAD -- . || echo '+changes')), others: ${WL_OTHER_BUILDS:-none}"
 [ -n "${PERF_OUT:-}" ] && ARGS+=(--perf "$PERF_OUT")
+export WL_BENCH_POST="$BUILD/bench/reconciler/bench_post" # the sender (ingestlib.post_all)
 python3 "$SRC/bench/pg_ingest/drive.py" "${ARGS[@]}"
 if [ -n "${PGLOG:-}" ]; then
   python3 - "$W/pg/server.log" <<'PY'

@@ -54,14 +54,23 @@ int http_connect(int port)
     return fd;
 }
 
-/* POSTs on a kept-alive connection; returns the status. */
 int http_post(int fd, const char *path, const char *token, const char *body, size_t len)
+{
+    return http_post_coded(fd, path, token, NULL, body, len);
+}
+
+/* POSTs on a kept-alive connection; returns the status. */
+int http_post_coded(int fd, const char *path, const char *token, const char *coding,
+                    const char *body, size_t len)
 {
     char head[512];
     int hn = snprintf(head, sizeof(head),
                       "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
-                      "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                      path, token, len);
+                      "Content-Type: application/json\r\n%s%s%sContent-Length: %zu\r\n\r\n",
+                      path, token, coding ? "Content-Encoding: " : "", coding ? coding : "",
+                      coding ? "\r\n" : "", len);
+    if (hn < 0 || (size_t)hn >= sizeof(head))
+        die("POST %s: header too long", path);
     if (send(fd, head, (size_t)hn, MSG_NOSIGNAL | MSG_MORE) != hn)
         die("send");
     for (size_t off = 0; off < len;) {
