@@ -333,6 +333,74 @@ static void test_strings_and_structure(void **state)
     jv_doc_free(d);
 }
 
+/* The string scan at every length and alignment: pad spaces, a quote, k plain bytes, then one
+ * thing the scan must stop at (or pass), "bb" and the closing quote, parsed in place from a
+ * buffer of exactly len + 1 bytes (ASan: nothing past the input is read). k from 0 to 20 and pad
+ * from 0 to 7 put every stop byte at every place of an 8-byte word and next to the input's end,
+ * for any later scan that reads more than a byte at a time (one was tried on 2026-12-07: no
+ * gain on the agents' short strings, not kept). */
+static void test_string_scan_each_position(void **state)
+{
+    (void)state;
+    const struct {
+        const char *x;    /* after the k plain bytes */
+        const char *want; /* decoded x, or NULL: an error at x */
+        bool escaped;
+        const char *err; /* message prefix of the error */
+    } cases[] = {
+        {"", "", false, NULL},
+        {" ", " ", false, NULL},
+        {"!", "!", false, NULL},
+        {"#", "#", false, NULL},
+        {"[]", "[]", false, NULL},
+        {"~\x7F", "~\x7F", false, NULL},
+        {"\xC3\xA9", "\xC3\xA9", false, NULL},
+        {"\\n", "\n", true, NULL},
+        {"\\\"", "\"", true, NULL},
+        {"\\\\", "\\", true, NULL},
+        {"\x01", NULL, false, "control character U+0001"},
+        {"\x1F", NULL, false, "control character U+001F"},
+        {"\x80", NULL, false, "invalid UTF-8 in a string"},
+        {"\xFF", NULL, false, "invalid UTF-8 in a string"},
+    };
+    char text[64], want[64];
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+        for (int pad = 0; pad < 8; pad++)
+            for (int k = 0; k <= 20; k++)
+                for (int closed = 0; closed < 2; closed++) {
+                    int at = pad + 1 + k; /* where x starts */
+                    int len = snprintf(text, sizeof text, "%*s\"%.*s%s%s", pad, "", k,
+                                       "aaaaaaaaaaaaaaaaaaaaa", cases[c].x, closed ? "bb\"" : "");
+                    char *buf = malloc((size_t)len + 1);
+                    assert_non_null(buf);
+                    memcpy(buf, text, (size_t)len);
+                    struct jv *v;
+                    size_t n;
+                    struct jv_error e;
+                    struct jv_doc *d = jv_parse_inplace(buf, (size_t)len, false, &v, &n, &e);
+                    if (cases[c].want && closed) {
+                        assert_non_null(d);
+                        snprintf(want, sizeof want, "%.*sbb", k, "aaaaaaaaaaaaaaaaaaaaa");
+                        memmove(want + k + strlen(cases[c].want), want + k, 3);
+                        memcpy(want + k, cases[c].want, strlen(cases[c].want));
+                        assert_int_equal(v->type, JV_STRING);
+                        assert_string_equal(v->s, want);
+                        assert_int_equal(v->n, strlen(want));
+                        assert_int_equal(v->escaped, cases[c].escaped);
+                        jv_doc_free(d);
+                    } else if (cases[c].want) {
+                        assert_null(d);
+                        assert_string_equal(e.msg, "truncated JSON: unterminated string");
+                    } else {
+                        assert_null(d);
+                        if (strncmp(e.msg, cases[c].err, strlen(cases[c].err)) != 0)
+                            fail_msg("%s at k=%d pad=%d: got \"%s\"", cases[c].err, k, pad, e.msg);
+                        assert_int_equal(e.offset, at);
+                    }
+                    free(buf);
+                }
+}
+
 static void test_writer(void **state)
 {
     (void)state;
@@ -427,6 +495,7 @@ int main(void)
         cmocka_unit_test(test_duplicates_large),
         cmocka_unit_test(test_duplicates_each_size),
         cmocka_unit_test(test_inplace_and_escaped),
+        cmocka_unit_test(test_string_scan_each_position),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
