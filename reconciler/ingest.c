@@ -842,6 +842,8 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
     b->report[7] = has_threshold ? strdup(thr) : NULL;
     b->report[8] = has_seen ? fmt_u64(seen) : NULL;
     b->report[9] = fmt_u64(b->n_rows);
+    b->report[10] = fmt_u64(b->spool_dropped_reports);
+    b->report[11] = dup_text(b->local_sites);
     if (!b->local_sites)
         return oom(c);
     for (int p = 0; p < INGEST_REPORT_PARAMS; p++)

@@ -17,7 +17,7 @@ enum ingest_kind { INGEST_ATTRIBUTIONS, INGEST_COUNTERS, INGEST_TRANSFERS };
 
 struct nas_batch; /* nasin.h */
 
-#define INGEST_REPORT_PARAMS 10
+#define INGEST_REPORT_PARAMS 12
 #define INGEST_MAX_DAYS      16 /* distinct UTC days one request may touch */
 
 struct ingest_error {
@@ -41,7 +41,8 @@ struct ingest_batch {
     enum ingest_kind kind;
     /* attributions: the flow_reports row, in the column order of store.c (NULL = SQL NULL):
      * agent_id, seq, host, window_start, window_seconds, dropped_events, sampling_k,
-     * sampling_threshold, flows_seen, n_flows */
+     * sampling_threshold, flows_seen, n_flows, spool_dropped_reports, local_sites (the last two
+     * as wl_record_report would set them: the row is written once, not inserted then updated) */
     char *report[INGEST_REPORT_PARAMS];
     int64_t window_start_us; /* attributions */
     /* attributions: what the agent says it lost ("lost", lost_to_us 0 when absent) and its

@@ -22,10 +22,11 @@
  * Its window is marked with the group's (store.c's SQL_REPORT_OUTBOX marks its own). */
 static const char SQL_ROW_OUTBOX[] =
     "WITH r AS (INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds,"
-    " dropped_events, sampling_k, sampling_threshold, flows_seen, n_flows, ch_pending)"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, true) ON CONFLICT DO NOTHING RETURNING 1),"
+    " dropped_events, sampling_k, sampling_threshold, flows_seen, n_flows, spool_dropped_reports,"
+    " local_sites, ch_pending) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
+    " $12::text[], true) ON CONFLICT DO NOTHING RETURNING 1),"
     " o AS (INSERT INTO ch_outbox (agent_id, seq, window_start, n_rows, raw_bytes, coding, block,"
-    " format) SELECT $1, $2, $4, $11::int, $12::int, $13, $14::bytea, 'native' FROM r RETURNING id)"
+    " format) SELECT $1, $2, $4, $13::int, $14::int, $15, $16::bytea, 'native' FROM r RETURNING id)"
     " SELECT id FROM o";
 
 /* Every window of the group's fresh reports, distinct and in time order ($2, a timestamptz[]):

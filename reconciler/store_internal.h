@@ -20,8 +20,8 @@ struct store {
     struct pgc_prep prep; /* the ingest statements prepared on db (store.c, store_group.c) */
 };
 
-/* A report's flow_reports row, ON CONFLICT DO NOTHING RETURNING 1: $1..$10 the row
- * (ingest_batch.report), $11 whether ClickHouse is configured (ch_pending for a report with
+/* A report's flow_reports row, ON CONFLICT DO NOTHING RETURNING 1: $1..$12 the row
+ * (ingest_batch.report), $13 whether ClickHouse is configured (ch_pending for a report with
  * flows). */
 extern const char STORE_SQL_REPORT[];
 /* Its prepared statement's name (pgc_pipeline_prep: one name, one sql), for both paths. */

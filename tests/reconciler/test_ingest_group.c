@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <event2/buffer.h>
@@ -22,6 +23,7 @@
 #include "harness.h"
 #include "store.h"
 #include "store_group.h"
+#include "timeutil.h"
 
 static PGconn *g_db;
 static struct cfg *g_cfg;
@@ -244,12 +246,63 @@ static void test_group_one_fails(void **state)
     grp_report_free(&h), grp_report_free(&i1), grp_report_free(&j), grp_report_free(&h2);
 }
 
+/* A report's row is written once: its spool drops and its flows' local sites go in with the
+ * INSERT (ingest_batch.report), so wl_record_report, which sets them when they differ, finds
+ * nothing to change. Before, every fresh report's row was inserted and then updated (a second
+ * row version, its WAL and, later, vacuum). Checked on the values and on PostgreSQL's own count
+ * of updates to flow_reports' partitions over this whole binary (nothing here updates a report),
+ * read once the store's backend has flushed its statistics (its inserts are all counted). */
+static void test_report_row_written_once(void **state)
+{
+    (void)state;
+    struct grp_report a1, b2;
+    grp_report(&a1, g_cfg, "gw", 1, W0 + 2 * MIN, 5, 10, 0, NOW);
+    char t[TM_RFC3339_LEN], body[1024];
+    int n = snprintf(body, sizeof body,
+                     "{\"version\":1,\"host\":\"gw\",\"agent_id\":\"gw\",\"seq\":2,"
+                     "\"window_start\":\"%s\",\"spool\":{\"dropped_reports\":3},\"flows\":["
+                     "{\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"10.0.2.9:40000\","
+                     "\"remote\":\"10.0.1.7:5201\",\"role\":\"client\",\"tx_bytes\":5,"
+                     "\"rx_bytes\":6}]}",
+                     tm_format_rfc3339(W0 + 3 * MIN, t));
+    memset(&b2, 0, sizeof b2);
+    struct ingest_error e;
+    if (ingest_parse(g_cfg, INGEST_ATTRIBUTIONS, body, (size_t)n, NOW, &b2.b, &e) != 0)
+        fail_msg("%s at %s", e.msg, e.path);
+    struct grp_report *r[] = {&a1, &b2};
+    struct sg_item it[2];
+    write_group(r, 2, it);
+    assert_int_equal(it[0].rc, 0);
+    assert_int_equal(it[1].rc, 0);
+    PGresult *q = PQexec(g_db, "SELECT seq, spool_dropped_reports, local_sites::text"
+                               " FROM flow_reports WHERE agent_id = 'gw' ORDER BY seq");
+    assert_int_equal(PQresultStatus(q), PGRES_TUPLES_OK);
+    assert_int_equal(PQntuples(q), 2);
+    assert_string_equal(PQgetvalue(q, 0, 1), "0");
+    assert_string_equal(PQgetvalue(q, 0, 2), "{a}"); /* 10.0.1.x */
+    assert_string_equal(PQgetvalue(q, 1, 1), "3");
+    assert_string_equal(PQgetvalue(q, 1, 2), "{b}"); /* 10.0.2.9 */
+    PQclear(q);
+    long long rows = num("SELECT count(*) FROM flow_reports");
+    const char *stats = "FROM pg_stat_user_tables WHERE relname LIKE 'flow\\_reports\\_p%%'";
+    long long ins = 0;
+    for (int k = 0; k < 150 && (ins = num("SELECT coalesce(sum(n_tup_ins), 0) %s", stats)) < rows;
+         k++)
+        usleep(100000);
+    if (ins < rows)
+        fail_msg("the store's backend did not report its inserts in 15 s (%lld of %lld)", ins,
+                 rows);
+    assert_int_equal(num("SELECT coalesce(sum(n_tup_upd), 0) %s", stats), 0);
+    grp_report_free(&a1), grp_report_free(&b2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_group_with_resend_inside),
         cmocka_unit_test(test_group_with_stored_report),
         cmocka_unit_test(test_group_one_fails),
+        cmocka_unit_test(test_report_row_written_once),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
