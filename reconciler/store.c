@@ -34,17 +34,11 @@ const char STORE_SQL_REPORT[] =
     " ch_pending) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text[],"
     " $13::boolean AND $10::int > 0) ON CONFLICT DO NOTHING RETURNING 1";
 
-/* With ClickHouse, for a report with flows: its row, its flows as one outbox block
- * (sql/017_ch_outbox.sql; $16 binary) and its window's mark in one statement, all or nothing
- * when the report is a resend (ON CONFLICT: r is empty). Returns 1 for a fresh report. */
-static const char SQL_REPORT_OUTBOX[] =
-    "WITH r AS (INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds,"
-    " dropped_events, sampling_k, sampling_threshold, flows_seen, n_flows, spool_dropped_reports,"
-    " local_sites, ch_pending) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
-    " $12::text[], true) ON CONFLICT DO NOTHING RETURNING 1),"
-    " o AS (INSERT INTO ch_outbox (agent_id, seq, window_start, n_rows, raw_bytes, coding, block,"
-    " format) SELECT $1, $2, $4, $13::int, $14::int, $15, $16::bytea, 'native' FROM r RETURNING "
-    "id),"
+/* With ClickHouse, for a report with flows: its row, its flows as one outbox block and its
+ * window's mark ($17: window_seconds) in one statement, all or nothing when the report is a
+ * resend (ON CONFLICT: r is empty). Returns 1 for a fresh report. */
+static const char SQL_REPORT_OUTBOX[] = STORE_SQL_ROW_OUTBOX_CTES
+    ","
     " m AS (INSERT INTO window_state (window_start, window_seconds, dirty, last_data_at)"
     " SELECT $4::timestamptz, $17::int, true, clock_timestamp() FROM r"
     " ON CONFLICT (window_start) DO UPDATE SET dirty = true, last_data_at = clock_timestamp())"

@@ -16,18 +16,10 @@
 #include "store_internal.h"
 #include "timeutil.h"
 
-/* With ClickHouse, a report with flows: its row and its flows as one outbox block
- * (sql/017_ch_outbox.sql, the block a binary parameter, as store.c sends it) in one
- * statement, nothing when the row exists (r empty). One row (the outbox id) for a fresh report.
- * Its window is marked with the group's (store.c's SQL_REPORT_OUTBOX marks its own). */
-static const char SQL_ROW_OUTBOX[] =
-    "WITH r AS (INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds,"
-    " dropped_events, sampling_k, sampling_threshold, flows_seen, n_flows, spool_dropped_reports,"
-    " local_sites, ch_pending) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
-    " $12::text[], true) ON CONFLICT DO NOTHING RETURNING 1),"
-    " o AS (INSERT INTO ch_outbox (agent_id, seq, window_start, n_rows, raw_bytes, coding, block,"
-    " format) SELECT $1, $2, $4, $13::int, $14::int, $15, $16::bytea, 'native' FROM r RETURNING id)"
-    " SELECT id FROM o";
+/* With ClickHouse, a report with flows: its row and its flows as one outbox block in one
+ * statement (store_internal.h), nothing when the row exists (r empty). One row (the outbox id)
+ * for a fresh report. Its window is marked with the group's. */
+static const char SQL_ROW_OUTBOX[] = STORE_SQL_ROW_OUTBOX_CTES " SELECT id FROM o";
 
 /* Every window of the group's fresh reports, distinct and in time order ($2, a timestamptz[]):
  * rows are locked in the array's order, so two groups never wait for each other in a cycle. */

@@ -45,6 +45,19 @@ struct ingest_batch;
  * and before the trailer when trailer. 0, or -1 with err ("flow_records: flow record 3: …"). */
 int store_pack_flows(struct flow_pack *p, const struct ingest_batch *b, bool header, bool trailer,
                      char *err, size_t errlen);
+/* With ClickHouse, a report with flows: r, its flow_reports row ($1..$12, ingest_batch.report;
+ * ON CONFLICT DO NOTHING, so r is empty for a resend), and o, its flows as one ch_outbox row
+ * (sql/017_ch_outbox.sql; $13..$16 as store_outbox_params sets them, the block binary), written
+ * only with r. store.c's SQL_REPORT_OUTBOX adds the window's mark, store_group.c's SQL_ROW_OUTBOX
+ * leaves it to the group. */
+#define STORE_SQL_ROW_OUTBOX_CTES                                                                  \
+    "WITH r AS (INSERT INTO flow_reports (agent_id, seq, host, window_start, window_seconds,"      \
+    " dropped_events, sampling_k, sampling_threshold, flows_seen, n_flows, spool_dropped_reports," \
+    " local_sites, ch_pending) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"              \
+    " $12::text[], true) ON CONFLICT DO NOTHING RETURNING 1),"                                     \
+    " o AS (INSERT INTO ch_outbox (agent_id, seq, window_start, n_rows, raw_bytes, coding, block," \
+    " format) SELECT $1, $2, $4, $13::int, $14::int, $15, $16::bytea, 'native' FROM r RETURNING "  \
+    "id)"
 struct chblock;
 /* A report's outbox row parameters after its INGEST_REPORT_PARAMS (sql/017_ch_outbox.sql: n_rows,
  * raw_bytes, coding, and the block as a binary parameter) into p, lens and fmts at

@@ -16,10 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench_util.h"
+#include "timeutil.h"
 
 struct body {
     const char *p;
@@ -32,11 +32,10 @@ static int port, conns;
 static const char *path, *token, *coding;
 static double *lat;
 
+/* CLOCK_MONOTONIC, as Python's time.monotonic() reads it, in seconds */
 static double mono(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+    return (double)tm_mono_ns() / 1e9;
 }
 
 static void *client(void *arg)

@@ -239,6 +239,16 @@ const char *fx_row(struct fx *f, const char *sql)
     return out;
 }
 
+const char *fx_row_within(struct fx *f, const char *sql, const char *want, int timeout_ms)
+{
+    const char *got = fx_row(f, sql);
+    for (int waited = 0; strcmp(got, want) != 0 && waited < timeout_ms; waited += 50) {
+        usleep(50000);
+        got = fx_row(f, sql);
+    }
+    return got;
+}
+
 int64_t fx_window_ago(int n, int window_seconds)
 {
     return tm_window_start(tm_now_us(), window_seconds) -

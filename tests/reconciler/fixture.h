@@ -60,6 +60,9 @@ const char *fx_last_headers(void);
 long long fx_num(struct fx *f, const char *sql);
 /* Runs SQL and returns the first row's values joined by '|' (static buffer). */
 const char *fx_row(struct fx *f, const char *sql);
+/* fx_row, asked every 50 ms until it is want or timeout_ms have passed: for a row the server
+ * writes a moment after what the test watched (a delivery marked once its 200 is back). */
+const char *fx_row_within(struct fx *f, const char *sql, const char *want, int timeout_ms);
 
 /* A test case's text with its placeholders replaced (malloc'd): @AGENT@ @POLLER@ @SERVICE@
  * @READER@ (the tokens above), @T<s>@ (RFC 3339 of base_us + s seconds), @E<s>@ (the same in

@@ -148,9 +148,7 @@ static void test_open_resend_resolve(void **state)
     /* resolved_sent is written once the receiver's 200 is back: after the receiver saw it */
     const char *sent_sql = "SELECT state, resolved_sent, resolved_at IS NOT NULL"
                            " FROM gap_alerts WHERE kind = 'gap'";
-    for (int k = 0; k < 100 && strcmp(fx_row(&F, sent_sql), "resolved|t|t") != 0; k++)
-        usleep(50000);
-    assert_string_equal(fx_row(&F, sent_sql), "resolved|t|t");
+    assert_string_equal(fx_row_within(&F, sent_sql, "resolved|t|t", 5000), "resolved|t|t");
     free(br);
     /* nothing more about it: no re-send of a resolved alert */
     int before = fx_hook_count();
@@ -275,9 +273,7 @@ static void test_mark_waits_off_the_loop(void **state)
     pthread_join(locker, NULL);
     /* the mark went through once the row was free */
     const char *q = "SELECT last_sent_at IS NOT NULL FROM gap_alerts WHERE kind = 'saturation'";
-    for (int k = 0; k < 100 && strcmp(fx_row(&F, q), "t") != 0; k++)
-        usleep(50000);
-    assert_string_equal(fx_row(&F, q), "t");
+    assert_string_equal(fx_row_within(&F, q, "t", 5000), "t");
     assert_int_equal(fx_num(&F, "SELECT count(*) FROM flow_reports WHERE agent_id = 'agent-nyc'"
                                 " AND seq = 7"),
                      1);
@@ -314,9 +310,7 @@ static void test_mark_waits_off_the_loop(void **state)
     free(sql);
     const char *q2 = "SELECT last_sent_at IS NOT NULL FROM gap_alerts WHERE kind = 'saturation'"
                      " AND src_site = 'par'";
-    for (int k = 0; k < 100 && strcmp(fx_row(&F, q2), "t") != 0; k++)
-        usleep(50000);
-    assert_string_equal(fx_row(&F, q2), "t");
+    assert_string_equal(fx_row_within(&F, q2, "t", 5000), "t");
     r = PQexec(F.db, "DELETE FROM gap_alerts WHERE kind = 'saturation'");
     assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
     PQclear(r);
