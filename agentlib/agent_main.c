@@ -367,6 +367,7 @@ static int send_report(struct agent *a, const struct flowset *fs, const struct r
         .lost_to_us = a->lost.to_us,
         .lost_reason = a->lost.reason,
         .spool_dropped_reports = a->m.spool_dropped,
+        .version = a->o.report_version,
     };
     snprintf(ctx, sizeof(ctx), "%s seq %llu", a->o.host, (unsigned long long)a->seq);
     char *body = report_json(&h, fs, err, sizeof(err));

@@ -41,6 +41,7 @@ enum {
     OPT_HELP,
     /* delivery (common/deliver.h) */
     OPT_COMPRESS,
+    OPT_REPORT_VERSION,
     OPT_CA_FILE,
     OPT_CLIENT_CERT,
     OPT_CLIENT_KEY,
@@ -74,6 +75,7 @@ static const struct option long_opts[] = {
     {"site", required_argument, NULL, OPT_SITE},
     {"config", required_argument, NULL, OPT_CONFIG},
     {"compress", required_argument, NULL, OPT_COMPRESS},
+    {"report-version", required_argument, NULL, OPT_REPORT_VERSION},
     {"ca-file", required_argument, NULL, OPT_CA_FILE},
     {"client-cert", required_argument, NULL, OPT_CLIENT_CERT},
     {"client-key", required_argument, NULL, OPT_CLIENT_KEY},
@@ -117,6 +119,8 @@ void agent_opts_usage(FILE *f)
         "                        reconciler (60)\n"
         "  --site S              this host's site (throttle rules scoped to a site)\n"
         "  --compress ALG        report bodies as zstd (default), gzip or none\n"
+        "  --report-version N    2 (default: each process once) or 1 (its fields in every\n"
+        "                        flow), for reconcilers older than version 2\n"
         "  --ca-file F           CA bundle (PEM) an https:// reconciler must chain to\n"
         "  --client-cert F       client certificate (PEM) for mutual TLS\n"
         "  --client-key F        its private key (default: in --client-cert)\n"
@@ -127,7 +131,8 @@ void agent_opts_usage(FILE *f)
         "                        attach, spool, spool_max_bytes, agent_id, host,\n"
         "                        exclude_ports, map_entries, pin_dir, kube_logs, throttle,\n"
         "                        throttle_interval, throttle_fail_open, site, compress, ca_file,\n"
-        "                        client_cert, client_key, allow_plain_http); flags win\n"
+        "                        client_cert, client_key, allow_plain_http,\n"
+        "                        report_version); flags win\n"
         "  -v, --verbose         debug logging\n");
 }
 
@@ -292,6 +297,13 @@ static int apply(struct agent_opts *o, int id, const char *v, const char *where,
             return -1;
         }
         return 0;
+    case OPT_REPORT_VERSION:
+        if (parse_u64(v, 1, 2, &n)) {
+            snprintf(err, errlen, "%s: expected 1 or 2, got \"%s\"", where, v);
+            return -1;
+        }
+        o->report_version = (int)n;
+        return 0;
     case OPT_CA_FILE:
         return set_str(&o->ca_file, v);
     case OPT_CLIENT_CERT:
@@ -352,6 +364,7 @@ static const struct {
     {"map_entries", OPT_MAP_ENTRIES},
     {"pin_dir", OPT_PIN_DIR},
     {"compress", OPT_COMPRESS},
+    {"report_version", OPT_REPORT_VERSION},
     {"ca_file", OPT_CA_FILE},
     {"client_cert", OPT_CLIENT_CERT},
     {"client_key", OPT_CLIENT_KEY},
@@ -489,6 +502,7 @@ int agent_opts_parse(struct agent_opts *o, int argc, char **argv, char *err, siz
     o->throttle_interval = 5;
     o->throttle_fail_open = 60;
     o->k = 1000;
+    o->report_version = 2;
     o->spool_max_bytes = 64ull << 20;
     err[0] = '\0';
     if (set_workflow_env(o, "WANLEDGER_WORKFLOW,SLURM_JOB_ID", err, errlen, "default"))

@@ -44,6 +44,7 @@ struct agent_opts {
     int verbose;
     /* delivery: compression (default zstd) and TLS to an https:// reconciler */
     enum wl_compress compress;
+    int report_version; /* 2 (default) or 1: report.h */
     char *ca_file, *client_cert, *client_key;
     bool allow_plain_http;
 };

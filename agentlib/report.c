@@ -87,8 +87,106 @@ static bool add_str_if(struct jw *w, const char *name, const char *v)
     return !(v && v[0]) || add_clean_str(w, name, v);
 }
 
-/* One flow object; false when out of memory. Counters are written exactly (u64, no double). */
-static bool flow_json(struct jw *w, const struct flow_rec *r)
+/* The members of flow r's owner (a procs[] entry; version 1: the flow's own); false when out of
+ * memory. */
+static bool owner_members(struct jw *w, const struct flow_rec *r)
+{
+    bool ok = true;
+    jw_kv_u64(w, "pid", r->owner.pid);
+    jw_kv_u64(w, "ppid", r->owner.ppid);
+    jw_kv_u64(w, "uid", r->owner.uid);
+    ok &= add_clean_str(w, "program", r->owner.comm);
+    if (r->meta) {
+        ok &= add_str_if(w, "user", r->meta->user);
+        ok &= add_str_if(w, "exe", r->meta->exe);
+        ok &= add_str_if(w, "workflow", r->meta->workflow);
+        ok &= add_str_if(w, "cgroup", r->meta->cgroup);
+        ok &= add_str_if(w, "container", r->meta->container);
+        ok &= add_str_if(w, "pod_uid", r->meta->pod_uid);
+        ok &= add_str_if(w, "namespace", r->meta->kube.namespace_);
+        ok &= add_str_if(w, "pod", r->meta->kube.pod);
+        ok &= add_str_if(w, "container_name", r->meta->kube.container);
+        ok &= add_str_if(w, "unit", r->meta->unit);
+        ok &= add_str_if(w, "slurm_job", r->meta->slurm_job);
+    }
+    return ok;
+}
+
+static bool owner_json(struct jw *w, const struct flow_rec *r)
+{
+    jw_begin_object(w);
+    bool ok = owner_members(w, r);
+    jw_end(w);
+    return ok;
+}
+
+static bool meta_same(const struct flow_meta *a, const struct flow_meta *b)
+{
+    if (a == b)
+        return true;
+    if (!a || !b)
+        return false;
+    const char *x[] = {a->user,           a->exe,     a->workflow,        a->cgroup,
+                       a->container,      a->pod_uid, a->kube.namespace_, a->kube.pod,
+                       a->kube.container, a->unit,    a->slurm_job};
+    const char *y[] = {b->user,           b->exe,     b->workflow,        b->cgroup,
+                       b->container,      b->pod_uid, b->kube.namespace_, b->kube.pod,
+                       b->kube.container, b->unit,    b->slurm_job};
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+        if (strcmp(x[i], y[i]) != 0)
+            return false;
+    return true;
+}
+
+/* Whether two flows' owners are written alike (owner_json). */
+static bool owner_same(const struct flow_rec *a, const struct flow_rec *b)
+{
+    return a->owner.pid == b->owner.pid && a->owner.ppid == b->owner.ppid &&
+           a->owner.uid == b->owner.uid &&
+           strncmp(a->owner.comm, b->owner.comm, sizeof a->owner.comm) == 0 &&
+           meta_same(a->meta, b->meta);
+}
+
+static uint64_t owner_hash(const struct flow_rec *r)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a over what owner_same compares first */
+    uint32_t v[3] = {r->owner.pid, r->owner.ppid, r->owner.uid};
+    const unsigned char *p = (const unsigned char *)v;
+    for (size_t i = 0; i < sizeof v; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    for (size_t i = 0; i < sizeof r->owner.comm && r->owner.comm[i]; i++)
+        h = (h ^ (unsigned char)r->owner.comm[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* The distinct owners of fs in order of first appearance: proc[i] is the procs[] index of flow
+ * i, first[k] the first flow of entry k; *n the number of entries. -1 when out of memory. */
+static int index_owners(const struct flowset *fs, uint32_t *proc, size_t *first, size_t *n)
+{
+    size_t cap = 16;
+    while (cap < 2 * fs->n)
+        cap *= 2;
+    uint32_t *slot = calloc(cap, sizeof *slot); /* entry + 1; 0 empty */
+    if (!slot)
+        return -1;
+    *n = 0;
+    for (size_t i = 0; i < fs->n; i++) {
+        size_t h = (size_t)owner_hash(&fs->v[i]) & (cap - 1);
+        while (slot[h] && !owner_same(&fs->v[first[slot[h] - 1]], &fs->v[i]))
+            h = (h + 1) & (cap - 1);
+        if (!slot[h]) {
+            first[*n] = i;
+            slot[h] = (uint32_t)++ * n;
+        }
+        proc[i] = slot[h] - 1;
+    }
+    free(slot);
+    return 0;
+}
+
+/* One flow object, naming its process's entry in procs[] (version 1: with its owner's members,
+ * proc < 0); false when out of memory. Counters are written exactly (u64, no double). */
+static bool flow_json(struct jw *w, const struct flow_rec *r, int64_t proc)
 {
     char ep[64];
     bool ok = true;
@@ -123,23 +221,10 @@ static bool flow_json(struct jw *w, const struct flow_rec *r)
             llhist_write_json(w, r->latency);
         }
     }
-    jw_kv_u64(w, "pid", r->owner.pid);
-    jw_kv_u64(w, "ppid", r->owner.ppid);
-    jw_kv_u64(w, "uid", r->owner.uid);
-    ok &= add_clean_str(w, "program", r->owner.comm);
-    if (r->meta) {
-        ok &= add_str_if(w, "user", r->meta->user);
-        ok &= add_str_if(w, "exe", r->meta->exe);
-        ok &= add_str_if(w, "workflow", r->meta->workflow);
-        ok &= add_str_if(w, "cgroup", r->meta->cgroup);
-        ok &= add_str_if(w, "container", r->meta->container);
-        ok &= add_str_if(w, "pod_uid", r->meta->pod_uid);
-        ok &= add_str_if(w, "namespace", r->meta->kube.namespace_);
-        ok &= add_str_if(w, "pod", r->meta->kube.pod);
-        ok &= add_str_if(w, "container_name", r->meta->kube.container);
-        ok &= add_str_if(w, "unit", r->meta->unit);
-        ok &= add_str_if(w, "slurm_job", r->meta->slurm_job);
-    }
+    if (proc >= 0)
+        jw_kv_u64(w, "proc", (uint64_t)proc);
+    else
+        ok &= owner_members(w, r);
     jw_end(w);
     return ok;
 }
@@ -150,12 +235,15 @@ char *report_json(const struct report_header *h, const struct flowset *fs, char 
     char *out = NULL;
     struct evbuffer *b = evbuffer_new();
     struct jw w;
-    bool ok = b != NULL;
+    uint32_t *proc = malloc((fs->n + 1) * sizeof *proc);
+    size_t *first = malloc((fs->n + 1) * sizeof *first), n_procs = 0;
+    int version = h->version == 1 ? 1 : 2;
+    bool ok = b && proc && first && (version == 1 || index_owners(fs, proc, first, &n_procs) == 0);
     if (!ok)
         goto oom;
     jw_init(&w, b);
     jw_begin_object(&w);
-    jw_kv_u64(&w, "version", 1);
+    jw_kv_u64(&w, "version", (uint64_t)version);
     ok &= add_clean_str(&w, "host", h->host);
     ok &= add_clean_str(&w, "agent_id", h->agent_id);
     jw_kv_u64(&w, "seq", h->seq);
@@ -180,19 +268,30 @@ char *report_json(const struct report_header *h, const struct flowset *fs, char 
     jw_begin_object(&w);
     jw_kv_u64(&w, "dropped_reports", h->spool_dropped_reports);
     jw_end(&w);
+    if (version == 2) {
+        jw_key(&w, "procs"); /* each flow's process once */
+        jw_begin_array(&w);
+        for (size_t k = 0; k < n_procs && ok; k++)
+            ok &= owner_json(&w, &fs->v[first[k]]);
+        jw_end(&w);
+    }
     jw_key(&w, "flows");
     jw_begin_array(&w);
     for (size_t i = 0; i < fs->n && ok; i++)
-        ok &= flow_json(&w, &fs->v[i]);
+        ok &= flow_json(&w, &fs->v[i], version == 2 ? (int64_t)proc[i] : -1);
     jw_end(&w);
     jw_end(&w);
     if (!ok || jw_finish(&w) != 0 || !(out = jw_take(b, NULL)))
         goto oom;
     evbuffer_free(b);
+    free(proc);
+    free(first);
     return out;
 oom:
     snprintf(err, errlen, "out of memory formatting the report");
     if (b)
         evbuffer_free(b);
+    free(proc);
+    free(first);
     return NULL;
 }

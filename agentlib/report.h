@@ -23,6 +23,9 @@ struct report_header {
     const char *lost_reason;
     /* reports the bounded spool dropped so far (cumulative), as "spool": {"dropped_reports"} */
     uint64_t spool_dropped_reports;
+    /* 2 (0 means 2): each process once in "procs", each flow naming it with "proc"; 1: the
+     * process's fields in every flow, for reconcilers that accept only version 1 */
+    int version;
 };
 
 /* Formats "10.1.0.2:41522" or "[fd00::2]:5201" (IPv4-mapped IPv6 as IPv4). */

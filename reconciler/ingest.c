@@ -127,7 +127,7 @@ void ing_buf_str_or_null(struct ingest_batch *b, const struct jv *v)
 }
 
 /* -1, the request answered 500 "out of memory". */
-static int oom(struct vctx *c)
+int ing_oom(struct vctx *c)
 {
     c->e->status = 500;
     snprintf(c->e->msg, sizeof(c->e->msg), "out of memory");
@@ -139,7 +139,7 @@ static int row_done(struct vctx *c)
 {
     if (c->b->oom) {
         snprintf(c->e->path, sizeof(c->e->path), "$");
-        return oom(c);
+        return ing_oom(c);
     }
     c->b->n_rows++;
     return 0;
@@ -379,14 +379,17 @@ static int want_enum(struct vctx *c, const struct jv *v, struct loc l, bool opti
     return ing_bad(c, l, "expected %s, got \"%.60s\"", list, (*out)->s);
 }
 
-int ing_want_version(struct vctx *c, const struct jv *root)
+int ing_want_version(struct vctx *c, const struct jv *root, unsigned max, unsigned *version)
 {
     const struct jv *v = jv_get(root, "version");
     struct loc l = {.idx = -1, .key = "version"};
+    const char *accepts = max == 1 ? "version 1" : "versions 1 and 2";
     if (!v)
-        return ing_bad(c, l, "missing: expected 1");
-    if (v->type != JV_NUMBER || !v->is_int || v->neg || v->overflow || v->u != 1)
-        return ing_bad(c, l, "unknown version: this reconciler accepts version 1");
+        return ing_bad(c, l, "missing: expected %s", max == 1 ? "1" : "1 or 2");
+    if (v->type != JV_NUMBER || !v->is_int || v->neg || v->overflow || v->u < 1 || v->u > max)
+        return ing_bad(c, l, "unknown version: this reconciler accepts %s", accepts);
+    if (version)
+        *version = (unsigned)v->u;
     return 0;
 }
 
@@ -399,45 +402,21 @@ uint64_t ing_max_bytes_over(const struct cfg *cfg, uint64_t span_s)
 
 /* ---- /v1/attributions -------------------------------------------------------------------- */
 
-enum flow_slot {
-    F_SOURCE,
-    F_PROTO,
-    F_LOCAL,
-    F_REMOTE,
-    F_ROLE,
-    F_TX,
-    F_RX,
-    F_SERVER,
-    F_EXPORT,
-    F_OP,
-    F_BYTES,
-    F_OPS,
-    F_PID,
-    F_UID,
-    F_USER,
-    F_PROGRAM,
-    F_WORKFLOW,
-    F_CONTAINER,
-    F_NAMESPACE, /* Kubernetes identity (sql/015_kube_owner.sql) */
-    F_POD,
-    F_CONTAINER_NAME,
-    F_N
-};
-
 #ifndef NDEBUG /* the keys as a table: for flow_slot_selftest */
 static const char *const flow_keys[F_N] = {
-    "source", "proto",   "local",    "remote",    "role",      "tx_bytes", "rx_bytes",
-    "server", "export",  "op",       "bytes",     "ops",       "pid",      "uid",
-    "user",   "program", "workflow", "container", "namespace", "pod",      "container_name"};
+    "source",    "proto",  "local",          "remote",  "role",     "tx_bytes",
+    "rx_bytes",  "server", "export",         "op",      "bytes",    "ops",
+    "pid",       "uid",    "user",           "program", "workflow", "container",
+    "namespace", "pod",    "container_name", "proc"};
 #endif
 
 #define FLOW_KEY_MAXLEN 14 /* "container_name" */
 
-/* The slot of a member's key, or -1: by length, then the first byte, then the rest compared with
- * a constant (memcmp of a constant length is inlined, no call). Checked against flow_keys by
- * flow_slot_selftest in test builds (NDEBUG unset). */
+/* The slot of a member's key, or -1 (ingest_internal.h): by length, then the first byte, then the
+ * rest compared with a constant (memcmp of a constant length is inlined, no call). Checked against
+ * flow_keys by flow_slot_selftest in test builds (NDEBUG unset). */
 #define KEY_IS(lit) (memcmp(k, lit, sizeof(lit) - 1) == 0)
-static int flow_slot_of(const struct jv *m)
+int ing_flow_slot(const struct jv *m)
 {
     const char *k = m->key;
     switch (m->key_len) {
@@ -454,7 +433,7 @@ static int flow_slot_of(const struct jv *m)
         }
         return -1;
     case 4:
-        return KEY_IS("role") ? F_ROLE : KEY_IS("user") ? F_USER : -1;
+        return KEY_IS("role") ? F_ROLE : KEY_IS("user") ? F_USER : KEY_IS("proc") ? F_PROC : -1;
     case 5:
         return KEY_IS("proto")   ? F_PROTO
                : KEY_IS("local") ? F_LOCAL
@@ -485,15 +464,6 @@ static int flow_slot_of(const struct jv *m)
     return -1;
 }
 #undef KEY_IS
-
-/* A JSON string into a text column; one read without an escape needs no COPY escaping. */
-static void row_jtext(struct flow_row *r, enum flow_col c, const struct jv *v)
-{
-    if (v->escaped)
-        flow_row_text(r, c, v->s, v->n);
-    else
-        flow_row_text_plain(r, c, v->s, v->n);
-}
 
 static const char *const sources[] = {"socket", "nfs", NULL};
 static const char *const protos[] = {"tcp", "udp", NULL};
@@ -553,26 +523,62 @@ static char *local_sites_text(const struct local_sites *ls, const struct cfg *cf
     return b.p;
 }
 
-static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_text,
-                    const struct jv *agent_id, uint64_t seq, const struct jv *host, uint64_t cap,
-                    struct local_sites *ls)
+/* What every flow of a report shares. */
+struct report_ctx {
+    const char *ws_text;
+    const struct jv *agent_id, *host;
+    uint64_t seq, cap;
+    struct local_sites *ls;
+    unsigned version;
+    const struct ing_owner *owners; /* version 2: procs[] validated */
+    size_t n_owners;
+};
+
+/* The flow's process: its own members (version 1), or procs[proc] (version 2), where a process
+ * member in the flow itself is refused (it would contradict or repeat its proc). */
+static int flow_owner(struct vctx *c, const struct report_ctx *r, const struct jv *const *s,
+                      struct loc l, struct ing_owner *own, const struct ing_owner **out)
+{
+    if (r->version == 1) {
+        *out = own;
+        return ing_owner_parse(c, s + F_PID, l, own);
+    }
+    for (int k = F_PID; k <= F_CONTAINER_NAME; k++)
+        if (s[k])
+            return ing_bad(c, ing_at_key(l, s[k]->key),
+                           "a version 2 flow names its process with \"proc\" (an index into"
+                           " procs), not with its own members");
+    uint64_t idx;
+    if (!s[F_PROC])
+        return ing_bad(c, ing_at_key(l, "proc"),
+                       "missing: a version 2 flow names its process (an index into procs)");
+    if (ing_want_uint(c, s[F_PROC], ing_at_key(l, "proc"), UINT32_MAX, &idx) < 0)
+        return -1;
+    if (idx >= r->n_owners)
+        return ing_bad(c, ing_at_key(l, "proc"), "%" PRIu64 " is not an index into procs (%zu %s)",
+                       idx, r->n_owners, r->n_owners == 1 ? "entry" : "entries");
+    *out = &r->owners[idx];
+    return 0;
+}
+
+static int one_flow(struct vctx *c, const struct jv *f, long i, const struct report_ctx *r)
 {
     struct loc l = {.arr = "flows", .idx = i};
     const struct jv *s[F_N] = {0};
     if (ing_want_object(c, f, l) < 0)
         return -1;
     for (const struct jv *m = f->child; m; m = m->next) {
-        int k = flow_slot_of(m);
+        int k = ing_flow_slot(m);
         if (k < 0)
             continue; /* unknown members are ignored: newer agents may add fields */
         s[k] = m;     /* no duplicates: the reader refuses them (jsonv.h) */
     }
     const struct jv *source, *proto = NULL, *role = NULL, *op = NULL, *export = NULL;
-    const struct jv *user, *program, *workflow, *container, *kns, *kpod, *kcont;
     char laddr[INET6_ADDRSTRLEN], raddr[INET6_ADDRSTRLEN];
     long lport = -1, rport = -1;
-    uint64_t tx = 0, rx = 0, nbytes = 0, nops = 0, pid = 0, uid = 0;
-    bool has_ops = false, has_pid = false, has_uid = false, has_nfs_local = false;
+    uint64_t tx = 0, rx = 0, nbytes = 0, nops = 0, cap = r->cap;
+    bool has_ops = false, has_nfs_local = false;
+    struct local_sites *ls = r->ls;
     if (want_enum(c, s[F_SOURCE], ing_at_key(l, "source"), false, sources, &source) < 0)
         return -1;
     bool is_socket = strcmp(source->s, "socket") == 0;
@@ -602,50 +608,44 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         if (has_nfs_local)
             local_site(ls, c->cfg, laddr);
     }
-    if (ing_opt_uint(c, s[F_PID], ing_at_key(l, "pid"), INT32_MAX, &pid, &has_pid) < 0 ||
-        ing_opt_uint(c, s[F_UID], ing_at_key(l, "uid"), UINT32_MAX, &uid, &has_uid) < 0 ||
-        ing_want_name(c, s[F_USER], ing_at_key(l, "user"), true, &user) < 0 ||
-        ing_want_name(c, s[F_PROGRAM], ing_at_key(l, "program"), true, &program) < 0 ||
-        ing_want_name(c, s[F_WORKFLOW], ing_at_key(l, "workflow"), true, &workflow) < 0 ||
-        ing_want_name(c, s[F_CONTAINER], ing_at_key(l, "container"), true, &container) < 0 ||
-        ing_want_name(c, s[F_NAMESPACE], ing_at_key(l, "namespace"), true, &kns) < 0 ||
-        ing_want_name(c, s[F_POD], ing_at_key(l, "pod"), true, &kpod) < 0 ||
-        ing_want_name(c, s[F_CONTAINER_NAME], ing_at_key(l, "container_name"), true, &kcont) < 0)
+    struct ing_owner own;
+    const struct ing_owner *o;
+    if (flow_owner(c, r, s, l, &own, &o) < 0)
         return -1;
     if (!is_socket) { /* the NAS view's detail (nasin.h) */
-        struct nasin_flow_args na = {.ws_text = ws_text,
-                                     .host = host->s,
+        struct nasin_flow_args na = {.ws_text = r->ws_text,
+                                     .host = r->host->s,
                                      .server = raddr,
                                      .port = rport,
                                      .op = op->s,
                                      .bytes = nbytes,
                                      .ops = has_ops ? nops : 0};
         na.export_path = export ? export->s : NULL;
-        na.workflow = workflow ? workflow->s : NULL;
-        na.user = user ? user->s : NULL;
-        na.program = program ? program->s : NULL;
+        na.workflow = o->workflow ? o->workflow->s : NULL;
+        na.user = o->user ? o->user->s : NULL;
+        na.program = o->program ? o->program->s : NULL;
+        na.ns = o->kns ? o->kns->s : NULL;
+        na.pod = o->kpod ? o->kpod->s : NULL;
+        na.container_name = o->kcont ? o->kcont->s : NULL;
         if (nasin_flow(&c->b->nas, f, i, &na, c->e) < 0)
             return -1;
     }
-    if (has_uid && uid > INT32_MAX)
-        return ing_bad(c, ing_at_key(l, "uid"), "uid %" PRIu64 " does not fit the uid column", uid);
-
     struct flow_row row;
     memset(&row, 0, sizeof row);
-    flow_row_str(&row, FR_WINDOW_START, ws_text);
-    row_jtext(&row, FR_AGENT_ID, agent_id);
-    flow_row_int(&row, FR_SEQ, seq);
+    flow_row_str(&row, FR_WINDOW_START, r->ws_text);
+    ing_row_jtext(&row, FR_AGENT_ID, r->agent_id);
+    flow_row_int(&row, FR_SEQ, r->seq);
     flow_row_int(&row, FR_IDX, (uint64_t)i);
-    row_jtext(&row, FR_HOST, host);
-    row_jtext(&row, FR_SOURCE, source);
+    ing_row_jtext(&row, FR_HOST, r->host);
+    ing_row_jtext(&row, FR_SOURCE, source);
     if (is_socket) {
-        row_jtext(&row, FR_PROTO, proto);
+        ing_row_jtext(&row, FR_PROTO, proto);
         flow_row_str(&row, FR_LOCAL_ADDR, laddr);
         flow_row_int(&row, FR_LOCAL_PORT, (uint64_t)lport);
         flow_row_str(&row, FR_REMOTE_ADDR, raddr);
         flow_row_int(&row, FR_REMOTE_PORT, (uint64_t)rport);
         if (role)
-            row_jtext(&row, FR_ROLE, role);
+            ing_row_jtext(&row, FR_ROLE, role);
         flow_row_int(&row, FR_TX_BYTES, tx);
         flow_row_int(&row, FR_RX_BYTES, rx);
         flow_row_int(&row, FR_NFS_BYTES, 0);
@@ -661,25 +661,12 @@ static int one_flow(struct vctx *c, const struct jv *f, long i, const char *ws_t
         flow_row_str(&row, FR_NFS_SERVER, raddr);
         flow_row_int(&row, FR_NFS_PORT, (uint64_t)rport);
         if (export)
-            row_jtext(&row, FR_NFS_EXPORT, export);
-        row_jtext(&row, FR_NFS_OP, op);
+            ing_row_jtext(&row, FR_NFS_EXPORT, export);
+        ing_row_jtext(&row, FR_NFS_OP, op);
         flow_row_int(&row, FR_NFS_BYTES, nbytes);
         flow_row_int(&row, FR_NFS_OPS, has_ops ? nops : 0);
     }
-    if (has_pid)
-        flow_row_int(&row, FR_PID, pid);
-    if (has_uid)
-        flow_row_int(&row, FR_UID, uid);
-    const struct jv *names[] = {user, program, workflow, container};
-    for (int k = 0; k < 4; k++)
-        if (names[k] && names[k]->type == JV_STRING)
-            row_jtext(&row, FR_USER_NAME + k, names[k]);
-    const struct jv *kube[] = {kns, kpod, kcont}; /* '' outside pods: part of the owner's key */
-    for (int k = 0; k < 3; k++)
-        if (kube[k] && kube[k]->type == JV_STRING)
-            row_jtext(&row, FR_NAMESPACE + k, kube[k]);
-        else
-            flow_row_text_plain(&row, FR_NAMESPACE + k, "", 0);
+    ing_owner_row(&row, o);
     struct ingest_batch *b = c->b;
     if (b->native) { /* ClickHouse keeps the raw flows: its Native block, no COPY text */
         chnative_add(b->native, &row);
@@ -726,7 +713,7 @@ static int parse_loss(struct vctx *c, const struct jv *root, struct loc top)
             return -1;
         b->lost_reason = dup_text(reason->s);
         if (!b->lost_reason)
-            return oom(c);
+            return ing_oom(c);
     }
     if (spool && spool->type != JV_NULL) {
         struct loc sl = {.arr = "spool", .idx = -1};
@@ -749,7 +736,8 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
     int64_t ws;
     double threshold = 0;
     bool has_threshold = false;
-    if (ing_want_object(c, root, top) < 0 || ing_want_version(c, root) < 0 ||
+    unsigned version;
+    if (ing_want_object(c, root, top) < 0 || ing_want_version(c, root, 2, &version) < 0 ||
         ing_want_name(c, jv_get(root, "host"), ing_at_key(top, "host"), false, &host) < 0 ||
         ing_want_name(c, jv_get(root, "agent_id"), ing_at_key(top, "agent_id"), false, &agent_id) <
             0 ||
@@ -810,20 +798,36 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
      * (a hint only: buf_reserve grows the buffer further when rows are longer) */
     if (cfg->clickhouse.enabled) {
         if (!(c->b->native = malloc(sizeof *c->b->native)))
-            return oom(c);
+            return ing_oom(c);
         chnative_init(c->b->native, (size_t)flows->n);
     } else {
         buf_hint(c->b, (size_t)flows->n * 192 < c->body_len ? (size_t)flows->n * 192 : c->body_len);
     }
+    struct report_ctx rc = {.ws_text = ws_text,
+                            .agent_id = agent_id,
+                            .host = host,
+                            .seq = seq,
+                            .cap = cap,
+                            .version = version};
+    struct ing_owner *owners = NULL;
+    if (version == 2 && ing_procs_parse(c, jv_get(root, "procs"), &owners, &rc.n_owners) < 0)
+        return -1;
+    rc.owners = owners;
     struct local_sites ls = {.last_site = -1, .seen = calloc(cfg->n_sites + 1, 1)};
-    if (!ls.seen)
-        return oom(c);
+    rc.ls = &ls;
+    if (!ls.seen) {
+        free(owners);
+        return ing_oom(c);
+    }
     long i = 0;
-    for (const struct jv *f = flows->child; f; f = f->next, i++)
-        if (one_flow(c, f, i, ws_text, agent_id, seq, host, cap, &ls) < 0) {
-            free(ls.seen);
-            return -1;
-        }
+    int bad = 0;
+    for (const struct jv *f = flows->child; f && !bad; f = f->next, i++)
+        bad = one_flow(c, f, i, &rc);
+    free(owners);
+    if (bad) {
+        free(ls.seen);
+        return -1;
+    }
 
     struct ingest_batch *b = c->b;
     b->local_sites = local_sites_text(&ls, cfg);
@@ -845,10 +849,10 @@ static int parse_attributions(struct vctx *c, const struct jv *root)
     b->report[10] = fmt_u64(b->spool_dropped_reports);
     b->report[11] = dup_text(b->local_sites);
     if (!b->local_sites)
-        return oom(c);
+        return ing_oom(c);
     for (int p = 0; p < INGEST_REPORT_PARAMS; p++)
         if (!b->report[p] && p != 6 && p != 7 && p != 8)
-            return oom(c);
+            return ing_oom(c);
     return 0;
 }
 
@@ -874,7 +878,7 @@ void ingest_batch_free(struct ingest_batch *b)
 }
 
 #ifndef NDEBUG
-/* flow_slot_of is written by hand: every key of flow_keys must find its own slot, and the same
+/* ing_flow_slot is written by hand: every key of flow_keys must find its own slot, and the same
  * key with its last byte changed none (or another key's). */
 static void flow_slot_selftest(void)
 {
@@ -882,12 +886,12 @@ static void flow_slot_selftest(void)
         char near[FLOW_KEY_MAXLEN + 1];
         size_t n = strlen(flow_keys[i]);
         struct jv m = {.key = flow_keys[i], .key_len = (uint32_t)n};
-        assert(flow_slot_of(&m) == i);
+        assert(ing_flow_slot(&m) == i);
         assert(n < sizeof near);
         memcpy(near, flow_keys[i], n + 1);
         near[n - 1] ^= 0x20;
         m.key = near;
-        int other = flow_slot_of(&m);
+        int other = ing_flow_slot(&m);
         assert(other != i && (other < 0 || strcmp(flow_keys[other], near) == 0));
     }
 }

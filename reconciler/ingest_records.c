@@ -94,7 +94,7 @@ int ing_parse_counters(struct vctx *c, const struct jv *root)
 {
     struct loc top = {.idx = -1};
     const struct jv *poller;
-    if (ing_want_object(c, root, top) < 0 || ing_want_version(c, root) < 0 ||
+    if (ing_want_object(c, root, top) < 0 || ing_want_version(c, root, 1, NULL) < 0 ||
         ing_want_name(c, jv_get(root, "poller"), ing_at_key(top, "poller"), false, &poller) < 0)
         return -1;
     const struct jv *samples = jv_get(root, "samples");

@@ -15,8 +15,6 @@
 #include "llhist.h"
 #include "pgc.h"
 
-#define NAS_NAME_MAX 1024 /* the longest name ingest.c accepts */
-
 struct nas_batch {
     struct evbuffer *rows; /* a JSON array of row objects, for jsonb_to_recordset */
     struct jw w;
@@ -43,22 +41,6 @@ static bool small_uint(const struct jv *v, uint64_t *out)
         return false;
     *out = v->u;
     return true;
-}
-
-/* An optional name: absent or null gives "". */
-static int opt_name(const struct jv *f, const char *key, long idx, const char **out,
-                    struct ingest_error *e)
-{
-    const struct jv *v = jv_get(f, key);
-    *out = "";
-    if (!v || v->type == JV_NULL)
-        return 0;
-    if (v->type != JV_STRING)
-        return nbad(e, idx, key, "expected a string, got %s", jv_type_name(v));
-    if (v->n > NAS_NAME_MAX)
-        return nbad(e, idx, key, "string longer than %d bytes", NAS_NAME_MAX);
-    *out = v->s;
-    return 0;
 }
 
 /* "latency_us" into h (left empty when absent). */
@@ -115,7 +97,9 @@ static void kv_name(struct jw *w, const char *key, const char *v)
 int nasin_flow(struct nas_batch **nbp, const struct jv *f, long idx,
                const struct nasin_flow_args *a, struct ingest_error *e)
 {
-    const char *ns, *pod, *container;
+    /* the owner's names, checked where the owner is read (ingest_owner.c): "" when absent */
+    const char *ns = a->ns ? a->ns : "", *pod = a->pod ? a->pod : "";
+    const char *container = a->container_name ? a->container_name : "";
     uint64_t errors = 0;
     bool has_errors = false;
     const struct jv *ev = jv_get(f, "errors");
@@ -127,9 +111,6 @@ int nasin_flow(struct nas_batch **nbp, const struct jv *f, long idx,
             return nbad(e, idx, "errors", "%" PRIu64 " errors in %" PRIu64 " ops", errors, a->ops);
         has_errors = true;
     }
-    if (opt_name(f, "namespace", idx, &ns, e) < 0 || opt_name(f, "pod", idx, &pod, e) < 0 ||
-        opt_name(f, "container_name", idx, &container, e) < 0)
-        return -1;
     struct llhist *h = calloc(1, sizeof(*h));
     if (!h)
         goto oom;

@@ -21,13 +21,14 @@ struct nasin_flow_args {
     const char *server; /* address text as received (no port) */
     long port;
     const char *export_path, *op, *workflow, *user, *program; /* NULL: absent */
+    const char *ns, *pod, *container_name; /* the owner's Kubernetes identity; NULL: absent */
     uint64_t bytes, ops;
 };
 
-/* Checks flow f's own NAS members — "errors" (a count), "namespace", "pod", "container_name"
- * (names) and "latency_us" ({"count", "buckets": [[lower, count], ...]}, llhist_json.h: each
- * lower a bucket's lower bound, increasing, counts summing to "count") — and appends the row to
- * *nb (allocated on first use). 0, or -1 with e filled (422 and the member's path, or 500). */
+/* Checks flow f's own NAS members — "errors" (a count) and "latency_us" ({"count", "buckets":
+ * [[lower, count], ...]}, llhist_json.h: each lower a bucket's lower bound, increasing, counts
+ * summing to "count") — and appends the row to *nb (allocated on first use). 0, or -1 with e filled
+ * (422 and the member's path, or 500). */
 int nasin_flow(struct nas_batch **nb, const struct jv *f, long idx, const struct nasin_flow_args *a,
                struct ingest_error *e) __attribute__((warn_unused_result));
 size_t nasin_rows(const struct nas_batch *nb);

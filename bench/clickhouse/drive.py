@@ -126,6 +126,7 @@ if os.environ.get("PERF_ALL"): # PERF_ALL=FILE: a system-wide perf profile of st
 cpu0 = cpu_s(o.wl_pid)
 flt0 = minflt(o.wl_pid)
 pg0, ch0 = cpu_of(pg_pids()), cpu_of(ch_pids)
+split0 = ingestlib.pg_split(o.pg_data)
 c0 = path_cpu(o.wl_pid)
 t0, t_ack, lat_ch = post_all(o.port, 1)
 cpu_sender = ingestlib.sender_cpu_s
@@ -136,6 +137,7 @@ flt_wl = minflt(o.wl_pid) - flt0
 cpu_path = path_cpu(o.wl_pid) - c0
 cpu_pg_in_ch, cpu_ch_in_ch = cpu_of(pg_pids()) - pg0, cpu_of(ch_pids) - ch0
 load_ch = load()
+split_ch = ingestlib.pg_split_delta(split0, ingestlib.pg_split(o.pg_data))
 if perf:
     perf.send_signal(signal.SIGINT)
     perf.wait()
@@ -307,6 +309,7 @@ print("ClickHouse on disk after step 2: %.1f MiB, %.1f bytes per flow record" %
       (on_disk / 2**20, on_disk / n_rows))
 print("the sender's CPU in step 2 (bench_post, not counted anywhere above or below): %.3f us per"
       " flow record" % (cpu_sender / n_rows * 1e6))
+print("PostgreSQL's CPU in step 2 by process: " + split_ch)
 print("wanledger minor page faults in step 2: %.1f per report (n = %d reports)" %
       (flt_wl / o.reports, o.reports))
 print("ack latency per report, PostgreSQL only: " + pct(lat_pg))

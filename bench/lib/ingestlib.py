@@ -8,12 +8,14 @@ TOKEN = "bench-agent-token-0123456789"
 
 
 # WL_BENCH_BODY: "agent" (default) posts what wanledger-agent writes (agentlib/report.c
-# report_json + flow_json: compact JSON, every member the agent sends, those ingest ignores
-# too: tx_calls, rx_calls, ppid, exe, cgroup, unit); "minimal" the form of the sessions before
-# 2026-12-07 (json.dumps' ", " and ": " separators, the 12 members ingest keeps only).
+# report_json, version 2: compact JSON, every member the agent sends, those ingest ignores too:
+# tx_calls, rx_calls, ppid, exe, cgroup, unit; the process once in procs[]); "agent1" the same
+# in version 1, as agents before version 2 write it (the process's members in every flow);
+# "minimal" the form of the sessions before 2026-12-07 (json.dumps' ", " and ": " separators,
+# version 1 with the 12 members ingest keeps only).
 BODY = os.environ.get("WL_BENCH_BODY", "agent")
-if BODY not in ("agent", "minimal"):
-    raise SystemExit("WL_BENCH_BODY must be agent or minimal, not %r" % BODY)
+if BODY not in ("agent", "agent1", "minimal"):
+    raise SystemExit("WL_BENCH_BODY must be agent, agent1 or minimal, not %r" % BODY)
 # WL_BENCH_CODING: "zstd" (default: the agent's delivery compresses with zstd at level 3,
 # common/compress.c, and says Content-Encoding: zstd) or "identity" (the sessions before
 # 2026-12-07). Bodies are compressed before a step's clock starts: agents compress on their hosts.
@@ -63,22 +65,31 @@ def report_body(r, seq, ws_text, agent="agent-%d"):
                  for k in range(FLOWS)]
         return json.dumps({"version": 1, "host": "h%d" % r, "agent_id": agent % r, "seq": seq,
                            "window_start": ws_text, "flows": flows}).encode()
-    # the agent's member order (flow_json); a process in a login session's scope, as procmeta
-    # describes one: user, exe, workflow, cgroup, unit (no container, pod or Slurm job)
+    # the agent's member order (agentlib/report.c, version 2): the report's one process once in
+    # procs[] (procmeta describes a process in a login session's scope: user, exe, workflow,
+    # cgroup, unit; no container, pod or Slurm job), each flow naming it with "proc"
+    proc = {"pid": 4000 + r, "ppid": 1 + r % 97, "uid": 1000, "program": "python3",
+            "user": "u%d" % (r % 50), "exe": "/usr/bin/python3.11", "workflow": "wf%d" % (r % 20),
+            "cgroup": "/user.slice/user-1000.slice/session-%d.scope" % (r % 40),
+            "unit": "session-%d.scope" % (r % 40)}
     flows = [{"source": "socket", "proto": "tcp",
               "local": "10.1.%d.%d:%d" % (r % 250, k % 250, 20000 + k),
               "remote": "10.2.0.%d:5201" % (k % 200 + 1), "role": "client",
               "tx_bytes": 1000 * r + k, "rx_bytes": k, "tx_calls": k % 7 + 1,
-              "rx_calls": k % 5 + 1, "pid": 4000 + r, "ppid": 1 + r % 97, "uid": 1000,
-              "program": "python3", "user": "u%d" % (r % 50), "exe": "/usr/bin/python3.11",
-              "workflow": "wf%d" % (r % 20),
-              "cgroup": "/user.slice/user-1000.slice/session-%d.scope" % (r % 40),
-              "unit": "session-%d.scope" % (r % 40)}
+              "rx_calls": k % 5 + 1, "proc": 0}
              for k in range(FLOWS)]
-    return json.dumps({"version": 1, "host": "h%d" % r, "agent_id": agent % r, "seq": seq,
-                       "window_start": ws_text, "window_seconds": 60, "dropped_events": 0,
-                       "sampling": {"k": FLOWS, "threshold": 0, "flows_seen": FLOWS},
-                       "spool": {"dropped_reports": 0}, "flows": flows},
+    head = {"version": 2, "host": "h%d" % r, "agent_id": agent % r, "seq": seq,
+            "window_start": ws_text, "window_seconds": 60, "dropped_events": 0,
+            "sampling": {"k": FLOWS, "threshold": 0, "flows_seen": FLOWS},
+            "spool": {"dropped_reports": 0}, "procs": [proc]}
+    if BODY == "agent1":  # version 1, as agents before version 2 write it: the process in every flow
+        head["version"] = 1
+        del head["procs"]
+        for f in flows:
+            del f["proc"]
+            f.update(proc)
+    head["flows"] = flows
+    return json.dumps(head,
                       separators=(",", ":")).encode()
 
 
@@ -87,8 +98,11 @@ def payloads(seq, bodies):
     out = []
     for b in bodies:
         if seq != 1:
-            b = (b.replace(b'"seq":1,', b'"seq":%d,' % seq, 1) if BODY == "agent" else
-                 b.replace(b'"seq": 1,', b'"seq": %d,' % seq, 1))
+            sep = b"" if BODY != "minimal" else b" "  # compact JSON but for "minimal"
+            swapped = b.replace(b'"seq":%s1,' % sep, b'"seq":%s%d,' % (sep, seq), 1)
+            if swapped == b:
+                raise SystemExit("payloads: no \"seq\" 1 to swap in a %s body" % BODY)
+            b = swapped
         out.append(zstd_compress(b) if CODING == "zstd" else b)
     return out
 
@@ -163,6 +177,42 @@ def pg_pids(pg_data):
             except (OSError, ValueError):
                 pass
     return out
+
+
+def pg_split(pg_data):
+    """CPU seconds so far of the cluster's processes by kind: {kind: seconds}. A backend's kind is
+    "backend USER DB" (its process title without the client's address and state), any other
+    child's its title ("walwriter", "autovacuum worker", ...); "exited children" is the postmaster's
+    cutime + cstime: the CPU of children it has reaped (an autovacuum worker that ran and exited
+    between two calls counts only there)."""
+    tck = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for p in pg_pids(pg_data):
+        try:
+            with open("/proc/%d/stat" % p) as f:
+                v = f.read().rsplit(")", 1)[1].split()
+            with open("/proc/%d/cmdline" % p, "rb") as f:
+                title = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        if not title.startswith("postgres:"):
+            kind = "postmaster"
+            out["exited children"] = out.get("exited children", 0) + (int(v[13]) + int(v[14])) / tck
+        else:
+            words = title[len("postgres:"):].split()
+            if any("(" in w or w == "[local]" for w in words):
+                kind = "backend " + " ".join(words[:2])
+            else:
+                kind = " ".join(w for w in words if not w.endswith(":") or w == words[-1])
+        out[kind] = out.get(kind, 0) + (int(v[11]) + int(v[12])) / tck
+    return out
+
+
+def pg_split_delta(a, b):
+    """b - a by kind, largest first, as "kind 1.23 s" joined by ", "."""
+    d = {k: b.get(k, 0) - a.get(k, 0) for k in set(a) | set(b)}
+    return ", ".join("%s %.2f s" % (k, v) for k, v in sorted(d.items(), key=lambda kv: -kv[1])
+                     if v > 0)
 
 
 def wait_port(port):

@@ -40,31 +40,38 @@ static int cmp_d(const void *a, const void *b)
 
 /* One report as drive.py posts it by default (bench/lib/ingestlib.py, WL_BENCH_BODY=agent): what
  * wanledger-agent writes (agentlib/report.c: compact JSON, every member it sends, those ingest
- * ignores too), before the delivery's compression. */
-static char *report(int r, const char *ws_text, size_t *len)
+ * ignores too), before the delivery's compression. version 2 (the agent's): the report's one
+ * process once in procs[], each flow naming it; version 1: its members in every flow, as agents
+ * before version 2 send them (measured beside it: "the version 1 form"). */
+static char *report(int r, const char *ws_text, int version, size_t *len)
 {
     size_t cap = 600 * FLOWS + 1024, n = 0;
-    char *b = malloc(cap);
+    char *b = malloc(cap), owner[512];
     if (!b)
         exit(1);
+    snprintf(owner, sizeof owner,
+             "\"pid\":%d,\"ppid\":%d,\"uid\":1000,\"program\":\"python3\",\"user\":\"u%d\","
+             "\"exe\":\"/usr/bin/python3.11\",\"workflow\":\"wf%d\","
+             "\"cgroup\":\"/user.slice/user-1000.slice/session-%d.scope\","
+             "\"unit\":\"session-%d.scope\"",
+             4000 + r, 1 + r % 97, r % 50, r % 20, r % 40, r % 40);
     n += (size_t)snprintf(b + n, cap - n,
-                          "{\"version\":1,\"host\":\"h%d\",\"agent_id\":\"agent-%d\",\"seq\":1,"
+                          "{\"version\":%d,\"host\":\"h%d\",\"agent_id\":\"agent-%d\",\"seq\":1,"
                           "\"window_start\":\"%s\",\"window_seconds\":60,\"dropped_events\":0,"
                           "\"sampling\":{\"k\":%d,\"threshold\":0,\"flows_seen\":%d},"
-                          "\"spool\":{\"dropped_reports\":0},\"flows\":[",
-                          r, r, ws_text, FLOWS, FLOWS);
+                          "\"spool\":{\"dropped_reports\":0},",
+                          version, r, r, ws_text, FLOWS, FLOWS);
+    if (version == 2)
+        n += (size_t)snprintf(b + n, cap - n, "\"procs\":[{%s}],", owner);
+    n += (size_t)snprintf(b + n, cap - n, "\"flows\":[");
     for (int k = 0; k < FLOWS; k++)
         n += (size_t)snprintf(
             b + n, cap - n,
             "%s{\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"10.1.%d.%d:%d\","
             "\"remote\":\"10.2.0.%d:5201\",\"role\":\"client\",\"tx_bytes\":%d,"
-            "\"rx_bytes\":%d,\"tx_calls\":%d,\"rx_calls\":%d,\"pid\":%d,\"ppid\":%d,"
-            "\"uid\":1000,\"program\":\"python3\",\"user\":\"u%d\","
-            "\"exe\":\"/usr/bin/python3.11\",\"workflow\":\"wf%d\","
-            "\"cgroup\":\"/user.slice/user-1000.slice/session-%d.scope\","
-            "\"unit\":\"session-%d.scope\"}",
+            "\"rx_bytes\":%d,\"tx_calls\":%d,\"rx_calls\":%d,%s}",
             k ? "," : "", r % 250, k % 250, 20000 + k, k % 200 + 1, 1000 * r + k, k, k % 7 + 1,
-            k % 5 + 1, 4000 + r, 1 + r % 97, r % 50, r % 20, r % 40, r % 40);
+            k % 5 + 1, version == 2 ? "\"proc\":0" : owner);
     n += (size_t)snprintf(b + n, cap - n, "]}");
     *len = n;
     return b;
@@ -114,10 +121,12 @@ int main(int argc, char **argv)
     char ws_text[TM_RFC3339_LEN];
     tm_format_rfc3339(ws, ws_text);
     enum { NB = 8 };
-    char *body[NB];
-    size_t len[NB];
-    for (int r = 0; r < NB; r++)
-        body[r] = report(r, ws_text, &len[r]);
+    char *body[NB], *body1[NB];
+    size_t len[NB], len1[NB];
+    for (int r = 0; r < NB; r++) {
+        body[r] = report(r, ws_text, 2, &len[r]);
+        body1[r] = report(r, ws_text, 1, &len1[r]);
+    }
     /* each body zstd-compressed at level 3 as the agent sends it (ZSTD_compress: the frame states
      * its size) and without the size (a streaming client): body_decode's two ways */
     char *zs[NB], *zu[NB];
@@ -142,11 +151,11 @@ int main(int argc, char **argv)
     }
     ZSTD_freeCCtx(cz);
     double parse[100], bds[100], bdu[100], block[100], json[100], packt[100], parse_ch[100],
-        dec[100], frm[100];
+        dec[100], frm[100], parse_v1[100];
     struct flow_pack pk = {0};
     size_t zbytes = 0, raw = 0;
     for (int k = 0; k < rounds; k++) {
-        double tp = 0, tb = 0, tj = 0, tk = 0, tc = 0, td = 0, tf = 0, ts = 0, tu = 0;
+        double tp = 0, tb = 0, tj = 0, tk = 0, tc = 0, td = 0, tf = 0, ts = 0, tu = 0, t1v = 0;
         for (int i = 0; i < iter; i++) { /* the body's zstd decoding, both ways */
             int r = i % NB;
             char *out;
@@ -207,6 +216,15 @@ int main(int argc, char **argv)
             if (chblock_build(bc.native, bc.window_start_us, bc.report[0], bc.report[1], &blk) < 0)
                 return 1;
             double t4 = cpu_ns();
+            struct ingest_batch b1; /* the same flows in the version 1 form, alternating */
+            if (ingest_parse(chcfg, INGEST_ATTRIBUTIONS, body1[i % NB], len1[i % NB], now, &b1,
+                             &e) < 0 ||
+                b1.n_rows != FLOWS) {
+                fprintf(stderr, "ingest_parse (version 1): %s at %s\n", e.msg, e.path);
+                return 1;
+            }
+            t1v += cpu_ns() - t4;
+            ingest_batch_free(&b1);
             tp += t1 - t0;
             tk += t2 - t1;
             tc += t3 - t2;
@@ -238,6 +256,7 @@ int main(int argc, char **argv)
         json[k] = tj / ((double)iter * FLOWS);
         packt[k] = tk / ((double)iter * FLOWS);
         parse_ch[k] = tc / ((double)iter * FLOWS);
+        parse_v1[k] = t1v / ((double)iter * FLOWS);
         dec[k] = td / ((double)iter * FLOWS);
         frm[k] = tf / ((double)iter * FLOWS);
         bds[k] = ts / ((double)iter * FLOWS);
@@ -249,6 +268,7 @@ int main(int argc, char **argv)
     qsort(block, (size_t)rounds, sizeof(double), cmp_d);
     qsort(json, (size_t)rounds, sizeof(double), cmp_d);
     qsort(parse_ch, (size_t)rounds, sizeof(double), cmp_d);
+    qsort(parse_v1, (size_t)rounds, sizeof(double), cmp_d);
     qsort(dec, (size_t)rounds, sizeof(double), cmp_d);
     qsort(frm, (size_t)rounds, sizeof(double), cmp_d);
     qsort(bds, (size_t)rounds, sizeof(double), cmp_d);
@@ -267,6 +287,9 @@ int main(int argc, char **argv)
            "bytes/flow); n = %d rounds x %d reports x %d flows\n",
            parse_ch[rounds / 2], parse_ch[0], parse_ch[rounds - 1], block[rounds / 2], block[0],
            block[rounds - 1], raw, zbytes, (double)zbytes / FLOWS, rounds, iter, FLOWS);
+    printf("ClickHouse: ingest_parse of the version 1 form (process members in every flow, %zu "
+           "bytes against %zu) %.0f ns/flow (min %.0f, max %.0f)\n",
+           len1[0], len[0], parse_v1[rounds / 2], parse_v1[0], parse_v1[rounds - 1]);
     printf("flusher, per flow: ZSTD_decompress of the stored block %.1f ns (min %.1f, max %.1f); "
            "chblock_frame %.1f ns (min %.1f, max %.1f)\n",
            dec[rounds / 2], dec[0], dec[rounds - 1], frm[rounds / 2], frm[0], frm[rounds - 1]);
@@ -277,6 +300,7 @@ int main(int argc, char **argv)
     free(scratch);
     for (int r = 0; r < NB; r++) {
         free(body[r]);
+        free(body1[r]);
         free(zs[r]);
         free(zu[r]);
     }

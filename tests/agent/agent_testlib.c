@@ -236,6 +236,32 @@ int atl_wait_exit(pid_t pid, int timeout_ms)
     return -1;
 }
 
+/* A version 2 report's procs[proc] members copied into each of its flows, as the reconciler
+ * reads them (reconciler/ingest_owner.c): -1 when a flow names no entry or carries a member of
+ * its entry itself. */
+static int resolve_procs(cJSON *rep)
+{
+    if (atl_num(rep, "version") != 2)
+        return 0;
+    const cJSON *procs = cJSON_GetObjectItemCaseSensitive(rep, "procs");
+    cJSON *f;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(rep, "flows"))
+    {
+        const cJSON *idx = cJSON_GetObjectItemCaseSensitive(f, "proc");
+        const cJSON *p = cJSON_IsNumber(idx) ? cJSON_GetArrayItem(procs, idx->valueint) : NULL;
+        if (!cJSON_IsObject(p))
+            return -1;
+        const cJSON *m;
+        cJSON_ArrayForEach(m, p)
+        {
+            if (cJSON_GetObjectItemCaseSensitive(f, m->string))
+                return -1;
+            cJSON_AddItemToObject(f, m->string, cJSON_Duplicate(m, true));
+        }
+    }
+    return 0;
+}
+
 int atl_reports_load(const char *path, struct atl_reports *out)
 {
     char *s = slurp(path);
@@ -250,6 +276,14 @@ int atl_reports_load(const char *path, struct atl_reports *out)
         cJSON *j = cJSON_Parse(line);
         if (!j)
             continue;
+        if (resolve_procs(j) < 0) {
+            fprintf(stderr, "a version 2 report whose flow names no process of procs[]: %.200s\n",
+                    line);
+            cJSON_Delete(j);
+            free(s);
+            atl_reports_free(out);
+            return -1;
+        }
         if (out->n == cap) {
             cap = cap ? cap * 2 : 64;
             out->r = realloc(out->r, cap * sizeof(*out->r));

@@ -57,7 +57,9 @@ struct atl_sum *atl_sum_of(struct atl_sums *s, const char *key);
  * when it cannot be read or the table is full. */
 int atl_load_truth(const char *path, struct atl_sums *s);
 
-/* The agent reports in a file (lines starting with '{'), parsed. */
+/* The agent reports in a file (lines starting with '{'), parsed; a version 2 report's flows
+ * with their process's members (procs[proc]) copied in, as the reconciler reads them (-1 when a
+ * flow names no entry). */
 struct atl_reports {
     cJSON **r;
     size_t n;

@@ -110,6 +110,8 @@ static void test_flag_errors(void **state)
     expect_error(a4, 4, "--exclude-ports");
     char *a5[] = {"agent", "--reconciler", "ftp://x", NULL};
     expect_error(a5, 3, "http://");
+    char *a6[] = {"agent", "--stdout", "--report-version", "3", NULL};
+    expect_error(a6, 4, "--report-version: expected 1 or 2, got \"3\"");
 
     struct agent_opts o;
     char err[512];
@@ -134,6 +136,11 @@ static void test_flag_errors(void **state)
     assert_string_equal(o.workflow_env[2], "C");
     assert_int_equal(o.n_excl_ports, 2);
     assert_int_equal(o.excl_ports[1], 2049);
+    assert_int_equal(o.report_version, 2); /* the default */
+    agent_opts_free(&o);
+    char *v1[] = {"agent", "--stdout", "--report-version", "1", NULL};
+    assert_int_equal(agent_opts_parse(&o, 4, v1, err, sizeof(err)), 0);
+    assert_int_equal(o.report_version, 1);
     agent_opts_free(&o);
 }
 
@@ -232,6 +239,38 @@ static void test_clean_text(void **state)
     assert_string_equal(report_clean_text("", out, sizeof(out)), "");
 }
 
+/* A socket flow 10.1.0.2:lport -> 10.2.0.2:5201 (TCP), appended to fs. */
+static struct flow_rec *sock_flow(struct flowset *fs, uint16_t lport)
+{
+    struct flow_rec *r = flowset_add(fs);
+    assert_non_null(r);
+    r->source = FLOW_SRC_SOCKET;
+    r->family = AF_INET;
+    r->proto = IPPROTO_TCP;
+    inet_pton(AF_INET, "10.1.0.2", r->laddr);
+    inet_pton(AF_INET, "10.2.0.2", r->raddr);
+    r->lport = lport;
+    r->rport = 5201;
+    return r;
+}
+
+/* report_json's body for h and fs, read back with the strict reader (*root). */
+static struct jv_doc *report_doc(const struct report_header *h, const struct flowset *fs,
+                                 struct jv **root)
+{
+    char err[128];
+    char *json = report_json(h, fs, err, sizeof(err));
+    if (!json)
+        fail_msg("report_json: %s", err);
+    size_t n;
+    struct jv_error e;
+    struct jv_doc *d = jv_parse(json, strlen(json), false, root, &n, &e);
+    if (!d)
+        fail_msg("report_json wrote what the reader refuses: %s at %s", e.msg, e.path);
+    free(json);
+    return d;
+}
+
 /* Every string the report carries goes through the cleaning: owner fields of socket and NFS
  * flows, the NFS server and export, the host. */
 static void test_report_json_clean(void **state)
@@ -244,15 +283,7 @@ static void test_report_json_clean(void **state)
     snprintf(meta.exe, sizeof(meta.exe), "/opt/\xff/run");
     snprintf(meta.workflow, sizeof(meta.workflow), "wf\x1b[31m"); /* an escape sequence */
     snprintf(meta.cgroup, sizeof(meta.cgroup), "/x\x80y.slice");
-    struct flow_rec *r = flowset_add(&fs);
-    assert_non_null(r);
-    r->source = FLOW_SRC_SOCKET;
-    r->family = AF_INET;
-    r->proto = IPPROTO_TCP;
-    inet_pton(AF_INET, "10.1.0.2", r->laddr);
-    inet_pton(AF_INET, "10.2.0.2", r->raddr);
-    r->lport = 41522;
-    r->rport = 5201;
+    struct flow_rec *r = sock_flow(&fs, 41522);
     r->tx_bytes = 10;
     snprintf(r->owner.comm, sizeof(r->owner.comm),
              "\xff\xfe"
@@ -291,15 +322,7 @@ static void test_report_json_exact(void **state)
 {
     (void)state;
     struct flowset fs = {0};
-    struct flow_rec *r = flowset_add(&fs);
-    assert_non_null(r);
-    r->source = FLOW_SRC_SOCKET;
-    r->family = AF_INET;
-    r->proto = IPPROTO_TCP;
-    inet_pton(AF_INET, "10.1.0.2", r->laddr);
-    inet_pton(AF_INET, "10.2.0.2", r->raddr);
-    r->lport = 41522;
-    r->rport = 5201;
+    struct flow_rec *r = sock_flow(&fs, 41522);
     r->tx_bytes = (1ULL << 53) + 1;
     r->rx_bytes = UINT64_MAX;
     r->tx_calls = (1ULL << 60) + 3;
@@ -323,27 +346,92 @@ static void test_report_json_exact(void **state)
                               .k = 5,
                               .threshold = 0.1,
                               .flows_seen = 9};
-    char err[128];
-    char *json = report_json(&h, &fs, err, sizeof(err));
-    assert_non_null(json);
     struct jv *root;
-    size_t n;
-    struct jv_error e;
-    struct jv_doc *d = jv_parse(json, strlen(json), false, &root, &n, &e);
-    assert_non_null(d);
+    struct jv_doc *d = report_doc(&h, &fs, &root);
     uint64_t u;
     assert_true(jv_u64(jv_get(root, "seq"), &u) && u == 18446744073709551610ULL);
     assert_true(jv_u64(jv_get(root, "dropped_events"), &u) && u == 9007199254741003ULL);
     assert_true(jv_get(jv_get(root, "sampling"), "threshold")->d == 0.1);
     const struct jv *f0 = jv_get(root, "flows")->child, *f1 = f0->next;
+    const struct jv *p0 = jv_get(root, "procs")->child; /* f0's process (version 2) */
+    assert_true(jv_u64(jv_get(f0, "proc"), &u) && u == 0);
     assert_true(jv_u64(jv_get(f0, "tx_bytes"), &u) && u == 9007199254740993ULL);
     assert_true(jv_u64(jv_get(f0, "rx_bytes"), &u) && u == 18446744073709551615ULL);
     assert_true(jv_u64(jv_get(f0, "tx_calls"), &u) && u == 1152921504606846979ULL);
-    assert_true(jv_u64(jv_get(f0, "pid"), &u) && u == 4294967295ULL);
+    assert_true(jv_u64(jv_get(p0, "pid"), &u) && u == 4294967295ULL);
     assert_true(jv_u64(jv_get(f1, "bytes"), &u) && u == 18446744073709551614ULL);
     assert_true(jv_u64(jv_get(f1, "ops"), &u) && u == 9007199254740999ULL);
     jv_doc_free(d);
-    free(json);
+    flowset_free(&fs);
+}
+
+/* Version 2: each distinct process once in procs[], in order of first appearance, and every flow
+ * naming its entry. Five flows: A (pid 7, "rsync", workflow w1), B (pid 8), A again, A's pid and
+ * name with another workflow (another entry), and A's content under a second flow_meta copy (the
+ * same entry: compared by content, not by pointer). Expected procs: A, B, A'; proc 0, 1, 0, 2, 0.
+ */
+static void test_report_json_procs(void **state)
+{
+    (void)state;
+    struct flowset fs = {0};
+    static struct flow_meta m1, m1copy, m2;
+    snprintf(m1.workflow, sizeof m1.workflow, "w1");
+    snprintf(m1.user, sizeof m1.user, "alice");
+    m1copy = m1;
+    m2 = m1;
+    snprintf(m2.workflow, sizeof m2.workflow, "w2");
+    const struct {
+        uint32_t pid;
+        const struct flow_meta *meta;
+    } spec[] = {{7, &m1}, {8, &m1}, {7, &m1}, {7, &m2}, {7, &m1copy}};
+    for (size_t i = 0; i < 5; i++) {
+        struct flow_rec *r = sock_flow(&fs, (uint16_t)(40000 + i));
+        r->tx_bytes = 100 + i;
+        r->owner.pid = spec[i].pid;
+        r->owner.uid = 1000;
+        snprintf(r->owner.comm, sizeof r->owner.comm, "rsync");
+        r->meta = spec[i].meta;
+    }
+    struct report_header h = {.host = "h", .agent_id = "a1", .seq = 3, .window_seconds = 60};
+    struct jv *root;
+    struct jv_doc *d = report_doc(&h, &fs, &root);
+    uint64_t u;
+    assert_true(jv_u64(jv_get(root, "version"), &u) && u == 2);
+    const struct jv *procs = jv_get(root, "procs");
+    assert_int_equal(procs->type, JV_ARRAY);
+    assert_int_equal(procs->n, 3);
+    const struct jv *p = procs->child;
+    const char *want_wf[] = {"w1", "w1", "w2"};
+    const uint64_t want_pid[] = {7, 8, 7};
+    for (int k = 0; k < 3; k++, p = p->next) {
+        assert_true(jv_u64(jv_get(p, "pid"), &u) && u == want_pid[k]);
+        assert_string_equal(jv_get(p, "workflow")->s, want_wf[k]);
+        assert_string_equal(jv_get(p, "user")->s, "alice");
+        assert_string_equal(jv_get(p, "program")->s, "rsync");
+    }
+    const uint64_t want_proc[] = {0, 1, 0, 2, 0};
+    const struct jv *f = jv_get(root, "flows")->child;
+    for (int i = 0; i < 5; i++, f = f->next) {
+        assert_true(jv_u64(jv_get(f, "proc"), &u) && u == want_proc[i]);
+        assert_true(jv_u64(jv_get(f, "tx_bytes"), &u) && u == 100u + (unsigned)i);
+        assert_null(jv_get(f, "pid")); /* the process is only in procs[] */
+        assert_null(jv_get(f, "program"));
+    }
+    assert_null(f);
+    jv_doc_free(d);
+    /* --report-version 1: no procs, every flow with its owner's members */
+    h.version = 1;
+    d = report_doc(&h, &fs, &root);
+    assert_true(jv_u64(jv_get(root, "version"), &u) && u == 1);
+    assert_null(jv_get(root, "procs"));
+    f = jv_get(root, "flows")->child;
+    for (int i = 0; i < 5; i++, f = f->next) {
+        assert_null(jv_get(f, "proc"));
+        assert_true(jv_u64(jv_get(f, "pid"), &u) && u == want_pid[want_proc[i]]);
+        assert_string_equal(jv_get(f, "workflow")->s, want_wf[want_proc[i]]);
+        assert_string_equal(jv_get(f, "program")->s, "rsync");
+    }
+    jv_doc_free(d);
     flowset_free(&fs);
 }
 
@@ -650,9 +738,9 @@ int main(void)
         cmocka_unit_test(test_cgroup_paths),      cmocka_unit_test(test_endpoints),
         cmocka_unit_test(test_flag_errors),       cmocka_unit_test(test_config_file),
         cmocka_unit_test(test_clean_text),        cmocka_unit_test(test_report_json_clean),
-        cmocka_unit_test(test_report_json_exact), cmocka_unit_test(test_nfs_local),
-        cmocka_unit_test(test_nfs_metrics),       cmocka_unit_test(test_token_file_mode),
-        cmocka_unit_test(test_drainstate_format),
+        cmocka_unit_test(test_report_json_exact), cmocka_unit_test(test_report_json_procs),
+        cmocka_unit_test(test_nfs_local),         cmocka_unit_test(test_nfs_metrics),
+        cmocka_unit_test(test_token_file_mode),   cmocka_unit_test(test_drainstate_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

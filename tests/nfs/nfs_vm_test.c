@@ -412,8 +412,14 @@ static void check_agent_report(const struct phase *ph)
             const char *server = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "server"));
             const char *export = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "export"));
             const char *op = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "op"));
-            const char *wf = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "workflow"));
-            const char *program = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "program"));
+            /* the flow's process: its entry in procs[] (version 2) */
+            const cJSON *proc = cJSON_GetObjectItem(flow, "proc");
+            const cJSON *owner =
+                cJSON_IsNumber(proc)
+                    ? cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "procs"), proc->valueint)
+                    : NULL;
+            const char *wf = cJSON_GetStringValue(cJSON_GetObjectItem(owner, "workflow"));
+            const char *program = cJSON_GetStringValue(cJSON_GetObjectItem(owner, "program"));
             const char *local = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "local"));
             if (!server || !export || !op || !wf || !program)
                 fail_msg("%s: an NFS flow lacks server, export, op, workflow or program",

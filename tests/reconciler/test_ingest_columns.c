@@ -131,6 +131,83 @@ static void test_every_column(void **state)
     free(q);
 }
 
+/* Version 2 (each process once in procs[], each flow naming it with "proc") stores the same rows
+ * as version 1 with the process members in every flow: both forms of one report of 7 flows
+ * (5 processes, two of them shared by two flows; members the reconciler does not keep, such as
+ * ppid and exe, in an entry) are posted as two agents, and every column but agent_id is compared
+ * row by row both ways; flow 6, sharing flow 0's process, is also checked by value. */
+static void test_version_2_procs(void **state)
+{
+    (void)state;
+    static const char *const own[] = {
+        "\"pid\":2147483647,\"uid\":2147483647,\"user\":\"al\\u00efce\",\"program\":"
+        "\"py\\tthon\",\"workflow\":\"tr\\\\ain \\ud83d\\ude80\",\"container\":\"c0ffee\","
+        "\"namespace\":\"ml\",\"pod\":\"trainer-7f9c\",\"container_name\":\"worker\"",
+        "\"user\":null,\"program\":\"\",\"workflow\":\"\"", "",
+        "\"pid\":0,\"uid\":0,\"user\":\"bob\"", "\"program\":\"cp\""};
+    static const char *const flow[] = {
+        "\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"10.1.0.2:41522\",\"remote\":"
+        "\"10.2.0.9:5201\",\"role\":\"client\",\"tx_bytes\":1000,\"rx_bytes\":2",
+        "\"source\":\"socket\",\"proto\":\"udp\",\"local\":\"[fd00:1::2]:0\",\"remote\":"
+        "\"[fd00:2::9]:9001\",\"tx_bytes\":1,\"rx_bytes\":3",
+        "\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"10.1.0.9:22\",\"remote\":"
+        "\"10.2.0.1:1\",\"role\":\"server\",\"tx_bytes\":255,\"rx_bytes\":256",
+        "\"source\":\"nfs\",\"server\":\"10.1.0.50\",\"export\":\"/data\",\"op\":\"read\","
+        "\"bytes\":4096,\"ops\":1",
+        "\"source\":\"nfs\",\"server\":\"10.3.0.5:2049\",\"local\":\"10.1.0.8\",\"op\":"
+        "\"write\",\"bytes\":7",
+        "\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"10.1.0.3:40000\",\"remote\":"
+        "\"10.2.0.3:443\",\"tx_bytes\":5,\"rx_bytes\":6",
+        "\"source\":\"socket\",\"proto\":\"tcp\",\"local\":\"10.1.0.2:41523\",\"remote\":"
+        "\"10.2.0.9:5201\",\"role\":\"client\",\"tx_bytes\":3000,\"rx_bytes\":4"};
+    static const int proc_of[] = {0, 1, 2, 3, 4, 2, 0};
+    char v1[8192], v2[8192];
+    size_t n1 = (size_t)snprintf(v1, sizeof v1,
+                                 "{\"version\":1,\"host\":\"h\",\"agent_id\":\"bin-v1\","
+                                 "\"seq\":4,\"window_start\":\"%s\",\"flows\":[",
+                                 fx_ts(W));
+    size_t n2 = (size_t)snprintf(v2, sizeof v2,
+                                 "{\"version\":2,\"host\":\"h\",\"agent_id\":\"bin-v2\","
+                                 "\"seq\":4,\"window_start\":\"%s\",\"procs\":[",
+                                 fx_ts(W));
+    for (int k = 0; k < 5; k++)
+        n2 += (size_t)snprintf(v2 + n2, sizeof v2 - n2, "%s{%s%s\"ppid\":1,\"exe\":\"/bin/x\"}",
+                               k ? "," : "", own[k], own[k][0] ? "," : "");
+    n2 += (size_t)snprintf(v2 + n2, sizeof v2 - n2, "],\"flows\":[");
+    for (int i = 0; i < 7; i++) {
+        const char *o = own[proc_of[i]];
+        n1 += (size_t)snprintf(v1 + n1, sizeof v1 - n1, "%s{%s%s%s}", i ? "," : "", flow[i],
+                               o[0] ? "," : "", o);
+        n2 += (size_t)snprintf(v2 + n2, sizeof v2 - n2, "%s{%s,\"proc\":%d}", i ? "," : "", flow[i],
+                               proc_of[i]);
+    }
+    snprintf(v1 + n1, sizeof v1 - n1, "]}");
+    snprintf(v2 + n2, sizeof v2 - n2, "]}");
+    fx_post_ok(&F, "/v1/attributions", FX_TOKEN_AGENT, strdup(v1)); /* it frees the body */
+    fx_post_ok(&F, "/v1/attributions", FX_TOKEN_AGENT, strdup(v2));
+    const char *cols = "window_start, seq, idx, host, source, proto, local_addr, local_port,"
+                       " remote_addr, remote_port, role, tx_bytes, rx_bytes, nfs_server, nfs_port,"
+                       " nfs_export, nfs_op, nfs_bytes, nfs_ops, pid, uid, user_name, program,"
+                       " workflow, container, namespace, pod, container_name";
+    char *q =
+        fx_fmt("SELECT (SELECT count(*) FROM flow_records WHERE agent_id = 'bin-v2') || '|' ||"
+               " (SELECT count(*) FROM (SELECT %s FROM flow_records WHERE agent_id ="
+               " 'bin-v1' EXCEPT ALL SELECT %s FROM flow_records WHERE agent_id = 'bin-v2')"
+               " d) || '|' || (SELECT count(*) FROM (SELECT %s FROM flow_records WHERE"
+               " agent_id = 'bin-v2' EXCEPT ALL SELECT %s FROM flow_records WHERE agent_id"
+               " = 'bin-v1') d)",
+               cols, cols, cols, cols);
+    assert_string_equal(fx_row(&F, q), "7|0|0");
+    free(q);
+    expect_row("bin-v2", 6,
+               "bin-v2|4|6|h|socket|tcp|10.1.0.2|41523|10.2.0.9|5201|client|3000|4|<null>|<null>|"
+               "<null>|<null>|0|0|2147483647|2147483647|al\xc3\xaf"
+               "ce|py\tthon|tr\\ain \xf0\x9f\x9a\x80|c0ffee|ml|trainer-7f9c|worker");
+    expect_row("bin-v2", 3,
+               "bin-v2|4|3|h|nfs|<null>|<null>|<null>|<null>|<null>|<null>|0|0|10.1.0.50|2049|"
+               "/data|read|4096|1|0|0|bob|<null>|<null>|<null>|||");
+}
+
 static void test_big_and_empty_reports(void **state)
 {
     (void)state;
@@ -183,6 +260,7 @@ int main(void)
     fx_start(&F);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_column),
+        cmocka_unit_test(test_version_2_procs),
         cmocka_unit_test(test_big_and_empty_reports),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
