@@ -1,6 +1,6 @@
 /* The process behind a flow ("owner"): its members validated, and written into a flow row. A
  * version 1 report carries them in every flow; a version 2 report once per process, in procs[],
- * each flow naming its entry with "proc" (docs/design.md "Agent reports"). */
+ * each flow naming its entry with "proc" (docs/design.md, "Agent report (`/v1/attributions`)"). */
 #include "ingest_internal.h"
 
 #include <inttypes.h>
