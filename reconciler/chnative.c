@@ -58,7 +58,9 @@ void chnative_init(struct chnative *n, size_t rows)
     pthread_once(&kind_once, kind_init);
     memset(n, 0, sizeof *n);
     n->bad_col = -1;
-    if (reserve_rows(n, rows ? rows : 1) < 0)
+    if (!rows) /* a report without flows: its block still has columns to point at */
+        rows = 1;
+    if (reserve_rows(n, rows) < 0)
         n->oom = true;
     for (int c = FR_WINDOW_START + 1; c < FR_NCOLS && !n->oom; c++)
         if (!kind[c].width && reserve(&n->val[c], rows * TEXT_GUESS) < 0)

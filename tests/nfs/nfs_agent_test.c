@@ -51,7 +51,8 @@ static void test_agent_without_nfs(void **state)
     assert_non_null(strstr(err, "/sys/kernel/btf/nfs"));
     /* The socket probe attached and one report came out. */
     assert_non_null(strstr(err, "[socket] attach mode"));
-    assert_non_null(strstr(out, "\"version\":1"));
+    assert_non_null(strstr(out, "\"version\":2")); /* each process once, in procs[] */
+    assert_non_null(strstr(out, "\"procs\":["));
     assert_non_null(strstr(out, "\"flows\":["));
     free(err);
     free(out);

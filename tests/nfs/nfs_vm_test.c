@@ -233,14 +233,16 @@ static void add_buckets(const cJSON *flow, struct llhist *h)
                       (uint64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(b, 1)));
 }
 
-/* An NFS flow of the pod workload: the agent named its namespace, pod and container from the
- * kubelet's directories vm-init.sh made; its READ latency buckets go into lat. */
-static void check_pod_flow(const struct phase *ph, const cJSON *flow, struct llhist *lat)
+/* An NFS flow of the pod workload: the agent named its owner's namespace, pod and container
+ * (its procs[] entry) from the kubelet's directories vm-init.sh made; its READ latency buckets go
+ * into lat. */
+static void check_pod_flow(const struct phase *ph, const cJSON *flow, const cJSON *owner,
+                           struct llhist *lat)
 {
-    const char *ns = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "namespace"));
-    const char *pod = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "pod"));
-    const char *ctr = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "container_name"));
-    const char *uid = cJSON_GetStringValue(cJSON_GetObjectItem(flow, "pod_uid"));
+    const char *ns = cJSON_GetStringValue(cJSON_GetObjectItem(owner, "namespace"));
+    const char *pod = cJSON_GetStringValue(cJSON_GetObjectItem(owner, "pod"));
+    const char *ctr = cJSON_GetStringValue(cJSON_GetObjectItem(owner, "container_name"));
+    const char *uid = cJSON_GetStringValue(cJSON_GetObjectItem(owner, "pod_uid"));
     if (!ns || !pod || !ctr || !uid)
         fail_msg("%s: a wf-pod NFS flow lacks namespace, pod, container_name or pod_uid",
                  ph->label);
@@ -439,7 +441,7 @@ static void check_agent_report(const struct phase *ph)
                 (unsigned long long)cJSON_GetNumberValue(cJSON_GetObjectItem(flow, "bytes"));
             bytes[w][o] += b;
             if (w == WF_POD)
-                check_pod_flow(ph, flow, o == 0 ? &pod_lat : NULL);
+                check_pod_flow(ph, flow, owner, o == 0 ? &pod_lat : NULL);
             if (o == 0)
                 add_buckets(flow, &all_reads);
             if (n_reports <= sc.windows) {
