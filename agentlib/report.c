@@ -174,9 +174,10 @@ static int index_owners(const struct flowset *fs, uint32_t *proc, size_t *first,
         size_t h = (size_t)owner_hash(&fs->v[i]) & (cap - 1);
         while (slot[h] && !owner_same(&fs->v[first[slot[h] - 1]], &fs->v[i]))
             h = (h + 1) & (cap - 1);
-        if (!slot[h]) {
+        if (!slot[h]) { /* a new entry */
             first[*n] = i;
-            slot[h] = (uint32_t)++ * n;
+            *n += 1;
+            slot[h] = (uint32_t)*n;
         }
         proc[i] = slot[h] - 1;
     }
