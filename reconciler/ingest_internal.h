@@ -1,8 +1,8 @@
-/* Internal to ingest (ingest.c, ingest_records.c; not for other modules): where a value sits for
- * its error's JSON path, the validation context, the COPY-buffer writers and the typed-field
- * validators every endpoint shares. Each validator returns 0, or -1 with the request's error (422
- * and the JSON path) filled; the buffer writers record an allocation failure in b->oom, which
- * ing_row_end/ing_row_done turn into a 500 once per row. */
+/* Internal to ingest (ingest.c, ingest_owner.c, ingest_records.c; not for other modules): where a
+ * value sits for its error's JSON path, the validation context, the COPY-buffer writers and the
+ * typed-field validators every endpoint shares. Each validator returns 0, or -1 with the
+ * request's error (422 and the JSON path) filled; the buffer writers record an allocation failure
+ * in b->oom, which ing_row_end/ing_row_done turn into a 500 once per row. */
 #ifndef WL_INGEST_INTERNAL_H
 #define WL_INGEST_INTERNAL_H
 
@@ -72,7 +72,7 @@ int ing_want_version(struct vctx *c, const struct jv *root, unsigned max, unsign
 /* The most a flow or transfer may claim over span_s seconds: max_flow_bps x span / 8. */
 uint64_t ing_max_bytes_over(const struct cfg *cfg, uint64_t span_s);
 
-/* A flow object's members by slot (ingest.c's flow_slot_of). The process members, F_PID to
+/* A flow object's members by slot (ing_flow_slot, ingest.c). The process members, F_PID to
  * F_CONTAINER_NAME, are contiguous: a version 1 flow carries them itself, a version 2 report
  * once per process in procs[] (ingest_owner.c). */
 enum flow_slot {

@@ -97,9 +97,6 @@ static void kv_name(struct jw *w, const char *key, const char *v)
 int nasin_flow(struct nas_batch **nbp, const struct jv *f, long idx,
                const struct nasin_flow_args *a, struct ingest_error *e)
 {
-    /* the owner's names, checked where the owner is read (ingest_owner.c): "" when absent */
-    const char *ns = a->ns ? a->ns : "", *pod = a->pod ? a->pod : "";
-    const char *container = a->container_name ? a->container_name : "";
     uint64_t errors = 0;
     bool has_errors = false;
     const struct jv *ev = jv_get(f, "errors");
@@ -147,9 +144,9 @@ int nasin_flow(struct nas_batch **nbp, const struct jv *f, long idx,
     kv_name(w, "workflow", a->workflow);
     kv_name(w, "user_name", a->user);
     kv_name(w, "program", a->program);
-    kv_name(w, "namespace", ns);
-    kv_name(w, "pod", pod);
-    kv_name(w, "container", container);
+    kv_name(w, "namespace", a->ns); /* the owner's, checked where it is read (ingest_owner.c) */
+    kv_name(w, "pod", a->pod);
+    kv_name(w, "container", a->container_name);
     jw_kv_u64(w, "ops", a->ops);
     jw_kv_u64(w, "bytes", a->bytes);
     jw_kv_u64(w, "errors", errors);

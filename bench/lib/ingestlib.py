@@ -139,17 +139,27 @@ def post_all(port, seq, bodies, conns):
     return t0, wall, lat
 
 
+def proc_stat(pid):
+    """/proc/PID/stat's fields after the command name: [0] is field 3 (state), [1] the ppid,
+    [7] minflt, [11] utime, [12] stime, [13] cutime, [14] cstime (clock ticks)."""
+    with open("/proc/%s/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def ticks_s(v, first):
+    """Seconds of the two tick fields v[first] + v[first + 1] of proc_stat: 11 the process's own
+    user + system CPU, 13 that of its reaped children."""
+    return (int(v[first]) + int(v[first + 1])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_s(pid):
     """CPU seconds (user + system) of pid so far."""
-    with open("/proc/%d/stat" % pid) as f:
-        v = f.read().rsplit(")", 1)[1].split()
-    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+    return ticks_s(proc_stat(pid), 11)
 
 
 def minflt(pid):
     """Minor page faults of pid so far (/proc/PID/stat field 10)."""
-    with open("/proc/%d/stat" % pid) as f:
-        return int(f.read().rsplit(")", 1)[1].split()[7])
+    return int(proc_stat(pid)[7])
 
 
 def cpu_of(pids):
@@ -171,9 +181,8 @@ def pg_pids(pg_data):
     for d in os.listdir("/proc"):
         if d.isdigit():
             try:
-                with open("/proc/%s/stat" % d) as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pm:
-                        out.append(int(d))
+                if int(proc_stat(d)[1]) == pm:
+                    out.append(int(d))
             except (OSError, ValueError):
                 pass
     return out
@@ -185,26 +194,24 @@ def pg_split(pg_data):
     child's its title ("walwriter", "autovacuum worker", ...); "exited children" is the postmaster's
     cutime + cstime: the CPU of children it has reaped (an autovacuum worker that ran and exited
     between two calls counts only there)."""
-    tck = os.sysconf("SC_CLK_TCK")
     out = {}
     for p in pg_pids(pg_data):
         try:
-            with open("/proc/%d/stat" % p) as f:
-                v = f.read().rsplit(")", 1)[1].split()
+            v = proc_stat(p)
             with open("/proc/%d/cmdline" % p, "rb") as f:
                 title = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:
             continue
         if not title.startswith("postgres:"):
             kind = "postmaster"
-            out["exited children"] = out.get("exited children", 0) + (int(v[13]) + int(v[14])) / tck
+            out["exited children"] = out.get("exited children", 0) + ticks_s(v, 13)
         else:
             words = title[len("postgres:"):].split()
             if any("(" in w or w == "[local]" for w in words):
                 kind = "backend " + " ".join(words[:2])
             else:
                 kind = " ".join(w for w in words if not w.endswith(":") or w == words[-1])
-        out[kind] = out.get(kind, 0) + (int(v[11]) + int(v[12])) / tck
+        out[kind] = out.get(kind, 0) + ticks_s(v, 11)
     return out
 
 
